@@ -1,0 +1,48 @@
+// swift-tools-version:6.0
+// nalcast: a local H.264 streaming relay. See ../shared/DESIGN.md for the picture.
+import PackageDescription
+
+let package = Package(
+    name: "nalcast",
+    products: [
+        .executable(name: "nalcast", targets: ["nalcast"]),
+    ],
+    targets: [
+        // C libraries, each behind a module map and a header of static inline shims.
+        .systemLibrary(
+            name: "CLibEV",
+            providers: [.apt(["libev-dev"])]  // libev ships no pkg-config file: the module map links `ev`
+        ),
+        .systemLibrary(
+            name: "CX264",
+            pkgConfig: "x264",
+            providers: [.apt(["libx264-dev"])]
+        ),
+        .systemLibrary(
+            name: "CLibYUV",
+            providers: [.apt(["libyuv-dev"])]  // no pkg-config file on Debian: the module map links `yuv`
+        ),
+        .systemLibrary(
+            name: "CXCBShm",
+            pkgConfig: "xcb-shm",
+            providers: [.apt(["libxcb-shm0-dev", "libxcb-xfixes0-dev", "libxcb-randr0-dev"])]
+        ),
+
+        // Pure Swift layers.
+        .target(name: "H264"),
+        .target(name: "Relay", dependencies: ["H264"]),
+
+        // Swift over C.
+        .target(name: "EventLoop", dependencies: ["CLibEV"]),
+        .target(name: "Capture", dependencies: ["CLibYUV", "CXCBShm"]),
+        .target(name: "Encoder", dependencies: ["CX264", "H264"]),
+
+        // Wiring.
+        .target(name: "Producer", dependencies: ["H264", "Relay", "EventLoop", "Capture", "Encoder"]),
+        .target(name: "Consumer", dependencies: ["H264", "Relay", "EventLoop"]),
+        .executableTarget(name: "nalcast", dependencies: ["H264", "Relay", "EventLoop", "Capture", "Encoder", "Producer", "Consumer"]),
+
+        .testTarget(name: "H264Tests", dependencies: ["H264"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,10 @@
+#ifndef CX264_SHIM_H
+#define CX264_SHIM_H
+#include <stdint.h>
+#include <x264.h>
+
+// x264_encoder_open is a macro that pastes the ABI version (x264_encoder_open_164).
+static inline x264_t *CX264_encoder_open(x264_param_t *param) { return x264_encoder_open(param); }
+// X264_BUILD is a macro constant: the ABI version we compiled against.
+static inline int CX264_build(void) { return X264_BUILD; }
+#endif

@@ -1,0 +1,3 @@
+import CLibYUV
+import CXCBShm
+public let libyuvFilterBox = Int(CLibYUV_filter_box())

@@ -1,0 +1,1 @@
+// Consumer: filled in by its issue.

@@ -1,0 +1,2 @@
+import CX264
+public let x264Build = Int(CX264_build())

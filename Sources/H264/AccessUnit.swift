@@ -1,0 +1,69 @@
+/// One coded picture with everything that travels with it: an access unit (H.264 7.4.1.2).
+///
+/// Immutable and `Sendable`: it crosses from the capture or network thread to every reader,
+/// and every reader shares the same bytes.
+public struct AccessUnit: Sendable {
+    /// The NAL units in stream order (AUD, SPS, PPS, SEI, slices, ...).
+    public let nalUnits: [NALUnit]
+    /// True when the primary picture is an IDR picture (IdrPicFlag).
+    public let isIDR: Bool
+    /// Picture size after cropping, from the active SPS; nil before any SPS was seen.
+    public let resolution: Resolution?
+    /// The nalcast timestamp SEI carried in this access unit, if any.
+    public let timestamp: StreamTimestamp?
+    /// The SPS and PPS active for this picture (shared, not copied), so a reader that starts
+    /// here can put them in front of an IDR that does not carry them itself.
+    public let parameterSets: [NALUnit]
+
+    public init(nalUnits: [NALUnit], isIDR: Bool, resolution: Resolution?, timestamp: StreamTimestamp?, parameterSets: [NALUnit] = []) {
+        self.nalUnits = nalUnits
+        self.isIDR = isIDR
+        self.resolution = resolution
+        self.timestamp = timestamp
+        self.parameterSets = parameterSets
+    }
+
+    /// Bytes on the wire, start codes included.
+    public var byteCount: Int { nalUnits.reduce(0) { $0 + $1.wire.count } }
+
+    /// True when the access unit itself carries both an SPS and a PPS.
+    public var carriesParameterSets: Bool {
+        nalUnits.contains { $0.type == .sps } && nalUnits.contains { $0.type == .pps }
+    }
+
+    /// True when a decoder can start here: an IDR whose SPS and PPS are in the access unit.
+    public var isEntryPoint: Bool { isIDR && carriesParameterSets }
+
+    /// The NAL units to send to a reader that starts at this access unit: the access unit
+    /// itself when it carries its parameter sets, else the parameter sets put in front of
+    /// its slices (after the AUD, which must stay first).
+    public var nalUnitsForEntry: [NALUnit] {
+        guard isIDR, !carriesParameterSets, !parameterSets.isEmpty else { return nalUnits }
+        var out: [NALUnit] = []
+        out.reserveCapacity(nalUnits.count + parameterSets.count)
+        var inserted = false
+        for nal in nalUnits {
+            if !inserted && nal.type != .accessUnitDelimiter {
+                out.append(contentsOf: parameterSets)
+                inserted = true
+            }
+            out.append(nal)
+        }
+        if !inserted { out.append(contentsOf: parameterSets) }
+        return out
+    }
+
+    /// The NAL unit types in order, e.g. for `nalcast inspect`.
+    public var nalTypes: [NALType] { nalUnits.map(\.type) }
+}
+
+/// A picture size in luma samples.
+public struct Resolution: Sendable, Hashable, CustomStringConvertible {
+    public let width: Int
+    public let height: Int
+    public init(width: Int, height: Int) {
+        self.width = width
+        self.height = height
+    }
+    public var description: String { "\(width)x\(height)" }
+}

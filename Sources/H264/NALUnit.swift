@@ -1,0 +1,129 @@
+/// The one-byte NAL unit header (H.264 7.3.1).
+///
+///     +---+---+---+---+---+---+---+---+
+///     | F |  NRI  |       Type        |
+///     +---+---+---+---+---+---+---+---+
+///       forbidden_zero_bit, nal_ref_idc, nal_unit_type
+public struct NALHeader: Sendable, Hashable {
+    public let byte: UInt8
+
+    public init(_ byte: UInt8) { self.byte = byte }
+
+    public init(forbiddenBit: Bool = false, refIdc: UInt8, type: NALType) {
+        self.byte = (forbiddenBit ? 0x80 : 0) | ((refIdc & 3) << 5) | (type.rawValue & 0x1f)
+    }
+
+    public var forbiddenBit: Bool { byte & 0x80 != 0 }
+    public var refIdc: UInt8 { (byte >> 5) & 3 }
+    public var type: NALType { NALType(rawValue: byte & 0x1f) }
+}
+
+/// nal_unit_type (H.264 Table 7-1). Unknown values are kept, not rejected.
+public struct NALType: RawRepresentable, Sendable, Hashable, Comparable, CustomStringConvertible {
+    public let rawValue: UInt8
+    public init(rawValue: UInt8) { self.rawValue = rawValue & 0x1f }
+
+    public static let unspecified = NALType(rawValue: 0)
+    public static let slice = NALType(rawValue: 1)
+    public static let sliceDataA = NALType(rawValue: 2)
+    public static let sliceDataB = NALType(rawValue: 3)
+    public static let sliceDataC = NALType(rawValue: 4)
+    public static let idrSlice = NALType(rawValue: 5)
+    public static let sei = NALType(rawValue: 6)
+    public static let sps = NALType(rawValue: 7)
+    public static let pps = NALType(rawValue: 8)
+    public static let accessUnitDelimiter = NALType(rawValue: 9)
+    public static let endOfSequence = NALType(rawValue: 10)
+    public static let endOfStream = NALType(rawValue: 11)
+    public static let fillerData = NALType(rawValue: 12)
+    public static let spsExtension = NALType(rawValue: 13)
+    public static let prefix = NALType(rawValue: 14)
+    public static let subsetSPS = NALType(rawValue: 15)
+    public static let depthParameterSet = NALType(rawValue: 16)
+    public static let auxiliarySlice = NALType(rawValue: 19)
+    public static let sliceExtension = NALType(rawValue: 20)
+    public static let sliceExtensionDepth = NALType(rawValue: 21)
+
+    /// Coded slice of a primary picture (types 1 to 5): the units 7.4.1.2.4 compares.
+    public var isVCL: Bool { rawValue >= 1 && rawValue <= 5 }
+
+    public var name: String {
+        switch rawValue {
+        case 1: "slice"
+        case 2: "slice-a"
+        case 3: "slice-b"
+        case 4: "slice-c"
+        case 5: "idr"
+        case 6: "sei"
+        case 7: "sps"
+        case 8: "pps"
+        case 9: "aud"
+        case 10: "end-seq"
+        case 11: "end-stream"
+        case 12: "filler"
+        case 13: "sps-ext"
+        case 14: "prefix"
+        case 15: "subset-sps"
+        case 19: "aux-slice"
+        case 20: "slice-ext"
+        default: "type\(rawValue)"
+        }
+    }
+
+    public var description: String { name }
+
+    public static func < (a: NALType, b: NALType) -> Bool { a.rawValue < b.rawValue }
+}
+
+/// One NAL unit as it travelled on the wire, sharing (not copying) the bytes it was cut from.
+///
+/// `wire` holds everything from the first zero byte of the start code up to the next start
+/// code: leading zero bytes, `00 00 01`, the header, the payload, and any trailing zero bytes
+/// at the end of a stream. Concatenating the `wire` of every NAL unit gives back the stream
+/// byte for byte (less anything skipped before the first start code).
+public struct NALUnit: Sendable {
+    /// The bytes as received, start code included.
+    public let wire: ArraySlice<UInt8>
+    /// Index into `wire` of the NAL header byte (just past the start code).
+    public let headerIndex: Int
+    /// Index into `wire` one past the last payload byte (trailing zero bytes excluded).
+    public let payloadEnd: Int
+
+    /// Wraps bytes known to start with a start code (`00 00 01`, after any number of zeros).
+    /// Returns nil when there is no start code or no header byte after it.
+    public init?(wire: ArraySlice<UInt8>) {
+        var i = wire.startIndex
+        while i < wire.endIndex && wire[i] == 0 { i += 1 }
+        guard i < wire.endIndex, wire[i] == 1, i - wire.startIndex >= 2, i + 1 < wire.endIndex else { return nil }
+        var end = wire.endIndex
+        while end > i + 2 && wire[end - 1] == 0 { end -= 1 }
+        self.init(wire: wire, headerIndex: i + 1, payloadEnd: end)
+    }
+
+    /// Wraps bytes whose layout the caller already knows (the scanner does).
+    public init(wire: ArraySlice<UInt8>, headerIndex: Int, payloadEnd: Int) {
+        precondition(headerIndex < payloadEnd && payloadEnd <= wire.endIndex && headerIndex >= wire.startIndex + 3)
+        self.wire = wire
+        self.headerIndex = headerIndex
+        self.payloadEnd = payloadEnd
+    }
+
+    /// Builds a NAL unit from its header and escaped payload, with a 4-byte start code.
+    public init(escapedBody body: some Collection<UInt8>) {
+        var bytes: [UInt8] = [0, 0, 0, 1]
+        bytes.append(contentsOf: body)
+        self.init(wire: bytes[...], headerIndex: 4, payloadEnd: bytes.count)
+    }
+
+    public var header: NALHeader { NALHeader(wire[headerIndex]) }
+    public var type: NALType { header.type }
+
+    /// Header and payload, still escaped (emulation prevention bytes in place).
+    public var body: ArraySlice<UInt8> { wire[headerIndex..<payloadEnd] }
+
+    /// The payload after the header, still escaped.
+    public var escapedPayload: ArraySlice<UInt8> { wire[(headerIndex + 1)..<payloadEnd] }
+
+    /// The raw byte sequence payload: the payload with emulation prevention bytes removed.
+    public func rbsp(limit: Int = .max) -> [UInt8] { RBSP.unescape(escapedPayload, limit: limit) }
+}

@@ -1,0 +1,1 @@
+// Producer: filled in by its issue.

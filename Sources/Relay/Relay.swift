@@ -1,0 +1,1 @@
+// Relay: filled in by its issue.
