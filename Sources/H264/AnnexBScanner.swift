@@ -83,7 +83,10 @@ public struct AnnexBScanner {
                 while cut > lowest && byte(cut - 1) == 0 { cut -= 1 }
                 guard q - cut >= 2 else { continue }
                 if inSync {
-                    if cut > header {
+                    if cut - nalStart > maxNALUnitSize {
+                        oversizedNALUnits += 1
+                        skippedBytes += cut - nalStart
+                    } else if cut > header {
                         emit(nalUnit(from: nalStart, to: cut, header: header, chunk: chunk, P: P))
                     } else {
                         skippedBytes += cut - nalStart  // a start code with no header after it

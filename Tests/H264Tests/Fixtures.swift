@@ -40,7 +40,7 @@ func parse(_ bytes: [UInt8], chunks: [Int]) -> (units: [AccessUnit], parser: Ann
     while i < bytes.count {
         let n = Swift.max(1, chunks[k % chunks.count])
         k += 1
-        let end = Swift.min(bytes.count, i + n)
+        let end = i + Swift.min(bytes.count - i, n)
         parser.push(Array(bytes[i..<end])) { units.append($0) }
         i = end
     }
@@ -57,7 +57,7 @@ func scan(_ bytes: [UInt8], chunks: [Int], maxNALUnitSize: Int = AnnexBScanner.d
     while i < bytes.count {
         let n = Swift.max(1, chunks[k % chunks.count])
         k += 1
-        let end = Swift.min(bytes.count, i + n)
+        let end = i + Swift.min(bytes.count - i, n)
         scanner.push(Array(bytes[i..<end])) { nals.append($0) }
         i = end
     }
