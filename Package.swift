@@ -43,6 +43,8 @@ let package = Package(
         .executableTarget(name: "nalcast", dependencies: ["H264", "Relay", "EventLoop", "Capture", "Encoder", "Producer", "Consumer"]),
 
         .testTarget(name: "H264Tests", dependencies: ["H264"]),
+        // End-to-end: runs the built `nalcast` binary against real peers (ffmpeg, ffprobe, ...).
+        .testTarget(name: "CLITests", dependencies: ["nalcast"]),
     ],
     swiftLanguageModes: [.v6]
 )

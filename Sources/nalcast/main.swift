@@ -1,1 +1,55 @@
-print("nalcast")
+import Foundation
+
+/// nalcast: capture, encode and relay live H.264 between processes. See DESIGN.md.
+enum Nalcast {
+    static let version = "0.1.0"
+    static let commands: [any Command.Type] = [InspectCommand.self]
+}
+
+func topLevelHelp() -> String {
+    var lines = [
+        "usage: nalcast COMMAND [OPTIONS]",
+        "",
+        "Move live H.264 video between processes: capture and encode it, serve it to many",
+        "readers on a local socket, record it to crash-safe segments, forward it.",
+        "",
+        "commands:",
+    ]
+    for c in Nalcast.commands { lines.append("  " + c.name.padding(toLength: 10, withPad: " ", startingAt: 0) + c.summary) }
+    lines += ["", "'nalcast COMMAND --help' lists a command's options.", "nalcast --version prints the version."]
+    return lines.joined(separator: "\n") + "\n"
+}
+
+func runMain() -> Int32 {
+    var args = Array(CommandLine.arguments.dropFirst())
+    guard let first = args.first else {
+        FileHandle.standardError.write(topLevelHelp().data(using: .utf8)!)
+        return ExitCode.usage.rawValue
+    }
+    args.removeFirst()
+    switch first {
+    case "--help", "-h", "help":
+        FileHandle.standardOutput.write(topLevelHelp().data(using: .utf8)!)
+        return 0
+    case "--version", "-V", "version":
+        FileHandle.standardOutput.write("nalcast \(Nalcast.version)\n".data(using: .utf8)!)
+        return 0
+    default:
+        guard let command = Nalcast.commands.first(where: { $0.name == first }) else {
+            printError("unknown command '\(first)' (see 'nalcast --help')")
+            return ExitCode.usage.rawValue
+        }
+        do {
+            return try command.main(args).rawValue
+        } catch let error as CommandError {
+            printError(error.message)
+            return error.code.rawValue
+        } catch {
+            printError("\(error)")
+            return ExitCode.software.rawValue
+        }
+    }
+}
+
+signal(SIGPIPE, SIG_IGN)
+exit(runMain())

@@ -1,0 +1,108 @@
+import Foundation
+
+/// A subcommand: its options, its help text, and what it does.
+protocol Command {
+    static var name: String { get }
+    static var summary: String { get }
+    static var usage: String { get }
+    static var specs: [OptionSpec] { get }
+    /// Runs with parsed options; returns the exit code.
+    static func run(_ options: ParsedOptions) throws -> ExitCode
+}
+
+/// Options every command has.
+let commonSpecs: [OptionSpec] = [
+    OptionSpec(name: "help", value: nil, help: "show this help and exit", short: "h"),
+]
+
+extension Command {
+    static var allSpecs: [OptionSpec] { specs + commonSpecs }
+
+    static func helpText() -> String {
+        var lines = ["usage: \(usage)", "", summary, "", "options:"]
+        for spec in allSpecs {
+            var left = "  "
+            if let s = spec.short { left += "-\(s), " }
+            left += "--\(spec.name)"
+            if let v = spec.value { left += " \(v)" }
+            var right = spec.help
+            if let d = spec.defaultText { right += " (default: \(d))" }
+            if left.count < 30 {
+                lines.append(left.padding(toLength: 30, withPad: " ", startingAt: 0) + right)
+            } else {
+                lines.append(left)
+                lines.append(String(repeating: " ", count: 30) + right)
+            }
+        }
+        lines.append("")
+        lines.append("Every option can also be set as NALCAST_<OPTION> in the environment")
+        lines.append("(e.g. --reader-lag as NALCAST_READER_LAG); options on the command line win.")
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    static func main(_ arguments: [String]) throws -> ExitCode {
+        let options = try ParsedOptions.parse(arguments, specs: allSpecs, environment: ProcessInfo.processInfo.environment, command: name)
+        if options.has("help") {
+            FileHandle.standardOutput.write(helpText().data(using: .utf8)!)
+            return .ok
+        }
+        return try run(options)
+    }
+}
+
+/// Reads a file or stdin in large chunks with read(2): each chunk is a new array, so the
+/// NAL units cut from it can keep sharing it after the next read.
+struct InputFile {
+    let fd: Int32
+    let name: String
+    private let owned: Bool
+
+    init(path: String) throws {
+        if path == "-" {
+            fd = 0
+            name = "stdin"
+            owned = false
+        } else {
+            fd = open(path, O_RDONLY | O_CLOEXEC)
+            guard fd >= 0 else { throw CommandError.noInput("\(path): \(String(cString: strerror(errno)))") }
+            var st = stat()
+            if fstat(fd, &st) == 0 && (st.st_mode & S_IFMT) == S_IFDIR {
+                Glibc.close(fd)
+                throw CommandError.noInput("\(path): is a directory")
+            }
+            name = path
+            owned = true
+        }
+    }
+
+    /// The next chunk; empty at the end of input.
+    func read(upTo size: Int = 1 << 20) throws -> [UInt8] {
+        while true {
+            var got = 0
+            let chunk = [UInt8](unsafeUninitializedCapacity: size) { buf, count in
+                got = Glibc.read(fd, buf.baseAddress, size)
+                count = Swift.max(0, got)
+            }
+            if got >= 0 { return chunk }
+            if errno == EINTR { continue }
+            throw CommandError.io("reading \(name): \(String(cString: strerror(errno)))")
+        }
+    }
+
+    func close() { if owned { Glibc.close(fd) } }
+}
+
+/// Buffered writes to stdout (one write(2) per 64 KiB, not per line).
+struct OutputBuffer {
+    private var text = ""
+    mutating func line(_ s: String) {
+        text += s
+        text += "\n"
+        if text.utf8.count >= 1 << 16 { flush() }
+    }
+    mutating func flush() {
+        guard !text.isEmpty else { return }
+        FileHandle.standardOutput.write(text.data(using: .utf8)!)
+        text = ""
+    }
+}

@@ -1,0 +1,35 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Exit codes, as sysexits.h names them (DESIGN.md, "Security and errors").
+enum ExitCode: Int32 {
+    case ok = 0
+    /// A bad option or value.
+    case usage = 64
+    /// The input does not exist or cannot be read.
+    case noInput = 66
+    /// A peer, port, display or device is not there.
+    case unavailable = 69
+    /// A bug: something that should not happen did.
+    case software = 70
+    /// Reading or writing failed.
+    case ioError = 74
+}
+
+/// An error that ends the program with one line on stderr and a distinct exit code.
+struct CommandError: Error {
+    let code: ExitCode
+    let message: String
+
+    static func usage(_ message: String) -> CommandError { CommandError(code: .usage, message: message) }
+    static func noInput(_ message: String) -> CommandError { CommandError(code: .noInput, message: message) }
+    static func unavailable(_ message: String) -> CommandError { CommandError(code: .unavailable, message: message) }
+    static func io(_ message: String) -> CommandError { CommandError(code: .ioError, message: message) }
+}
+
+/// Writes one line to stderr, prefixed with the program name.
+func printError(_ message: String) {
+    let line = Array("nalcast: \(message)\n".utf8)
+    _ = line.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
+}
