@@ -76,7 +76,7 @@ struct InputFile {
     }
 
     /// The next chunk; empty at the end of input.
-    func read(upTo size: Int = 1 << 20) throws -> [UInt8] {
+    func read(upTo size: Int = 256 << 10) throws -> [UInt8] {
         while true {
             var got = 0
             let chunk = [UInt8](unsafeUninitializedCapacity: size) { buf, count in
