@@ -316,9 +316,13 @@ def markdown_table(rows: list) -> str:
 
 
 def write_results(ctx: Context, rows: list, notes: list, meta: dict) -> tuple:
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    data = {"meta": meta, "rows": rows, "notes": notes}
     results = ctx.dir("results")
+    stamp = time.strftime("%Y%m%d-%H%M%S") + ("-quick" if ctx.quick else "")
+    n = 1
+    while (results / f"{stamp}.json").exists():
+        n += 1
+        stamp = stamp.split("+")[0] + f"+{n}"
+    data = {"meta": meta, "rows": rows, "notes": notes}
     js = results / f"{stamp}.json"
     md = results / f"{stamp}.md"
     js.write_text(json.dumps(data, indent=2) + "\n")
@@ -329,6 +333,6 @@ def write_results(ctx: Context, rows: list, notes: list, meta: dict) -> tuple:
     body += [f"- {n}" for n in notes]
     md.write_text("\n".join(body) + "\n")
     for p in (js, md):
-        latest = results / f"latest{p.suffix}"
+        latest = results / (f"latest-quick{p.suffix}" if ctx.quick else f"latest{p.suffix}")
         latest.write_text(p.read_text())
     return js, md

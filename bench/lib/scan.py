@@ -9,6 +9,7 @@ page cache.
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -88,5 +89,36 @@ def cases(ctx: Context) -> list:
     nalcast.skip = ctx.nalcast.unavailable("inspect")
     if not nalcast.skip:
         nalcast.argv = _inspect_argv(ctx, path)
+    frames = p["seconds"] * 30 * round(mb * 1e6 / _piece(ctx, p).stat().st_size)
     label = f"scan {mb / 1000:.2f} GB" if mb >= 1000 else f"scan {mb:.1f} MB"
-    return [Case(NAME, label, "MB/s", mb, contenders, warm=[path])]
+    return [Case(NAME, label, "MB/s", mb, contenders, warm=[path],
+                 after=lambda case: _compare_counts(case, frames))]
+
+
+def _compare_counts(case: Case, frames: int) -> list:
+    """Notes comparing what nalcast inspect counted (if its output is JSON with counts)
+    with the C scan's NAL units and the number of pictures in the input."""
+    c_scan, nalcast = case.contenders[0], case.contenders[3]
+    if nalcast.skip or nalcast.failed or not nalcast.samples:
+        return []
+    try:
+        report = json.loads(nalcast.stdout.read_text())
+        m = re.search(r"\bnal=(\d+)", c_scan.stdout.read_text())
+    except (OSError, ValueError):
+        return []
+    if not isinstance(report, dict):
+        return []
+    notes = []
+    for key, value in report.items():
+        if not isinstance(value, int) or isinstance(value, bool):
+            continue
+        k = key.lower().replace("_", "")
+        if "nal" in k and m:
+            expected, what = int(m.group(1)), "NAL units by the C scan"
+        elif k in ("accessunits", "aus", "frames", "pictures"):
+            expected, what = frames, "pictures in the input"
+        else:
+            continue
+        verdict = "matches" if value == expected else "DIFFERS from"
+        notes.append(f"{case.label}: nalcast inspect {key}={value} {verdict} {expected} {what}")
+    return notes
