@@ -91,14 +91,16 @@ class Nalcast:
         self._help: dict = {}
 
     def help(self, sub: str) -> Optional[str]:
-        """Text of `nalcast SUB --help` if it exits 0, else None."""
+        """Text of `nalcast SUB --help` if it exits 0 and names SUB, else None
+        (a program that ignores its arguments has no subcommand SUB)."""
         if self.path is None:
             return None
         if sub not in self._help:
             try:
                 p = subprocess.run([str(self.path), sub, "--help"], capture_output=True,
                                    text=True, timeout=20, stdin=subprocess.DEVNULL)
-                self._help[sub] = (p.stdout + p.stderr) if p.returncode == 0 else None
+                text = p.stdout + p.stderr
+                self._help[sub] = text if p.returncode == 0 and sub in text else None
             except (OSError, subprocess.TimeoutExpired):
                 self._help[sub] = None
         return self._help[sub]

@@ -67,9 +67,19 @@ def cases(ctx: Context) -> list:
     mb = path.stat().st_size / 1e6
     outs = ctx.dir("scan", "stdout")
 
+    piece = _piece(ctx, p)
+    copies = round(path.stat().st_size / piece.stat().st_size)
+    # 00 00 01 cannot overlap itself, so bytes.count is an exact start-code count
+    expected_nals = piece.read_bytes().count(b"\x00\x00\x01") * copies
+
     def nal_count(c: Contender):
-        m = re.search(r"\bnal=(\d+)", c.stdout.read_text()) if c.stdout else None
-        return None if m and int(m.group(1)) > 0 else "the C scan found no NAL units"
+        m = re.search(r"\bnal=(\d+)", c.stdout.read_text())
+        if not m or int(m.group(1)) != expected_nals:
+            return f"the C scan counted {m.group(1) if m else 'no'} NAL units, not {expected_nals}"
+        return None
+
+    def printed(c: Contender):
+        return None if c.stdout.stat().st_size > 0 else "nalcast inspect printed nothing"
 
     contenders = [
         Contender("C scan", [ctx.tool("scan"), path], role="limit",
@@ -79,7 +89,7 @@ def cases(ctx: Context) -> list:
         Contender("gstreamer", ["gst-launch-1.0", "-q", "filesrc", f"location={path}", "!",
                                 "h264parse", "!", "fakesink"]),
         Contender("nalcast inspect", None, stdout=outs / "nalcast-inspect.txt",
-                  usage_error_skips=True),
+                  usage_error_skips=True, check=printed),
     ]
     if not has_program("ffmpeg"):
         contenders[1].skip = "skipped (ffmpeg not installed)"
@@ -89,7 +99,7 @@ def cases(ctx: Context) -> list:
     nalcast.skip = ctx.nalcast.unavailable("inspect")
     if not nalcast.skip:
         nalcast.argv = _inspect_argv(ctx, path)
-    frames = p["seconds"] * 30 * round(mb * 1e6 / _piece(ctx, p).stat().st_size)
+    frames = p["seconds"] * 30 * copies
     label = f"scan {mb / 1000:.2f} GB" if mb >= 1000 else f"scan {mb:.1f} MB"
     return [Case(NAME, label, "MB/s", mb, contenders, warm=[path],
                  after=lambda case: _compare_counts(case, frames))]
