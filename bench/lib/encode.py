@@ -120,7 +120,7 @@ def cases(ctx: Context) -> list:
             Contender("nalcast produce",
                       [ctx.nalcast.path, "produce", "--source", "raw:-", "--input-size", f"{w}x{h}",
                        "--pix-fmt", "i420", "--input-fps", FPS, "--fps", FPS, "--preset", preset,
-                       "--keyint", KEYINT, "--bitrate", f"{KBPS // 1000}M", "--vbv-ms",
+                       "--keyint", f"{int(KEYINT) / int(FPS):g}s", "--bitrate", f"{KBPS // 1000}M", "--vbv-ms",
                        BUFSIZE_KBIT * 1000 // KBPS, "-o", "-", "--quiet"],
                       stdin=raw, stdout=out("nalcast"), usage_error_skips=True, check=_nonempty,
                       skip=skip_nalcast),
