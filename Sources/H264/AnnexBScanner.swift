@@ -76,6 +76,8 @@ public struct AnnexBScanner {
             while searchFrom < count, let hit = memchr(base + searchFrom, 1, count - searchFrom) {
                 let p = base.distance(to: hit.assumingMemoryBound(to: UInt8.self))
                 searchFrom = p + 1
+                // Most 01 bytes are data: one look at the byte before settles it.
+                if p >= 2 && (base[p - 1] != 0 || base[p - 2] != 0) { continue }
                 let q = P + p
                 // Zeros right before the `01`, not reaching back past the current header.
                 let lowest = inSync ? header : nalStart
