@@ -136,10 +136,28 @@ public final class H264Encoder {
         return out
     }
 
+    /// The presets, tunes and profiles x264 knows (`x264_preset_names` and friends).
+    public static var presetNames: [String] { names(x264_preset_names) }
+    public static var tuneNames: [String] { names(x264_tune_names) }
+    public static var profileNames: [String] { names(x264_profile_names) }
+
+    private static func names<T>(_ list: T) -> [String] {
+        // x264 declares these as NULL-terminated arrays of C strings.
+        withUnsafeBytes(of: list) { raw in
+            raw.bindMemory(to: UnsafePointer<CChar>?.self).prefix { $0 != nil }.map { String(cString: $0!) }
+        }
+    }
+
     // MARK: x264
 
     private func open() throws {
         let p = parameters
+        // Checked here because x264 prints its own complaint about these to stderr.
+        let tuneList = (p.tune ?? "").split(separator: ",").map(String.init)
+        guard H264Encoder.presetNames.contains(p.preset), tuneList.allSatisfy(H264Encoder.tuneNames.contains) else {
+            throw EncoderError.badPresetOrTune(preset: p.preset, tune: p.tune)
+        }
+        guard H264Encoder.profileNames.contains(p.profile) else { throw EncoderError.badProfile(p.profile) }
         guard p.width > 0, p.height > 0, p.width % 2 == 0, p.height % 2 == 0 else {
             throw EncoderError.badParameter(name: "size", value: "\(p.width)x\(p.height)")
         }
@@ -148,7 +166,7 @@ public final class H264Encoder {
         guard p.effectiveKeyint >= 1 else { throw EncoderError.badParameter(name: "keyint", value: String(p.effectiveKeyint)) }
         guard p.threads >= 0 else { throw EncoderError.badParameter(name: "threads", value: String(p.threads)) }
 
-        var tunes = (p.tune ?? "").split(separator: ",").map(String.init)
+        var tunes = tuneList
         if !tunes.contains("zerolatency") { tunes.append("zerolatency") }
         var x = x264_param_t()
         guard x264_param_default_preset(&x, p.preset, tunes.joined(separator: ",")) >= 0 else {
