@@ -1,11 +1,8 @@
-/// A field of the YUV4MPEG2 stream header.
-public enum Y4MField: String, Sendable, Hashable {
-    case width, height
-    case frameRate = "frame rate"
-    case interlacing
-    case aspect = "pixel aspect"
-    case colourspace
-}
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 
 /// Everything that can go wrong between an input and a frame.
 public enum CaptureError: Error, Hashable, CustomStringConvertible {
@@ -54,9 +51,3 @@ public enum CaptureError: Error, Hashable, CustomStringConvertible {
         }
     }
 }
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif

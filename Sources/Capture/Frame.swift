@@ -1,20 +1,3 @@
-/// Heap memory holding the planes of one frame. Sources and the converter keep one and
-/// reuse it for the next frame once nobody else holds it (`ReusableBuffer`), so frames
-/// cost no allocation in the steady state.
-///
-/// Not `Sendable`: frame memory lives and dies on the capture thread.
-public final class FrameBuffer {
-    public let base: UnsafeMutablePointer<UInt8>
-    public let capacity: Int
-
-    public init(capacity: Int) {
-        self.capacity = capacity
-        self.base = .allocate(capacity: Swift.max(capacity, 1))
-    }
-
-    deinit { base.deallocate() }
-}
-
 /// One picture as a source produced it, with its timing.
 ///
 /// Not `Sendable`: it points into a `FrameBuffer` that its source reuses.
@@ -58,22 +41,4 @@ public struct Frame {
 
     /// Media time in seconds.
     public var seconds: Double { Double(pts90k) / 90_000 }
-}
-
-/// One frame buffer kept for reuse: handed out again only when the previous frame that
-/// used it has been released (the holder's reference is the only one left).
-public struct ReusableBuffer {
-    private var buffer: FrameBuffer?
-
-    public init() {}
-
-    /// A buffer of at least `capacity` bytes: the kept one when nobody else holds it.
-    public mutating func obtain(capacity: Int) -> FrameBuffer {
-        if buffer != nil, isKnownUniquelyReferenced(&buffer), let kept = buffer, kept.capacity >= capacity {
-            return kept
-        }
-        let fresh = FrameBuffer(capacity: capacity)
-        buffer = fresh
-        return fresh
-    }
 }
