@@ -35,7 +35,7 @@ let package = Package(
         // Swift over C.
         .target(name: "EventLoop", dependencies: ["CLibEV"]),
         .target(name: "Capture", dependencies: ["CLibYUV", "CXCBShm"]),
-        .target(name: "Encoder", dependencies: ["CX264", "H264"]),
+        .target(name: "Encoder", dependencies: ["CX264", "H264", "Capture"]),
 
         // Wiring.
         .target(name: "Producer", dependencies: ["H264", "Relay", "EventLoop", "Capture", "Encoder"]),
@@ -43,6 +43,8 @@ let package = Package(
         .executableTarget(name: "nalcast", dependencies: ["H264", "Relay", "EventLoop", "Capture", "Encoder", "Producer", "Consumer"]),
 
         .testTarget(name: "H264Tests", dependencies: ["H264"]),
+        .testTarget(name: "CaptureTests", dependencies: ["Capture"]),
+        .testTarget(name: "EncoderTests", dependencies: ["Encoder", "H264", "Capture"]),
         // End-to-end: runs the built `nalcast` binary against real peers (ffmpeg, ffprobe, ...).
         .testTarget(name: "CLITests", dependencies: ["nalcast"]),
     ],

@@ -1,3 +1,0 @@
-import CLibYUV
-import CXCBShm
-public let libyuvFilterBox = Int(CLibYUV_filter_box())

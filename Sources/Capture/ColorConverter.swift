@@ -1,0 +1,106 @@
+import CLibYUV
+
+/// Turns any source frame into I420, the encoder's input, and optionally scales it down
+/// so that its larger side is at most `maxSize` (libyuv `I420Scale`, box filter).
+///
+/// An I420 frame that needs no scaling passes through untouched (no copy). Output
+/// buffers are reused once the previous output frame has been released.
+///
+/// libyuv names packed RGB formats by the order of a little-endian 32-bit word, so its
+/// "ARGB" is B,G,R,A in memory (our `bgra`) and its "ABGR" is R,G,B,A (our `rgba`).
+///
+/// Not `Sendable`: lives on the capture thread.
+public final class ColorConverter {
+    /// Larger side of the output at most this many pixels; nil keeps the input size.
+    public let maxSize: Int?
+
+    private var converted = ReusableBuffer()
+    private var scaled = ReusableBuffer()
+
+    public init(maxSize: Int? = nil) {
+        self.maxSize = maxSize
+    }
+
+    /// The output size for an input size: the input itself, or scaled so the larger side
+    /// is at most `maxSize`, aspect kept, both sides even (at least 2).
+    public func outputSize(width: Int, height: Int) -> (width: Int, height: Int) {
+        guard let maxSize, Swift.max(width, height) > maxSize else { return (width, height) }
+        let larger = Double(Swift.max(width, height))
+        func even(_ side: Int) -> Int {
+            let scaledSide = Double(side) * Double(maxSize) / larger
+            return Swift.max(2, Int((scaledSide / 2).rounded()) * 2)
+        }
+        return (Swift.min(even(width), maxSize & ~1), Swift.min(even(height), maxSize & ~1))
+    }
+
+    /// The frame as I420 (scaled if asked), with the input's sequence and times.
+    /// Throws `CaptureError.oddSize` for odd dimensions: 4:2:0 cannot carry them.
+    public func convert(_ frame: Frame) throws -> Frame {
+        guard frame.width > 0, frame.height > 0 else { throw CaptureError.badSize(width: frame.width, height: frame.height) }
+        guard frame.width % 2 == 0, frame.height % 2 == 0 else { throw CaptureError.oddSize(width: frame.width, height: frame.height) }
+        let i420 = frame.format == .i420 ? frame : try toI420(frame)
+        let (outW, outH) = outputSize(width: frame.width, height: frame.height)
+        guard outW != frame.width || outH != frame.height else { return i420 }
+        return try scale(i420, width: outW, height: outH)
+    }
+
+    private func makeI420(like frame: Frame, width: Int, height: Int, into reusable: inout ReusableBuffer) -> Frame {
+        let planes = PixelFormat.i420.packedLayout(width: width, height: height)
+        let buffer = reusable.obtain(capacity: PixelFormat.i420.frameByteCount(width: width, height: height))
+        return Frame(width: width, height: height, format: .i420, buffer: buffer, planes: planes,
+                     sequence: frame.sequence, captureTimeNs: frame.captureTimeNs, pts90k: frame.pts90k)
+    }
+
+    private func toI420(_ src: Frame) throws -> Frame {
+        let dst = makeI420(like: src, width: src.width, height: src.height, into: &converted)
+        let w = Int32(src.width)
+        let h = Int32(src.height)
+        let dy = dst.pointer(plane: 0), du = dst.pointer(plane: 1), dv = dst.pointer(plane: 2)
+        let sy = Int32(dst.stride(plane: 0)), su = Int32(dst.stride(plane: 1)), sv = Int32(dst.stride(plane: 2))
+        func s(_ i: Int) -> Int32 { Int32(src.stride(plane: i)) }
+        let function: String
+        let rc: Int32
+        switch src.format {
+        case .i420:
+            function = "I420Copy"
+            rc = I420Copy(src.pointer(plane: 0), s(0), src.pointer(plane: 1), s(1), src.pointer(plane: 2), s(2), dy, sy, du, su, dv, sv, w, h)
+        case .i422:
+            function = "I422ToI420"
+            rc = I422ToI420(src.pointer(plane: 0), s(0), src.pointer(plane: 1), s(1), src.pointer(plane: 2), s(2), dy, sy, du, su, dv, sv, w, h)
+        case .i444:
+            function = "I444ToI420"
+            rc = I444ToI420(src.pointer(plane: 0), s(0), src.pointer(plane: 1), s(1), src.pointer(plane: 2), s(2), dy, sy, du, su, dv, sv, w, h)
+        case .nv12:
+            function = "NV12ToI420"
+            rc = NV12ToI420(src.pointer(plane: 0), s(0), src.pointer(plane: 1), s(1), dy, sy, du, su, dv, sv, w, h)
+        case .gray:
+            function = "I400ToI420"
+            rc = I400ToI420(src.pointer(plane: 0), s(0), dy, sy, du, su, dv, sv, w, h)
+        case .bgra:
+            function = "ARGBToI420"
+            rc = ARGBToI420(src.pointer(plane: 0), s(0), dy, sy, du, su, dv, sv, w, h)
+        case .rgba:
+            function = "ABGRToI420"
+            rc = ABGRToI420(src.pointer(plane: 0), s(0), dy, sy, du, su, dv, sv, w, h)
+        case .yuyv:
+            function = "YUY2ToI420"
+            rc = YUY2ToI420(src.pointer(plane: 0), s(0), dy, sy, du, su, dv, sv, w, h)
+        }
+        guard rc == 0 else { throw CaptureError.conversion(function: function, code: rc) }
+        return dst
+    }
+
+    private func scale(_ src: Frame, width: Int, height: Int) throws -> Frame {
+        let dst = makeI420(like: src, width: width, height: height, into: &scaled)
+        let rc = I420Scale(src.pointer(plane: 0), Int32(src.stride(plane: 0)),
+                           src.pointer(plane: 1), Int32(src.stride(plane: 1)),
+                           src.pointer(plane: 2), Int32(src.stride(plane: 2)),
+                           Int32(src.width), Int32(src.height),
+                           dst.pointer(plane: 0), Int32(dst.stride(plane: 0)),
+                           dst.pointer(plane: 1), Int32(dst.stride(plane: 1)),
+                           dst.pointer(plane: 2), Int32(dst.stride(plane: 2)),
+                           Int32(width), Int32(height), FilterMode(rawValue: UInt32(CLibYUV_filter_box())))
+        guard rc == 0 else { throw CaptureError.conversion(function: "I420Scale", code: rc) }
+        return dst
+    }
+}

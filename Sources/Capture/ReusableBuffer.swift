@@ -1,0 +1,17 @@
+/// One frame buffer kept for reuse: handed out again only when the previous frame that
+/// used it has been released (the holder's reference is the only one left).
+public struct ReusableBuffer {
+    private var buffer: FrameBuffer?
+
+    public init() {}
+
+    /// A buffer of at least `capacity` bytes: the kept one when nobody else holds it.
+    public mutating func obtain(capacity: Int) -> FrameBuffer {
+        if buffer != nil, isKnownUniquelyReferenced(&buffer), let kept = buffer, kept.capacity >= capacity {
+            return kept
+        }
+        let fresh = FrameBuffer(capacity: capacity)
+        buffer = fresh
+        return fresh
+    }
+}

@@ -1,0 +1,174 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// A moving picture made in memory, directly in I420: colour bars with a white bar
+/// sweeping across them, and below them the frame counter and the capture clock
+/// (HH:MM:SS.mmm, local time) in seven-segment digits.
+///
+/// Cheap by construction: rows are filled with `memset`, and when it gets its previous
+/// buffer back it repaints only what moved (the sweeping bar and the text).
+///
+/// With `realtime`, frame `k` is released at `k` frame intervals after the first; when
+/// the caller comes back too late for a slot, the missed slots are skipped (their
+/// sequence numbers are not used: the gap shows the drop) and counted in `skippedSlots`,
+/// never queued. Without it, frames come as fast as asked with media time `k / fps`.
+///
+/// Not `Sendable`: lives on the capture thread.
+public final class TestPatternSource: FrameSource {
+    public let width: Int
+    public let height: Int
+    public let frameRate: FrameRate
+    public let realtime: Bool
+    public var pixelFormat: PixelFormat { .i420 }
+    public var isLive: Bool { realtime }
+    /// Slots skipped because `nextFrame()` was called after the next slot was already due.
+    public private(set) var skippedSlots: UInt64 = 0
+    /// Frames to produce; nil for no end.
+    public let frameLimit: Int?
+
+    private let planes: [Plane]
+    private var reusable = ReusableBuffer()
+    private var lastBuffer: ObjectIdentifier?
+    private var lastBarX = 0
+    private var nextSlot: Int64 = 0
+    private var produced = 0
+    private var startMonotonic: Int64?
+
+    private let barsHeight: Int   // colour bars occupy rows 0..<barsHeight (even)
+    private let barWidth: Int     // the sweeping bar (even)
+    private let step: Int         // bar movement per frame (even)
+    private let font: SegmentFont
+    private let textTop: Int
+    private let textLeft: Int
+
+    // 75 % colour bars (BT.601 limited range): white, yellow, cyan, green, magenta, red, blue, black.
+    private static let bars: [(y: UInt8, u: UInt8, v: UInt8)] = [
+        (180, 128, 128), (162, 44, 142), (131, 156, 44), (112, 72, 58),
+        (84, 184, 198), (65, 100, 212), (35, 212, 114), (16, 128, 128),
+    ]
+    private static let backgroundY: UInt8 = 40
+    private static let textY: UInt8 = 235
+
+    /// A pattern of `width`x`height` (even, at least 64x64) at `frameRate`.
+    public init(width: Int = 1280, height: Int = 720, frameRate: FrameRate = FrameRate(30), realtime: Bool = true, frameLimit: Int? = nil) throws {
+        guard width >= 64, height >= 64, width <= 16384, height <= 16384 else { throw CaptureError.badSize(width: width, height: height) }
+        guard width % 2 == 0, height % 2 == 0 else { throw CaptureError.oddSize(width: width, height: height) }
+        self.width = width
+        self.height = height
+        self.frameRate = frameRate
+        self.realtime = realtime
+        self.frameLimit = frameLimit
+        planes = PixelFormat.i420.packedLayout(width: width, height: height)
+        barsHeight = (height * 2 / 3) & ~1
+        barWidth = Swift.max(2, (width / 32) & ~1)
+        step = Swift.max(2, (width / 120) & ~1)
+        let textArea = height - barsHeight
+        // The text is about 14 character heights wide: fit it in the width as well.
+        font = SegmentFont(height: Swift.max(10, Swift.min(textArea * 2 / 5, width * 9 / 10 / 14)))
+        textTop = barsHeight + (textArea - font.height) / 2
+        textLeft = Swift.max(2, width / 40)
+    }
+
+    public func nextFrame() throws -> Frame? {
+        if let frameLimit, produced >= frameLimit { return nil }
+        let slot: Int64
+        if realtime {
+            let now = monotonicNanoseconds()
+            if let start = startMonotonic {
+                let due = start + frameRate.nanoseconds(ofFrame: nextSlot)
+                let following = start + frameRate.nanoseconds(ofFrame: nextSlot + 1)
+                if now >= following {
+                    // Too late for this slot and the next one is due too: skip to the newest due slot.
+                    let newest = Int64(Int128(now - start) * Int128(frameRate.numerator) / (1_000_000_000 * Int128(frameRate.denominator)))
+                    skippedSlots += UInt64(newest - nextSlot)
+                    nextSlot = newest
+                } else if now < due {
+                    sleepUntil(monotonic: due)
+                }
+            } else {
+                startMonotonic = now
+            }
+        }
+        slot = nextSlot
+        nextSlot += 1
+        produced += 1
+
+        let captureTime = realtimeNanoseconds()
+        let buffer = reusable.obtain(capacity: PixelFormat.i420.frameByteCount(width: width, height: height))
+        let frame = Frame(width: width, height: height, format: .i420, buffer: buffer, planes: planes,
+                          sequence: UInt64(slot), captureTimeNs: captureTime, pts90k: frameRate.ticks90k(ofFrame: slot))
+        draw(frame, slot: slot)
+        return frame
+    }
+
+    // MARK: drawing
+
+    private func draw(_ frame: Frame, slot: Int64) {
+        let reused = lastBuffer == ObjectIdentifier(frame.buffer)
+        lastBuffer = ObjectIdentifier(frame.buffer)
+        let travel = width - barWidth
+        let position = Int((Int64(step) * slot) % Int64(2 * travel))
+        let barX = (position <= travel ? position : 2 * travel - position) & ~1
+
+        if reused {
+            paintBars(frame, columns: lastBarX..<(lastBarX + barWidth))
+            clearText(frame)
+        } else {
+            paintBars(frame, columns: 0..<width)
+            fillRows(frame, plane: 0, rows: barsHeight..<height, columns: 0..<width, value: TestPatternSource.backgroundY)
+            fillRows(frame, plane: 1, rows: (barsHeight / 2)..<(height / 2), columns: 0..<(width / 2), value: 128)
+            fillRows(frame, plane: 2, rows: (barsHeight / 2)..<(height / 2), columns: 0..<(width / 2), value: 128)
+        }
+        // The sweeping bar: white luma, neutral chroma.
+        fillRows(frame, plane: 0, rows: 0..<barsHeight, columns: barX..<(barX + barWidth), value: 235)
+        fillRows(frame, plane: 1, rows: 0..<(barsHeight / 2), columns: (barX / 2)..<((barX + barWidth) / 2), value: 128)
+        fillRows(frame, plane: 2, rows: 0..<(barsHeight / 2), columns: (barX / 2)..<((barX + barWidth) / 2), value: 128)
+        lastBarX = barX
+
+        font.draw(text(slot: slot, captureTimeNs: frame.captureTimeNs), x: textLeft, y: textTop, luma: TestPatternSource.textY,
+                  into: frame.pointer(plane: 0), stride: frame.stride(plane: 0), size: (width, height))
+    }
+
+    /// Frame counter and local capture clock, e.g. `00000123 14:03:27.512`.
+    private func text(slot: Int64, captureTimeNs: UInt64) -> String {
+        var seconds = time_t(captureTimeNs / 1_000_000_000)
+        var parts = tm()
+        localtime_r(&seconds, &parts)
+        let millis = Int(captureTimeNs / 1_000_000 % 1000)
+        func pad(_ v: Int, _ n: Int) -> String {
+            let s = String(v)
+            return s.count >= n ? s : String(repeating: "0", count: n - s.count) + s
+        }
+        return "\(pad(Int(slot % 100_000_000), 8)) \(pad(Int(parts.tm_hour), 2)):\(pad(Int(parts.tm_min), 2)):\(pad(Int(parts.tm_sec), 2)).\(pad(millis, 3))"
+    }
+
+    private func clearText(_ frame: Frame) {
+        let textWidth = Swift.max(0, Swift.min(font.measure("00000000 00:00:00.000"), width - textLeft))
+        fillRows(frame, plane: 0, rows: textTop..<Swift.min(height, textTop + font.height),
+                 columns: textLeft..<(textLeft + textWidth), value: TestPatternSource.backgroundY)
+    }
+
+    /// Repaints the colour bars in the given (even-aligned) columns.
+    private func paintBars(_ frame: Frame, columns: Range<Int>) {
+        let n = TestPatternSource.bars.count
+        for (i, colour) in TestPatternSource.bars.enumerated() {
+            let x0 = (width * i / n) & ~1
+            let x1 = (width * (i + 1) / n) & ~1
+            let lo = Swift.max(x0, columns.lowerBound), hi = Swift.min(x1, columns.upperBound)
+            guard lo < hi else { continue }
+            fillRows(frame, plane: 0, rows: 0..<barsHeight, columns: lo..<hi, value: colour.y)
+            fillRows(frame, plane: 1, rows: 0..<(barsHeight / 2), columns: (lo / 2)..<((hi + 1) / 2), value: colour.u)
+            fillRows(frame, plane: 2, rows: 0..<(barsHeight / 2), columns: (lo / 2)..<((hi + 1) / 2), value: colour.v)
+        }
+    }
+
+    private func fillRows(_ frame: Frame, plane: Int, rows: Range<Int>, columns: Range<Int>, value: UInt8) {
+        guard !columns.isEmpty else { return }
+        let base = frame.pointer(plane: plane) + columns.lowerBound
+        let stride = frame.stride(plane: plane)
+        for row in rows { memset(base + row * stride, Int32(value), columns.count) }
+    }
+}

@@ -1,0 +1,64 @@
+/// Frames from a YUV4MPEG2 stream (a file, or `-` for standard input), as ffmpeg's
+/// `-f yuv4mpegpipe` writes them. Frames come out in the stream's colourspace
+/// (`i420`, `i422`, `i444` or `gray`); `ColorConverter` makes them I420.
+///
+/// Not `Sendable`: lives on the capture thread.
+public final class Y4MSource: FrameSource {
+    public let header: Y4MHeader
+    public var frameRate: FrameRate { header.frameRate }
+    public var width: Int { header.width }
+    public var height: Int { header.height }
+    public var pixelFormat: PixelFormat { header.pixelFormat }
+    public var isLive: Bool { false }
+
+    private let input: FileInput
+    private let planes: [Plane]
+    private var reusable = ReusableBuffer()
+    private var index: UInt64 = 0
+    private var pacer: RealtimePacer?
+    private var ended = false
+
+    /// Opens `path` (`-` = stdin) and reads the stream header. With `realtime`, frames are
+    /// released at the stream's frame rate, like ffmpeg `-re`.
+    public init(path: String, realtime: Bool = false) throws {
+        input = try FileInput(path: path)
+        guard let (line, complete) = try input.readLine(limit: 4096) else {
+            throw CaptureError.y4mBadSignature("")
+        }
+        let text = String(decoding: line, as: UTF8.self)
+        if !complete && line.count >= 4096 { throw CaptureError.y4mHeaderTooLong }
+        header = try Y4MHeader(line: text)
+        ended = !complete  // a header cut before its newline: a stream with no frames
+        planes = header.pixelFormat.packedLayout(width: header.width, height: header.height)
+        pacer = realtime ? RealtimePacer(rate: header.frameRate) : nil
+    }
+
+    public func nextFrame() throws -> Frame? {
+        guard !ended else { return nil }
+        guard let (line, complete) = try input.readLine(limit: 1024) else {
+            ended = true
+            return nil
+        }
+        guard line.starts(with: Array("FRAME".utf8)), line.count == 5 || line[5] == UInt8(ascii: " ") else {
+            ended = true
+            throw CaptureError.y4mBadFrameHeader(frame: index, line: String(decoding: line.prefix(32), as: UTF8.self))
+        }
+        let expected = header.frameByteCount
+        guard complete else {
+            ended = true
+            throw CaptureError.truncatedFrame(source: "y4m", frame: index, got: 0, expected: expected)
+        }
+        let buffer = reusable.obtain(capacity: expected)
+        let got = try input.readFully(into: buffer.base, count: expected)
+        guard got == expected else {
+            ended = true
+            throw CaptureError.truncatedFrame(source: "y4m", frame: index, got: got, expected: expected)
+        }
+        pacer?.wait(forFrame: Int64(index))
+        let frame = Frame(width: header.width, height: header.height, format: header.pixelFormat, buffer: buffer, planes: planes,
+                          sequence: index, captureTimeNs: realtimeNanoseconds(),
+                          pts90k: header.frameRate.ticks90k(ofFrame: Int64(index)))
+        index += 1
+        return frame
+    }
+}

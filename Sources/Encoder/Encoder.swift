@@ -1,2 +1,0 @@
-import CX264
-public let x264Build = Int(CX264_build())

@@ -1,0 +1,325 @@
+import CX264
+import Capture
+import H264
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// Encodes I420 frames to H.264 access units with libx264, ready for the wire as
+/// DESIGN.md draws it: Annex-B, an AUD first in every access unit, SPS + PPS in front
+/// of every IDR, the nalcast timestamp SEI in every access unit, VUI timing info.
+///
+/// Always zero latency (no B-frames, no lookahead, sliced threads): each frame in gives
+/// its access unit out at once. Keyframes are placed by this type, not by x264 (every
+/// `keyint` frames, on `requestIDR()`, and after a size change), so the timestamp SEI can
+/// carry the keyframe flag.
+///
+/// Not `Sendable`: lives on the capture thread.
+public final class H264Encoder {
+    /// Settings of one encoder. Bitrates are in bits per second.
+    public struct Parameters: Sendable, Hashable {
+        public var width: Int
+        public var height: Int
+        public var frameRate: FrameRate
+        public var preset: String = "veryfast"
+        /// x264 tune(s), comma separated; zerolatency is applied in any case.
+        public var tune: String? = "zerolatency"
+        public var profile: String = "high"
+        /// Target and maximum bitrate; nil means width * height * 3.
+        public var bitrate: Int?
+        /// VBV buffer in milliseconds at the bitrate.
+        public var vbvMilliseconds: Int = 500
+        /// Frames from one IDR to the next; nil means two seconds' worth.
+        public var keyint: Int?
+        /// Encoder threads, 0 = as many as x264 likes.
+        public var threads: Int = 0
+
+        public init(width: Int, height: Int, frameRate: FrameRate) {
+            self.width = width
+            self.height = height
+            self.frameRate = frameRate
+        }
+
+        public var effectiveBitrate: Int { bitrate ?? width * height * 3 }
+        public var effectiveKeyint: Int {
+            keyint ?? Swift.max(1, Int((2 * frameRate.framesPerSecond).rounded()))
+        }
+        /// VBV buffer size in kbit, as x264 takes it.
+        var vbvBufferKbit: Int { Swift.max(1, effectiveBitrate / 1000 * vbvMilliseconds / 1000) }
+    }
+
+    public private(set) var parameters: Parameters
+    /// Frames encoded since the encoder was created (all sizes).
+    public private(set) var framesEncoded: UInt64 = 0
+
+    private var handle: OpaquePointer?
+    private var param = x264_param_t()
+    private let logBox: LogBox?
+    private var idrRequested = true
+    private var framesSinceIDR = 0
+    private var nextPTS: Int64 = 0
+    private var pending: [Int64: StreamTimestamp] = [:]
+    private var parameterSets: [NALUnit] = []
+
+    /// Opens an x264 encoder. `log` receives x264's warnings and errors (called from
+    /// x264's threads too); without it x264 stays silent.
+    public init(parameters: Parameters, log: (@Sendable (String) -> Void)? = nil) throws {
+        self.parameters = parameters
+        self.logBox = log.map(LogBox.init)
+        try open()
+    }
+
+    deinit {
+        if let handle { x264_encoder_close(handle) }
+    }
+
+    /// Forces the next frame to be an IDR picture (with SPS and PPS in front).
+    public func requestIDR() { idrRequested = true }
+
+    /// Changes the target and maximum bitrate (and the VBV buffer with it) from the next
+    /// frame on. The corresponding C function is `x264_encoder_reconfig`.
+    public func reconfigure(bitrate: Int) throws {
+        guard bitrate >= 1000 else { throw EncoderError.badParameter(name: "bitrate", value: String(bitrate)) }
+        var updated = parameters
+        updated.bitrate = bitrate
+        param.rc.i_bitrate = Int32(updated.effectiveBitrate / 1000)
+        param.rc.i_vbv_max_bitrate = param.rc.i_bitrate
+        param.rc.i_vbv_buffer_size = Int32(updated.vbvBufferKbit)
+        let rc = x264_encoder_reconfig(handle, &param)
+        guard rc >= 0 else { throw EncoderError.reconfigFailed(code: rc) }
+        parameters = updated
+    }
+
+    /// Encodes one I420 frame; returns its access unit (nil only if x264 held the frame
+    /// back, which zero-latency settings never do). The planes are read in place.
+    /// A frame of another size than the open encoder closes it and opens a new one at the
+    /// new size: the stream goes on with new SPS/PPS and an IDR.
+    public func encode(_ frame: Frame) throws -> AccessUnit? {
+        guard frame.format == .i420 else { throw EncoderError.notI420(frame.format) }
+        if frame.width != parameters.width || frame.height != parameters.height {
+            try reopen(width: frame.width, height: frame.height)
+        }
+        let keyframe = idrRequested || framesSinceIDR >= parameters.effectiveKeyint
+        let timestamp = StreamTimestamp(sequence: frame.sequence, captureTimeNs: frame.captureTimeNs,
+                                        pts90k: frame.pts90k, isKeyframe: keyframe)
+
+        var picture = x264_picture_t()
+        x264_picture_init(&picture)
+        picture.i_type = keyframe ? X264_TYPE_IDR : X264_TYPE_AUTO
+        picture.i_pts = nextPTS
+        picture.img.i_csp = X264_CSP_I420
+        picture.img.i_plane = 3
+        picture.img.i_stride = (Int32(frame.stride(plane: 0)), Int32(frame.stride(plane: 1)), Int32(frame.stride(plane: 2)), 0)
+        picture.img.plane = (frame.pointer(plane: 0), frame.pointer(plane: 1), frame.pointer(plane: 2), nil)
+        picture.extra_sei = H264Encoder.makeSEI(timestamp)
+        pending[nextPTS] = timestamp
+        nextPTS += 1
+        if keyframe {
+            idrRequested = false
+            framesSinceIDR = 0
+        }
+        framesSinceIDR += 1
+        framesEncoded += 1
+        return try encodePicture(&picture)
+    }
+
+    /// Drains any frames x264 still holds (none with zero-latency settings).
+    public func flush() throws -> [AccessUnit] {
+        var out: [AccessUnit] = []
+        while let handle, x264_encoder_delayed_frames(handle) > 0 {
+            guard let au = try encodePicture(nil) else { break }
+            out.append(au)
+        }
+        return out
+    }
+
+    /// The presets, tunes and profiles x264 knows (`x264_preset_names` and friends).
+    public static var presetNames: [String] { names(x264_preset_names) }
+    public static var tuneNames: [String] { names(x264_tune_names) }
+    public static var profileNames: [String] { names(x264_profile_names) }
+
+    private static func names<T>(_ list: T) -> [String] {
+        // x264 declares these as NULL-terminated arrays of C strings.
+        withUnsafeBytes(of: list) { raw in
+            raw.bindMemory(to: UnsafePointer<CChar>?.self).prefix { $0 != nil }.map { String(cString: $0!) }
+        }
+    }
+
+    // MARK: x264
+
+    private func open() throws {
+        let p = parameters
+        // Checked here because x264 prints its own complaint about these to stderr.
+        let tuneList = (p.tune ?? "").split(separator: ",").map(String.init)
+        guard H264Encoder.presetNames.contains(p.preset), tuneList.allSatisfy(H264Encoder.tuneNames.contains) else {
+            throw EncoderError.badPresetOrTune(preset: p.preset, tune: p.tune)
+        }
+        guard H264Encoder.profileNames.contains(p.profile) else { throw EncoderError.badProfile(p.profile) }
+        guard p.width > 0, p.height > 0, p.width % 2 == 0, p.height % 2 == 0 else {
+            throw EncoderError.badParameter(name: "size", value: "\(p.width)x\(p.height)")
+        }
+        guard p.effectiveBitrate >= 1000 else { throw EncoderError.badParameter(name: "bitrate", value: String(p.effectiveBitrate)) }
+        guard p.vbvMilliseconds > 0 else { throw EncoderError.badParameter(name: "vbv-ms", value: String(p.vbvMilliseconds)) }
+        guard p.effectiveKeyint >= 1 else { throw EncoderError.badParameter(name: "keyint", value: String(p.effectiveKeyint)) }
+        guard p.threads >= 0 else { throw EncoderError.badParameter(name: "threads", value: String(p.threads)) }
+
+        var tunes = tuneList
+        if !tunes.contains("zerolatency") { tunes.append("zerolatency") }
+        var x = x264_param_t()
+        guard x264_param_default_preset(&x, p.preset, tunes.joined(separator: ",")) >= 0 else {
+            throw EncoderError.badPresetOrTune(preset: p.preset, tune: p.tune)
+        }
+        x.i_width = Int32(p.width)
+        x.i_height = Int32(p.height)
+        x.i_csp = X264_CSP_I420
+        x.i_threads = Int32(p.threads)
+        x.b_sliced_threads = 1
+        x.i_fps_num = UInt32(p.frameRate.numerator)
+        x.i_fps_den = UInt32(p.frameRate.denominator)
+        x.i_timebase_num = UInt32(p.frameRate.denominator)
+        x.i_timebase_den = UInt32(p.frameRate.numerator)
+        x.b_vfr_input = 0
+        x.i_bframe = 0
+        x.rc.i_lookahead = 0
+        x.i_sync_lookahead = 0
+        // This type places IDRs itself (see `encode`), so x264 never does on its own.
+        x.i_keyint_max = X264_KEYINT_MAX_INFINITE
+        x.i_scenecut_threshold = 0
+        x.b_intra_refresh = 0
+        x.rc.i_rc_method = X264_RC_ABR
+        x.rc.i_bitrate = Int32(p.effectiveBitrate / 1000)
+        x.rc.i_vbv_max_bitrate = x.rc.i_bitrate
+        x.rc.i_vbv_buffer_size = Int32(p.vbvBufferKbit)
+        x.b_annexb = 1
+        x.b_aud = 1
+        x.b_repeat_headers = 1
+        if let logBox {
+            x.i_log_level = X264_LOG_WARNING
+            CX264_param_set_log(&x, logBox.target)
+        } else {
+            x.i_log_level = X264_LOG_NONE
+        }
+        guard x264_param_apply_profile(&x, p.profile) >= 0 else { throw EncoderError.badProfile(p.profile) }
+        guard let h = CX264_encoder_open(&x) else { throw EncoderError.openFailed(width: p.width, height: p.height) }
+        handle = h
+        param = x
+        idrRequested = true
+        framesSinceIDR = 0
+    }
+
+    private func reopen(width: Int, height: Int) throws {
+        // Zero latency: nothing is held back, so closing loses no frame.
+        if let handle { x264_encoder_close(handle) }
+        handle = nil
+        pending.removeAll()
+        parameterSets.removeAll()
+        parameters.width = width
+        parameters.height = height
+        try open()
+    }
+
+    private static func makeSEI(_ timestamp: StreamTimestamp) -> x264_sei_t {
+        // x264 frees both blocks after writing them, through `sei_free`: allocate with malloc.
+        let bytes = timestamp.payload
+        let data = malloc(bytes.count)!.assumingMemoryBound(to: UInt8.self)
+        data.initialize(from: bytes, count: bytes.count)
+        let payloads = malloc(MemoryLayout<x264_sei_payload_t>.stride)!.assumingMemoryBound(to: x264_sei_payload_t.self)
+        payloads.initialize(to: x264_sei_payload_t(payload_size: Int32(bytes.count), payload_type: Int32(StreamTimestamp.payloadType), payload: data))
+        return x264_sei_t(num_payloads: 1, payloads: payloads, sei_free: free)
+    }
+
+    private func encodePicture(_ input: UnsafeMutablePointer<x264_picture_t>?) throws -> AccessUnit? {
+        var nals: UnsafeMutablePointer<x264_nal_t>?
+        var count: Int32 = 0
+        var output = x264_picture_t()
+        let size = x264_encoder_encode(handle, &nals, &count, input, &output)
+        guard size >= 0 else { throw EncoderError.encodeFailed(code: size) }
+        guard size > 0, let nals, count > 0 else { return nil }
+
+        // x264 writes the NAL units of one picture back to back: one copy for all of them.
+        var contiguous = true
+        var end = nals[0].p_payload!
+        for i in 0..<Int(count) {
+            if nals[i].p_payload != end { contiguous = false }
+            end = nals[i].p_payload + Int(nals[i].i_payload)
+        }
+        var bytes: [UInt8] = []
+        var ranges: [Range<Int>] = []
+        ranges.reserveCapacity(Int(count))
+        if contiguous {
+            bytes = [UInt8](UnsafeBufferPointer(start: nals[0].p_payload, count: nals[0].p_payload.distance(to: end)))
+            var offset = 0
+            for i in 0..<Int(count) {
+                ranges.append(offset..<(offset + Int(nals[i].i_payload)))
+                offset += Int(nals[i].i_payload)
+            }
+        } else {
+            bytes.reserveCapacity(Int(size))
+            for i in 0..<Int(count) {
+                let start = bytes.count
+                bytes.append(contentsOf: UnsafeBufferPointer(start: nals[i].p_payload, count: Int(nals[i].i_payload)))
+                ranges.append(start..<bytes.count)
+            }
+        }
+
+        var units: [NALUnit] = []
+        units.reserveCapacity(ranges.count)
+        var isIDR = false
+        var sps: NALUnit?
+        var pps: NALUnit?
+        for range in ranges {
+            var header = range.lowerBound
+            while header < range.upperBound && bytes[header] == 0 { header += 1 }
+            header += 1  // past the 01 of the start code
+            var payloadEnd = range.upperBound
+            while payloadEnd > header + 1 && bytes[payloadEnd - 1] == 0 { payloadEnd -= 1 }
+            guard header < payloadEnd else { continue }
+            let unit = NALUnit(wire: bytes[range], headerIndex: header, payloadEnd: payloadEnd)
+            switch unit.type {
+            case .idrSlice: isIDR = true
+            case .sps: sps = unit
+            case .pps: pps = unit
+            default: break
+            }
+            units.append(unit)
+        }
+        if let sps, let pps { parameterSets = [sps, pps] }
+        let timestamp = pending.removeValue(forKey: output.i_pts)
+        return AccessUnit(nalUnits: units, isIDR: isIDR, resolution: Resolution(width: parameters.width, height: parameters.height),
+                          timestamp: timestamp, parameterSets: parameterSets)
+    }
+}
+
+/// Holds the caller's log closure and the C record x264's log callback finds it through
+/// (`p_log_private` -> `CX264_log_target.context` -> this box). The closure is immutable
+/// and `@Sendable`, so x264's threads may call it.
+private final class LogBox {
+    let log: @Sendable (String) -> Void
+    let target: UnsafeMutablePointer<CX264_log_target>
+
+    init(_ log: @escaping @Sendable (String) -> Void) {
+        self.log = log
+        target = .allocate(capacity: 1)
+        target.initialize(to: CX264_log_target(log: x264Log, context: nil))
+        target.pointee.context = Unmanaged.passUnretained(self).toOpaque()
+    }
+
+    deinit { target.deallocate() }
+}
+
+/// Receives x264's formatted messages (see `CX264_log_trampoline`).
+private func x264Log(_ context: UnsafeMutableRawPointer?, _ level: Int32, _ message: UnsafePointer<CChar>?) {
+    guard let context, let message else { return }
+    let name = switch level {
+    case X264_LOG_ERROR: "error"
+    case X264_LOG_WARNING: "warning"
+    case X264_LOG_INFO: "info"
+    default: "debug"
+    }
+    var text = String(cString: message)
+    while text.hasSuffix("\n") { text.removeLast() }
+    Unmanaged<LogBox>.fromOpaque(context).takeUnretainedValue().log("x264 \(name): \(text)")
+}

@@ -1,0 +1,115 @@
+import Capture
+import Encoder
+import H264
+
+/// Source → pacer → converter → encoder, on the thread that calls `run()` (the capture
+/// thread), handing every access unit to `output`.
+///
+/// Life: create it on the capture thread, `run()` there until the input ends, a limit is
+/// reached or `control.stop()` is called from anywhere; on the way out it flushes the
+/// encoder. Only `control` is shared with other threads.
+public final class CapturePipeline {
+    public let control: CaptureControl
+    public let options: CaptureOptions
+
+    private let source: any FrameSource
+    private let output: @Sendable (AccessUnit) -> Void
+    private let log: (@Sendable (String) -> Void)?
+    private let converter: ColorConverter
+    private var pacer: Pacer?
+    private var encoder: H264Encoder?
+
+    public init(source: any FrameSource, options: CaptureOptions = CaptureOptions(), control: CaptureControl = CaptureControl(),
+                log: (@Sendable (String) -> Void)? = nil, output: @escaping @Sendable (AccessUnit) -> Void) {
+        self.source = source
+        self.options = options
+        self.control = control
+        self.log = log
+        self.output = output
+        self.converter = ColorConverter(maxSize: options.maxSize)
+        self.pacer = options.targetFrameRate.map { Pacer(rate: $0) }
+    }
+
+    /// The frame rate the encoder announces: the target, unless the source is slower.
+    public var encoderFrameRate: FrameRate {
+        guard let target = options.targetFrameRate else { return source.frameRate }
+        return target.framesPerSecond <= source.frameRate.framesPerSecond ? target : source.frameRate
+    }
+
+    /// Runs until the input ends, a limit is reached or `control.stop()`; then flushes the
+    /// encoder. Errors of the source (a truncated frame) or encoder are thrown after the
+    /// flush: every good frame before them has been handed on.
+    public func run() throws {
+        do {
+            try loop()
+        } catch {
+            try? flush()
+            throw error
+        }
+        try flush()
+    }
+
+    private func loop() throws {
+        var firstPTS: UInt64?
+        while !control.isStopped {
+            if let limit = options.frameLimit, encoder?.framesEncoded ?? 0 >= UInt64(limit) { break }
+            guard var frame = try source.nextFrame() else { break }
+            let base = firstPTS ?? frame.pts90k
+            firstPTS = base
+            frame.pts90k -= Swift.min(base, frame.pts90k)
+            if let limit = options.durationLimit, frame.seconds >= limit { break }
+
+            var keep = true
+            if pacer != nil { keep = pacer!.admit(frame, live: source.isLive) }
+            let drops = pacer?.drops ?? Pacer.Drops()
+            control.state.withLock {
+                $0.counters.framesCaptured += 1
+                $0.counters.droppedRate = drops.rate
+                $0.counters.droppedLate = drops.late
+            }
+            guard keep else { continue }
+
+            let started = monotonicNanoseconds()
+            let picture = try converter.convert(frame)
+            let encoder = try encoderFor(picture)
+            if control.takeIDRRequest() { encoder.requestIDR() }
+            if let bitrate = control.takeBitrateRequest() {
+                do { try encoder.reconfigure(bitrate: bitrate) } catch { log?("\(error)") }
+            }
+            guard let au = try encoder.encode(picture) else { continue }
+            let finished = monotonicNanoseconds()
+            let latency = Int64(realtimeNanoseconds()) - Int64(frame.captureTimeNs)
+            control.state.withLock {
+                $0.counters.framesEncoded += 1
+                $0.counters.bytesEncoded += UInt64(au.byteCount)
+                $0.encodeTotalNs += finished - started
+                $0.counters.lastEncodeMs = Double(finished - started) / 1e6
+                $0.counters.meanEncodeMs = Double($0.encodeTotalNs) / 1e6 / Double($0.counters.framesEncoded)
+                $0.record(latencyNs: latency)
+            }
+            output(au)
+        }
+    }
+
+    private func encoderFor(_ picture: Frame) throws -> H264Encoder {
+        if let encoder { return encoder }
+        var parameters = options.encoder
+        parameters.width = picture.width
+        parameters.height = picture.height
+        parameters.frameRate = encoderFrameRate
+        let made = try H264Encoder(parameters: parameters, log: log)
+        encoder = made
+        return made
+    }
+
+    private func flush() throws {
+        guard let encoder else { return }
+        for au in try encoder.flush() {
+            control.state.withLock {
+                $0.counters.framesEncoded += 1
+                $0.counters.bytesEncoded += UInt64(au.byteCount)
+            }
+            output(au)
+        }
+    }
+}

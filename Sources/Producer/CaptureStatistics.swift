@@ -1,0 +1,25 @@
+/// Counters of a capture pipeline. Times are in milliseconds.
+public struct CaptureStatistics: Sendable, Hashable {
+    /// Frames the source delivered.
+    public var framesCaptured: UInt64 = 0
+    /// Frames encoded (access units handed on).
+    public var framesEncoded: UInt64 = 0
+    /// Frames dropped for coming faster than the target frame rate.
+    public var droppedRate: UInt64 = 0
+    /// Frames a live source skipped because capture and encode were behind.
+    public var droppedLate: UInt64 = 0
+    /// Bytes of encoded access units.
+    public var bytesEncoded: UInt64 = 0
+    /// Conversion and encode time of the last frame, and its mean.
+    public var lastEncodeMs: Double = 0
+    public var meanEncodeMs: Double = 0
+    /// Capture time to access unit out (CLOCK_REALTIME), over the recent frames.
+    public var latencyMedianMs: Double = 0
+    public var latencyP99Ms: Double = 0
+    /// Frames the latency figures are taken over.
+    public var latencySamples: Int = 0
+
+    public init() {}
+
+    public var droppedTotal: UInt64 { droppedRate + droppedLate }
+}

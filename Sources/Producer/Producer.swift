@@ -1,1 +1,0 @@
-// Producer: filled in by its issue.
