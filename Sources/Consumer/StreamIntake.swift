@@ -1,0 +1,77 @@
+import H264
+
+/// Bytes in, access units out to the sinks: `AnnexBParser`, the media clock, and the entry
+/// gate (after the start and after every reconnect nothing goes out before an IDR with its
+/// SPS and PPS).
+///
+/// Used by one thread at a time: the loop thread (network) or the file reader.
+public final class StreamIntake {
+    private var parser: AnnexBParser
+    private var clock: MediaClock
+    private let fanout: SinkFanout
+    public let metrics: ConsumerMetrics
+    private var waitingForEntry = true
+    private var pendingDiscontinuity = false
+    private var skippedSoFar = 0
+
+    public init(fanout: SinkFanout, metrics: ConsumerMetrics, clock: MediaClock.Source, maxNALUnitSize: Int = AnnexBScanner.defaultMaxNALUnitSize) {
+        self.parser = AnnexBParser(maxNALUnitSize: maxNALUnitSize)
+        self.clock = MediaClock(source: clock)
+        self.fanout = fanout
+        self.metrics = metrics
+    }
+
+    /// Bytes read from the input.
+    public func push(_ chunk: [UInt8]) {
+        metrics.bytes.increment(by: UInt64(chunk.count))
+        parser.push(chunk) { deliver($0) }
+        noteResync()
+    }
+
+    /// The input ended for good (end of file): the last access unit goes out too.
+    public func finish() {
+        parser.finish { deliver($0) }
+        noteResync()
+    }
+
+    /// The connection was lost: the access unit in progress may be cut short and is
+    /// dropped; what comes after the next connection starts at an entry point, after a
+    /// `.discontinuity`.
+    public func connectionLost() {
+        parser.reset()
+        waitingForEntry = true
+        pendingDiscontinuity = true
+    }
+
+    private func noteResync() {
+        let skipped = parser.scanner.skippedBytes
+        if skipped > skippedSoFar {
+            metrics.resyncBytes.increment(by: UInt64(skipped - skippedSoFar))
+            skippedSoFar = skipped
+        }
+    }
+
+    private func deliver(_ unit: AccessUnit) {
+        metrics.accessUnits.increment()
+        let now = monotonicNanoseconds()
+        if let ts = unit.timestamp, ts.captureTimeNs > 0 {
+            let wall = realtimeNanoseconds()
+            if wall >= ts.captureTimeNs { metrics.latency.observe(Double(wall - ts.captureTimeNs) / 1e9) }
+        }
+        let time = clock.time(pts90k: unit.timestamp?.pts90k, frameRate: parser.assembler.activeSPS?.frameRate, arrivalNs: now)
+        var received = ReceivedUnit(unit: unit, mediaTime: time, arrivalNs: now)
+        if waitingForEntry {
+            guard received.isEntryPoint else {
+                metrics.waitedUnits.increment()
+                return
+            }
+            waitingForEntry = false
+            received.resumes = true
+            if pendingDiscontinuity {
+                pendingDiscontinuity = false
+                fanout.push(.discontinuity)
+            }
+        }
+        fanout.push(.unit(received))
+    }
+}
