@@ -13,6 +13,8 @@ public final class StreamIntake {
     private var waitingForEntry = true
     private var pendingDiscontinuity = false
     private var skippedSoFar = 0
+    /// Access units cut from the last chunk (the parser cannot be read while it emits).
+    private var completed: [AccessUnit] = []
 
     public init(fanout: SinkFanout, metrics: ConsumerMetrics, clock: MediaClock.Source, maxNALUnitSize: Int = AnnexBScanner.defaultMaxNALUnitSize) {
         self.parser = AnnexBParser(maxNALUnitSize: maxNALUnitSize)
@@ -24,14 +26,14 @@ public final class StreamIntake {
     /// Bytes read from the input.
     public func push(_ chunk: [UInt8]) {
         metrics.bytes.increment(by: UInt64(chunk.count))
-        parser.push(chunk) { deliver($0) }
-        noteResync()
+        parser.push(chunk) { completed.append($0) }
+        deliverCompleted()
     }
 
     /// The input ended for good (end of file): the last access unit goes out too.
     public func finish() {
-        parser.finish { deliver($0) }
-        noteResync()
+        parser.finish { completed.append($0) }
+        deliverCompleted()
     }
 
     /// The connection was lost: the access unit in progress may be cut short and is
@@ -43,6 +45,13 @@ public final class StreamIntake {
         pendingDiscontinuity = true
     }
 
+    private func deliverCompleted() {
+        let frameRate = parser.assembler.activeSPS?.frameRate
+        for unit in completed { deliver(unit, frameRate: frameRate) }
+        completed.removeAll(keepingCapacity: true)
+        noteResync()
+    }
+
     private func noteResync() {
         let skipped = parser.scanner.skippedBytes
         if skipped > skippedSoFar {
@@ -51,14 +60,14 @@ public final class StreamIntake {
         }
     }
 
-    private func deliver(_ unit: AccessUnit) {
+    private func deliver(_ unit: AccessUnit, frameRate: Double?) {
         metrics.accessUnits.increment()
         let now = monotonicNanoseconds()
         if let ts = unit.timestamp, ts.captureTimeNs > 0 {
             let wall = realtimeNanoseconds()
             if wall >= ts.captureTimeNs { metrics.latency.observe(Double(wall - ts.captureTimeNs) / 1e9) }
         }
-        let time = clock.time(pts90k: unit.timestamp?.pts90k, frameRate: parser.assembler.activeSPS?.frameRate, arrivalNs: now)
+        let time = clock.time(pts90k: unit.timestamp?.pts90k, frameRate: frameRate, arrivalNs: now)
         var received = ReceivedUnit(unit: unit, mediaTime: time, arrivalNs: now)
         if waitingForEntry {
             guard received.isEntryPoint else {
