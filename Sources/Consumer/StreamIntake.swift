@@ -36,10 +36,18 @@ public final class StreamIntake {
         deliverCompleted()
     }
 
-    /// The connection was lost: the access unit in progress may be cut short and is
-    /// dropped; what comes after the next connection starts at an entry point, after a
-    /// `.discontinuity`.
+    /// The connection was lost. An access unit is known to be complete only when the next
+    /// one begins, or when it ends with an end-of-sequence or end-of-stream NAL unit: the
+    /// one in progress goes out in that case, else it is dropped (a producer killed
+    /// mid-write leaves a partial one, and its socket still ends with a clean FIN). What
+    /// comes after the next connection starts at an entry point, after a `.discontinuity`.
     public func connectionLost() {
+        parser.finish { completed.append($0) }
+        if let last = completed.last, let type = last.nalUnits.last?.type, type == .endOfStream || type == .endOfSequence {
+            deliverCompleted()
+        } else {
+            completed.removeAll(keepingCapacity: true)
+        }
         parser.reset()
         waitingForEntry = true
         pendingDiscontinuity = true
