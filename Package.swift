@@ -45,6 +45,7 @@ let package = Package(
         .testTarget(name: "H264Tests", dependencies: ["H264"]),
         .testTarget(name: "RelayTests", dependencies: ["Relay", "H264"]),
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop", "H264"]),
+        .testTarget(name: "ConsumerTests", dependencies: ["Consumer", "Relay", "H264"]),
         .testTarget(name: "CaptureTests", dependencies: ["Capture"]),
         .testTarget(name: "EncoderTests", dependencies: ["Encoder", "H264", "Capture"]),
         // End-to-end: runs the built `nalcast` binary against real peers (ffmpeg, ffprobe, ...).

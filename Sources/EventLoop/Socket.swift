@@ -160,6 +160,18 @@ public final class Socket {
         return SocketAddress(storage: storage, length: length)
     }
 
+    /// The connected peer's address. The corresponding C function is `getpeername`.
+    public func peerAddress() throws(Errno) -> SocketAddress {
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        _ = try systemCall("getpeername") {
+            withUnsafeMutablePointer(to: &storage) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getpeername(fd, $0, &length) }
+            }
+        }
+        return SocketAddress(storage: storage, length: length)
+    }
+
     /// The socket's address family (`SO_DOMAIN`).
     public func family() throws(Errno) -> Int32 {
         try option(level: SOL_SOCKET, name: SO_DOMAIN)

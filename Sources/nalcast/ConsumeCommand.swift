@@ -158,7 +158,7 @@ enum ConsumeCommand: Command {
             out.flush()
             return .ok
         }
-        return try Session(config: config).run()
+        return try Session(config: config, options: options).run()
     }
 }
 
@@ -171,9 +171,11 @@ final class Session {
     let metrics = ConsumerMetrics()
     let log: Log
     let events: EventLog?
+    let options: ParsedOptions
 
-    init(config: ConsumeCommand.Config) throws {
+    init(config: ConsumeCommand.Config, options: ParsedOptions) throws {
         self.config = config
+        self.options = options
         self.log = Log(quiet: config.quiet)
         if let path = config.events {
             events = try EventLog(path: path)
@@ -190,6 +192,7 @@ final class Session {
         let log = self.log
         let events = self.events
         let metrics = self.metrics
+        let options = self.options
         // Only the loop thread takes SIGINT/SIGTERM: block them before any thread starts.
         EventLoop.setSignals([SIGINT, SIGTERM], blocked: true)
         let loop = EventLoop()
@@ -219,13 +222,13 @@ final class Session {
             switch event {
             case .startedSkipping(let sink):
                 log.line("\(sink): behind, skipping to the next IDR")
-                events?.emit("skipped", ["sink": .string(sink)])
+                events?.emit("skipped", [("sink", sink)])
             case .closed(let sink, let error):
                 if let error {
                     log.line(error.peerClosed ? "\(sink): the reader went away (\(error.message)); closed" : "\(error)", force: !error.peerClosed)
                     if !error.peerClosed { failedSinks.withLock { $0.append(error.description) } }
                 }
-                events?.emit("sink-closed", ["sink": .string(sink), "reason": .string(error?.message ?? "finished")])
+                events?.emit("sink-closed", [("sink", sink), ("reason", error?.message ?? "finished")])
                 if closedSinks.add(1, ordering: .relaxed).newValue == sinkCount { setOutcome(.sinksClosed) }
             }
         }
@@ -251,12 +254,12 @@ final class Session {
                     switch event {
                     case .opened(let path):
                         metrics.segmentsOpened.increment()
-                        events?.emit("segment-opened", ["path": .string(path)])
+                        events?.emit("segment-opened", [("path", path)])
                     case .closed(let info):
                         metrics.segmentsClosed.increment()
                         events?.emit("segment-closed", [
-                            "path": .string(info.path), "duration": .number(info.duration), "frames": .int(info.frames),
-                            "bytes": .int(info.bytes), "reason": .string(info.reason),
+                            ("path", info.path), ("duration", info.duration), ("frames", info.frames),
+                            ("bytes", info.bytes), ("reason", info.reason),
                         ])
                     case .hookFailed(let command, let message):
                         log.line("--on-segment \(command): \(message)", force: true)
@@ -268,7 +271,7 @@ final class Session {
             for r in recovered {
                 if let path = r.path {
                     log.line("recovered \(path) from an unfinished segment: \(r.keptBytes) bytes up to its last complete access unit\(r.droppedBytes > 0 ? ", \(r.droppedBytes) bytes of a partial one cut" : "")", force: true)
-                    events?.emit("segment-recovered", ["path": .string(path), "bytes": .int(r.keptBytes), "droppedBytes": .int(r.droppedBytes)])
+                    events?.emit("segment-recovered", [("path", path), ("bytes", r.keptBytes), ("droppedBytes", r.droppedBytes)])
                 } else {
                     log.line("removed \(r.partPath): no complete access unit in it", force: true)
                 }
@@ -280,10 +283,10 @@ final class Session {
                 switch event {
                 case .connected(let e):
                     log.line("forwarding to \(e)")
-                    events?.emit("forward-connected", ["endpoint": .string(e.description)])
+                    events?.emit("forward-connected", [("endpoint", e.description)])
                 case .disconnected(let e, let reason):
                     log.line("forward to \(e) is down (\(reason)); retrying, dropping until it is back")
-                    events?.emit("forward-disconnected", ["endpoint": .string(e.description), "reason": .string(reason)])
+                    events?.emit("forward-disconnected", [("endpoint", e.description), ("reason", reason)])
                 }
             }
             runners.append(SinkRunner(sink: sink, queue: queue(), counters: SinkCounters(registry: metrics.registry, sink: sink.name), onEvent: onRunnerEvent))
@@ -313,14 +316,14 @@ final class Session {
                     switch event {
                     case .connected(let e, let attempts):
                         log.line("connected to \(e)\(attempts > 1 ? " after \(attempts) attempts" : "")")
-                        events?.emit("connected", ["endpoint": .string(e.description), "attempts": .int(attempts)])
+                        events?.emit("connected", [("endpoint", e.description), ("attempts", attempts)])
                     case .unreachable(let e, let reason):
                         log.line("cannot reach \(e) (\(reason)); retrying")
-                        events?.emit("reconnecting", ["endpoint": .string(e.description), "reason": .string(reason)])
+                        events?.emit("reconnecting", [("endpoint", e.description), ("reason", reason)])
                     case .disconnected(let e, let reason):
                         log.line("disconnected from \(e) (\(reason)); reconnecting")
-                        events?.emit("disconnected", ["endpoint": .string(e.description), "reason": .string(reason)])
-                        events?.emit("reconnecting", ["endpoint": .string(e.description)])
+                        events?.emit("disconnected", [("endpoint", e.description), ("reason", reason)])
+                        events?.emit("reconnecting", [("endpoint", e.description)])
                     case .gaveUp(let e, let everConnected):
                         if everConnected {
                             log.line("\(e): stream ended; not reconnecting (--reconnect-timeout)")
@@ -348,11 +351,11 @@ final class Session {
             }
             metricsServer?.start()
         }
-        let tty = isatty(2) == 1
+        let statusLine = StatusLine(options: options)
         var status: LoopTimer?
-        if !config.quiet && (config.stats || tty) {
-            var line = StatusLine(tty: tty)
-            let timer = LoopTimer(loop: loop) { line.print(metrics: metrics, runners: runners) }
+        if statusLine.enabled {
+            var counts = StatusCounts()
+            let timer = LoopTimer(loop: loop) { statusLine.show(counts.line(metrics: metrics, runners: runners)) }
             timer.start(after: 1, repeating: 1)
             status = timer
         }
@@ -378,8 +381,9 @@ final class Session {
         let late = fanout.finish(timeout: timeout)
         fileReader?.join()
         if !late.isEmpty { log.line("gave up waiting for: \(late.joined(separator: ", "))", force: true) }
-        if tty && status != nil { FileHandle.standardError.write("\n".data(using: .utf8)!) }
-        events?.emit("stopped", ["accessUnits": .int(Int(metrics.accessUnits.value)), "bytes": .int(Int(metrics.bytes.value))])
+        if status != nil { statusLine.end() }
+        events?.emit("stopped", [("accessUnits", Int(metrics.accessUnits.value)), ("bytes", Int(metrics.bytes.value))])
+        events?.flush()
         _ = signalWatchers
 
         switch ended {
@@ -401,66 +405,13 @@ struct Log: Sendable {
     }
 }
 
-/// `--events FILE|-`: one JSON object per line, `{"time":...,"event":"...",...}`.
-final class EventLog: Sendable {
-    enum Value: Sendable {
-        case string(String)
-        case int(Int)
-        case number(Double)
-        var json: String {
-            switch self {
-            case .string(let s): return jsonString(s)
-            case .int(let i): return String(i)
-            case .number(let d): return d.isFinite ? String(format: "%.3f", d) : "null"
-            }
-        }
-    }
-
-    private let fd: Int32
-    private let lock = Mutex<Void>(())
-
-    init(path: String) throws {
-        if path == "-" {
-            fd = 1
-        } else {
-            fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
-            guard fd >= 0 else { throw CommandError.io("consume: --events \(path): \(String(cString: strerror(errno)))") }
-        }
-    }
-
-    func emit(_ event: String, _ fields: KeyValuePairs<String, Value>) {
-        var text = "{\"time\":\(String(format: "%.3f", Date().timeIntervalSince1970)),\"event\":\(jsonString(event))"
-        for (k, v) in fields { text += ",\(jsonString(k)):\(v.json)" }
-        text += "}\n"
-        let bytes = Array(text.utf8)
-        lock.withLock { _ in _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) } }
-    }
-}
-
-func jsonString(_ s: String) -> String {
-    var out = "\""
-    for u in s.unicodeScalars {
-        switch u {
-        case "\"": out += "\\\""
-        case "\\": out += "\\\\"
-        case "\n": out += "\\n"
-        case "\r": out += "\\r"
-        case "\t": out += "\\t"
-        default:
-            if u.value < 0x20 { out += String(format: "\\u%04x", u.value) } else { out.unicodeScalars.append(u) }
-        }
-    }
-    return out + "\""
-}
-
-/// The once-a-second status line: `frame=900 fps=30.0 kbps=4012 segments=3 skipped=0 dropped=0 reconnects=0`.
-struct StatusLine {
-    let tty: Bool
+/// The numbers of the status line: `frame=900 fps=30.0 kbps=4012 segments=3 skipped=0 dropped=0 reconnects=0`.
+struct StatusCounts {
     var lastUnits: UInt64 = 0
     var lastBytes: UInt64 = 0
     var lastTime = Date()
 
-    mutating func print(metrics: ConsumerMetrics, runners: [SinkRunner]) {
+    mutating func line(metrics: ConsumerMetrics, runners: [SinkRunner]) -> String {
         let now = Date()
         let dt = max(0.001, now.timeIntervalSince(lastTime))
         let units = metrics.accessUnits.value
@@ -475,7 +426,6 @@ struct StatusLine {
         var text = String(format: "frame=%llu fps=%.1f kbps=%.0f", units, fps, kbps)
         text += " segments=\(metrics.segmentsClosed.value) skipped=\(skipped) dropped=\(dropped) reconnects=\(metrics.reconnects.value)"
         if metrics.latency.count > 0 { text += String(format: " latency=%.1fms", metrics.latency.sum / Double(metrics.latency.count) * 1000) }
-        let out = tty ? "\r\(text)\u{1b}[K" : "\(text)\n"
-        FileHandle.standardError.write(out.data(using: .utf8)!)
+        return text
     }
 }

@@ -3,7 +3,7 @@ import Foundation
 /// nalcast: capture, encode and relay live H.264 between processes. See DESIGN.md.
 enum Nalcast {
     static let version = "0.1.0"
-    static let commands: [any Command.Type] = [InspectCommand.self, ConsumeCommand.self]
+    static let commands: [any Command.Type] = [ProduceCommand.self, ProbeCommand.self, InspectCommand.self, ConsumeCommand.self]
 }
 
 func topLevelHelp() -> String {

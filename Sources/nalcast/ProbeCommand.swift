@@ -1,0 +1,124 @@
+import EventLoop
+import Foundation
+import H264
+
+/// `nalcast probe ADDR`: connect, wait for the first decodable picture, measure for a while,
+/// report. The container health check, and a quick look at any Annex-B stream server.
+enum ProbeCommand: Command {
+    static let name = "probe"
+    static let summary = "Connect to a stream, wait for a decodable picture, report resolution, frame rate, bitrate and join time."
+    static let usage = "nalcast probe [--seconds TIME] [--timeout TIME] [--json] [ADDR]"
+    static let specs: [OptionSpec] = [
+        OptionSpec(name: "seconds", value: "TIME", help: "measure the bitrate for this long after the first picture", defaultText: "1s"),
+        OptionSpec(name: "timeout", value: "TIME", help: "give up (exit 69) when no decodable picture arrives in TIME", defaultText: "5s"),
+        OptionSpec(name: "json", value: nil, help: "print one JSON object"),
+        OptionSpec(name: "quiet", value: nil, help: "print nothing; the exit code says it all", short: "q"),
+    ]
+
+    static func run(_ options: ParsedOptions) throws -> ExitCode {
+        guard options.positionals.count <= 1 else { throw CommandError.usage("probe: expected at most one ADDR") }
+        let text = options.positionals.first ?? "tcp://127.0.0.1:\(Endpoint.defaultPort)"
+        let endpoint: Endpoint
+        do { endpoint = try Endpoint(parsing: text) } catch { throw CommandError.usage("probe: \(error)") }
+        let seconds = try options.value("seconds", default: 1.0, ValueFormat.duration)
+        let timeout = try options.value("timeout", default: 5.0) { ValueFormat.duration($0).flatMap { $0 > 0 ? $0 : nil } }
+
+        let started = Date()
+        let deadline = started.addingTimeInterval(timeout)
+        let socket = try connect(endpoint, deadline: deadline)
+        var parser = AnnexBParser()
+        var firstPicture: (at: Date, unit: AccessUnit)?
+        var units = 0
+        var bytes = 0
+        var firstPTS: UInt64?
+        var lastPTS: UInt64?
+        var ended = false
+        var buffer = [UInt8](repeating: 0, count: 64 << 10)
+
+        func take(_ unit: AccessUnit) {
+            if firstPicture == nil {
+                guard unit.isIDR, !unit.nalUnitsForEntry.filter({ $0.type == .sps || $0.type == .pps }).isEmpty else { return }
+                firstPicture = (Date(), unit)
+            }
+            units += 1
+            bytes += unit.byteCount
+            if let pts = unit.timestamp?.pts90k {
+                if firstPTS == nil { firstPTS = pts }
+                lastPTS = pts
+            }
+        }
+
+        while !ended {
+            let now = Date()
+            let until = firstPicture.map { $0.at.addingTimeInterval(seconds) } ?? deadline
+            if now >= until { break }
+            var pfd = pollfd(fd: socket.fd, events: Int16(POLLIN), revents: 0)
+            let wait = Int32(Swift.max(1, until.timeIntervalSince(now) * 1000))
+            let ready = poll(&pfd, 1, wait)
+            if ready < 0 && errno == EINTR { continue }
+            guard ready > 0 else { continue }
+            let got: Int?
+            do {
+                got = try buffer.withUnsafeMutableBytes { raw throws(Errno) in try socket.read(into: raw) }
+            } catch {
+                throw CommandError.unavailable("probe \(endpoint): \(error)")
+            }
+            guard let n = got else { continue }
+            if n == 0 {
+                ended = true
+                parser.finish(emit: take)
+                break
+            }
+            parser.push(Array(buffer[0..<n]), emit: take)
+        }
+        socket.close()
+
+        guard let first = firstPicture else {
+            throw CommandError.unavailable("probe \(endpoint): no decodable picture within \(String(format: "%g", timeout)) s\(ended ? " (the stream ended)" : "")")
+        }
+        let joinMs = first.at.timeIntervalSince(started) * 1000
+        let window = Date().timeIntervalSince(first.at)
+        let sps = parser.assembler.activeSPS
+        var fps = sps?.frameRate
+        if fps == nil, let a = firstPTS, let b = lastPTS, units > 1, b > a { fps = Double(units - 1) * 90_000 / Double(b - a) }
+        let kbps = window > 0 ? Double(bytes) * 8 / window / 1000 : 0
+        let resolution = first.unit.resolution.map(\.description) ?? "unknown"
+        if options.has("quiet") { return .ok }
+        let out: String
+        if options.has("json") {
+            out = "{\"endpoint\":\(jsonString(endpoint.description)),\"width\":\(first.unit.resolution.map { String($0.width) } ?? "null"),"
+                + "\"height\":\(first.unit.resolution.map { String($0.height) } ?? "null"),\"frameRate\":\(fps.map { String(format: "%.3f", $0) } ?? "null"),"
+                + "\"kbps\":\(String(format: "%.1f", kbps)),\"joinMs\":\(String(format: "%.1f", joinMs)),\"accessUnits\":\(units),"
+                + "\"timestamped\":\(firstPTS != nil)}\n"
+        } else {
+            out = "\(endpoint): \(resolution) \(fps.map { String(format: "%.3g fps", $0) } ?? "fps unknown"), "
+                + "\(String(format: "%.0f", kbps)) kbit/s over \(String(format: "%.1f", window)) s, first picture after \(String(format: "%.1f", joinMs)) ms\n"
+        }
+        FileHandle.standardOutput.write(Data(out.utf8))
+        return .ok
+    }
+
+    /// Connects with a deadline; failures are "unavailable" (exit 69).
+    static func connect(_ endpoint: Endpoint, deadline: Date) throws -> Socket {
+        let addresses: [SocketAddress]
+        do { addresses = try SocketAddress.resolve(endpoint) } catch { throw CommandError.unavailable("probe \(endpoint): \(error)") }
+        var lastError = "no address"
+        for address in addresses {
+            do {
+                let socket = try Socket(family: address.family)
+                if try socket.connect(to: address) { return socket }
+                var pfd = pollfd(fd: socket.fd, events: Int16(POLLOUT), revents: 0)
+                let wait = Int32(Swift.max(1, deadline.timeIntervalSinceNow * 1000))
+                guard poll(&pfd, 1, wait) > 0 else {
+                    lastError = "connect: timed out"
+                    continue
+                }
+                if let error = try socket.pendingError() { throw error }
+                return socket
+            } catch {
+                lastError = "\(error)"
+            }
+        }
+        throw CommandError.unavailable("probe \(endpoint): \(lastError)")
+    }
+}
