@@ -18,6 +18,7 @@ public struct SegmentNamer: Sendable {
         guard !pattern.isEmpty else { throw SegmentNameError(pattern: pattern, reason: "it is empty") }
         guard !pattern.contains("/") else { throw SegmentNameError(pattern: pattern, reason: "names cannot contain '/'") }
         guard !pattern.utf8.contains(0) else { throw SegmentNameError(pattern: pattern, reason: "it contains a zero byte") }
+        guard pattern != "." && pattern != ".." else { throw SegmentNameError(pattern: pattern, reason: "it names a directory") }
         self.pattern = pattern
         let sample = name(time: 0, sequence: 1)
         guard sample != "." && sample != ".." && !sample.isEmpty else { throw SegmentNameError(pattern: pattern, reason: "it makes the name '\(sample)'") }
