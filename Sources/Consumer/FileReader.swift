@@ -74,7 +74,9 @@ public final class FileReader: Sendable {
                 intake.finish()
                 return nil
             }
-            intake.push(chunk)
+            // A short read (a pipe gives 64 KiB at most) would pin the whole 256 KiB buffer
+            // for as long as its access units are queued: keep an exact-size copy instead.
+            intake.push(got < size / 2 ? Array(chunk) : chunk)
         }
         return nil
     }

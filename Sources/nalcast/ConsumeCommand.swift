@@ -121,7 +121,7 @@ enum ConsumeCommand: Command {
         var lines: [String] {
             var out = ["from: \(input)"]
             out.append("media time: timestamp SEI, else " + (input.isNetwork ? "arrival time" : "access units counted at the VUI frame rate, else \(formatSeconds(frameRate)) fps"))
-            out.append("slow sinks: " + (input.isNetwork ? "skip to the next IDR past \(sinkQueue) bytes queued" : "the reader waits (file input)"))
+            out.append("slow sinks: " + (input.isNetwork ? "skip to the next IDR past \(sinkQueue) bytes queued" : "the reader waits (file input), \(min(sinkQueue, 512 << 10)) bytes queued per sink"))
             if let o = output { out.append("output: \(o == "-" ? "stdout" : o)") }
             if let s = segments {
                 out.append("segments: \(s)")
@@ -214,7 +214,9 @@ final class Session {
 
         // Sinks.
         let policy: SinkQueue.Policy = config.input.isNetwork ? .skipToEntry : .wait
-        let queueBytes = config.input.isNetwork ? config.sinkQueue : min(config.sinkQueue, 2 << 20)
+        // A file reader waits for its sinks: a small queue decouples them enough, and keeps
+        // memory flat whatever the length of the input.
+        let queueBytes = config.input.isNetwork ? config.sinkQueue : min(config.sinkQueue, 512 << 10)
         var runners: [SinkRunner] = []
         let sinkCount = (config.output != nil ? 1 : 0) + (config.segments != nil ? 1 : 0) + (config.forward != nil ? 1 : 0)
         let closedSinks = Atomic<Int>(0)
