@@ -13,7 +13,8 @@ import Musl
 /// Where to cut is `SegmentPlanner`'s decision (duration of media time, size, resolution
 /// change, reconnect). A segment is written as `NAME.part` with its index
 /// `NAME.part.idx` (see `SegmentRecovery`); when it ends it is flushed, `fsync`ed and renamed
-/// to `NAME`, then `--on-segment` runs and `--keep` deletes the oldest finished files.
+/// to `NAME` (by a `SegmentFinisher`, while the next segment is being written), then
+/// `--on-segment` runs and `--keep` deletes the oldest finished files.
 public final class SegmentSink: AccessUnitSink {
     public struct Config: Sendable {
         public var directory: String
@@ -59,8 +60,9 @@ public final class SegmentSink: AccessUnitSink {
     private let onEvent: @Sendable (Event) -> Void
     private var current: OpenSegment?
     private var sequence = 0
-    private var finished: [String] = []
     private let directoryFD: Int32
+    /// Syncs and renames closed segments while this writes the next one.
+    private let finisher: SegmentFinisher
     /// Access units dropped because no segment could start with them (before the first
     /// IDR, between a reconnect and the next IDR).
     public private(set) var skippedBeforeEntry = 0
@@ -94,11 +96,19 @@ public final class SegmentSink: AccessUnitSink {
             throw SinkError(sink: "segments", message: "\(config.directory): not writable")
         }
         directoryFD = fd
-        recovered = try SegmentRecovery.recover(directory: config.directory)
-        finished = recovered.compactMap(\.path)
+        do {
+            recovered = try SegmentRecovery.recover(directory: config.directory)
+        } catch {
+            Glibc.close(fd)
+            throw error
+        }
+        finisher = SegmentFinisher(directoryFD: fd, sync: config.sync, keep: config.keep, hook: config.hook, alreadyFinished: recovered.compactMap(\.path), onEvent: onEvent)
     }
 
-    deinit { Glibc.close(directoryFD) }
+    deinit {
+        finisher.finish()
+        Glibc.close(directoryFD)
+    }
 
     public func write(_ items: ArraySlice<SinkItem>) throws(SinkError) -> WriteReport {
         var report = WriteReport()
@@ -116,11 +126,15 @@ public final class SegmentSink: AccessUnitSink {
             }
         }
         try flushCurrent()
+        if let error = finisher.takeError() { throw error }
         return report
     }
 
     public func close() throws(SinkError) {
+        defer { finisher.finish() }
         try closeCurrent(reason: "end", nextStart: nil)
+        finisher.finish()
+        if let error = finisher.takeError() { throw error }
     }
 
     /// Returns false when the access unit was not written (no segment can start with it).
@@ -189,53 +203,12 @@ public final class SegmentSink: AccessUnitSink {
 
     private func closeCurrent(reason: String, nextStart: Double?) throws(SinkError) {
         try flushCurrent()
+        if let error = finisher.takeError() { throw error }
         guard let segment = current else { return }
         current = nil
-        let fd = segment.output.fd
-        if config.sync && fsync(fd) != 0 {
-            let message = String(cString: strerror(errno))
-            Glibc.close(fd)
-            Glibc.close(segment.indexFD)
-            throw SinkError(sink: name, message: "fsync \(segment.partPath): \(message)")
-        }
-        Glibc.close(fd)
-        Glibc.close(segment.indexFD)
-        guard rename(segment.partPath, segment.path) == 0 else {
-            throw SinkError(sink: name, message: "rename \(segment.partPath): \(String(cString: strerror(errno)))")
-        }
-        unlink(segment.partPath + ".idx")
-        if config.sync { fsync(directoryFD) }
         let end = nextStart ?? (segment.lastTime + segment.lastStep)
         let info = SegmentInfo(path: segment.path, duration: max(0, end - segment.startTime), frames: segment.frames, bytes: segment.output.offset, reason: reason)
-        onEvent(.closed(info))
-        if let hook = config.hook { runHook(hook, info) }
-        finished.append(segment.path)
-        if let keep = config.keep {
-            while finished.count > keep {
-                unlink(finished.removeFirst())
-            }
-        }
-    }
-
-    private func runHook(_ command: [String], _ info: SegmentInfo) {
-        var environment: [String] = []
-        var e = environ
-        while let entry = e.pointee {
-            let text = String(cString: entry)
-            if !text.hasPrefix("NALCAST_SEGMENT_") { environment.append(text) }
-            e += 1
-        }
-        environment += [
-            "NALCAST_SEGMENT_PATH=\(info.path)",
-            "NALCAST_SEGMENT_DURATION=\(formatSeconds(info.duration))",
-            "NALCAST_SEGMENT_FRAMES=\(info.frames)",
-            "NALCAST_SEGMENT_BYTES=\(info.bytes)",
-        ]
-        do {
-            try ChildProcess.spawn(command + [info.path], environment: environment)
-        } catch {
-            onEvent(.hookFailed(command: command[0], message: error.description))
-        }
+        finisher.submit(.init(fd: segment.output.fd, indexFD: segment.indexFD, partPath: segment.partPath, info: info))
     }
 }
 
