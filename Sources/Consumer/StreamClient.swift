@@ -22,7 +22,7 @@ public final class StreamClient {
         case disconnected(Endpoint, reason: String)
         /// The backoff gave up (`--reconnect-timeout`); `everConnected` tells an input that
         /// never came from one that ended.
-        case gaveUp(Endpoint, everConnected: Bool)
+        case gaveUp(Endpoint, everConnected: Bool, reason: String)
     }
 
     public let endpoint: Endpoint
@@ -41,6 +41,7 @@ public final class StreamClient {
     private var reportedDown = false
     private var stopped = false
     private var addressIndex = 0
+    private var lastFailure = ""
     private var random = SystemRandomNumberGenerator()
     public private(set) var isConnected = false
 
@@ -125,6 +126,7 @@ public final class StreamClient {
     }
 
     private func lost(_ reason: String) {
+        lastFailure = reason
         reader = nil
         socket = nil
         isConnected = false
@@ -135,11 +137,13 @@ public final class StreamClient {
     }
 
     private func failed(_ reason: String) {
-        if !reportedDown {
+        lastFailure = reason
+        scheduleRetry()
+        // Told once, and only when there is a retry to tell about.
+        if !reportedDown && !stopped {
             reportedDown = true
             onEvent(.unreachable(endpoint, reason: reason))
         }
-        scheduleRetry()
     }
 
     private func scheduleRetry() {
@@ -147,7 +151,7 @@ public final class StreamClient {
         let now = monotonicNanoseconds()
         guard let delay = backoff.nextDelay(now: now, random: Double.random(in: 0...1, using: &random)) else {
             stopped = true
-            onEvent(.gaveUp(endpoint, everConnected: everConnected))
+            onEvent(.gaveUp(endpoint, everConnected: everConnected, reason: lastFailure))
             return
         }
         let timer = retry ?? LoopTimer(loop: loop) { [unowned self] in self.connect() }

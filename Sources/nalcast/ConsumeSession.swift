@@ -169,12 +169,12 @@ final class ConsumeSession {
                         log.line("disconnected from \(e) (\(reason)); reconnecting")
                         events?.emit("disconnected", [("endpoint", e.description), ("reason", reason)])
                         events?.emit("reconnecting", [("endpoint", e.description)])
-                    case .gaveUp(let e, let everConnected):
+                    case .gaveUp(let e, let everConnected, let reason):
                         if everConnected {
                             log.line("\(e): stream ended; not reconnecting (--reconnect-timeout)")
                             setOutcome(.inputEnded)
                         } else {
-                            setOutcome(.unreachable("cannot connect to \(e)"))
+                            setOutcome(.unreachable("cannot connect to \(e) (\(reason))"))
                         }
                     }
                 }

@@ -168,6 +168,19 @@ import Testing
         #expect(r.stderr.split(separator: "\n").count == 1, "\(r.stderr)")
     }
 
+    @Test func nothingListeningWithReconnectTimeoutZeroExits69() throws {
+        let port = try freePort()
+        let r = try Run.nalcast(["consume", "--from", "tcp://127.0.0.1:\(port)", "-o", "/dev/null", "--reconnect-timeout", "0"])
+        #expect(r.status == 69)
+        #expect(r.stderr.contains("cannot connect to tcp://127.0.0.1:\(port)"), "\(r.stderr)")
+        #expect(!r.stderr.contains("retrying"), "\(r.stderr)")
+    }
+
+    @Test func missingInputFileExits66() throws {
+        let r = try Run.nalcast(["consume", "--from", "/nonexistent/in.h264", "-o", "/dev/null"])
+        #expect(r.status == 66)
+    }
+
     @Test func dryRunPrintsTheResolvedConfiguration() throws {
         let r = try Run.nalcast(["consume", "--dry-run", "--segments", "d", "--keep", "3"], environment: ["NALCAST_SEGMENT_DURATION": "2s", "PATH": "/usr/bin:/bin"])
         #expect(r.status == 0)
