@@ -1,5 +1,8 @@
-import Foundation
+import EventLoop
 import H264
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Writes the stream to a file or a pipe (`nalcast produce -o`) on its own thread, so a slow
 /// reader of the pipe never holds up capture.
@@ -26,6 +29,7 @@ public final class StreamWriter: Sendable {
         var queuedBytes = 0
         var waitingForIDR = true
         var finishing = false
+        var threadDone = false
         var stats = Statistics()
     }
 
@@ -34,10 +38,10 @@ public final class StreamWriter: Sendable {
     private let maxQueuedBytes: Int
     private let blockWhenFull: Bool
     private let closeWhenDone: Bool
-    // NSCondition is the lock for `state`: every access happens between lock() and unlock().
-    private let condition = NSCondition()
+    // `condition` is the lock for `state`: every access happens between lock() and unlock().
+    private let condition = ConditionLock()
     nonisolated(unsafe) private var state = State()
-    private let done = DispatchSemaphore(value: 0)
+    nonisolated(unsafe) private var thread: OSThread?
 
     /// - Parameters:
     ///   - fd: an open file descriptor; closed when done if `closeWhenDone`.
@@ -48,9 +52,7 @@ public final class StreamWriter: Sendable {
         self.blockWhenFull = blockWhenFull
         self.closeWhenDone = closeWhenDone
         self.maxQueuedBytes = maxQueuedBytes
-        let thread = Thread { [self] in self.run() }
-        thread.name = "nalcast-writer"
-        thread.start()
+        thread = OSThread(name: "nalcast-writer") { [self] in self.run() }
     }
 
     public var statistics: Statistics {
@@ -96,16 +98,23 @@ public final class StreamWriter: Sendable {
     /// `timeout` seconds for the queue to drain.
     public func finish(timeout: Double = 5) {
         condition.lock()
+        defer { condition.unlock() }
         state.finishing = true
         condition.broadcast()
-        condition.unlock()
-        _ = done.wait(timeout: .now() + timeout)
+        var left = timeout
+        while !state.threadDone && left > 0 {
+            condition.wait(seconds: Swift.min(left, 0.1))
+            left -= 0.1
+        }
     }
 
     private func run() {
         defer {
             if closeWhenDone { close(fd) }
-            done.signal()
+            condition.withLock {
+                state.threadDone = true
+                condition.broadcast()
+            }
         }
         while true {
             condition.lock()

@@ -1,5 +1,7 @@
 import EventLoop
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import H264
 
 /// `nalcast probe ADDR`: connect, wait for the first decodable picture, measure for a while,
@@ -23,11 +25,11 @@ enum ProbeCommand: Command {
         let seconds = try options.value("seconds", default: 1.0, ValueFormat.duration)
         let timeout = try options.value("timeout", default: 5.0) { ValueFormat.duration($0).flatMap { $0 > 0 ? $0 : nil } }
 
-        let started = Date()
-        let deadline = started.addingTimeInterval(timeout)
+        let started = monotonicSeconds()
+        let deadline = started + timeout
         let socket = try connect(endpoint, deadline: deadline)
         var parser = AnnexBParser()
-        var firstPicture: (at: Date, unit: AccessUnit)?
+        var firstPicture: (at: Double, unit: AccessUnit)?
         var units = 0
         var bytes = 0
         var firstPTS: UInt64?
@@ -38,7 +40,7 @@ enum ProbeCommand: Command {
         func take(_ unit: AccessUnit) {
             if firstPicture == nil {
                 guard unit.isIDR, !unit.nalUnitsForEntry.filter({ $0.type == .sps || $0.type == .pps }).isEmpty else { return }
-                firstPicture = (Date(), unit)
+                firstPicture = (monotonicSeconds(), unit)
             }
             units += 1
             bytes += unit.byteCount
@@ -49,11 +51,11 @@ enum ProbeCommand: Command {
         }
 
         while !ended {
-            let now = Date()
-            let until = firstPicture.map { $0.at.addingTimeInterval(seconds) } ?? deadline
+            let now = monotonicSeconds()
+            let until = firstPicture.map { $0.at + seconds } ?? deadline
             if now >= until { break }
             var pfd = pollfd(fd: socket.fd, events: Int16(POLLIN), revents: 0)
-            let wait = Int32(Swift.max(1, until.timeIntervalSince(now) * 1000))
+            let wait = Int32(Swift.max(1, (until - now) * 1000))
             let ready = poll(&pfd, 1, wait)
             if ready < 0 && errno == EINTR { continue }
             guard ready > 0 else { continue }
@@ -74,10 +76,10 @@ enum ProbeCommand: Command {
         socket.close()
 
         guard let first = firstPicture else {
-            throw CommandError.unavailable("probe \(endpoint): no decodable picture within \(String(format: "%g", timeout)) s\(ended ? " (the stream ended)" : "")")
+            throw CommandError.unavailable("probe \(endpoint): no decodable picture within \(short(timeout)) s\(ended ? " (the stream ended)" : "")")
         }
-        let joinMs = first.at.timeIntervalSince(started) * 1000
-        let window = Date().timeIntervalSince(first.at)
+        let joinMs = (first.at - started) * 1000
+        let window = monotonicSeconds() - first.at
         let sps = parser.assembler.activeSPS
         var fps = sps?.frameRate
         if fps == nil, let a = firstPTS, let b = lastPTS, units > 1, b > a { fps = Double(units - 1) * 90_000 / Double(b - a) }
@@ -87,19 +89,19 @@ enum ProbeCommand: Command {
         let out: String
         if options.has("json") {
             out = "{\"endpoint\":\(jsonString(endpoint.description)),\"width\":\(first.unit.resolution.map { String($0.width) } ?? "null"),"
-                + "\"height\":\(first.unit.resolution.map { String($0.height) } ?? "null"),\"frameRate\":\(fps.map { String(format: "%.3f", $0) } ?? "null"),"
-                + "\"kbps\":\(String(format: "%.1f", kbps)),\"joinMs\":\(String(format: "%.1f", joinMs)),\"accessUnits\":\(units),"
+                + "\"height\":\(first.unit.resolution.map { String($0.height) } ?? "null"),\"frameRate\":\(fps.map { fixed($0, 3) } ?? "null"),"
+                + "\"kbps\":\(fixed(kbps, 1)),\"joinMs\":\(fixed(joinMs, 1)),\"accessUnits\":\(units),"
                 + "\"timestamped\":\(firstPTS != nil)}\n"
         } else {
-            out = "\(endpoint): \(resolution) \(fps.map { String(format: "%.3g fps", $0) } ?? "fps unknown"), "
-                + "\(String(format: "%.0f", kbps)) kbit/s over \(String(format: "%.1f", window)) s, first picture after \(String(format: "%.1f", joinMs)) ms\n"
+            out = "\(endpoint): \(resolution) \(fps.map { "\(short($0)) fps" } ?? "fps unknown"), "
+                + "\(fixed(kbps, 0)) kbit/s over \(fixed(window, 1)) s, first picture after \(fixed(joinMs, 1)) ms\n"
         }
-        FileHandle.standardOutput.write(Data(out.utf8))
+        printOut(out)
         return .ok
     }
 
     /// Connects with a deadline; failures are "unavailable" (exit 69).
-    static func connect(_ endpoint: Endpoint, deadline: Date) throws -> Socket {
+    static func connect(_ endpoint: Endpoint, deadline: Double) throws -> Socket {
         let addresses: [SocketAddress]
         do { addresses = try SocketAddress.resolve(endpoint) } catch { throw CommandError.unavailable("probe \(endpoint): \(error)") }
         var lastError = "no address"
@@ -108,7 +110,7 @@ enum ProbeCommand: Command {
                 let socket = try Socket(family: address.family)
                 if try socket.connect(to: address) { return socket }
                 var pfd = pollfd(fd: socket.fd, events: Int16(POLLOUT), revents: 0)
-                let wait = Int32(Swift.max(1, deadline.timeIntervalSinceNow * 1000))
+                let wait = Int32(Swift.max(1, (deadline - monotonicSeconds()) * 1000))
                 guard poll(&pfd, 1, wait) > 0 else {
                     lastError = "connect: timed out"
                     continue

@@ -1,7 +1,9 @@
 import Capture
 import Encoder
 import EventLoop
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import H264
 import Producer
 import Relay
@@ -189,7 +191,7 @@ enum ProduceCommand: Command {
     static func run(_ options: ParsedOptions) throws -> ExitCode {
         let plan = try plan(options)
         if options.has("dry-run") {
-            FileHandle.standardOutput.write(Data(("produce\n" + plan.lines.map { "  " + $0 }.joined(separator: "\n") + "\n").utf8))
+            printOut(("produce\n" + plan.lines.map { "  " + $0 }.joined(separator: "\n") + "\n"))
             return .ok
         }
         return try ProduceSession(plan: plan, status: StatusLine(options: options)).run()

@@ -1,7 +1,9 @@
 import Capture
 import Synchronization
 import EventLoop
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import H264
 import Producer
 import Relay
@@ -23,7 +25,6 @@ final class ProduceSession {
     /// How the capture thread ended, handed to the main thread after the join.
     private final class Outcome: Sendable {
         let error = Mutex<(any Error)?>(nil)
-        let done = DispatchSemaphore(value: 0)
     }
 
     func run() throws -> ExitCode {
@@ -92,9 +93,9 @@ final class ProduceSession {
             let fps = Double(s.framesEncoded - last.frames)
             let kbps = Double(s.bytesEncoded - last.bytes) * 8 / 1000
             last = (s.framesEncoded, s.bytesEncoded)
-            var text = "frame=\(s.framesEncoded) fps=\(String(format: "%.1f", fps)) kbps=\(Int(kbps))"
+            var text = "frame=\(s.framesEncoded) fps=\(fixed(fps, 1)) kbps=\(Int(kbps))"
             if let server { text += " readers=\(server.readerCount)" }
-            text += " dropped=\(s.droppedTotal) encode=\(String(format: "%.1f", s.lastEncodeMs))ms"
+            text += " dropped=\(s.droppedTotal) encode=\(fixed(s.lastEncodeMs, 1))ms"
             status.show(text)
         }
         if status.enabled { statusTimer.start(after: 1, repeating: 1) }
@@ -114,21 +115,18 @@ final class ProduceSession {
                 if writer.isClosed && mailbox == nil { control.stop() }
             }
         })
-        let captureThread = Thread {
+        let captureThread = OSThread(name: "nalcast-capture") {
             do {
                 try pipeline.take().run()
             } catch {
                 outcome.error.withLock { $0 = error }
             }
             if let mailbox { _ = mailbox.send(.captureEnded) } else { _ = ended.send(0) }
-            outcome.done.signal()
         }
-        captureThread.name = "nalcast-capture"
-        captureThread.start()
 
         loop.run()
 
-        outcome.done.wait()
+        captureThread.join()
         statusTimer.stop()
         metricsServer?.close()
         writer?.finish()
@@ -147,7 +145,7 @@ final class ProduceSession {
     }
 
     private func describe(_ source: any FrameSource) -> String {
-        let rate = String(format: "%g", source.frameRate.framesPerSecond)
+        let rate = short(source.frameRate.framesPerSecond)
         switch plan.source {
         case .testPattern: return "test pattern \(source.width)x\(source.height) at \(rate) fps"
         case .y4m(let path): return "y4m \(path == "-" ? "stdin" : path) \(source.width)x\(source.height) at \(rate) fps"

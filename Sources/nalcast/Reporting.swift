@@ -1,27 +1,28 @@
-import Foundation
+import Dispatch
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// `--events FILE|-`: one JSON object per line for every state change, written off the loop
 /// thread (a serial queue), so a slow file never holds anything up.
 final class EventLog: Sendable {
-    private let handle: FileHandle
+    private let fd: Int32
     private let queue = DispatchQueue(label: "nalcast.events")
 
+    /// Appends to `path` (`-` is stdout).
     init(path: String) throws {
         if path == "-" {
-            handle = FileHandle.standardOutput
+            fd = 1
         } else {
-            guard FileManager.default.createFile(atPath: path, contents: nil) || FileManager.default.isWritableFile(atPath: path),
-                let h = FileHandle(forWritingAtPath: path)
-            else { throw CommandError.io("--events: cannot write \(path)") }
-            h.seekToEndOfFile()
-            handle = h
+            fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
+            guard fd >= 0 else { throw CommandError.io("--events \(path): \(String(cString: strerror(errno)))") }
         }
     }
 
     /// Writes `{"time":…,"event":NAME,…fields}`. Field values: String, Int, Double, Bool.
     func emit(_ event: String, _ fields: [(String, any Sendable)] = []) {
-        let time = Date().timeIntervalSince1970
-        var line = "{\"time\":\(String(format: "%.3f", time)),\"event\":\(jsonString(event))"
+        let time = wallClockSeconds()
+        var line = "{\"time\":\(fixed(time, 3)),\"event\":\(jsonString(event))"
         for (key, value) in fields {
             line += ",\(jsonString(key)):"
             switch value {
@@ -29,14 +30,14 @@ final class EventLog: Sendable {
             case let v as Bool: line += v ? "true" : "false"
             case let v as Int: line += String(v)
             case let v as UInt64: line += String(v)
-            case let v as Double: line += v.isFinite ? String(format: "%.3f", v) : "null"
+            case let v as Double: line += v.isFinite ? fixed(v, 3) : "null"
             default: line += jsonString("\(value)")
             }
         }
         line += "}\n"
-        let data = Data(line.utf8)
-        let handle = self.handle
-        queue.async { try? handle.write(contentsOf: data) }
+        let fd = self.fd
+        let text = line
+        queue.async { writeAll(fd, text) }
     }
 
     /// Waits until every event so far is written.
@@ -52,7 +53,7 @@ func jsonString(_ s: String) -> String {
         case "\n": out += "\\n"
         case "\r": out += "\\r"
         case "\t": out += "\\t"
-        case _ where scalar.value < 0x20: out += String(format: "\\u%04x", scalar.value)
+        case _ where scalar.value < 0x20: out += "\\u" + String(repeating: "0", count: 4 - String(scalar.value, radix: 16).count) + String(scalar.value, radix: 16)
         default: out.unicodeScalars.append(scalar)
         }
     }
@@ -73,17 +74,17 @@ struct StatusLine {
     func show(_ text: String) {
         guard enabled else { return }
         let line = terminal ? "\r\(text)\u{1b}[K" : "\(text)\n"
-        FileHandle.standardError.write(Data(line.utf8))
+        printErr(line)
     }
 
     func end() {
         guard enabled, terminal else { return }
-        FileHandle.standardError.write(Data("\n".utf8))
+        printErr("\n")
     }
 }
 
 /// An informational line on stderr (unless `--quiet`).
 func note(_ message: String, quiet: Bool) {
     guard !quiet else { return }
-    FileHandle.standardError.write(Data("nalcast: \(message)\n".utf8))
+    printErr("nalcast: \(message)\n")
 }

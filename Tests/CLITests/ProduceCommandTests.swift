@@ -162,3 +162,23 @@ import Testing
         #expect(bad.stderr.contains("NALCAST_SIZE"))
     }
 }
+
+@Suite struct ProduceStopTests {
+    @Test func sigintFlushesAndExitsZero() throws {
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let out = dir.appendingPathComponent("out.h264")
+        let producer = try Background(Run.nalcast, ["produce", "--size", "320x240", "-o", out.path])
+        #expect(producer.waitFor("writing"))
+        usleep(1_200_000)
+        producer.signal(SIGINT)
+        #expect(producer.wait() == 0, "\(producer.stderr)")
+        let stream = try Data(contentsOf: out)
+        let decoded = try ffmpegDecode(stream)
+        #expect(decoded.errors.isEmpty, "\(decoded.errors)")
+        #expect(decoded.frames >= 20)
+        // Every frame captured made it to the file: the last access unit is complete.
+        let json = try inspect(stream)
+        #expect(json["accessUnits"] as? Int == decoded.frames)
+    }
+}
