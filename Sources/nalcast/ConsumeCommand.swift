@@ -1,6 +1,8 @@
 import Consumer
 import EventLoop
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import H264
 import Relay
 import Synchronization
@@ -127,7 +129,7 @@ enum ConsumeCommand: Command {
                 out.append("segments: \(s)")
                 out.append("segment duration: \(formatSeconds(segmentDuration)) s")
                 out.append("segment max bytes: \(segmentMaxBytes.map(String.init) ?? "none")")
-                out.append("segment name: \(namer.pattern) (e.g. \(namer.name(time: Int(Date().timeIntervalSince1970), sequence: 1)))")
+                out.append("segment name: \(namer.pattern) (e.g. \(namer.name(time: Int(wallClockSeconds()), sequence: 1)))")
                 out.append("keep: \(keep.map(String.init) ?? "all")")
                 out.append("on segment: \(hook?.joined(separator: " ") ?? "none")")
                 out.append("fsync: \(fsync ? "on" : "off")")

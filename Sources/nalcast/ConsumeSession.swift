@@ -1,12 +1,15 @@
 import Consumer
 import EventLoop
-import Foundation
 import H264
 import Relay
 import Synchronization
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Formats seconds for humans and JSON: `5.000`.
-func formatSeconds(_ value: Double) -> String { String(format: "%.3f", value) }
+func formatSeconds(_ value: Double) -> String { fixed(value, 3) }
 
 /// One run of `nalcast consume`: the loop, the input, the sinks, and how they stop.
 final class ConsumeSession {
@@ -254,11 +257,11 @@ struct Log: Sendable {
 struct StatusCounts {
     var lastUnits: UInt64 = 0
     var lastBytes: UInt64 = 0
-    var lastTime = Date()
+    var lastTime = monotonicSeconds()
 
     mutating func line(metrics: ConsumerMetrics, runners: [SinkRunner]) -> String {
-        let now = Date()
-        let dt = max(0.001, now.timeIntervalSince(lastTime))
+        let now = monotonicSeconds()
+        let dt = max(0.001, now - lastTime)
         let units = metrics.accessUnits.value
         let bytes = metrics.bytes.value
         let fps = Double(units - lastUnits) / dt
@@ -268,9 +271,9 @@ struct StatusCounts {
         lastTime = now
         let skipped = runners.reduce(UInt64(0)) { $0 + $1.counters.skippedUnits.value }
         let dropped = runners.reduce(UInt64(0)) { $0 + $1.counters.droppedUnits.value }
-        var text = String(format: "frame=%llu fps=%.1f kbps=%.0f", units, fps, kbps)
+        var text = "frame=\(units) fps=\(fixed(fps, 1)) kbps=\(fixed(kbps, 0))"
         text += " segments=\(metrics.segmentsClosed.value) skipped=\(skipped) dropped=\(dropped) reconnects=\(metrics.reconnects.value)"
-        if metrics.latency.count > 0 { text += String(format: " latency=%.1fms", metrics.latency.sum / Double(metrics.latency.count) * 1000) }
+        if metrics.latency.count > 0 { text += " latency=\(fixed(metrics.latency.sum / Double(metrics.latency.count) * 1000, 1))ms" }
         return text
     }
 }
