@@ -11,6 +11,12 @@ public final class SinkFanout: Sendable {
         for runner in runners { runner.push(item) }
     }
 
+    /// Several items at once: one lock per sink.
+    public func push(_ items: [SinkItem]) {
+        guard !items.isEmpty else { return }
+        for runner in runners { runner.push(items) }
+    }
+
     /// True when every sink has closed (nothing left to write to).
     public var allClosed: Bool { runners.allSatisfy(\.isClosed) }
 

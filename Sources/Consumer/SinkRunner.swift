@@ -50,31 +50,43 @@ public final class SinkRunner: @unchecked Sendable {
 
     /// Hands an item to the sink. With the `.wait` policy this blocks while the queue is full.
     public func push(_ item: SinkItem) {
+        push(CollectionOfOne(item))
+    }
+
+    /// Hands items to the sink under one lock (the access units cut from one read).
+    public func push(_ items: some Collection<SinkItem>) {
         var startedSkipping = false
         condition.lock()
         defer {
             condition.unlock()
             if startedSkipping { onEvent(.startedSkipping(sink: name)) }
         }
-        while true {
-            if closed || finishing {
-                if case .unit = item { counters.droppedUnits.increment() }
-                return
-            }
-            let wasEmpty = queue.isEmpty
-            let wasSkipping = queue.isSkipping
-            switch queue.offer(item) {
-            case .queued:
-                if wasEmpty { condition.broadcast() }
-                return
-            case .skipped:
-                counters.skippedUnits.increment()
-                startedSkipping = !wasSkipping
-                return
-            case .full:
-                condition.wait()
+        var wake = false
+        for item in items {
+            while true {
+                if closed || finishing {
+                    if case .unit = item { counters.droppedUnits.increment() }
+                    break
+                }
+                if queue.isEmpty { wake = true }
+                let wasSkipping = queue.isSkipping
+                switch queue.offer(item) {
+                case .queued:
+                    break
+                case .skipped:
+                    counters.skippedUnits.increment()
+                    if !wasSkipping { startedSkipping = true }
+                case .full:
+                    // Let the worker at what is queued, then wait for room.
+                    condition.broadcast()
+                    wake = false
+                    condition.wait()
+                    continue
+                }
+                break
             }
         }
+        if wake { condition.broadcast() }
     }
 
     /// True once the sink has closed (failed, or finished).

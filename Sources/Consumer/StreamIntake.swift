@@ -15,6 +15,8 @@ public final class StreamIntake {
     private var skippedSoFar = 0
     /// Access units cut from the last chunk (the parser cannot be read while it emits).
     private var completed: [AccessUnit] = []
+    /// What goes to the sinks from the last chunk, handed over in one go.
+    private var outgoing: [SinkItem] = []
 
     public init(fanout: SinkFanout, metrics: ConsumerMetrics, clock: MediaClock.Source, maxNALUnitSize: Int = AnnexBScanner.defaultMaxNALUnitSize) {
         self.parser = AnnexBParser(maxNALUnitSize: maxNALUnitSize)
@@ -57,6 +59,8 @@ public final class StreamIntake {
         let frameRate = parser.assembler.activeSPS?.frameRate
         for unit in completed { deliver(unit, frameRate: frameRate) }
         completed.removeAll(keepingCapacity: true)
+        fanout.push(outgoing)
+        outgoing.removeAll(keepingCapacity: true)
         noteResync()
     }
 
@@ -86,9 +90,9 @@ public final class StreamIntake {
             received.resumes = true
             if pendingDiscontinuity {
                 pendingDiscontinuity = false
-                fanout.push(.discontinuity)
+                outgoing.append(.discontinuity)
             }
         }
-        fanout.push(.unit(received))
+        outgoing.append(.unit(received))
     }
 }

@@ -25,7 +25,7 @@ enum ConsumeCommand: Command {
         OptionSpec(name: "fsync", value: nil, help: "fsync each segment before renaming it (--no-fsync: faster, not crash-safe)", defaultText: "on"),
         OptionSpec(name: "forward", value: "ENDPOINT", help: "send the stream to tcp://HOST:PORT (or unix:PATH), reconnecting"),
         OptionSpec(name: "reconnect-timeout", value: "DURATION", help: "give up after being disconnected this long (0: on the first disconnect)", defaultText: "keep trying"),
-        OptionSpec(name: "sink-queue", value: "SIZE", help: "bytes queued per sink; a live sink that falls further behind skips to the next IDR", defaultText: "8M"),
+        OptionSpec(name: "sink-queue", value: "SIZE", help: "bytes queued per sink; a live sink that falls further behind skips to the next IDR (a file reader waits)", defaultText: "8M live, 512k for files"),
         OptionSpec(name: "frame-rate", value: "FPS", help: "media time for files without timestamp SEI or VUI frame rate", defaultText: "30"),
         OptionSpec(name: "max-nal-size", value: "SIZE", help: "drop NAL units larger than this and resync", defaultText: "8M"),
         OptionSpec(name: "stop-timeout", value: "DURATION", help: "on SIGINT/SIGTERM, time the sinks get to finish", defaultText: "5s"),
@@ -60,6 +60,8 @@ enum ConsumeCommand: Command {
         var fsync = true
         var forward: Endpoint?
         var reconnectTimeout: Double?
+        /// Bytes queued per sink: 8 MiB for live input (room to ride out a stall), 512 KiB
+        /// for files (the reader waits anyway; memory stays flat).
         var sinkQueue: Int = 8 << 20
         var frameRate: Double = 30
         var maxNAL: Int = AnnexBScanner.defaultMaxNALUnitSize
@@ -102,7 +104,7 @@ enum ConsumeCommand: Command {
             fsync = !options.isOff("fsync")
             if let f = options.string("forward") { forward = try endpoint(f, option: "forward") }
             reconnectTimeout = try options.value("reconnect-timeout", ValueFormat.duration)
-            sinkQueue = try options.value("sink-queue", default: 8 << 20, ValueFormat.byteSize)
+            sinkQueue = try options.value("sink-queue", default: input.isNetwork ? 8 << 20 : 512 << 10, ValueFormat.byteSize)
             frameRate = try options.value("frame-rate", default: 30) { ValueFormat.frameRate($0).map { Double($0.num) / Double($0.den) } }
             maxNAL = max(4, try options.value("max-nal-size", default: AnnexBScanner.defaultMaxNALUnitSize, ValueFormat.byteSize))
             stopTimeout = try options.value("stop-timeout", default: 5, ValueFormat.duration)
@@ -123,7 +125,7 @@ enum ConsumeCommand: Command {
         var lines: [String] {
             var out = ["from: \(input)"]
             out.append("media time: timestamp SEI, else " + (input.isNetwork ? "arrival time" : "access units counted at the VUI frame rate, else \(formatSeconds(frameRate)) fps"))
-            out.append("slow sinks: " + (input.isNetwork ? "skip to the next IDR past \(sinkQueue) bytes queued" : "the reader waits (file input), \(min(sinkQueue, 512 << 10)) bytes queued per sink"))
+            out.append("slow sinks: " + (input.isNetwork ? "skip to the next IDR past \(sinkQueue) bytes queued" : "the reader waits (file input), \(sinkQueue) bytes queued per sink"))
             if let o = output { out.append("output: \(o == "-" ? "stdout" : o)") }
             if let s = segments {
                 out.append("segments: \(s)")

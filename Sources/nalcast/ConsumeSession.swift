@@ -60,9 +60,7 @@ final class ConsumeSession {
 
         // Sinks.
         let policy: SinkQueue.Policy = config.input.isNetwork ? .skipToEntry : .wait
-        // A file reader waits for its sinks: a small queue decouples them enough, and keeps
-        // memory flat whatever the length of the input.
-        let queueBytes = config.input.isNetwork ? config.sinkQueue : min(config.sinkQueue, 512 << 10)
+        let queueBytes = config.sinkQueue
         var runners: [SinkRunner] = []
         let sinkCount = (config.output != nil ? 1 : 0) + (config.segments != nil ? 1 : 0) + (config.forward != nil ? 1 : 0)
         let closedSinks = Atomic<Int>(0)
