@@ -48,6 +48,8 @@ let package = Package(
         .testTarget(name: "ConsumerTests", dependencies: ["Consumer", "Relay", "H264"]),
         .testTarget(name: "CaptureTests", dependencies: ["Capture"]),
         .testTarget(name: "EncoderTests", dependencies: ["Encoder", "H264", "Capture"]),
+        // Fuzz findings replayed (inputs in fuzz/regressions/).
+        .testTarget(name: "ReliabilityTests", dependencies: ["H264", "Capture"]),
         // End-to-end: runs the built `nalcast` binary against real peers (ffmpeg, ffprobe, ...).
         .testTarget(name: "CLITests", dependencies: ["nalcast"]),
     ],

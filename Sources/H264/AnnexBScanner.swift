@@ -113,7 +113,9 @@ public struct AnnexBScanner {
                 }
                 pendingCount = end - nalStart
                 headerIndex = header - nalStart
-                if pendingCount > maxNALUnitSize {
+                // Up to three trailing zeros may be the start of the next start code: they
+                // do not count, as they would not if the `01` were in this chunk.
+                if pendingCount > maxNALUnitSize && pendingCount - trailingZeros(Self.maxKeptZeros) > maxNALUnitSize {
                     // Too big to be real: drop it and look for the next start code.
                     oversizedNALUnits += 1
                     let zeros = trailingZeros(Self.maxKeptZeros)
