@@ -54,4 +54,6 @@ func runMain() -> Int32 {
 }
 
 signal(SIGPIPE, SIG_IGN)
+// A file over RLIMIT_FSIZE (`ulimit -f`) must fail its write with EFBIG, not kill the process.
+signal(SIGXFSZ, SIG_IGN)
 exit(runMain())
