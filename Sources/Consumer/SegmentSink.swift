@@ -77,6 +77,8 @@ public final class SegmentSink: AccessUnitSink {
         var lastStep: Double = 0
         var frames = 0
         var recordedOffset = 0
+        /// Access units in the file up to `recordedOffset`.
+        var recordedFrames = 0
     }
 
     /// Checks the directory (creating it if needed) and recovers leftover `.part` files;
@@ -193,12 +195,29 @@ public final class SegmentSink: AccessUnitSink {
         do {
             try current!.output.flush()
         } catch {
-            throw SinkError(sink: name, message: "write \(current!.partPath): \(error.message)")
+            // Cut the segment back to the last access unit written whole (a full disk, EFBIG),
+            // so that it closes as a complete file with what was good; with nothing good in
+            // it, remove it.
+            let message = "write \(current!.partPath): \(error.message)"
+            if current!.recordedOffset == 0 {
+                Glibc.close(current!.output.fd)
+                Glibc.close(current!.indexFD)
+                unlink(current!.partPath)
+                unlink(current!.partPath + ".idx")
+                current = nil
+                throw SinkError(sink: name, message: message)
+            }
+            if ftruncate(current!.output.fd, off_t(current!.recordedOffset)) == 0 {
+                current!.output = FileOutput(fd: current!.output.fd, offset: current!.recordedOffset)
+                current!.frames = current!.recordedFrames
+            }
+            throw SinkError(sink: name, message: message)
         }
         var value = UInt64(current!.output.offset).littleEndian
         let n = withUnsafeBytes(of: &value) { Glibc.write(current!.indexFD, $0.baseAddress, 8) }
         if n != 8 { throw SinkError(sink: name, message: "write \(current!.partPath).idx: \(String(cString: strerror(errno)))") }
         current!.recordedOffset = current!.output.offset
+        current!.recordedFrames = current!.frames
     }
 
     private func closeCurrent(reason: String, nextStart: Double?) throws(SinkError) {
