@@ -90,4 +90,84 @@ import Testing
         #expect(closed.reduce(0) { $0 + ($1["frames"] as? Int ?? 0) } == inFiles)
         #expect(closed.filter { $0["reason"] as? String == "reconnect" }.count == 3, "\(closed)")
     }
+
+    /// A reading process is SIGSTOPped (3 s; 20 s with NALCAST_LONG_TESTS=1), then SIGCONTed.
+    /// Two other readers get every frame meanwhile; the stopped one is skipped to the next
+    /// IDR (the policy for a reader that lags but has not timed out), and what it wrote after
+    /// resuming decodes.
+    @Test func stoppedReaderIsSkippedAndOthersGetEveryFrame() throws {
+        let stop = Self.long ? 20 : 3
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        // Noise costs many bits: the stopped reader's buffers fill within a second.
+        let input = try Self.noiseY4M(dir, seconds: stop + 4)
+        let eventsURL = dir.appendingPathComponent("events.jsonl")
+        let (producer, endpoint) = try ServeTests.producer(["--source", "y4m:\(input.path)", "--realtime", "--bitrate", "3M",
+                                                            "--keyint", "500ms", "--reader-timeout", "\(stop + 10)s", "--events", eventsURL.path])
+        let healthy = try (0..<2).map { _ in try StreamReaderClient(endpoint) }
+        let out = dir.appendingPathComponent("stopped.h264")
+        let stopped = try Background(Run.nalcast, ["consume", "--from", endpoint, "-o", out.path, "--reconnect-timeout", "0"])
+        #expect(stopped.waitFor("connected to", timeout: 10), "\(stopped.stderr)")
+        usleep(500_000)
+        stopped.signal(SIGSTOP)
+        usleep(useconds_t(stop) * 1_000_000)
+        stopped.signal(SIGCONT)
+        #expect(producer.wait(timeout: Double(stop) + 30) == 0)  // the input ends
+        stopped.wait(timeout: 10)  // the stream ended: it exits
+        for (i, reader) in healthy.enumerated() {
+            let stream = reader.finish()
+            let s = try ServeTests.sequences(stream)
+            #expect(s.count >= (stop + 3) * 30, "reader \(i) got \(s.count) access units")
+            #expect(ServeTests.contiguous(s), "reader \(i) missed frames")
+        }
+        let events = Self.events(eventsURL)
+        #expect(events.contains { $0["event"] as? String == "reader-skipped" }, "the stopped reader was never skipped")
+        #expect(!events.contains { $0["event"] as? String == "reader-closed" && ($0["reason"] as? String ?? "").contains("timeout") })
+        let got = try Data(contentsOf: out)
+        let decoded = try ffmpegDecode(got)
+        #expect(decoded.errors.isEmpty, "\(decoded.errors)")
+        let s = try ServeTests.sequences(got)
+        #expect(!s.isEmpty && !ServeTests.contiguous(s), "the stopped reader should have a gap")
+        #expect(s.last ?? 0 >= (stop + 3) * 30, "it got nothing after resuming: last \(s.last ?? -1)")
+    }
+
+    /// 200 readers connect and disconnect (5 s; 30 s with NALCAST_LONG_TESTS=1), some after
+    /// reading, some at once, some mid-join. Afterwards the producer's open files are what
+    /// they were and its RSS is back near the baseline.
+    @Test func readerChurnLeaksNoFilesOrMemory() throws {
+        let seconds = Self.long ? 30.0 : 5.0
+        let metricsPort = try freePort()
+        let (producer, endpoint) = try ServeTests.producer(["--max-readers", "64", "--metrics", "tcp://127.0.0.1:\(metricsPort)"])
+        let pid = producer.process.processIdentifier
+        let steady = try StreamReaderClient(endpoint)
+        // Warm up: a few joins first, so that caches and pools reach their working size.
+        for _ in 0..<20 { _ = try StreamReaderClient(endpoint).finish() }
+        usleep(1_000_000)
+        let files = Self.openFiles(pid), rss = Self.rssKB(pid)
+        let deadline = Date().addingTimeInterval(seconds)
+        var joined = 0
+        while Date() < deadline || joined < 200 {
+            let batch = try (0..<10).map { _ in try StreamReaderClient(endpoint) }
+            usleep(UInt32.random(in: 0...100_000))
+            for (k, reader) in batch.enumerated() {
+                if k % 3 == 0 {
+                    // Close without reading anything more (RST if data is pending).
+                    var linger = linger(l_onoff: 1, l_linger: 0)
+                    setsockopt(reader.fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<linger>.size))
+                }
+                _ = reader.finish()
+            }
+            joined += batch.count
+        }
+        usleep(1_500_000)
+        let filesAfter = Self.openFiles(pid), rssAfter = Self.rssKB(pid)
+        print("reader churn: \(joined) readers in \(seconds) s; open files \(files) -> \(filesAfter); RSS \(rss) -> \(rssAfter) kB")
+        #expect(filesAfter == files, "open files \(files) before, \(filesAfter) after \(joined) readers")
+        #expect(rssAfter - rss < 4096, "RSS \(rss) kB before, \(rssAfter) kB after \(joined) readers")
+        #expect(try Self.metric(metricsPort, "nalcast_readers") == 1)
+        let s = try ServeTests.sequences(steady.finish())
+        #expect(ServeTests.contiguous(s) && s.count > 30, "the steady reader missed frames")
+        producer.signal(SIGTERM)
+        #expect(producer.wait() == 0)
+    }
 }
