@@ -32,6 +32,7 @@ enum ConsumeCommand: Command {
         OptionSpec(name: "stats", value: nil, help: "print a status line every second even when stderr is not a terminal"),
         OptionSpec(name: "quiet", value: nil, help: "no status line and no log lines, errors only", short: "q"),
         OptionSpec(name: "metrics", value: "ADDR", help: "serve Prometheus metrics on tcp://HOST:PORT (/metrics, /healthz)"),
+        OptionSpec(name: "allow-remote", value: nil, help: "allow --metrics on a non-loopback address"),
         OptionSpec(name: "events", value: "FILE", help: "write one JSON object per line for every state change to FILE or -"),
         OptionSpec(name: "dry-run", value: nil, help: "check the options, print the resolved configuration, exit"),
     ]
@@ -111,6 +112,9 @@ enum ConsumeCommand: Command {
             stats = options.has("stats")
             quiet = options.has("quiet")
             if let m = options.string("metrics") { metrics = try endpoint(m, option: "metrics") }
+            if let metrics, !metrics.isLoopback, !options.has("allow-remote") {
+                throw CommandError.usage("--metrics \(metrics) is not a loopback address: add --allow-remote")
+            }
             events = options.string("events")
             dryRun = options.has("dry-run")
             guard output != nil || segments != nil || forward != nil else {
