@@ -135,7 +135,9 @@ final class ProduceSession {
             if let mailbox { _ = mailbox.send(.captureEnded) } else { _ = ended.send(0) }
         }
 
-        loop.run()
+        // Everything the loop calls must outlive it: a released SignalWatcher stops its
+        // watcher, and the signal's default action (ending the process) would be back.
+        withExtendedLifetime((stopSignals, idrSignal, statusTimer, metricsServer, server, ended)) { loop.run() }
 
         captureThread.join()
         statusTimer.stop()
