@@ -299,6 +299,7 @@ class ThreadReader(threading.Thread):
             self.stream.finish()
 
     def stop(self) -> None:
+        self.stopped_ns = time.time_ns()
         self._halt.set()
         self.join(2)
         if self.sock is not None:
