@@ -204,7 +204,7 @@ class StreamReader:
         self.pos = 0
         self.pictures: list = []
         self.open: Optional[Picture] = None  # last picture, end not seen yet
-        self.pending_sei = None
+        self.pending_sei: list = []
         self.have_sps = self.have_pps = self.have_idr = False
         self.nal_types: dict = {}
 
@@ -238,21 +238,21 @@ class StreamReader:
         elif typ == 8:
             self.have_pps = True
         elif typ == 6:
-            self.pending_sei = at
+            self.pending_sei.append(at)
         elif typ in (1, 5):
             pic = Picture(start, typ == 5)
             if typ == 5 and self.have_sps and self.have_pps:
                 self.have_idr = True
             pic.decodable = self.have_idr
-            if self.pending_sei is not None:
-                self._sei(pic, self.pending_sei)
-                self.pending_sei = None
+            for sei in self.pending_sei:  # x264's own SEI may come first
+                self._sei(pic, sei)
+            self.pending_sei = []
             self.open = pic
 
     def _sei(self, pic: Picture, at: int) -> None:
         raw = bytes(self.buf[at + 4:at + 4 + 80])
         k = raw.find(SEI_UUID)
-        if k < 0:
+        if k < 0 or pic.seq is not None:
             return
         body = unescape(raw[k + 16:])
         if len(body) >= 26:
@@ -269,9 +269,11 @@ class StreamReader:
 class ThreadReader(threading.Thread):
     """Reads a socket (or any fd) into a StreamReader until EOF or stop()."""
 
-    def __init__(self, sock: Optional[socket.socket] = None, fd: Optional[int] = None):
+    def __init__(self, sock: Optional[socket.socket] = None, fd: Optional[int] = None,
+                 port: Optional[int] = None):
+        """Reads sock, or fd, or connects to 127.0.0.1:port itself (retrying for 10 s)."""
         super().__init__(daemon=True)
-        self.sock, self.fd = sock, fd
+        self.sock, self.fd, self.port = sock, fd, port
         self.stream = StreamReader()
         self.bytes = 0
         self.eof = False
@@ -280,6 +282,8 @@ class ThreadReader(threading.Thread):
 
     def run(self) -> None:
         try:
+            if self.port is not None:
+                self.sock = connect(self.port, timeout=10)
             if self.sock is not None:
                 self.sock.settimeout(0.2)
             while not self._halt.is_set():
@@ -293,7 +297,7 @@ class ThreadReader(threading.Thread):
                     break
                 self.bytes += len(data)
                 self.stream.feed(data, t)
-        except OSError as e:
+        except (OSError, BenchError) as e:
             self.error = str(e)
         finally:
             self.stream.finish()
