@@ -234,7 +234,7 @@ def run_case(ctx: Context, case: Case) -> None:
             s = c.measure(ctx) if c.measure else _launch(ctx, c, c.stderr_path)
             log(f"{case.label} | {c.name} run {i + 1}/{runs}: "
                 + (f"{s.wall_s:.3f} s, CPU {s.cpu_s:.2f} s, RSS {s.rss_kib / 1024:.1f} MiB"
-                   if s.status == 0 else f"exit {s.status}"))
+                   if s.status == 0 else f"exit {s.status}" + (f": {s.extra['error']}" if s.extra.get("error") else "")))
             if s.status != 0:
                 line = s.extra.get("error") or _last_line(c.stderr_path)
                 if c.usage_error_skips and s.status == EX_USAGE:
