@@ -1,3 +1,4 @@
+import EventLoop
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -51,10 +52,10 @@ public enum ChildProcess {
         let rc = posix_spawnp(&pid, argv[0], nil, nil, cArgs, cEnv)
         guard rc == 0 else { throw SpawnError(program: argv[0], code: rc) }
         let child = pid
-        let thread = startThread {
+        let thread = OSThread(name: "nalcast-childprocess") {
             var status: Int32 = 0
             while waitpid(child, &status, 0) < 0 && errno == EINTR {}
         }
-        pthread_detach(thread)
+        thread.detach()
     }
 }

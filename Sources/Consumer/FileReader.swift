@@ -1,3 +1,4 @@
+import EventLoop
 import Synchronization
 
 #if canImport(Glibc)
@@ -16,7 +17,7 @@ public final class FileReader: Sendable {
     private let fd: Int32
     private let owned: Bool
     private let stopping = Atomic<Bool>(false)
-    private let thread = Mutex<pthread_t?>(nil)
+    private let thread = Mutex<OSThread?>(nil)
     /// Chunk size: 256 KiB measured fastest for the scanner (`nalcast inspect`).
     public static let chunkSize = 256 << 10
 
@@ -45,7 +46,7 @@ public final class FileReader: Sendable {
     /// Starts reading into `intake`, which from now on belongs to the reader thread. `onEnd`
     /// runs on that thread at the end: nil at end of input or after `stop()`, else the error.
     public func start(intake: sending StreamIntake, onEnd: @escaping @Sendable (String?) -> Void) {
-        let t = startThread { [self] in
+        let t = OSThread(name: "nalcast-filereader") { [self] in
             let error = self.run(intake)
             onEnd(error)
         }
@@ -55,7 +56,7 @@ public final class FileReader: Sendable {
     public func stop() { stopping.store(true, ordering: .relaxed) }
 
     public func join() {
-        if let t = thread.withLock({ t in defer { t = nil }; return t }) { pthread_join(t, nil) }
+        if let t = thread.withLock({ t in defer { t = nil }; return t }) { t.join() }
     }
 
     private func run(_ intake: StreamIntake) -> String? {

@@ -1,3 +1,4 @@
+import EventLoop
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -27,12 +28,12 @@ final class SegmentFinisher: @unchecked Sendable {
         let info: SegmentSink.SegmentInfo
     }
 
-    private let condition = Condition()
+    private let condition = ConditionLock()
     private var jobs: [Job] = []
     private var busy = false
     private var stopping = false
     private var error: SinkError?
-    private var thread: pthread_t?
+    private var thread: OSThread?
     private var finished: [String]
     private let directoryFD: Int32
     private let sync: Bool
@@ -48,7 +49,7 @@ final class SegmentFinisher: @unchecked Sendable {
         self.hook = hook
         self.finished = alreadyFinished
         self.onEvent = onEvent
-        let t = startThread { [self] in self.work() }
+        let t = OSThread(name: "nalcast-segmentfinisher") { [self] in self.work() }
         condition.withLock { thread = t }
     }
 
@@ -69,7 +70,7 @@ final class SegmentFinisher: @unchecked Sendable {
         let t = thread
         thread = nil
         condition.unlock()
-        if let t { pthread_join(t, nil) }
+        if let t { t.join() }
     }
 
     /// The first error since the last call (a failed fsync or rename), if any.

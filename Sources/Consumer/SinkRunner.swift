@@ -1,3 +1,4 @@
+import EventLoop
 import Relay
 
 #if canImport(Glibc)
@@ -19,12 +20,12 @@ public final class SinkRunner: @unchecked Sendable {
     // it was given (`sending`) to the worker thread's closure and only that thread touches it.
     public let name: String
     public let counters: SinkCounters
-    private let condition = Condition()
+    private let condition = ConditionLock()
     private var queue: SinkQueue
     private var finishing = false
     private var closed = false
     private var done = false
-    private var thread: pthread_t?
+    private var thread: OSThread?
     private let onEvent: @Sendable (Event) -> Void
 
     /// What a runner reports, from the thread it happens on.
@@ -44,7 +45,7 @@ public final class SinkRunner: @unchecked Sendable {
         self.queue = queue
         self.counters = counters
         self.onEvent = onEvent
-        let thread = startThread { [self] in self.work(sink) }
+        let thread = OSThread(name: "nalcast-sinkrunner") { [self] in self.work(sink) }
         condition.withLock { self.thread = thread }
     }
 
@@ -103,13 +104,13 @@ public final class SinkRunner: @unchecked Sendable {
         requestFinish()
         condition.lock()
         while !done {
-            if !condition.wait(until: deadline) && monotonicNanoseconds() >= deadline { break }
+            if !condition.wait(untilMonotonicNanoseconds: deadline) && monotonicNanoseconds() >= deadline { break }
         }
         let finished = done
         let thread = finished ? self.thread : nil
         if finished { self.thread = nil }
         condition.unlock()
-        if let thread { pthread_join(thread, nil) }
+        if let thread { thread.join() }
         return finished
     }
 

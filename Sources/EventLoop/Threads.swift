@@ -5,18 +5,21 @@ import Musl
 #endif
 
 /// A plain POSIX thread: start it with a body, join it once. nalcast's threads (capture,
-/// writers, sinks) are few and long-lived, so they are real threads, not pool work items.
+/// sink writers, segment finisher) are few and long-lived, so they are real threads, not
+/// pool work items.
 public final class OSThread: Sendable {
     private final class Body {
-        let run: @Sendable () -> Void
-        init(_ run: @escaping @Sendable () -> Void) { self.run = run }
+        let run: () -> Void
+        init(_ run: @escaping () -> Void) { self.run = run }
     }
 
     // Written once in `init` before anyone else can see the object; read by `join`.
     nonisolated(unsafe) private var thread = pthread_t()
 
-    /// Starts `body` on a new thread. The corresponding C function is `pthread_create`.
-    public init(name: String, _ body: @escaping @Sendable () -> Void) {
+    /// Starts `body` on a new thread. `body` is `sending`: the caller gives up what it
+    /// captures (a sink, a capture pipeline), which from then on belongs to the new thread
+    /// alone. The corresponding C function is `pthread_create`.
+    public init(name: String, _ body: sending @escaping () -> Void) {
         let context = Unmanaged.passRetained(Body(body)).toOpaque()
         let rc = pthread_create(&thread, nil, { context in
             let body = Unmanaged<Body>.fromOpaque(context!).takeRetainedValue()
@@ -27,9 +30,16 @@ public final class OSThread: Sendable {
         _ = name  // names are for debuggers; pthread_setname_np is not visible to Swift here
     }
 
-    /// Waits for the thread to end. Call once. The corresponding C function is `pthread_join`.
+    /// Waits for the thread to end. Call once (or `detach`). The corresponding C function is
+    /// `pthread_join`.
     public func join() {
         _ = pthread_join(thread, nil)
+    }
+
+    /// Lets the thread end on its own, never joined. The corresponding C function is
+    /// `pthread_detach`.
+    public func detach() {
+        _ = pthread_detach(thread)
     }
 }
 
@@ -73,6 +83,14 @@ public final class ConditionLock: @unchecked Sendable {
         let total = Double(now.tv_sec) + Double(now.tv_nsec) / 1e9 + Swift.max(0, seconds)
         var deadline = timespec(tv_sec: Int(total), tv_nsec: Int((total - total.rounded(.down)) * 1e9))
         return pthread_cond_timedwait(cond, mutex, &deadline) == 0
+    }
+
+    /// Waits (the lock held) until woken or until `deadline` (monotonic nanoseconds); false
+    /// on time-out.
+    @discardableResult
+    public func wait(untilMonotonicNanoseconds deadline: UInt64) -> Bool {
+        var ts = timespec(tv_sec: Int(deadline / 1_000_000_000), tv_nsec: Int(deadline % 1_000_000_000))
+        return pthread_cond_timedwait(cond, mutex, &ts) == 0
     }
 
     /// Runs `body` with the lock held.

@@ -213,7 +213,9 @@ final class ConsumeSession {
         }
         if config.input.isNetwork { log.line("reading \(config.input)") }
 
-        loop.run()
+        // The watchers must outlive the loop: a released SignalWatcher stops its watcher, and the
+        // signal's default action (ending the process) would be back.
+        withExtendedLifetime(signalWatchers) { loop.run() }
 
         // Stop reading, then let the sinks write what they have and close.
         let ended = outcome.withLock { $0 } ?? .stopped

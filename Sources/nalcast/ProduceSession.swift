@@ -1,4 +1,5 @@
 import Capture
+import Consumer
 import Synchronization
 import EventLoop
 #if canImport(Glibc)
@@ -33,17 +34,26 @@ final class ProduceSession {
         let log: @Sendable (String) -> Void = { note($0, quiet: quiet) }
         let source = try makeSource(plan, log: log)
 
-        let writer: StreamWriter? = try plan.output.map { output in
-            let fd = output == "-" ? 1 : open(output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-            guard fd >= 0 else { throw CommandError.io("-o \(output): \(String(cString: strerror(errno)))") }
-            return StreamWriter(fd: fd, name: output == "-" ? "stdout" : output, blockWhenFull: !source.isLive, closeWhenDone: output != "-")
+        let registry = MetricsRegistry()
+        // `-o`: the consumer's file sink on its own thread. Behind a live source a slow
+        // reader of the pipe skips to the next IDR; behind a file, capture waits for it.
+        let writer: SinkRunner? = try plan.output.map { output in
+            let sink: StdoutSink
+            do { sink = output == "-" ? StdoutSink() : try StdoutSink(path: output) } catch { throw CommandError.io("-o \(error)") }
+            return SinkRunner(
+                sink: sink, queue: SinkQueue(policy: source.isLive ? .skipToEntry : .wait, highWater: 32 << 20),
+                counters: SinkCounters(registry: registry, sink: output == "-" ? "stdout" : "file")
+            ) { event in
+                if case .closed(_, let error?) = event {
+                    note(error.peerClosed ? "\(error.sink): the reader closed the pipe" : error.description, quiet: quiet)
+                }
+            }
         }
 
         // Only the loop thread takes these signals: block them before any thread starts.
         EventLoop.setSignals([SIGINT, SIGTERM, SIGUSR1], blocked: true)
         let loop = EventLoop()
         let control = CaptureControl()
-        let registry = MetricsRegistry()
         var server: StreamServer?
         if let listen = plan.listen {
             do {
@@ -60,7 +70,7 @@ final class ProduceSession {
         if let endpoint = plan.metrics {
             do {
                 metricsServer = try MetricsServer(loop: loop, endpoint: endpoint) {
-                    registry.render() + ProduceSession.captureMetrics(control.statistics(), writer: writer?.statistics)
+                    registry.render() + ProduceSession.captureMetrics(control.statistics())
                 }
             } catch {
                 throw CommandError.unavailable("--metrics \(endpoint): \(error)")
@@ -111,7 +121,8 @@ final class ProduceSession {
         let pipeline = HandOff(CapturePipeline(source: source, options: plan.capture, control: control, log: log) { unit in
             _ = mailbox?.send(.accessUnit(unit))
             if let writer {
-                writer.send(unit)
+                let media = Double(unit.timestamp?.pts90k ?? 0) / 90_000
+                writer.push(.unit(ReceivedUnit(unit: unit, mediaTime: media, arrivalNs: 0)))
                 if writer.isClosed && mailbox == nil { control.stop() }
             }
         })
@@ -124,17 +135,16 @@ final class ProduceSession {
             if let mailbox { _ = mailbox.send(.captureEnded) } else { _ = ended.send(0) }
         }
 
-        loop.run()
+        // Everything the loop calls must outlive it: a released SignalWatcher stops its
+        // watcher, and the signal's default action (ending the process) would be back.
+        withExtendedLifetime((stopSignals, idrSignal, statusTimer, metricsServer, server, ended)) { loop.run() }
 
         captureThread.join()
         statusTimer.stop()
         metricsServer?.close()
-        writer?.finish()
+        writer?.finish(timeout: 5)
         status.end()
         let stats = control.statistics()
-        if let w = writer?.statistics, let error = w.error {
-            note(error, quiet: quiet)
-        }
         events?.emit("finished", [("framesEncoded", Int(stats.framesEncoded)), ("framesDropped", Int(stats.droppedTotal))])
         events?.flush()
         if let error = outcome.error.withLock({ $0 }) {
@@ -168,7 +178,7 @@ final class ProduceSession {
     }
 
     /// Capture-side figures in Prometheus text, from a statistics snapshot.
-    static func captureMetrics(_ s: CaptureStatistics, writer: StreamWriter.Statistics?) -> String {
+    static func captureMetrics(_ s: CaptureStatistics) -> String {
         var lines: [String] = []
         func metric(_ name: String, _ type: String, _ help: String, _ samples: [(String, Double)]) {
             lines.append("# HELP \(name) \(help)")
@@ -184,9 +194,6 @@ final class ProduceSession {
                [("{stat=\"last\"}", s.lastEncodeMs), ("{stat=\"mean\"}", s.meanEncodeMs)])
         metric("nalcast_capture_to_encoded_milliseconds", "gauge", "Capture to encoded access unit, over the last frames.",
                [("{quantile=\"0.5\"}", s.latencyMedianMs), ("{quantile=\"0.99\"}", s.latencyP99Ms)])
-        if let w = writer {
-            metric("nalcast_output_skips_total", "counter", "Times the -o writer fell behind and skipped to the next IDR.", [("", Double(w.skips))])
-        }
         return lines.joined(separator: "\n") + "\n"
     }
 }

@@ -17,7 +17,17 @@ import Testing
         return units.compactMap { ($0["timestamp"] as? [String: Any])?["sequence"] as? Int }
     }
 
-    static func contiguous(_ s: [Int]) -> Bool { zip(s, s.dropFirst()).allSatisfy { $1 == $0 + 1 } }
+
+    /// Frames missing between the first and last sequence number.
+    static func gaps(_ s: [Int]) -> Int { zip(s, s.dropFirst()).reduce(0) { $0 + ($1.1 - $1.0 - 1) } }
+
+    /// Frames the producer itself never encoded (capture fell behind on a busy machine), from
+    /// the "finished" event: gaps of that size are not a reader's loss.
+    static func framesDropped(_ events: URL) throws -> Int {
+        let finished = try String(contentsOf: events, encoding: .utf8).split(separator: "\n").last { $0.contains("\"finished\"") } ?? ""
+        guard let range = finished.range(of: "\"framesDropped\":") else { return 0 }
+        return Int(finished[range.upperBound...].prefix { $0.isNumber }) ?? 0
+    }
 
     @Test func ffmpegAndGStreamerDecodeIncludingLateJoiners() throws {
         let (producer, endpoint) = try Self.producer()
@@ -48,16 +58,21 @@ import Testing
         usleep(1_500_000)
         #expect(extra.isClosedByPeer)
         #expect(extra.finish().isEmpty)
-        for (i, reader) in readers.enumerated() {
-            let stream = reader.finish()
-            let s = try Self.sequences(stream)
+        let streams = readers.map { $0.finish() }
+        let received = try streams.map(Self.sequences)
+        // Every frame any reader got, every reader got (within the time it was connected).
+        let all = Set(received.flatMap { $0 }).sorted()
+        for (i, s) in received.enumerated() {
             #expect(s.count >= 30, "reader \(i) got \(s.count) access units")
-            #expect(Self.contiguous(s), "reader \(i) missed frames")
-            let decoded = try ffmpegDecode(stream)
+            guard let first = s.first, let last = s.last else { continue }
+            #expect(s == all.filter { $0 >= first && $0 <= last }, "reader \(i) missed frames")
+            let decoded = try ffmpegDecode(streams[i])
             #expect(decoded.errors.isEmpty, "reader \(i): \(decoded.errors)")
         }
         producer.signal(SIGINT)
         #expect(producer.wait() == 0)
+        // What no reader got, the producer never encoded.
+        #expect(Self.gaps(all) <= (try Self.framesDropped(events)))
         let log = try String(contentsOf: events, encoding: .utf8)
         #expect(log.contains("\"reader-refused\""))
         #expect(log.components(separatedBy: "\"reader-joined\"").count - 1 == 16)
@@ -80,7 +95,7 @@ import Testing
         let good = healthy.finish()
         let slow = stalled.finish()
         let s = try Self.sequences(good)
-        #expect(Self.contiguous(s), "the healthy reader missed frames")
+        #expect(Self.gaps(s) <= (try Self.framesDropped(events)), "the healthy reader missed frames")
         #expect(s.count >= 100)
         let log = try String(contentsOf: events, encoding: .utf8)
         #expect(log.contains("\"reader-skipped\""), "the stalled reader was never skipped")

@@ -2,8 +2,11 @@ import Foundation
 
 /// Runs programs for the end-to-end tests: the built `nalcast` and real peers.
 enum Run {
-    /// The `nalcast` binary next to this test bundle.
+    /// The `nalcast` binary under test: `NALCAST_BINARY` when set (the test script runs the
+    /// end-to-end tests once more against the release build), else the one next to this
+    /// test bundle.
     static let nalcast: String = {
+        if let chosen = ProcessInfo.processInfo.environment["NALCAST_BINARY"], !chosen.isEmpty { return chosen }
         let dir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
         for candidate in [dir, dir.deletingLastPathComponent()] {
             let path = candidate.appendingPathComponent("nalcast").path
