@@ -114,11 +114,13 @@ import Testing
         stopped.signal(SIGCONT)
         #expect(producer.wait(timeout: Double(stop) + 30) == 0)  // the input ends
         stopped.wait(timeout: 10)  // the stream ended: it exits
+        // Gaps the producer made itself (capture behind on a busy machine) are nobody's loss.
+        let ownDrops = try ServeTests.framesDropped(eventsURL)
         for (i, reader) in healthy.enumerated() {
             let stream = reader.finish()
             let s = try ServeTests.sequences(stream)
-            #expect(s.count >= (stop + 3) * 30, "reader \(i) got \(s.count) access units")
-            #expect(ServeTests.contiguous(s), "reader \(i) missed frames")
+            #expect(s.count >= (stop + 3) * 30 - ownDrops, "reader \(i) got \(s.count) access units")
+            #expect(ServeTests.gaps(s) <= ownDrops, "reader \(i) missed \(ServeTests.gaps(s)) frames, the producer dropped \(ownDrops)")
         }
         let events = Self.events(eventsURL)
         #expect(events.contains { $0["event"] as? String == "reader-skipped" }, "the stopped reader was never skipped")
@@ -127,7 +129,7 @@ import Testing
         let decoded = try ffmpegDecode(got)
         #expect(decoded.errors.isEmpty, "\(decoded.errors)")
         let s = try ServeTests.sequences(got)
-        #expect(!s.isEmpty && !ServeTests.contiguous(s), "the stopped reader should have a gap")
+        #expect(!s.isEmpty && ServeTests.gaps(s) > ownDrops, "the stopped reader should have a gap")
         #expect(s.last ?? 0 >= (stop + 3) * 30, "it got nothing after resuming: last \(s.last ?? -1)")
     }
 
@@ -137,7 +139,10 @@ import Testing
     @Test func readerChurnLeaksNoFilesOrMemory() throws {
         let seconds = Self.long ? 30.0 : 5.0
         let metricsPort = try freePort()
-        let (producer, endpoint) = try ServeTests.producer(["--max-readers", "64", "--metrics", "tcp://127.0.0.1:\(metricsPort)"])
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let eventsURL = dir.appendingPathComponent("events.jsonl")
+        let (producer, endpoint) = try ServeTests.producer(["--max-readers", "64", "--metrics", "tcp://127.0.0.1:\(metricsPort)", "--events", eventsURL.path])
         let pid = producer.process.processIdentifier
         let steady = try StreamReaderClient(endpoint)
         // Warm up: a few joins first, so that caches and pools reach their working size.
@@ -166,8 +171,9 @@ import Testing
         #expect(rssAfter - rss < 4096, "RSS \(rss) kB before, \(rssAfter) kB after \(joined) readers")
         #expect(try Self.metric(metricsPort, "nalcast_readers") == 1)
         let s = try ServeTests.sequences(steady.finish())
-        #expect(ServeTests.contiguous(s) && s.count > 30, "the steady reader missed frames")
         producer.signal(SIGTERM)
         #expect(producer.wait() == 0)
+        let ownDrops = try ServeTests.framesDropped(eventsURL)
+        #expect(s.count > 30 && ServeTests.gaps(s) <= ownDrops, "the steady reader missed \(ServeTests.gaps(s)) frames, the producer dropped \(ownDrops)")
     }
 }
