@@ -48,8 +48,19 @@ public enum ChildProcess {
             for p in cArgs { free(p) }
             for p in cEnv { free(p) }
         }
+        // nalcast ignores SIGPIPE and SIGXFSZ (errors come back as EPIPE and EFBIG); ignored
+        // signals survive exec, so give the child the default dispositions back.
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        sigaddset(&defaults, SIGPIPE)
+        sigaddset(&defaults, SIGXFSZ)
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF))
         var pid: pid_t = 0
-        let rc = posix_spawnp(&pid, argv[0], nil, nil, cArgs, cEnv)
+        let rc = posix_spawnp(&pid, argv[0], nil, &attributes, cArgs, cEnv)
         guard rc == 0 else { throw SpawnError(program: argv[0], code: rc) }
         let child = pid
         let thread = OSThread(name: "nalcast-childprocess") {

@@ -79,4 +79,29 @@ import Testing
         let outside = try FileManager.default.contentsOfDirectory(atPath: dir.appendingPathComponent("a").path)
         #expect(outside == ["segs"], "\(outside)")
     }
+
+    /// nalcast ignores SIGPIPE and SIGXFSZ for itself; its hook starts with the default
+    /// dispositions (ignored signals survive exec), so a hook in a pipeline still stops on a
+    /// closed pipe and a file-size limit still applies as usual.
+    @Test func hookStartsWithDefaultSignalDispositions() throws {
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let input = dir.appendingPathComponent("in.h264")
+        try Data(try Streams.ffmpeg(frames: 30, keyint: 30)).write(to: input)
+        let hook = dir.appendingPathComponent("hook.sh").path
+        try "#!/bin/sh\ngrep SigIgn /proc/self/status >> \"$0.log\"\n".write(toFile: hook, atomically: true, encoding: .utf8)
+        chmod(hook, 0o755)
+        let r = try Run.nalcast(["consume", "--from", input.path, "--segments", dir.appendingPathComponent("segs").path, "--on-segment", hook])
+        #expect(r.status == 0, "\(r.stderr)")
+        var line = ""
+        for _ in 0..<100 {
+            line = (try? String(contentsOfFile: hook + ".log", encoding: .utf8)) ?? ""
+            if !line.isEmpty { break }
+            usleep(50_000)
+        }
+        let mask = UInt64(line.split(separator: "\t").last?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "", radix: 16)
+        #expect(mask != nil, "\(line)")
+        #expect((mask ?? 0) & (1 << (UInt64(SIGPIPE) - 1)) == 0, "the hook starts with SIGPIPE ignored: \(line)")
+        #expect((mask ?? 0) & (1 << (UInt64(SIGXFSZ) - 1)) == 0, "the hook starts with SIGXFSZ ignored: \(line)")
+    }
 }
