@@ -239,7 +239,8 @@ final class ConsumeSession {
         case .inputFailed(let message): throw CommandError.io("consume: \(message)")
         default: break
         }
-        if let failure = failedSinks.withLock({ $0.first }) { throw CommandError.io("consume: \(failure)") }
+        // A failed sink was reported once, when it failed: exit 74 without saying it again.
+        if !failedSinks.withLock({ $0.isEmpty }) { return .ioError }
         return .ok
     }
 }
