@@ -45,6 +45,8 @@ let package = Package(
         .testTarget(name: "H264Tests", dependencies: ["H264"]),
         .testTarget(name: "CaptureTests", dependencies: ["Capture"]),
         .testTarget(name: "EncoderTests", dependencies: ["Encoder", "H264", "Capture"]),
+        // Screen capture under a real X server: each test starts its own Xvfb.
+        .testTarget(name: "X11Tests", dependencies: ["Capture", "Encoder", "H264", "CXCBShm"]),
         // End-to-end: runs the built `nalcast` binary against real peers (ffmpeg, ffprobe, ...).
         .testTarget(name: "CLITests", dependencies: ["nalcast"]),
     ],
