@@ -33,7 +33,7 @@ let package = Package(
         .target(name: "Relay", dependencies: ["H264"]),
 
         // Swift over C.
-        .target(name: "EventLoop", dependencies: ["CLibEV"]),
+        .target(name: "EventLoop", dependencies: ["CLibEV", "H264"]),
         .target(name: "Capture", dependencies: ["CLibYUV", "CXCBShm"]),
         .target(name: "Encoder", dependencies: ["CX264", "H264", "Capture"]),
 
@@ -43,6 +43,9 @@ let package = Package(
         .executableTarget(name: "nalcast", dependencies: ["H264", "Relay", "EventLoop", "Capture", "Encoder", "Producer", "Consumer"]),
 
         .testTarget(name: "H264Tests", dependencies: ["H264"]),
+        .testTarget(name: "RelayTests", dependencies: ["Relay", "H264"]),
+        .testTarget(name: "EventLoopTests", dependencies: ["EventLoop", "H264"]),
+        .testTarget(name: "ConsumerTests", dependencies: ["Consumer", "Relay", "H264"]),
         .testTarget(name: "CaptureTests", dependencies: ["Capture"]),
         .testTarget(name: "EncoderTests", dependencies: ["Encoder", "H264", "Capture"]),
         // Screen capture under a real X server: each test starts its own Xvfb.

@@ -25,6 +25,8 @@ static inline struct ev_loop *CLibEV_loop_new(void) { return ev_loop_new(EVFLAG_
 // The watcher's `data` field sits behind EV_COMMON, a macro-expanded struct member.
 static inline void CLibEV_set_data(void *w, void *data) { ((ev_watcher *)w)->data = data; }
 static inline void *CLibEV_get_data(const void *w) { return ((const ev_watcher *)w)->data; }
+// ev_is_active is a macro reading a field behind EV_WATCHER.
+static inline int CLibEV_is_active(const void *w) { return ev_is_active((const ev_watcher *)w); }
 // EV_READ / EV_WRITE are enum-in-macro constants; expose them as plain ints.
 static inline int CLibEV_READ(void) { return EV_READ; }
 static inline int CLibEV_WRITE(void) { return EV_WRITE; }

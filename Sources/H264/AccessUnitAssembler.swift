@@ -13,9 +13,14 @@
 /// The assembler keeps the parameter sets it has seen, so it can parse slice headers and
 /// hand each access unit the SPS and PPS that are active for it.
 public struct AccessUnitAssembler {
-    /// Parameter sets by id: the NAL unit (to resend) and its parsed fields.
-    public private(set) var spsById: [Int: (nal: NALUnit, sps: SequenceParameterSet)] = [:]
-    public private(set) var ppsById: [Int: (nal: NALUnit, pps: PictureParameterSet)] = [:]
+    /// Parameter sets by id (SPS 0...31, PPS 0...255): the NAL unit (to resend) and its fields.
+    private var spsById = [(nal: NALUnit, sps: SequenceParameterSet)?](repeating: nil, count: 32)
+    private var ppsById = [(nal: NALUnit, pps: PictureParameterSet)?](repeating: nil, count: 256)
+
+    /// The last SPS seen with this id.
+    public func sps(id: Int) -> SequenceParameterSet? { spsById.indices.contains(id) ? spsById[id]?.sps : nil }
+    /// The last PPS seen with this id.
+    public func pps(id: Int) -> PictureParameterSet? { ppsById.indices.contains(id) ? ppsById[id]?.pps : nil }
     /// The SPS of the last picture (for the resolution and the frame rate).
     public private(set) var activeSPS: SequenceParameterSet?
     /// SPS, PPS and slice headers that could not be parsed (the NAL units still pass through).
@@ -153,7 +158,7 @@ public struct AccessUnitAssembler {
     /// Reads a slice header: whole when its parameter sets are known, else only its first
     /// fields. A slice header fits in the first few dozen bytes: the rest stays escaped.
     private mutating func readSlice(_ nal: NALUnit) -> SliceInfo {
-        let rbsp = nal.rbsp(limit: 64)
+        let rbsp = nal.rbspPrefix(48)
         do {
             let peek = try SliceHeader.peekPPSId(rbsp: rbsp)
             guard let pps = ppsById[peek.ppsId], let sps = spsById[pps.pps.spsId] else {

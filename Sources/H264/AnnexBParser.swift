@@ -4,7 +4,12 @@ public struct AnnexBParser {
     public private(set) var scanner: AnnexBScanner
     public private(set) var assembler = AccessUnitAssembler()
     /// NAL units seen, by type.
-    public private(set) var nalUnitsByType: [NALType: Int] = [:]
+    public var nalUnitsByType: [NALType: Int] {
+        var out: [NALType: Int] = [:]
+        for (type, count) in counts.enumerated() where count > 0 { out[NALType(rawValue: UInt8(type))] = count }
+        return out
+    }
+    private var counts = [Int](repeating: 0, count: 32)
 
     public init(maxNALUnitSize: Int = AnnexBScanner.defaultMaxNALUnitSize) {
         scanner = AnnexBScanner(maxNALUnitSize: maxNALUnitSize)
@@ -12,9 +17,11 @@ public struct AnnexBParser {
 
     /// Pushes bytes; `emit` gets each access unit they completed.
     public mutating func push(_ chunk: [UInt8], emit: (AccessUnit) -> Void) {
-        var nals: [NALUnit] = []
-        scanner.push(chunk) { nals.append($0) }
-        for nal in nals { add(nal, emit: emit) }
+        // The scanner is moved out while it calls back into `add`, which changes the rest.
+        var scanning = AnnexBScanner(maxNALUnitSize: scanner.maxNALUnitSize)
+        swap(&scanning, &scanner)
+        scanning.push(chunk) { add($0, emit: emit) }
+        swap(&scanning, &scanner)
     }
 
     public mutating func push(_ chunk: [UInt8]) -> [AccessUnit] {
@@ -43,7 +50,7 @@ public struct AnnexBParser {
     }
 
     private mutating func add(_ nal: NALUnit, emit: (AccessUnit) -> Void) {
-        nalUnitsByType[nal.type, default: 0] += 1
+        counts[Int(nal.type.rawValue)] += 1
         if let unit = assembler.push(nal) { emit(unit) }
     }
 }

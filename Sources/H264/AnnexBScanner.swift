@@ -33,12 +33,15 @@ public struct AnnexBScanner {
     /// Total bytes pushed.
     public private(set) var totalBytes = 0
 
-    /// Bytes kept from earlier chunks. In sync: the NAL unit in progress, from the first zero
-    /// of its start code. Out of sync: the last few zero bytes (a start code may follow).
-    private var pending: [UInt8] = []
+    /// Bytes kept from earlier chunks, as slices of them (not copied until a NAL unit that
+    /// spans chunks completes). In sync: the NAL unit in progress, from the first zero of its
+    /// start code. Out of sync: the last few zero bytes (a start code may follow).
+    private var pending: [ArraySlice<UInt8>] = []
+    /// Bytes in `pending`.
+    private var pendingCount = 0
     /// True once a start code was seen and `pending` holds a NAL unit in progress.
     private var inSync = false
-    /// Index of the current NAL unit's header byte in `pending`; `pending.count` while the
+    /// Offset of the current NAL unit's header byte in `pending`; `pendingCount` while the
     /// start code ended the last chunk and the header has not arrived yet.
     private var headerIndex = 0
     /// Zeros kept while out of sync: enough for the longest start code.
@@ -59,30 +62,29 @@ public struct AnnexBScanner {
     /// Pushes the next chunk; `emit` gets every NAL unit it completed, in order.
     ///
     /// Positions below are "combined": `pending` followed by `chunk`, so index `P + i` is
-    /// `chunk[i]` where `P == pending.count`.
+    /// `chunk[i]` where `P == pendingCount`.
     public mutating func push(_ chunk: [UInt8], emit: (NALUnit) -> Void) {
         totalBytes += chunk.count
         guard !chunk.isEmpty else { return }
-        let P = pending.count
+        let P = pendingCount
         // Start of the current NAL unit's bytes (in sync) or of the unskipped bytes (not).
         var nalStart = 0
         var header = headerIndex  // combined
         chunk.withUnsafeBufferPointer { buf in
             let base = buf.baseAddress!
             let count = buf.count
-            @inline(__always) func byte(_ c: Int) -> UInt8 { c < P ? pending[c] : base[c - P] }
             // Never look for a start code's `01` before the header byte's successor.
             var searchFrom = inSync ? Swift.max(0, header + 1 - P) : 0
             while searchFrom < count, let hit = memchr(base + searchFrom, 1, count - searchFrom) {
                 let p = base.distance(to: hit.assumingMemoryBound(to: UInt8.self))
                 searchFrom = p + 1
-                // Most 01 bytes are data: one look at the byte before settles it.
+                // Most 01 bytes are data: one look at the bytes before settles it.
                 if p >= 2 && (base[p - 1] != 0 || base[p - 2] != 0) { continue }
                 let q = P + p
                 // Zeros right before the `01`, not reaching back past the current header.
                 let lowest = inSync ? header : nalStart
                 var cut = q
-                while cut > lowest && byte(cut - 1) == 0 { cut -= 1 }
+                while cut > lowest && (cut > P ? base[cut - 1 - P] : pendingByte(cut - 1)) == 0 { cut -= 1 }
                 guard q - cut >= 2 else { continue }
                 if inSync {
                     if cut - nalStart > maxNALUnitSize {
@@ -104,30 +106,28 @@ public struct AnnexBScanner {
             let end = P + count
             if inSync {
                 if nalStart >= P {
-                    pending = Array(buf[(nalStart - P)...])
-                } else if nalStart == 0 {
-                    pending.append(contentsOf: buf)
+                    pending = [chunk[(nalStart - P)...]]
                 } else {
-                    var kept = Array(pending[nalStart...])
-                    kept.append(contentsOf: buf)
-                    pending = kept
+                    dropPendingPrefix(nalStart)
+                    pending.append(chunk[...])
                 }
+                pendingCount = end - nalStart
                 headerIndex = header - nalStart
-                if pending.count > maxNALUnitSize {
+                if pendingCount > maxNALUnitSize {
                     // Too big to be real: drop it and look for the next start code.
                     oversizedNALUnits += 1
-                    var zeros = 0
-                    while zeros < Self.maxKeptZeros && zeros < pending.count && pending[pending.count - 1 - zeros] == 0 { zeros += 1 }
-                    skippedBytes += pending.count - zeros
-                    pending = [UInt8](repeating: 0, count: zeros)
+                    let zeros = trailingZeros(Self.maxKeptZeros)
+                    skippedBytes += pendingCount - zeros
+                    keepZeros(zeros)
                     inSync = false
                     headerIndex = 0
                 }
             } else {
                 var zeros = 0
-                while zeros < Self.maxKeptZeros && zeros < end - nalStart && byte(end - 1 - zeros) == 0 { zeros += 1 }
+                while zeros < Self.maxKeptZeros && zeros < end - nalStart
+                    && (end - 1 - zeros >= P ? base[end - 1 - zeros - P] : pendingByte(end - 1 - zeros)) == 0 { zeros += 1 }
                 skippedBytes += end - nalStart - zeros
-                pending = [UInt8](repeating: 0, count: zeros)
+                keepZeros(zeros)
                 headerIndex = 0
             }
         }
@@ -138,29 +138,84 @@ public struct AnnexBScanner {
     public mutating func finish() -> NALUnit? {
         defer {
             pending = []
+            pendingCount = 0
             inSync = false
             headerIndex = 0
         }
-        guard inSync, headerIndex < pending.count else {
-            skippedBytes += pending.count
+        guard inSync, headerIndex < pendingCount else {
+            skippedBytes += pendingCount
             return nil
         }
-        var end = pending.count
-        while end > headerIndex + 1 && pending[end - 1] == 0 { end -= 1 }
-        return NALUnit(wire: pending[...], headerIndex: headerIndex, payloadEnd: end)
+        let bytes = joinedPending()
+        var end = bytes.count
+        while end > headerIndex + 1 && bytes[end - 1] == 0 { end -= 1 }
+        return NALUnit(wire: bytes[...], headerIndex: headerIndex, payloadEnd: end)
+    }
+
+    /// The byte at `index` of `pending` (only used near its end: start codes split by chunks).
+    private func pendingByte(_ index: Int) -> UInt8 {
+        var offset = pendingCount
+        for part in pending.reversed() {
+            offset -= part.count
+            if index >= offset { return part[part.startIndex + index - offset] }
+        }
+        preconditionFailure("pending index out of range")
+    }
+
+    private func trailingZeros(_ limit: Int) -> Int {
+        var zeros = 0
+        while zeros < limit && zeros < pendingCount && pendingByte(pendingCount - 1 - zeros) == 0 { zeros += 1 }
+        return zeros
+    }
+
+    private mutating func keepZeros(_ zeros: Int) {
+        pending = zeros == 0 ? [] : [[UInt8](repeating: 0, count: zeros)[...]]
+        pendingCount = zeros
+    }
+
+    /// Drops the first `count` bytes of `pending`.
+    private mutating func dropPendingPrefix(_ count: Int) {
+        guard count > 0 else { return }
+        var left = count
+        while left > 0, let first = pending.first {
+            if first.count <= left {
+                left -= first.count
+                pending.removeFirst()
+            } else {
+                pending[0] = first.dropFirst(left)
+                left = 0
+            }
+        }
+        pendingCount -= count
+    }
+
+    private func joinedPending() -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(pendingCount)
+        for part in pending { out.append(contentsOf: part) }
+        return out
     }
 
     /// The bytes `[from, to)` (combined positions) as a NAL unit: a slice of the chunk or of
-    /// `pending` when it lies in one of them, else a new buffer joining the two.
+    /// one pending part when it lies in one of them, else a new buffer joining the pieces.
     private func nalUnit(from: Int, to: Int, header: Int, chunk: [UInt8], P: Int) -> NALUnit {
         if from >= P {
             return NALUnit(wire: chunk[(from - P)..<(to - P)], headerIndex: header - P, payloadEnd: to - P)
         }
-        if to <= P {
-            return NALUnit(wire: pending[from..<to], headerIndex: header, payloadEnd: to)
+        if pending.count == 1 && to <= P {
+            let part = pending[0]
+            let base = part.startIndex
+            return NALUnit(wire: part[(base + from)..<(base + to)], headerIndex: base + header, payloadEnd: base + to)
         }
-        var joined = Array(pending[from...])
-        joined.append(contentsOf: chunk[0..<(to - P)])
+        var joined: [UInt8] = []
+        joined.reserveCapacity(to - from)
+        var offset = 0
+        for part in pending {
+            let lower = Swift.max(from, offset), upper = Swift.min(to, offset + part.count)
+            if lower < upper { joined.append(contentsOf: part[(part.startIndex + lower - offset)..<(part.startIndex + upper - offset)]) }
+            offset += part.count
+        }
+        if to > P { joined.append(contentsOf: chunk[0..<(to - P)]) }
         return NALUnit(wire: joined[...], headerIndex: header - from, payloadEnd: joined.count)
     }
 }

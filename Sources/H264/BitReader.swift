@@ -19,11 +19,15 @@ public enum BitstreamError: Error, Equatable, CustomStringConvertible {
 /// Reads bits, most significant first, from an RBSP (emulation prevention already removed).
 /// Every read checks the bounds and throws: malformed input is an error, never a trap.
 public struct BitReader {
-    private let bytes: [UInt8]
+    /// The RBSP bytes; indices are relative to `bytes.startIndex` through `byte(_:)`.
+    private let bytes: ArraySlice<UInt8>
     /// Position in bits from the start.
     public private(set) var position: Int = 0
 
-    public init(_ bytes: [UInt8]) { self.bytes = bytes }
+    public init(_ bytes: [UInt8]) { self.bytes = bytes[...] }
+    public init(_ bytes: ArraySlice<UInt8>) { self.bytes = bytes }
+
+    private func byte(_ i: Int) -> UInt8 { bytes[bytes.startIndex + i] }
 
     public var bitsLeft: Int { bytes.count * 8 - position }
 
@@ -34,17 +38,9 @@ public struct BitReader {
     public mutating func bits(_ count: Int, _ field: String) throws -> UInt32 {
         precondition(count >= 0 && count <= 32)
         guard count <= bitsLeft else { throw BitstreamError.truncated(field: field) }
-        var value: UInt32 = 0
-        var remaining = count
-        while remaining > 0 {
-            let byte = bytes[position >> 3]
-            let offset = position & 7
-            let take = Swift.min(8 - offset, remaining)
-            let chunk = (UInt32(byte) >> UInt32(8 - offset - take)) & ((1 << UInt32(take)) - 1)
-            value = take == 32 ? chunk : (value << UInt32(take)) | chunk
-            position += take
-            remaining -= take
-        }
+        guard count > 0 else { return 0 }
+        let value = UInt32(truncatingIfNeeded: (peek64() << UInt64(position & 7)) >> UInt64(64 - count))
+        position += count
         return value
     }
 
@@ -55,18 +51,43 @@ public struct BitReader {
 
     /// ue(v): unsigned exp-Golomb. Codes of more than 32 bits are an overflow error.
     public mutating func ue(_ field: String) throws -> UInt32 {
+        // Count the leading zeros a window of up to 32 bits at a time.
         var leadingZeros = 0
         while true {
-            guard bitsLeft > 0 else { throw BitstreamError.truncated(field: field) }
-            if try bits(1, field) == 1 { break }
-            leadingZeros += 1
+            let window = peek32()
+            let available = Swift.min(32, bitsLeft)
+            guard available > 0 else { throw BitstreamError.truncated(field: field) }
+            let zeros = Swift.min(window.leadingZeroBitCount, available)
+            leadingZeros += zeros
+            position += zeros
             if leadingZeros > 31 { throw BitstreamError.overflow(field: field) }
+            if zeros < available { break }
         }
+        position += 1  // the marker bit
         if leadingZeros == 0 { return 0 }
         let suffix = try bits(leadingZeros, field)
         let value = (UInt64(1) << UInt64(leadingZeros)) - 1 + UInt64(suffix)
         guard value <= UInt64(UInt32.max) else { throw BitstreamError.overflow(field: field) }
         return UInt32(value)
+    }
+
+    /// The next 32 bits (zeros past the end), without moving.
+    private func peek32() -> UInt32 {
+        UInt32(truncatingIfNeeded: (peek64() << UInt64(position & 7)) >> 32)
+    }
+
+    /// The 8 bytes from the one holding `position` (zeros past the end), big-endian.
+    private func peek64() -> UInt64 {
+        let first = position >> 3
+        if first + 8 <= bytes.count {
+            return bytes.withUnsafeBytes { UInt64(bigEndian: $0.loadUnaligned(fromByteOffset: first, as: UInt64.self)) }
+        }
+        var value: UInt64 = 0
+        for i in 0..<8 {
+            value <<= 8
+            if first + i < bytes.count { value |= UInt64(byte(first + i)) }
+        }
+        return value
     }
 
     /// ue(v) with an upper bound the standard sets for this field.
@@ -87,9 +108,9 @@ public struct BitReader {
         guard bitsLeft > 0 else { return false }
         // Find the last 1 bit in the data: it is the rbsp_stop_one_bit.
         var last = bytes.count - 1
-        while last >= 0 && bytes[last] == 0 { last -= 1 }
+        while last >= 0 && byte(last) == 0 { last -= 1 }
         guard last >= 0 else { return false }
-        let stopBit = last * 8 + (7 - bytes[last].trailingZeroBitCount)
+        let stopBit = last * 8 + (7 - byte(last).trailingZeroBitCount)
         return position < stopBit
     }
 }

@@ -126,4 +126,8 @@ public struct NALUnit: Sendable {
 
     /// The raw byte sequence payload: the payload with emulation prevention bytes removed.
     public func rbsp(limit: Int = .max) -> [UInt8] { RBSP.unescape(escapedPayload, limit: limit) }
+
+    /// The first `limit` bytes of the RBSP, shared with `wire` when no emulation prevention
+    /// byte is among them (slice headers, read for every picture).
+    public func rbspPrefix(_ limit: Int) -> ArraySlice<UInt8> { RBSP.unescapedPrefix(escapedPayload, limit: limit) }
 }

@@ -3,20 +3,47 @@
 public enum RBSP {
     /// Removes emulation prevention bytes: `00 00 03` becomes `00 00`.
     /// Stops after `limit` output bytes (slice headers need only the first few dozen).
-    public static func unescape(_ escaped: some Collection<UInt8>, limit: Int = .max) -> [UInt8] {
-        var out: [UInt8] = []
-        out.reserveCapacity(Swift.min(escaped.count, limit))
-        var zeros = 0
-        for byte in escaped {
-            if out.count >= limit { break }
-            if zeros >= 2 && byte == 3 {
-                zeros = 0
-                continue
+    public static func unescape(_ escaped: ArraySlice<UInt8>, limit: Int = .max) -> [UInt8] {
+        escaped.withUnsafeBufferPointer { unescape($0, limit: limit) }
+    }
+
+    public static func unescape(_ escaped: [UInt8], limit: Int = .max) -> [UInt8] {
+        escaped.withUnsafeBufferPointer { unescape($0, limit: limit) }
+    }
+
+    /// The first `limit` bytes of the RBSP: the escaped bytes themselves (no copy) when they
+    /// hold no emulation prevention byte, else an unescaped copy.
+    public static func unescapedPrefix(_ escaped: ArraySlice<UInt8>, limit: Int) -> ArraySlice<UInt8> {
+        let prefix = escaped.prefix(limit)
+        let clean = prefix.withUnsafeBufferPointer { buf -> Bool in
+            var zeros = 0
+            for byte in buf {
+                if zeros >= 2 && byte == 3 { return false }
+                zeros = byte == 0 ? zeros + 1 : 0
             }
-            out.append(byte)
-            zeros = byte == 0 ? zeros + 1 : 0
+            return true
         }
-        return out
+        if clean { return prefix }
+        return unescape(escaped, limit: limit)[...]
+    }
+
+    static func unescape(_ input: UnsafeBufferPointer<UInt8>, limit: Int) -> [UInt8] {
+        let capacity = Swift.min(input.count, limit)
+        return [UInt8](unsafeUninitializedCapacity: capacity) { out, count in
+            var zeros = 0
+            var n = 0
+            for byte in input {
+                if n >= capacity { break }
+                if zeros >= 2 && byte == 3 {
+                    zeros = 0
+                    continue
+                }
+                out[n] = byte
+                n += 1
+                zeros = byte == 0 ? zeros + 1 : 0
+            }
+            count = n
+        }
     }
 
     /// Inserts emulation prevention bytes so that the result never contains `00 00 0x`

@@ -34,7 +34,7 @@ public struct SliceHeader: Sendable, Hashable {
 
     /// Reads only first_mb_in_slice, slice_type and pic_parameter_set_id: enough to find
     /// which PPS (and so which SPS) the rest of the header needs.
-    public static func peekPPSId(rbsp: [UInt8]) throws -> (firstMb: Int, sliceType: Int, ppsId: Int) {
+    public static func peekPPSId(rbsp: ArraySlice<UInt8>) throws -> (firstMb: Int, sliceType: Int, ppsId: Int) {
         var r = BitReader(rbsp)
         let firstMb = Int(try r.ue("first_mb_in_slice"))
         let sliceType = try r.ue("slice_type", max: 9)
@@ -43,7 +43,7 @@ public struct SliceHeader: Sendable, Hashable {
     }
 
     /// Parses a slice header from the slice NAL unit's RBSP (types 1, 2 and 5).
-    public init(rbsp: [UInt8], header: NALHeader, sps: SequenceParameterSet, pps: PictureParameterSet) throws {
+    public init(rbsp: ArraySlice<UInt8>, header: NALHeader, sps: SequenceParameterSet, pps: PictureParameterSet) throws {
         var r = BitReader(rbsp)
         nalType = header.type
         nalRefIdc = header.refIdc

@@ -1,4 +1,6 @@
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// A subcommand: its options, its help text, and what it does.
 protocol Command {
@@ -28,7 +30,7 @@ extension Command {
             var right = spec.help
             if let d = spec.defaultText { right += " (default: \(d))" }
             if left.count < 30 {
-                lines.append(left.padding(toLength: 30, withPad: " ", startingAt: 0) + right)
+                lines.append(left.padded(30) + right)
             } else {
                 lines.append(left)
                 lines.append(String(repeating: " ", count: 30) + right)
@@ -41,9 +43,9 @@ extension Command {
     }
 
     static func main(_ arguments: [String]) throws -> ExitCode {
-        let options = try ParsedOptions.parse(arguments, specs: allSpecs, environment: ProcessInfo.processInfo.environment, command: name)
+        let options = try ParsedOptions.parse(arguments, specs: allSpecs, environment: processEnvironment(), command: name)
         if options.has("help") {
-            FileHandle.standardOutput.write(helpText().data(using: .utf8)!)
+            printOut(helpText())
             return .ok
         }
         return try run(options)
@@ -102,7 +104,7 @@ struct OutputBuffer {
     }
     mutating func flush() {
         guard !text.isEmpty else { return }
-        FileHandle.standardOutput.write(text.data(using: .utf8)!)
+        printOut(text)
         text = ""
     }
 }

@@ -7,6 +7,8 @@ enum ExitCode: Int32 {
     case ok = 0
     /// A bad option or value.
     case usage = 64
+    /// The input is not what it claims to be (a malformed Y4M header, a truncated frame).
+    case dataError = 65
     /// The input does not exist or cannot be read.
     case noInput = 66
     /// A peer, port, display or device is not there.

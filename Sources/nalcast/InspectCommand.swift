@@ -1,4 +1,6 @@
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import H264
 
 /// `nalcast inspect FILE|-`: one line per access unit and a summary. The stream debugger.
@@ -55,7 +57,7 @@ enum InspectCommand: Command {
         var s = String(index).leftPad(7) + "  " + (unit.isIDR ? "IDR" : "   ") + "  " + String(unit.byteCount).leftPad(9) + " B  "
         s += unit.nalTypes.map(\.name).joined(separator: ",")
         if let r = unit.resolution { s += "  \(r)" }
-        if let ts = unit.timestamp { s += "  seq=\(ts.sequence) pts=\(String(format: "%.3f", ts.seconds)) capture=\(ts.captureTimeNs)" }
+        if let ts = unit.timestamp { s += "  seq=\(ts.sequence) pts=\(fixed(ts.seconds, 3)) capture=\(ts.captureTimeNs)" }
         return s
     }
 
@@ -110,7 +112,7 @@ enum InspectCommand: Command {
             var s = "\"accessUnits\":\(accessUnits),\"idrAccessUnits\":\(idrAccessUnits),\"nalUnitsByType\":{\(types)}"
             s += ",\"width\":\(width.map(String.init) ?? "null"),\"height\":\(height.map(String.init) ?? "null")"
             s += ",\"resolutions\":[\(resolutions.map { "\"\($0)\"" }.joined(separator: ","))]"
-            s += ",\"frameRate\":\(frameRate.map { String(format: "%.6g", $0) } ?? "null")"
+            s += ",\"frameRate\":\(frameRate.map { short($0, maxDigits: 6) } ?? "null")"
             s += ",\"bytes\":\(bytes),\"skippedBytes\":\(skippedBytes),\"oversizedNALUnits\":\(oversized),\"parseErrors\":\(parseErrors)"
             s += ",\"timestampedAccessUnits\":\(timestamped)"
             return s
@@ -122,12 +124,12 @@ enum InspectCommand: Command {
                 "access units: \(accessUnits) (\(idrAccessUnits) IDR), \(bytes) bytes",
                 "NAL units by type: \(types.isEmpty ? "none" : types)",
                 "resolution: \(resolutions.isEmpty ? "unknown" : resolutions.map(\.description).joined(separator: " -> "))",
-                "frame rate (VUI): \(frameRate.map { String(format: "%.3f", $0) } ?? "not signalled")",
+                "frame rate (VUI): \(frameRate.map { fixed($0, 3) } ?? "not signalled")",
                 "skipped while resyncing: \(skippedBytes) bytes\(oversized > 0 ? " (\(oversized) oversized NAL units)" : "")",
             ]
             if parseErrors > 0 { lines.append("unparseable parameter sets or slice headers: \(parseErrors)") }
             if timestamped > 0, let a = firstPTS, let b = lastPTS {
-                lines.append("nalcast timestamps: \(timestamped) access units, media time \(String(format: "%.3f", Double(a) / 90000)) s to \(String(format: "%.3f", Double(b) / 90000)) s")
+                lines.append("nalcast timestamps: \(timestamped) access units, media time \(fixed(Double(a) / 90000, 3)) s to \(fixed(Double(b) / 90000, 3)) s")
             }
             return lines
         }

@@ -1,4 +1,6 @@
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// One option a command accepts.
 struct OptionSpec: Sendable {
@@ -14,7 +16,7 @@ struct OptionSpec: Sendable {
 
     var takesValue: Bool { value != nil }
     /// The environment variable that can also give this option: `NALCAST_SEGMENT_DURATION`.
-    var environmentName: String { "NALCAST_" + name.uppercased().replacingOccurrences(of: "-", with: "_") }
+    var environmentName: String { "NALCAST_" + String(name.uppercased().map { $0 == "-" ? "_" : $0 }) }
 }
 
 /// Parsed options. Every value is still text: the `value(...)` accessors convert it and
@@ -135,7 +137,7 @@ struct ParsedOptions {
 enum ValueFormat {
     /// `500ms`, `5s`, `2m`, `1h`; a bare number is seconds. Returns seconds.
     static func duration(_ text: String) -> Double? {
-        let t = text.trimmingCharacters(in: .whitespaces).lowercased()
+        let t = text.trimmed.lowercased()
         let units: [(String, Double)] = [("ms", 0.001), ("us", 0.000_001), ("s", 1), ("m", 60), ("h", 3600)]
         for (suffix, scale) in units where t.hasSuffix(suffix) {
             guard let v = Double(t.dropLast(suffix.count)), v.isFinite, v >= 0 else { return nil }
@@ -147,7 +149,7 @@ enum ValueFormat {
 
     /// `6M`, `6000k`, `1.5G`, or a plain number: bits per second or bytes. Decimal multiples.
     static func quantity(_ text: String) -> Int? {
-        let t = text.trimmingCharacters(in: .whitespaces)
+        let t = text.trimmed
         guard let last = t.last else { return nil }
         let scale: Double
         var number = Substring(t)
@@ -163,7 +165,7 @@ enum ValueFormat {
 
     /// Binary multiples for sizes in bytes: `64k` = 65536, `8M` = 8 MiB.
     static func byteSize(_ text: String) -> Int? {
-        let t = text.trimmingCharacters(in: .whitespaces)
+        let t = text.trimmed
         guard let last = t.last else { return nil }
         var number = Substring(t)
         var scale: Double = 1

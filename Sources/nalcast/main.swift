@@ -1,9 +1,11 @@
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// nalcast: capture, encode and relay live H.264 between processes. See DESIGN.md.
 enum Nalcast {
     static let version = "0.1.0"
-    static let commands: [any Command.Type] = [InspectCommand.self]
+    static let commands: [any Command.Type] = [ProduceCommand.self, ProbeCommand.self, InspectCommand.self, ConsumeCommand.self]
 }
 
 func topLevelHelp() -> String {
@@ -15,7 +17,7 @@ func topLevelHelp() -> String {
         "",
         "commands:",
     ]
-    for c in Nalcast.commands { lines.append("  " + c.name.padding(toLength: 10, withPad: " ", startingAt: 0) + c.summary) }
+    for c in Nalcast.commands { lines.append("  " + c.name.padded(10) + c.summary) }
     lines += ["", "'nalcast COMMAND --help' lists a command's options.", "nalcast --version prints the version."]
     return lines.joined(separator: "\n") + "\n"
 }
@@ -23,16 +25,16 @@ func topLevelHelp() -> String {
 func runMain() -> Int32 {
     var args = Array(CommandLine.arguments.dropFirst())
     guard let first = args.first else {
-        FileHandle.standardError.write(topLevelHelp().data(using: .utf8)!)
+        printErr(topLevelHelp())
         return ExitCode.usage.rawValue
     }
     args.removeFirst()
     switch first {
     case "--help", "-h", "help":
-        FileHandle.standardOutput.write(topLevelHelp().data(using: .utf8)!)
+        printOut(topLevelHelp())
         return 0
     case "--version", "-V", "version":
-        FileHandle.standardOutput.write("nalcast \(Nalcast.version)\n".data(using: .utf8)!)
+        printOut("nalcast \(Nalcast.version)\n")
         return 0
     default:
         guard let command = Nalcast.commands.first(where: { $0.name == first }) else {

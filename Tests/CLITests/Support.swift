@@ -2,8 +2,11 @@ import Foundation
 
 /// Runs programs for the end-to-end tests: the built `nalcast` and real peers.
 enum Run {
-    /// The `nalcast` binary next to this test bundle.
+    /// The `nalcast` binary under test: `NALCAST_BINARY` when set (the test script runs the
+    /// end-to-end tests once more against the release build), else the one next to this
+    /// test bundle.
     static let nalcast: String = {
+        if let chosen = ProcessInfo.processInfo.environment["NALCAST_BINARY"], !chosen.isEmpty { return chosen }
         let dir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
         for candidate in [dir, dir.deletingLastPathComponent()] {
             let path = candidate.appendingPathComponent("nalcast").path
@@ -67,4 +70,172 @@ func temporaryDirectory() throws -> URL {
     let url = FileManager.default.temporaryDirectory.appendingPathComponent("nalcast-test-\(UUID().uuidString)")
     try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
     return url
+}
+
+/// A program running in the background for the length of a test, its stderr in a file.
+final class Background: @unchecked Sendable {
+    // Only the test thread that made it touches it: not shared, but kept by reference.
+    let process = Process()
+    let stderrURL: URL
+    let stdoutURL: URL?
+
+    init(_ executable: String, _ arguments: [String], stdoutTo: URL? = nil, environment: [String: String]? = nil) throws {
+        stderrURL = FileManager.default.temporaryDirectory.appendingPathComponent("nalcast-bg-\(UUID().uuidString).log")
+        FileManager.default.createFile(atPath: stderrURL.path, contents: nil)
+        stdoutURL = stdoutTo
+        process.executableURL = URL(fileURLWithPath: executable.hasPrefix("/") ? executable : "/usr/bin/env")
+        process.arguments = executable.hasPrefix("/") ? arguments : [executable] + arguments
+        if let environment { process.environment = environment }
+        process.standardError = try FileHandle(forWritingTo: stderrURL)
+        if let stdoutTo {
+            FileManager.default.createFile(atPath: stdoutTo.path, contents: nil)
+            process.standardOutput = try FileHandle(forWritingTo: stdoutTo)
+        } else {
+            process.standardOutput = FileHandle.nullDevice
+        }
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+    }
+
+    var stderr: String { (try? String(contentsOf: stderrURL, encoding: .utf8)) ?? "" }
+
+    /// Waits until stderr contains `text` (or the process ends, or `timeout` passes).
+    @discardableResult
+    func waitFor(_ text: String, timeout: Double = 20) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if stderr.contains(text) { return true }
+            if !process.isRunning { return stderr.contains(text) }
+            usleep(20_000)
+        }
+        return false
+    }
+
+    /// The endpoint from nalcast's "serving ENDPOINT" line (port 0 resolved).
+    func servingEndpoint(timeout: Double = 20) -> String? {
+        guard waitFor("serving ", timeout: timeout) else { return nil }
+        let line = stderr.split(separator: "\n").first { $0.contains("serving ") }!
+        let after = line[line.range(of: "serving ")!.upperBound...]
+        return String(after.split(whereSeparator: { $0 == "," || $0 == " " }).first!)
+    }
+
+    func signal(_ sig: Int32) { kill(process.processIdentifier, sig) }
+
+    /// Waits for exit (killing it after `timeout`); returns the exit status.
+    @discardableResult
+    func wait(timeout: Double = 20) -> Int32 {
+        let deadline = Date().addingTimeInterval(timeout)
+        while process.isRunning && Date() < deadline { usleep(20_000) }
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+        }
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+
+    deinit {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        try? FileManager.default.removeItem(at: stderrURL)
+    }
+}
+
+/// A plain blocking TCP or unix reader of a stream, reading on its own thread.
+final class StreamReaderClient: @unchecked Sendable {
+    // `data` and `closed` are guarded by `lock`; `fd` is written once before the thread starts.
+    private let lock = NSLock()
+    private var data = Data()
+    private var closedByPeer = false
+    private var paused = false
+    private var stop = false
+    let fd: Int32
+    private let done = DispatchSemaphore(value: 0)
+
+    /// Connects to `tcp://127.0.0.1:PORT` or `unix:PATH`; a small receive buffer makes a
+    /// paused reader back up quickly.
+    init(_ endpoint: String, receiveBuffer: Int32? = nil, startPaused: Bool = false) throws {
+        paused = startPaused
+        if endpoint.hasPrefix("unix:") {
+            fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+            var addr = sockaddr_un()
+            addr.sun_family = sa_family_t(AF_UNIX)
+            let path = Array(endpoint.dropFirst(5).utf8)
+            withUnsafeMutableBytes(of: &addr.sun_path) { raw in
+                for (i, b) in path.enumerated() { raw[i] = b }
+            }
+            if let receiveBuffer { var v = receiveBuffer; setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, 4) }
+            let r = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) } }
+            guard r == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        } else {
+            let port = UInt16(endpoint.split(separator: ":").last!)!
+            fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            if let receiveBuffer { var v = receiveBuffer; setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, 4) }
+            var addr = sockaddr_in()
+            addr.sin_family = sa_family_t(AF_INET)
+            addr.sin_port = port.bigEndian
+            addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+            let r = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+            guard r == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        }
+        let thread = Thread { [self] in self.readLoop() }
+        thread.start()
+    }
+
+    private func readLoop() {
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            lock.lock()
+            let (p, s) = (paused, stop)
+            lock.unlock()
+            if s { break }
+            if p {
+                usleep(10_000)
+                continue
+            }
+            var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            guard poll(&pfd, 1, 50) > 0 else { continue }
+            let n = read(fd, &buffer, buffer.count)
+            if n <= 0 {
+                lock.lock()
+                closedByPeer = true
+                lock.unlock()
+                break
+            }
+            lock.lock()
+            data.append(contentsOf: buffer[0..<n])
+            lock.unlock()
+        }
+        done.signal()
+    }
+
+    var received: Data { lock.lock(); defer { lock.unlock() }; return data }
+    var isClosedByPeer: Bool { lock.lock(); defer { lock.unlock() }; return closedByPeer }
+    func resume() { lock.lock(); paused = false; lock.unlock() }
+
+    /// Stops reading and closes; returns everything received.
+    func finish() -> Data {
+        lock.lock()
+        stop = true
+        lock.unlock()
+        done.wait()
+        close(fd)
+        return received
+    }
+}
+
+/// Decodes an Annex-B stream with FFmpeg: the frame count and FFmpeg's complaints (stderr).
+func ffmpegDecode(_ stream: Data) throws -> (frames: Int, errors: String) {
+    let dir = try temporaryDirectory()
+    defer { try? FileManager.default.removeItem(at: dir) }
+    let file = dir.appendingPathComponent("s.h264")
+    try stream.write(to: file)
+    let decode = try Run.program("ffmpeg", ["-hide_banner", "-v", "error", "-f", "h264", "-i", file.path, "-f", "null", "-"])
+    let probe = try Run.program("ffprobe", ["-v", "error", "-f", "h264", "-count_frames", "-select_streams", "v:0", "-show_entries", "stream=nb_read_frames", "-of", "csv=p=0", file.path])
+    let frames = Int(probe.text.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
+    return (frames, decode.stderr)
+}
+
+/// `nalcast inspect --json` of a stream, parsed.
+func inspect(_ stream: Data) throws -> [String: Any] {
+    let r = try Run.nalcast(["inspect", "--json", "-"], stdin: stream)
+    return (try JSONSerialization.jsonObject(with: r.stdout) as? [String: Any]) ?? [:]
 }

@@ -80,6 +80,11 @@ class Case:
     notes: list = field(default_factory=list)
     # after all runs: returns notes (e.g. a fairness check across contenders)
     after: Optional[Callable[["Case"], list]] = None
+    # runs of this case, when not ctx.runs (a live case that takes its own samples)
+    runs: Optional[int] = None
+    # figures a `measure` function puts in Sample.extra, shown as medians in the last
+    # column: (key, label, format), e.g. ("join_ms", "join", "{:.1f} ms")
+    figures: list = field(default_factory=list)
 
 
 class Nalcast:
@@ -219,16 +224,17 @@ def run_case(ctx: Context, case: Case) -> None:
     for path in case.warm:
         warm(path)
     logs = ctx.dir("logs")
-    for i in range(ctx.runs):
+    runs = case.runs or ctx.runs
+    for i in range(runs):
         for c in case.contenders:
             if c.skip or c.failed:
                 continue
             slug = f"{case.label}-{c.name}".replace(" ", "_").replace("/", "_")
             c.stderr_path = logs / f"{slug}.stderr"
             s = c.measure(ctx) if c.measure else _launch(ctx, c, c.stderr_path)
-            log(f"{case.label} | {c.name} run {i + 1}/{ctx.runs}: "
+            log(f"{case.label} | {c.name} run {i + 1}/{runs}: "
                 + (f"{s.wall_s:.3f} s, CPU {s.cpu_s:.2f} s, RSS {s.rss_kib / 1024:.1f} MiB"
-                   if s.status == 0 else f"exit {s.status}"))
+                   if s.status == 0 else f"exit {s.status}" + (f": {s.extra['error']}" if s.extra.get("error") else "")))
             if s.status != 0:
                 line = s.extra.get("error") or _last_line(c.stderr_path)
                 if c.usage_error_skips and s.status == EX_USAGE:
@@ -251,7 +257,7 @@ def run_case(ctx: Context, case: Case) -> None:
 
 def summary(case: Case, c: Contender) -> dict:
     row = {"benchmark": case.label, "bench": case.bench, "contender": c.name, "role": c.role,
-           "unit": case.unit, "work": case.work}
+           "unit": case.unit, "work": case.work, "figure_labels": case.figures}
     if c.skip or c.failed or not c.samples:
         row["status"] = c.skip or c.failed or "no samples"
         return row
@@ -260,6 +266,12 @@ def summary(case: Case, c: Contender) -> dict:
                cpu_s=statistics.median(s.cpu_s for s in c.samples),
                rss_mib=statistics.median(s.rss_kib for s in c.samples) / 1024,
                samples=[vars(s) for s in c.samples])
+    figures = {}
+    for key, _, _ in case.figures:
+        values = [s.extra[key] for s in c.samples if isinstance(s.extra.get(key), (int, float))]
+        if values:
+            figures[key] = statistics.median(values)
+    row["figures"] = figures
     return row
 
 
@@ -269,17 +281,17 @@ def add_ratios(rows: list) -> None:
     for r in rows:
         if r["status"] != "ok":
             continue
-        if ref["limit"]:
+        if ref["limit"] and r["unit"]:
             lim = ref["limit"]
             r["rate_vs_limit"] = r["rate"] / lim["rate"]
             r["cpu_vs_limit"] = r["cpu_s"] / lim["cpu_s"] if lim["cpu_s"] > 0 else None
             r["rss_minus_limit_mib"] = r["rss_mib"] - lim["rss_mib"]
-        if ref["ffmpeg"]:
+        if ref["ffmpeg"] and r["unit"]:
             r["rate_vs_ffmpeg"] = r["rate"] / ref["ffmpeg"]["rate"]
 
 
 COLUMNS = ["benchmark", "contender", "wall s", "rate", "CPU s", "RSS MiB",
-           "rate/limit", "rate/ffmpeg", "CPU/limit", "RSS-limit"]
+           "rate/limit", "rate/ffmpeg", "CPU/limit", "RSS-limit", "figures"]
 
 
 def cells(r: dict) -> list:
@@ -289,10 +301,13 @@ def cells(r: dict) -> list:
     name = r["contender"] + (f" ({r['role']})" if r["role"] else "")
     if r["status"] != "ok":
         return [r["benchmark"], name, r["status"]] + [""] * (len(COLUMNS) - 3)
-    return [r["benchmark"], name, f("wall_s", "{:.3f}"), f"{r['rate']:.1f} {r['unit']}",
+    figures = ", ".join(f"{label} {fmt.format(r['figures'][key])}"
+                        for key, label, fmt in r.get("figure_labels", ()) if key in r.get("figures", {}))
+    return [r["benchmark"], name, f("wall_s", "{:.3f}"),
+            f"{r['rate']:.1f} {r['unit']}" if r["unit"] else "-",
             f("cpu_s", "{:.2f}"), f("rss_mib", "{:.1f}"), f("rate_vs_limit", "{:.2f}x"),
             f("rate_vs_ffmpeg", "{:.2f}x"), f("cpu_vs_limit", "{:.2f}x"),
-            f("rss_minus_limit_mib", "{:+.1f}")]
+            f("rss_minus_limit_mib", "{:+.1f}"), figures or "-"]
 
 
 def text_table(rows: list) -> str:
@@ -305,8 +320,8 @@ def text_table(rows: list) -> str:
         if t[3] == "" and t is not table[0]:
             lines.append("  ".join([t[0].ljust(widths[0]), t[1].ljust(widths[1]), t[2]]))
         else:
-            lines.append("  ".join(v.ljust(w) if i < 2 else v.rjust(w)
-                                   for i, (v, w) in enumerate(zip(t, widths))))
+            lines.append("  ".join(v.ljust(w) if i < 2 or i == len(t) - 1 else v.rjust(w)
+                                   for i, (v, w) in enumerate(zip(t, widths))).rstrip())
     return "\n".join(lines)
 
 

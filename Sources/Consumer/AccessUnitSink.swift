@@ -1,0 +1,43 @@
+/// Where access units go: standard output, a file, segment files, a remote endpoint.
+///
+/// A sink is used by one thread only, its `SinkRunner`'s worker: it may block in `write`
+/// (that is what the runner's queue is for). It is handed to the runner and never touched
+/// by anyone else after that.
+public protocol AccessUnitSink: AnyObject {
+    /// A short name for logs, events and metric labels: `stdout`, `segments`, `forward`.
+    var name: String { get }
+    /// Writes a batch of items, in order, and says how many access units (and bytes) it
+    /// really wrote. Throwing `SinkError` closes this sink (the others go on).
+    func write(_ items: ArraySlice<SinkItem>) throws(SinkError) -> WriteReport
+    /// Flushes and closes (end of input or a stop). Called once, on the worker thread.
+    func close() throws(SinkError)
+}
+
+/// Why a sink stopped: one line, e.g. `stdout: write: Broken pipe`.
+public struct SinkError: Error, CustomStringConvertible, Sendable {
+    public let sink: String
+    public let message: String
+    /// True when the reading side went away (EPIPE): a normal end for `-o -`.
+    public let peerClosed: Bool
+
+    public init(sink: String, message: String, peerClosed: Bool = false) {
+        self.sink = sink
+        self.message = message
+        self.peerClosed = peerClosed
+    }
+
+    public var description: String { "\(sink): \(message)" }
+}
+
+/// What one `write` call achieved.
+public struct WriteReport: Sendable, Equatable {
+    public var units = 0
+    public var bytes = 0
+    /// Access units not written and not to be (a remote that is down).
+    public var dropped = 0
+    public init(units: Int = 0, bytes: Int = 0, dropped: Int = 0) {
+        self.units = units
+        self.bytes = bytes
+        self.dropped = dropped
+    }
+}

@@ -1,1 +1,0 @@
-// Consumer: filled in by its issue.

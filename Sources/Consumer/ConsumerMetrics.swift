@@ -1,0 +1,31 @@
+import Relay
+
+/// The consumer's counters, in the metrics registry `--metrics` serves. Thread-safe.
+public struct ConsumerMetrics: Sendable {
+    public let registry: MetricsRegistry
+    public let accessUnits: Counter
+    public let bytes: Counter
+    /// Access units dropped while waiting for an entry point (start, reconnect).
+    public let waitedUnits: Counter
+    /// Bytes skipped to resync (garbage, oversized NAL units).
+    public let resyncBytes: Counter
+    public let reconnects: Counter
+    public let segmentsOpened: Counter
+    public let segmentsClosed: Counter
+    /// Capture (timestamp SEI, CLOCK_REALTIME) to receive, seconds.
+    public let latency: Histogram
+
+    public init(registry: MetricsRegistry = MetricsRegistry()) {
+        self.registry = registry
+        accessUnits = registry.counter("nalcast_consumer_access_units_total", help: "Access units received")
+        bytes = registry.counter("nalcast_consumer_bytes_total", help: "Stream bytes received")
+        waitedUnits = registry.counter("nalcast_consumer_waiting_access_units_total", help: "Access units dropped while waiting for an IDR with SPS/PPS")
+        resyncBytes = registry.counter("nalcast_consumer_resync_bytes_total", help: "Bytes skipped to find the next start code")
+        reconnects = registry.counter("nalcast_consumer_reconnects_total", help: "Connections made again after a loss")
+        segmentsOpened = registry.counter("nalcast_segments_opened_total", help: "Segment files opened")
+        segmentsClosed = registry.counter("nalcast_segments_closed_total", help: "Segment files finished and renamed")
+        latency = registry.histogram(
+            "nalcast_capture_to_receive_seconds", help: "Capture time (timestamp SEI) to receive time",
+            buckets: [0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5])
+    }
+}

@@ -1,0 +1,29 @@
+import H264
+
+/// An access unit as the consumer received it, with what the sinks need to place it.
+/// Immutable and `Sendable`: every sink's queue holds the same value (the bytes are shared).
+public struct ReceivedUnit: Sendable {
+    public let unit: AccessUnit
+    /// Seconds of media time (see `MediaClock`).
+    public let mediaTime: Double
+    /// Monotonic nanoseconds when it was received.
+    public let arrivalNs: UInt64
+    /// True for the first access unit after a gap (a skip or a reconnect): a sink writes
+    /// `unit.nalUnitsForEntry`, so a decoder can start here.
+    public var resumes: Bool
+
+    public init(unit: AccessUnit, mediaTime: Double, arrivalNs: UInt64, resumes: Bool = false) {
+        self.unit = unit
+        self.mediaTime = mediaTime
+        self.arrivalNs = arrivalNs
+        self.resumes = resumes
+    }
+
+    /// True when a decoder can start at this access unit: an IDR with its SPS and PPS
+    /// (carried, or known from earlier in the same connection).
+    public var isEntryPoint: Bool { unit.isIDR && (unit.carriesParameterSets || unit.parameterSets.count >= 2) }
+
+    /// The NAL units to write: the access unit as received, or with its parameter sets
+    /// in front when it resumes the stream.
+    public var nalUnits: [NALUnit] { resumes ? unit.nalUnitsForEntry : unit.nalUnits }
+}

@@ -1,0 +1,220 @@
+import H264
+import Relay
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// `--segments DIR`: the stream cut into files at IDRs, each starting with SPS, PPS and an
+/// IDR, so every file plays alone and consecutive files concatenate into a valid stream.
+///
+/// Where to cut is `SegmentPlanner`'s decision (duration of media time, size, resolution
+/// change, reconnect). A segment is written as `NAME.part` with its index
+/// `NAME.part.idx` (see `SegmentRecovery`); when it ends it is flushed, `fsync`ed and renamed
+/// to `NAME` (by a `SegmentFinisher`, while the next segment is being written), then
+/// `--on-segment` runs and `--keep` deletes the oldest finished files.
+public final class SegmentSink: AccessUnitSink {
+    public struct Config: Sendable {
+        public var directory: String
+        public var namer: SegmentNamer
+        public var planner: SegmentPlanner.Config
+        /// Keep at most this many finished segments (nil: all).
+        public var keep: Int?
+        /// `--on-segment`: the program and its first arguments; the path is appended.
+        public var hook: [String]?
+        /// fsync each segment (and the directory) before renaming it.
+        public var sync: Bool
+
+        public init(directory: String, namer: SegmentNamer, planner: SegmentPlanner.Config, keep: Int? = nil, hook: [String]? = nil, sync: Bool = true) {
+            self.directory = directory
+            self.namer = namer
+            self.planner = planner
+            self.keep = keep
+            self.hook = hook
+            self.sync = sync
+        }
+    }
+
+    /// A segment opened or closed.
+    public enum Event: Sendable {
+        case opened(path: String)
+        case closed(SegmentInfo)
+        case hookFailed(command: String, message: String)
+    }
+
+    /// A finished segment.
+    public struct SegmentInfo: Sendable {
+        public let path: String
+        public let duration: Double
+        public let frames: Int
+        public let bytes: Int
+        /// Why it ended: `duration`, `size`, `resolution-change`, `reconnect`, `end`.
+        public let reason: String
+    }
+
+    public let name = "segments"
+    public let config: Config
+    private var planner: SegmentPlanner
+    private let onEvent: @Sendable (Event) -> Void
+    private var current: OpenSegment?
+    private var sequence = 0
+    private let directoryFD: Int32
+    /// Syncs and renames closed segments while this writes the next one.
+    private let finisher: SegmentFinisher
+    /// Access units dropped because no segment could start with them (before the first
+    /// IDR, between a reconnect and the next IDR).
+    public private(set) var skippedBeforeEntry = 0
+
+    private struct OpenSegment {
+        var output: FileOutput
+        let indexFD: Int32
+        let path: String
+        let partPath: String
+        var startTime: Double
+        var lastTime: Double
+        var lastStep: Double = 0
+        var frames = 0
+        var recordedOffset = 0
+    }
+
+    /// Checks the directory (creating it if needed) and recovers leftover `.part` files;
+    /// `recovered` lists what was found, to be told. Finished files recovered count for
+    /// `--keep`.
+    public init(config: Config, recovered: inout [SegmentRecovery.Outcome], onEvent: @escaping @Sendable (Event) -> Void) throws(SinkError) {
+        self.config = config
+        self.planner = SegmentPlanner(config: config.planner)
+        self.onEvent = onEvent
+        if mkdir(config.directory, 0o755) != 0 && errno != EEXIST {
+            throw SinkError(sink: "segments", message: "\(config.directory): \(String(cString: strerror(errno)))")
+        }
+        let fd = Glibc.open(config.directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { throw SinkError(sink: "segments", message: "\(config.directory): \(String(cString: strerror(errno)))") }
+        guard access(config.directory, W_OK) == 0 else {
+            Glibc.close(fd)
+            throw SinkError(sink: "segments", message: "\(config.directory): not writable")
+        }
+        directoryFD = fd
+        do {
+            recovered = try SegmentRecovery.recover(directory: config.directory)
+        } catch {
+            Glibc.close(fd)
+            throw error
+        }
+        finisher = SegmentFinisher(directoryFD: fd, sync: config.sync, keep: config.keep, hook: config.hook, alreadyFinished: recovered.compactMap(\.path), onEvent: onEvent)
+    }
+
+    deinit {
+        finisher.finish()
+        Glibc.close(directoryFD)
+    }
+
+    public func write(_ items: ArraySlice<SinkItem>) throws(SinkError) -> WriteReport {
+        var report = WriteReport()
+        for item in items {
+            switch item {
+            case .discontinuity:
+                planner.markReconnect()
+            case .gap:
+                break
+            case .unit(let received):
+                if try place(received) {
+                    report.units += 1
+                    report.bytes += received.unit.byteCount
+                }
+            }
+        }
+        try flushCurrent()
+        if let error = finisher.takeError() { throw error }
+        return report
+    }
+
+    public func close() throws(SinkError) {
+        defer { finisher.finish() }
+        try closeCurrent(reason: "end", nextStart: nil)
+        finisher.finish()
+        if let error = finisher.takeError() { throw error }
+    }
+
+    /// Returns false when the access unit was not written (no segment can start with it).
+    private func place(_ received: ReceivedUnit) throws(SinkError) -> Bool {
+        let unit = received.unit
+        let decision = planner.plan(.init(isIDR: received.isEntryPoint, mediaTime: received.mediaTime, bytes: unit.byteCount, resolution: unit.resolution))
+        switch decision {
+        case .skip:
+            skippedBeforeEntry += 1
+            return false
+        case .start:
+            try open(at: received)
+        case .rotate(let reason):
+            try closeCurrent(reason: reason.rawValue, nextStart: received.mediaTime)
+            try open(at: received)
+        case .append:
+            guard current != nil else { return false }
+            current!.output.add(received.nalUnits)
+            current!.frames += 1
+            let step = received.mediaTime - current!.lastTime
+            if step > 0 { current!.lastStep = step }
+            current!.lastTime = received.mediaTime
+        }
+        return true
+    }
+
+    private func open(at received: ReceivedUnit) throws(SinkError) {
+        let now = Int(time(nil))
+        var name: String
+        var path: String
+        repeat {
+            sequence += 1
+            name = config.namer.name(time: now, sequence: sequence)
+            path = config.directory + "/" + name
+        } while access(path, F_OK) == 0 || access(path + SegmentRecovery.partSuffix, F_OK) == 0
+        let partPath = path + SegmentRecovery.partSuffix
+        let fd = Glibc.open(partPath, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw SinkError(sink: name, message: "\(partPath): \(String(cString: strerror(errno)))") }
+        let indexFD = Glibc.open(partPath + ".idx", O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0o644)
+        guard indexFD >= 0 else {
+            let message = String(cString: strerror(errno))
+            Glibc.close(fd)
+            throw SinkError(sink: self.name, message: "\(partPath).idx: \(message)")
+        }
+        var segment = OpenSegment(output: FileOutput(fd: fd), indexFD: indexFD, path: path, partPath: partPath, startTime: received.mediaTime, lastTime: received.mediaTime)
+        // A segment starts with SPS and PPS: put them in front of an IDR that lacks them.
+        segment.output.add(received.unit.nalUnitsForEntry)
+        segment.frames = 1
+        current = segment
+        onEvent(.opened(path: path))
+    }
+
+    /// Writes what is pending in the open segment, then records the new length in its index.
+    private func flushCurrent() throws(SinkError) {
+        guard current != nil, current!.output.hasPending else { return }
+        do {
+            try current!.output.flush()
+        } catch {
+            throw SinkError(sink: name, message: "write \(current!.partPath): \(error.message)")
+        }
+        var value = UInt64(current!.output.offset).littleEndian
+        let n = withUnsafeBytes(of: &value) { Glibc.write(current!.indexFD, $0.baseAddress, 8) }
+        if n != 8 { throw SinkError(sink: name, message: "write \(current!.partPath).idx: \(String(cString: strerror(errno)))") }
+        current!.recordedOffset = current!.output.offset
+    }
+
+    private func closeCurrent(reason: String, nextStart: Double?) throws(SinkError) {
+        try flushCurrent()
+        if let error = finisher.takeError() { throw error }
+        guard let segment = current else { return }
+        current = nil
+        let end = nextStart ?? (segment.lastTime + segment.lastStep)
+        let info = SegmentInfo(path: segment.path, duration: max(0, end - segment.startTime), frames: segment.frames, bytes: segment.output.offset, reason: reason)
+        finisher.submit(.init(fd: segment.output.fd, indexFD: segment.indexFD, partPath: segment.partPath, info: info))
+    }
+}
+
+/// `5.000`: seconds with millisecond precision, without Foundation.
+func formatSeconds(_ value: Double) -> String {
+    let ms = Int((max(0, value) * 1000).rounded())
+    let frac = String(ms % 1000)
+    return "\(ms / 1000)." + String(repeating: "0", count: 3 - frac.count) + frac
+}

@@ -1,0 +1,161 @@
+import EventLoop
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// Reads a stream from `tcp://HOST:PORT` or `unix:PATH` on the event loop, and keeps doing
+/// so: after the end of the stream or an error it connects again with `ReconnectBackoff`
+/// (100 ms doubling to 5 s, with jitter) until it succeeds or the backoff gives up.
+///
+/// States and what is reported (once per change, never per attempt): connecting →
+/// connected → disconnected (reconnecting) → connected … → gave up.
+///
+/// Loop-owned: create, start, stop and release it on the loop thread.
+public final class StreamClient {
+    public enum Event: Sendable {
+        case connected(Endpoint, attempts: Int)
+        /// The first connect failed; retrying quietly.
+        case unreachable(Endpoint, reason: String)
+        case disconnected(Endpoint, reason: String)
+        /// The backoff gave up (`--reconnect-timeout`); `everConnected` tells an input that
+        /// never came from one that ended.
+        case gaveUp(Endpoint, everConnected: Bool, reason: String)
+    }
+
+    public let endpoint: Endpoint
+    private let loop: EventLoop
+    private let addresses: [SocketAddress]
+    private let intake: StreamIntake
+    private var backoff: ReconnectBackoff
+    private let onEvent: (Event) -> Void
+    private var connector: Connector?
+    private var socket: Socket?
+    private var reader: IOWatcher?
+    private var retry: LoopTimer?
+    private var buffer = [UInt8](repeating: 0, count: 256 << 10)
+    private var attempts = 0
+    private var everConnected = false
+    private var reportedDown = false
+    private var stopped = false
+    private var addressIndex = 0
+    private var lastFailure = ""
+    private var random = SystemRandomNumberGenerator()
+    public private(set) var isConnected = false
+
+    /// Resolves the endpoint now (getaddrinfo may block: do it before the loop runs).
+    public init(loop: EventLoop, endpoint: Endpoint, intake: StreamIntake, backoff: ReconnectBackoff.Config, onEvent: @escaping (Event) -> Void) throws(SocketError) {
+        loop.preconditionOnLoop()
+        self.loop = loop
+        self.endpoint = endpoint
+        self.addresses = try SocketAddress.resolve(endpoint)
+        self.intake = intake
+        self.backoff = ReconnectBackoff(config: backoff)
+        self.onEvent = onEvent
+    }
+
+    public func start() {
+        loop.preconditionOnLoop()
+        connect()
+    }
+
+    /// Closes the connection and stops retrying. Reports nothing.
+    public func stop() {
+        loop.preconditionOnLoop()
+        stopped = true
+        connector?.cancel()
+        connector = nil
+        reader = nil
+        socket = nil
+        retry = nil
+    }
+
+    private func connect() {
+        guard !stopped else { return }
+        attempts += 1
+        let address = addresses[addressIndex % addresses.count]
+        addressIndex += 1
+        let connector = Connector(loop: loop, address: address) { [unowned self] result in
+            self.connector = nil
+            switch result {
+            case .success(let socket): self.connected(socket)
+            case .failure(let error): self.failed(error.description)
+            }
+        }
+        self.connector = connector
+        connector.start()
+    }
+
+    private func connected(_ socket: Socket) {
+        guard !stopped else { return }
+        self.socket = socket
+        isConnected = true
+        if everConnected { intake.metrics.reconnects.increment() }
+        onEvent(.connected(endpoint, attempts: attempts))
+        everConnected = true
+        reportedDown = false
+        attempts = 0
+        backoff.connected()
+        let reader = IOWatcher(loop: loop, fd: socket.fd, events: .read) { [unowned self] _ in self.readAvailable() }
+        self.reader = reader
+        reader.start()
+    }
+
+    private func readAvailable() {
+        guard let socket else { return }
+        // A few reads per wake-up, so one busy stream cannot starve the loop.
+        for _ in 0..<4 {
+            let result: Int?
+            do {
+                result = try buffer.withUnsafeMutableBytes { raw throws(Errno) in try socket.read(into: raw) }
+            } catch {
+                lost("\(error)")
+                return
+            }
+            guard let n = result else { return }
+            if n == 0 {
+                lost("closed by peer")
+                return
+            }
+            // An exact-size copy: the NAL units cut from it share it while sinks hold them.
+            intake.push(Array(buffer[0..<n]))
+            if n < buffer.count { return }
+        }
+    }
+
+    private func lost(_ reason: String) {
+        lastFailure = reason
+        reader = nil
+        socket = nil
+        isConnected = false
+        intake.connectionLost()
+        reportedDown = true
+        onEvent(.disconnected(endpoint, reason: reason))
+        scheduleRetry()
+    }
+
+    private func failed(_ reason: String) {
+        lastFailure = reason
+        scheduleRetry()
+        // Told once, and only when there is a retry to tell about.
+        if !reportedDown && !stopped {
+            reportedDown = true
+            onEvent(.unreachable(endpoint, reason: reason))
+        }
+    }
+
+    private func scheduleRetry() {
+        guard !stopped else { return }
+        let now = monotonicNanoseconds()
+        guard let delay = backoff.nextDelay(now: now, random: Double.random(in: 0...1, using: &random)) else {
+            stopped = true
+            onEvent(.gaveUp(endpoint, everConnected: everConnected, reason: lastFailure))
+            return
+        }
+        let timer = retry ?? LoopTimer(loop: loop) { [unowned self] in self.connect() }
+        retry = timer
+        timer.start(after: delay)
+    }
+}

@@ -1,0 +1,98 @@
+import H264
+
+/// Bytes in, access units out to the sinks: `AnnexBParser`, the media clock, and the entry
+/// gate (after the start and after every reconnect nothing goes out before an IDR with its
+/// SPS and PPS).
+///
+/// Used by one thread at a time: the loop thread (network) or the file reader.
+public final class StreamIntake {
+    private var parser: AnnexBParser
+    private var clock: MediaClock
+    private let fanout: SinkFanout
+    public let metrics: ConsumerMetrics
+    private var waitingForEntry = true
+    private var pendingDiscontinuity = false
+    private var skippedSoFar = 0
+    /// Access units cut from the last chunk (the parser cannot be read while it emits).
+    private var completed: [AccessUnit] = []
+    /// What goes to the sinks from the last chunk, handed over in one go.
+    private var outgoing: [SinkItem] = []
+
+    public init(fanout: SinkFanout, metrics: ConsumerMetrics, clock: MediaClock.Source, maxNALUnitSize: Int = AnnexBScanner.defaultMaxNALUnitSize) {
+        self.parser = AnnexBParser(maxNALUnitSize: maxNALUnitSize)
+        self.clock = MediaClock(source: clock)
+        self.fanout = fanout
+        self.metrics = metrics
+    }
+
+    /// Bytes read from the input.
+    public func push(_ chunk: [UInt8]) {
+        metrics.bytes.increment(by: UInt64(chunk.count))
+        parser.push(chunk) { completed.append($0) }
+        deliverCompleted()
+    }
+
+    /// The input ended for good (end of file): the last access unit goes out too.
+    public func finish() {
+        parser.finish { completed.append($0) }
+        deliverCompleted()
+    }
+
+    /// The connection was lost. An access unit is known to be complete only when the next
+    /// one begins, or when it ends with an end-of-sequence or end-of-stream NAL unit: the
+    /// one in progress goes out in that case, else it is dropped (a producer killed
+    /// mid-write leaves a partial one, and its socket still ends with a clean FIN). What
+    /// comes after the next connection starts at an entry point, after a `.discontinuity`.
+    public func connectionLost() {
+        parser.finish { completed.append($0) }
+        if let last = completed.last, let type = last.nalUnits.last?.type, type == .endOfStream || type == .endOfSequence {
+            deliverCompleted()
+        } else {
+            completed.removeAll(keepingCapacity: true)
+        }
+        parser.reset()
+        waitingForEntry = true
+        pendingDiscontinuity = true
+    }
+
+    private func deliverCompleted() {
+        let frameRate = parser.assembler.activeSPS?.frameRate
+        for unit in completed { deliver(unit, frameRate: frameRate) }
+        completed.removeAll(keepingCapacity: true)
+        fanout.push(outgoing)
+        outgoing.removeAll(keepingCapacity: true)
+        noteResync()
+    }
+
+    private func noteResync() {
+        let skipped = parser.scanner.skippedBytes
+        if skipped > skippedSoFar {
+            metrics.resyncBytes.increment(by: UInt64(skipped - skippedSoFar))
+            skippedSoFar = skipped
+        }
+    }
+
+    private func deliver(_ unit: AccessUnit, frameRate: Double?) {
+        metrics.accessUnits.increment()
+        let now = monotonicNanoseconds()
+        if let ts = unit.timestamp, ts.captureTimeNs > 0 {
+            let wall = realtimeNanoseconds()
+            if wall >= ts.captureTimeNs { metrics.latency.observe(Double(wall - ts.captureTimeNs) / 1e9) }
+        }
+        let time = clock.time(pts90k: unit.timestamp?.pts90k, frameRate: frameRate, arrivalNs: now)
+        var received = ReceivedUnit(unit: unit, mediaTime: time, arrivalNs: now)
+        if waitingForEntry {
+            guard received.isEntryPoint else {
+                metrics.waitedUnits.increment()
+                return
+            }
+            waitingForEntry = false
+            received.resumes = true
+            if pendingDiscontinuity {
+                pendingDiscontinuity = false
+                outgoing.append(.discontinuity)
+            }
+        }
+        outgoing.append(.unit(received))
+    }
+}

@@ -1,0 +1,313 @@
+import H264
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// One connected socket on the loop: writes queued items (an access unit, an HTTP response)
+/// with gathered writes straight from the shared buffers, and reads whatever the peer sends.
+///
+/// Writing: `write(_:)` queues an item (a list of byte slices, e.g. the NAL units of one access
+/// unit, never copied) and writes at once as much as the socket takes. The rest goes out when
+/// the socket is writable; the connection watches writability only while it has something
+/// queued, and reports progress (bytes, items finished) through `onProgress`.
+///
+/// Reading: with `onData` set, bytes go there (the metrics HTTP server). Without it the peer
+/// is a stream reader, which should not send: bytes are counted and discarded, and past
+/// `discardLimit` the connection closes.
+///
+/// Closing: end of stream, an error, or too much input close the connection and call
+/// `onClose` once, always from a watcher callback, never from inside `write` or `close`.
+/// `close()` itself reports nothing.
+///
+/// Loop-owned: use it and release it on the loop thread.
+public final class Connection {
+    /// Why a connection closed.
+    public enum CloseReason: Sendable, Hashable, CustomStringConvertible {
+        /// The peer closed its side (end of stream).
+        case peerClosed
+        /// A read or write failed (`sendmsg: Connection reset by peer`).
+        case error(Errno)
+        /// A stream reader sent more than the connection discards.
+        case sentTooMuch(bytes: Int)
+        /// `closeAfterFlush()` was asked and everything was written.
+        case finished
+
+        public var description: String {
+            switch self {
+            case .peerClosed: "closed by peer"
+            case .error(let errno): errno.description
+            case .sentTooMuch(let bytes): "reader sent \(bytes) bytes"
+            case .finished: "finished"
+            }
+        }
+    }
+
+    /// What a write attempt achieved.
+    public struct Progress: Sendable, Equatable {
+        public var bytes = 0
+        /// Items (calls to `write`) now completely written.
+        public var finishedItems = 0
+        public init(bytes: Int = 0, finishedItems: Int = 0) {
+            self.bytes = bytes
+            self.finishedItems = finishedItems
+        }
+    }
+
+    private let loop: EventLoop
+    public let socket: Socket
+    public let discardLimit: Int
+    private var reader: IOWatcher?
+    private var writer: IOWatcher?
+    private var closer: LoopTimer?
+
+    /// Queued slices; `chunkHead` is the first not fully written, `chunkOffset` bytes into it.
+    private var chunks: [ArraySlice<UInt8>] = []
+    private var chunkHead = 0
+    private var chunkOffset = 0
+    /// For each queued item, the index into `chunks` one past its last slice.
+    private var itemEnds: [Int] = []
+    private var itemHead = 0
+    private var closeWhenFlushed = false
+
+    public private(set) var pendingBytes = 0
+    public private(set) var bytesSent = 0
+    public private(set) var bytesReceived = 0
+    public private(set) var isClosed = false
+
+    public var onProgress: ((Progress) -> Void)?
+    public var onClose: ((CloseReason) -> Void)?
+    public var onData: ((UnsafeRawBufferPointer) -> Void)?
+
+    /// At most this many slices per gathered write (`IOV_MAX` on Linux).
+    static let maxIovecs = 1024
+
+    /// Takes over a connected, non-blocking socket. Call `start()` to begin reading.
+    public init(loop: EventLoop, socket: Socket, discardLimit: Int = 64 << 10) {
+        loop.preconditionOnLoop()
+        self.loop = loop
+        self.socket = socket
+        self.discardLimit = discardLimit
+    }
+
+    /// Starts watching for input (and end of stream).
+    public func start() {
+        loop.preconditionOnLoop()
+        guard !isClosed else { return }
+        if reader == nil {
+            reader = IOWatcher(loop: loop, fd: socket.fd, events: .read) { [unowned self] _ in self.readAvailable() }
+        }
+        reader?.start()
+    }
+
+    /// Items queued and not completely written yet.
+    public var pendingItems: Int { itemEnds.count - itemHead }
+    /// True when nothing is waiting to be written.
+    public var isIdle: Bool { pendingItems == 0 }
+
+    /// Queues the NAL units of one access unit and writes what the socket takes now.
+    @discardableResult
+    public func write(_ nalUnits: [NALUnit]) -> Progress {
+        write(chunks: nalUnits.map(\.wire))
+    }
+
+    /// Queues one item made of `chunks` and writes what the socket takes now. An item with no
+    /// bytes counts as finished at once. After a close, nothing is queued.
+    @discardableResult
+    public func write(chunks newChunks: [ArraySlice<UInt8>]) -> Progress {
+        loop.preconditionOnLoop()
+        guard !isClosed else { return Progress() }
+        let wasIdle = isIdle
+        var added = 0
+        for chunk in newChunks where !chunk.isEmpty {
+            chunks.append(chunk)
+            added += chunk.count
+        }
+        itemEnds.append(chunks.count)
+        pendingBytes += added
+        guard wasIdle else { return Progress() }
+        return flush()
+    }
+
+    /// Closes once everything queued is written (at once if nothing is), then reports
+    /// `.finished`.
+    public func closeAfterFlush() {
+        loop.preconditionOnLoop()
+        closeWhenFlushed = true
+        if isIdle { closeSoon(.finished) }
+    }
+
+    /// Closes now, dropping what is queued. Reports nothing.
+    public func close() {
+        loop.preconditionOnLoop()
+        shutDown()
+        closer = nil
+    }
+
+    // MARK: - Writing
+
+    private func flush() -> Progress {
+        var progress = Progress()
+        // Items with no bytes are finished before anything is written.
+        progress.finishedItems += finishEmptyItems()
+        while chunkHead < chunks.count && !isClosed {
+            let count = min(chunks.count - chunkHead, Connection.maxIovecs)
+            let result: Int?
+            do {
+                result = try withUnsafeTemporaryAllocation(of: iovec.self, capacity: count) { iovecs throws(Errno) in
+                    try gather(into: iovecs, index: 0, count: count)
+                }
+            } catch {
+                closeSoon(.error(error))
+                break
+            }
+            guard let written = result else { break }
+            progress.finishedItems += advance(by: written)
+            progress.bytes += written
+            compact()
+        }
+        if chunkHead < chunks.count && !isClosed {
+            if writer == nil {
+                writer = IOWatcher(loop: loop, fd: socket.fd, events: .write) { [unowned self] _ in self.writable() }
+            }
+            if writer?.isActive == false { writer?.start() }
+        } else {
+            writer?.stop()
+            compact()
+            if closeWhenFlushed && !isClosed { closeSoon(.finished) }
+        }
+        return progress
+    }
+
+    /// Fills `iovecs` from the queued slices, one nested buffer access per slice so every
+    /// pointer is valid during the write, then writes them in one call.
+    private func gather(into iovecs: UnsafeMutableBufferPointer<iovec>, index: Int, count: Int) throws(Errno) -> Int? {
+        if index == count { return try socket.writev(iovecs) }
+        let chunk = chunks[chunkHead + index]
+        let skip = index == 0 ? chunkOffset : 0
+        return try chunk.withUnsafeBufferPointer { buffer throws(Errno) in
+            iovecs[index] = iovec(iov_base: UnsafeMutableRawPointer(mutating: buffer.baseAddress! + skip), iov_len: buffer.count - skip)
+            return try gather(into: iovecs, index: index + 1, count: count)
+        }
+    }
+
+    /// Moves the write position by `bytes`; returns the items finished.
+    private func advance(by bytes: Int) -> Int {
+        var left = bytes
+        pendingBytes -= bytes
+        bytesSent += bytes
+        while left > 0 {
+            let remaining = chunks[chunkHead].count - chunkOffset
+            if left < remaining {
+                chunkOffset += left
+                break
+            }
+            left -= remaining
+            chunkHead += 1
+            chunkOffset = 0
+        }
+        return finishEmptyItems()
+    }
+
+    /// Counts the items whose slices are all written (and those with no slices).
+    private func finishEmptyItems() -> Int {
+        var finished = 0
+        while itemHead < itemEnds.count && itemEnds[itemHead] <= chunkHead {
+            itemHead += 1
+            finished += 1
+        }
+        return finished
+    }
+
+    private func compact() {
+        guard itemHead == itemEnds.count else {
+            // A connection that is never idle must not keep every slice it ever wrote.
+            if chunkHead >= 64 && chunkHead * 2 >= chunks.count {
+                chunks.removeFirst(chunkHead)
+                itemEnds.removeFirst(itemHead)
+                for i in itemEnds.indices { itemEnds[i] -= chunkHead }
+                chunkHead = 0
+                itemHead = 0
+            }
+            return
+        }
+        chunks.removeAll(keepingCapacity: true)
+        itemEnds.removeAll(keepingCapacity: true)
+        chunkHead = 0
+        chunkOffset = 0
+        itemHead = 0
+    }
+
+    private func writable() {
+        let progress = flush()
+        if progress.bytes > 0 || progress.finishedItems > 0 { onProgress?(progress) }
+    }
+
+    // MARK: - Reading
+
+    private func readAvailable() {
+        withUnsafeTemporaryAllocation(byteCount: 16 << 10, alignment: 16) { buffer in
+            // A bounded number of reads per wake-up: one chatty peer must not starve the loop.
+            for _ in 0..<16 where !isClosed {
+                let n: Int?
+                do throws(Errno) {
+                    n = try socket.read(into: buffer)
+                } catch {
+                    finish(.error(error))
+                    return
+                }
+                guard let n else { return }
+                if n == 0 {
+                    finish(.peerClosed)
+                    return
+                }
+                bytesReceived += n
+                if let onData {
+                    onData(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
+                } else if bytesReceived > discardLimit {
+                    finish(.sentTooMuch(bytes: bytesReceived))
+                    return
+                }
+            }
+        }
+    }
+
+    // MARK: - Closing
+
+    /// Closes now and reports from the loop's next iteration (we may be inside `write`).
+    private func closeSoon(_ reason: CloseReason) {
+        guard !isClosed else { return }
+        shutDown()
+        let timer = LoopTimer(loop: loop) { [unowned self] in
+            self.closer = nil
+            self.onClose?(reason)
+        }
+        closer = timer
+        timer.start(after: 0)
+    }
+
+    /// Closes now and reports at once (we are in a watcher callback).
+    private func finish(_ reason: CloseReason) {
+        guard !isClosed else { return }
+        shutDown()
+        onClose?(reason)
+    }
+
+    private func shutDown() {
+        guard !isClosed else { return }
+        isClosed = true
+        reader?.stop()
+        writer?.stop()
+        reader = nil
+        writer = nil
+        socket.close()
+        chunks.removeAll()
+        itemEnds.removeAll()
+        chunkHead = 0
+        chunkOffset = 0
+        itemHead = 0
+        pendingBytes = 0
+    }
+}

@@ -1,0 +1,99 @@
+import CLibEV
+import Synchronization
+
+/// Hands messages from any thread to the loop thread.
+///
+/// `send` appends under a lock, then wakes the loop with `ev_async_send`; wake-ups coalesce,
+/// and the loop-side handler gets every pending message at once, in order. Send data, not
+/// closures. An optional capacity bounds the backlog: past it, `send` drops and counts, so
+/// the sender (the capture thread) never waits.
+public final class Mailbox<Message: Sendable>: @unchecked Sendable {
+    // @unchecked Sendable holds because: messages cross threads only through `pending`, a
+    // Mutex; `watcher` is started, stopped and freed on the loop's owner thread (checked with
+    // preconditionOnLoop) and otherwise only passed to ev_async_send, which libev documents as
+    // thread-safe; `handler` is called on the loop thread only.
+
+    public let capacity: Int
+    private let raw: OpaquePointer
+    private unowned(unsafe) let loop: EventLoop
+    /// Keeps the loop alive as long as a sender can reach it (nil for the loop's own control mailbox).
+    private let keepAlive: EventLoop?
+    private let pending = Mutex<[Message]>([])
+    private let droppedCount = Atomic<Int>(0)
+    private let watcher: UnsafeMutablePointer<ev_async>
+    private let handler: ([Message]) -> Void
+    /// What the watcher's data pointer finds: C callbacks cannot be generic.
+    private let wakeUp = WakeUp()
+
+    /// Creates and starts the mailbox; call on the loop's owner thread. Release the last
+    /// reference on the owner thread too (or after `join()`).
+    public convenience init(loop: EventLoop, capacity: Int = .max, handler: @escaping ([Message]) -> Void) {
+        self.init(loop: loop, keepAlive: loop, capacity: capacity, handler: handler)
+    }
+
+    /// For the loop's control mailbox, which must not keep its own loop alive.
+    convenience init(unretainedLoop loop: EventLoop, handler: @escaping ([Message]) -> Void) {
+        self.init(loop: loop, keepAlive: nil, capacity: .max, handler: handler)
+    }
+
+    private init(loop: EventLoop, keepAlive: EventLoop?, capacity: Int, handler: @escaping ([Message]) -> Void) {
+        precondition(capacity > 0)
+        loop.preconditionOnLoop()
+        self.capacity = capacity
+        self.raw = loop.raw
+        self.loop = loop
+        self.keepAlive = keepAlive
+        self.handler = handler
+        self.watcher = .allocate(capacity: 1)
+        CLibEV_async_init(watcher) { _, watcher, _ in
+            let wakeUp = Unmanaged<WakeUp>.fromOpaque(CLibEV_get_data(watcher)!).takeUnretainedValue()
+            wakeUp.fire()
+        }
+        CLibEV_set_data(watcher, Unmanaged.passUnretained(wakeUp).toOpaque())
+        wakeUp.action = { [unowned(unsafe) self] in self.drain() }
+        ev_async_start(raw, watcher)
+    }
+
+    deinit {
+        ev_async_stop(raw, watcher)
+        watcher.deallocate()
+    }
+
+    /// Queues a message for the loop thread. Returns false (and counts it) when the mailbox is
+    /// full. Safe from any thread.
+    @discardableResult
+    public func send(_ message: Message) -> Bool {
+        let accepted = pending.withLock { pending in
+            guard pending.count < capacity else { return false }
+            pending.append(message)
+            return true
+        }
+        guard accepted else {
+            droppedCount.wrappingAdd(1, ordering: .relaxed)
+            return false
+        }
+        ev_async_send(raw, watcher)
+        return true
+    }
+
+    /// Messages refused because the mailbox was full.
+    public var dropped: Int { droppedCount.load(ordering: .relaxed) }
+
+    /// Messages waiting for the loop.
+    public var backlog: Int { pending.withLock { $0.count } }
+
+    private func drain() {
+        loop.preconditionOnLoop()
+        let messages = pending.withLock { pending in
+            defer { pending.removeAll(keepingCapacity: true) }
+            return pending
+        }
+        if !messages.isEmpty { handler(messages) }
+    }
+}
+
+/// The non-generic target of a mailbox's async watcher. Loop thread only.
+final class WakeUp {
+    var action: () -> Void = {}
+    func fire() { action() }
+}

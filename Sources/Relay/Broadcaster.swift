@@ -1,0 +1,245 @@
+import H264
+
+/// A reader of the broadcast, as the `Broadcaster` knows it.
+public struct ReaderID: Hashable, Sendable, Comparable, CustomStringConvertible {
+    public let rawValue: UInt64
+    public init(_ rawValue: UInt64) { self.rawValue = rawValue }
+    public var description: String { "reader-\(rawValue)" }
+    public static func < (a: ReaderID, b: ReaderID) -> Bool { a.rawValue < b.rawValue }
+}
+
+/// Where a new reader starts (`--join`).
+public enum JoinPolicy: String, Sendable, CaseIterable {
+    /// Ask the encoder for a fresh IDR (coalesced) and start there: live at once, no backlog.
+    case idr
+    /// Send the cached GOP from its IDR at once, then live: nothing missed, starts behind live.
+    /// Without a cached GOP (none yet, or too long to cache) the reader waits as for `next`.
+    case gop
+    /// Wait for the next natural IDR.
+    case next
+}
+
+public struct BroadcasterConfig: Sendable, Equatable {
+    public var joinPolicy: JoinPolicy
+    public var readerLimits: ReaderQueueLimits
+    /// A reader with something to write that writes nothing for this long is closed.
+    public var readerTimeoutNs: UInt64
+    /// At most one IDR request per this interval.
+    public var idrMinIntervalNs: UInt64
+    public var maxReaders: Int
+    /// The GOP cache gives up (until the next IDR) past this much media time...
+    public var gopMaxDurationNs: UInt64
+    /// ...or this many bytes.
+    public var gopMaxBytes: Int
+
+    public init(
+        joinPolicy: JoinPolicy = .idr,
+        readerLimits: ReaderQueueLimits = ReaderQueueLimits(),
+        readerTimeoutNs: UInt64 = 10_000_000_000,
+        idrMinIntervalNs: UInt64 = Nanoseconds.milliseconds(250),
+        maxReaders: Int = 16,
+        gopMaxDurationNs: UInt64 = 10_000_000_000,
+        gopMaxBytes: Int = 16 << 20
+    ) {
+        self.joinPolicy = joinPolicy
+        self.readerLimits = readerLimits
+        self.readerTimeoutNs = readerTimeoutNs
+        self.idrMinIntervalNs = idrMinIntervalNs
+        self.maxReaders = maxReaders
+        self.gopMaxDurationNs = gopMaxDurationNs
+        self.gopMaxBytes = gopMaxBytes
+    }
+}
+
+/// Something the owner of a `Broadcaster` has to act on or may want to report.
+public enum BroadcastEvent: Sendable, Equatable {
+    /// Ask the encoder for an IDR (the producer calls its force-IDR).
+    case requestIDR
+    /// The reader's first entry point (SPS + PPS + IDR) is queued, `latencyNs` after it joined.
+    case readerStarted(ReaderID, latencyNs: UInt64)
+    /// The reader fell too far behind and skipped to the next IDR.
+    case readerSkipped(ReaderID, accessUnits: Int, bytes: Int)
+    /// The reader made no progress for the reader timeout. It is already removed: close its
+    /// connection.
+    case readerTimedOut(ReaderID)
+}
+
+/// Fans one stream of access units out to many readers, each with its own bounded queue of
+/// shared references.
+///
+/// Pure: it performs no I/O and keeps no threads. Time comes from a `Clock`; what the owner
+/// must do comes back as `BroadcastEvent`s. The owner (the producer's loop-side glue) calls it
+/// from one thread only.
+///
+/// Writing to a reader: `nextToWrite(id)` hands out the head access unit's NAL units, the
+/// owner writes them, and reports with `didWrite(id, bytes:, finished:)`.
+public struct Broadcaster: Sendable {
+    public let config: BroadcasterConfig
+    private let clock: any Clock
+
+    private struct Reader: Sendable {
+        var queue: ReaderQueue
+        let policy: JoinPolicy
+        let joinedAtNs: UInt64
+    }
+
+    private var readers: [ReaderID: Reader] = [:]
+    private var nextID: UInt64 = 1
+
+    /// The current GOP, from its IDR; empty when unavailable.
+    private var gop: [QueuedAccessUnit] = []
+    private var gopBytes = 0
+
+    private var idrRequestPending = false
+    private var idrRequestDeferred = false
+    private var lastIDRRequestNs: UInt64?
+
+    /// Readers refused because `maxReaders` were connected.
+    public private(set) var refusedReaders = 0
+    /// IDR requests returned as events.
+    public private(set) var idrRequests = 0
+    /// Access units published.
+    public private(set) var published = 0
+
+    public init(config: BroadcasterConfig = BroadcasterConfig(), clock: any Clock) {
+        self.config = config
+        self.clock = clock
+    }
+
+    /// What `addReader` did.
+    public struct JoinOutcome: Sendable, Equatable {
+        /// Nil when the reader was refused (`maxReaders`).
+        public let id: ReaderID?
+        public let events: [BroadcastEvent]
+    }
+
+    public var readerCount: Int { readers.count }
+    public var readerIDs: [ReaderID] { readers.keys.sorted() }
+
+    /// The cached GOP, from its IDR; empty when there is none or it grew past the cache bounds.
+    public var cachedGOP: [AccessUnit] { gop.map(\.accessUnit) }
+
+    /// The reader's queue, for stats and inspection.
+    public func queue(of id: ReaderID) -> ReaderQueue? { readers[id]?.queue }
+
+    /// Adds a reader with the configured join policy, or `policy`.
+    public mutating func addReader(policy: JoinPolicy? = nil) -> JoinOutcome {
+        guard readers.count < config.maxReaders else {
+            refusedReaders += 1
+            return JoinOutcome(id: nil, events: [])
+        }
+        let now = clock.nowNanoseconds
+        let policy = policy ?? config.joinPolicy
+        let id = ReaderID(nextID)
+        nextID += 1
+        var reader = Reader(queue: ReaderQueue(limits: config.readerLimits, now: now), policy: policy, joinedAtNs: now)
+        var events: [BroadcastEvent] = []
+        switch policy {
+        case .idr:
+            events += requestIDR(now: now)
+        case .gop:
+            if reader.queue.enqueueBacklog(gop, now: now) {
+                events.append(.readerStarted(id, latencyNs: 0))
+            }
+        case .next:
+            break
+        }
+        readers[id] = reader
+        return JoinOutcome(id: id, events: events)
+    }
+
+    /// Forgets a reader (its connection closed). Unknown ids are ignored.
+    public mutating func removeReader(_ id: ReaderID) {
+        readers[id] = nil
+    }
+
+    /// Hands one access unit to every reader. The capture side never waits: slow readers skip.
+    public mutating func publish(_ accessUnit: AccessUnit) -> [BroadcastEvent] {
+        let now = clock.nowNanoseconds
+        published += 1
+        cache(QueuedAccessUnit(accessUnit, arrivalNs: now))
+        if accessUnit.isIDR {
+            idrRequestPending = false
+            idrRequestDeferred = false
+        }
+        var events: [BroadcastEvent] = []
+        for id in readers.keys.sorted() {
+            let result = readers[id]!.queue.enqueue(accessUnit, arrivalNs: now)
+            if result.didSkip {
+                events.append(.readerSkipped(id, accessUnits: result.skippedAccessUnits, bytes: result.skippedBytes))
+            }
+            if result.isStart {
+                let joined = readers[id]!.joinedAtNs
+                events.append(.readerStarted(id, latencyNs: now - joined))
+            }
+        }
+        return events
+    }
+
+    /// The NAL units of the next access unit to write to the reader, now in flight; nil when
+    /// there is nothing to write (or the reader is unknown). Call again only after `didWrite`
+    /// with `finished: true`.
+    public mutating func nextToWrite(_ id: ReaderID) -> [NALUnit]? {
+        guard readers[id] != nil else { return nil }
+        return readers[id]!.queue.beginWrite()
+    }
+
+    /// Reports bytes written to the reader; `finished` when the in-flight access unit is all out.
+    public mutating func didWrite(_ id: ReaderID, bytes: Int, finished: Bool) {
+        guard readers[id] != nil else { return }
+        readers[id]!.queue.didWrite(bytes: bytes, finished: finished, now: clock.nowNanoseconds)
+    }
+
+    /// When `tick` next has something to do beyond timeouts (a deferred IDR request).
+    public var nextDeadlineNs: UInt64? {
+        guard idrRequestDeferred, let last = lastIDRRequestNs else { return nil }
+        return last + config.idrMinIntervalNs
+    }
+
+    /// Time-driven work: deferred IDR requests and reader timeouts. Call it from a timer
+    /// (every few hundred milliseconds, and at `nextDeadlineNs`).
+    public mutating func tick() -> [BroadcastEvent] {
+        let now = clock.nowNanoseconds
+        var events: [BroadcastEvent] = []
+        if idrRequestDeferred, let due = nextDeadlineNs, now >= due {
+            idrRequestDeferred = false
+            events += requestIDR(now: now)
+        }
+        for id in readers.keys.sorted() where readers[id]!.queue.isTimedOut(now: now, timeoutNs: config.readerTimeoutNs) {
+            readers[id] = nil
+            events.append(.readerTimedOut(id))
+        }
+        return events
+    }
+
+    // MARK: - Private
+
+    /// Asks for an IDR unless one is already on its way; too soon after the last request,
+    /// defers it to `nextDeadlineNs`.
+    private mutating func requestIDR(now: UInt64) -> [BroadcastEvent] {
+        if idrRequestPending || idrRequestDeferred { return [] }
+        if let last = lastIDRRequestNs, now - last < config.idrMinIntervalNs {
+            idrRequestDeferred = true
+            return []
+        }
+        idrRequestPending = true
+        lastIDRRequestNs = now
+        idrRequests += 1
+        return [.requestIDR]
+    }
+
+    private mutating func cache(_ entry: QueuedAccessUnit) {
+        if entry.isIDR {
+            gop = [entry]
+            gopBytes = entry.byteCount
+            return
+        }
+        guard let first = gop.first else { return }
+        gop.append(entry)
+        gopBytes += entry.byteCount
+        if gopBytes > config.gopMaxBytes || entry.mediaTimeNs(since: first) > config.gopMaxDurationNs {
+            gop = []
+            gopBytes = 0
+        }
+    }
+}

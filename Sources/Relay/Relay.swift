@@ -1,1 +1,0 @@
-// Relay: filled in by its issue.

@@ -1,0 +1,167 @@
+import Consumer
+import EventLoop
+#if canImport(Glibc)
+import Glibc
+#endif
+import H264
+import Relay
+import Synchronization
+
+/// `nalcast consume`: read a stream (socket, file, stdin), hand every access unit to the
+/// sinks: stdout or a file, rotating segments, a remote endpoint.
+enum ConsumeCommand: Command {
+    static let name = "consume"
+    static let summary = "Read an H.264 stream and write it to stdout, segment files and/or a remote."
+    static let usage = "nalcast consume [--from tcp://HOST:PORT|unix:PATH|FILE|-] [-o FILE|-] [--segments DIR] [--forward tcp://HOST:PORT] [OPTIONS]"
+    static let specs: [OptionSpec] = [
+        OptionSpec(name: "from", value: "SOURCE", help: "tcp://HOST:PORT, unix:PATH, a file, or - for stdin", defaultText: "tcp://127.0.0.1:7264"),
+        OptionSpec(name: "output", value: "FILE", help: "write the stream (as received, from the first IDR) to FILE or - for stdout", short: "o"),
+        OptionSpec(name: "segments", value: "DIR", help: "write rotating segment files into DIR, each starting at an IDR"),
+        OptionSpec(name: "segment-duration", value: "DURATION", help: "start a new segment at the first IDR after this much media time", defaultText: "5s"),
+        OptionSpec(name: "segment-max-bytes", value: "SIZE", help: "also start one at the first IDR once a segment holds SIZE bytes"),
+        OptionSpec(name: "segment-name", value: "PATTERN", help: "file names: strftime fields and %n (sequence number)", defaultText: SegmentNamer.defaultPattern),
+        OptionSpec(name: "keep", value: "N", help: "keep only the newest N finished segments"),
+        OptionSpec(name: "on-segment", value: "CMD", help: "run CMD PATH (no shell) for each finished segment; NALCAST_SEGMENT_* in its environment"),
+        OptionSpec(name: "fsync", value: nil, help: "fsync each segment before renaming it (--no-fsync: faster, not crash-safe)", defaultText: "on"),
+        OptionSpec(name: "forward", value: "ENDPOINT", help: "send the stream to tcp://HOST:PORT (or unix:PATH), reconnecting"),
+        OptionSpec(name: "reconnect-timeout", value: "DURATION", help: "give up after being disconnected this long (0: on the first disconnect)", defaultText: "keep trying"),
+        OptionSpec(name: "sink-queue", value: "SIZE", help: "bytes queued per sink; a live sink that falls further behind skips to the next IDR (a file reader waits)", defaultText: "8M live, 512k for files"),
+        OptionSpec(name: "frame-rate", value: "FPS", help: "media time for files without timestamp SEI or VUI frame rate", defaultText: "30"),
+        OptionSpec(name: "max-nal-size", value: "SIZE", help: "drop NAL units larger than this and resync", defaultText: "8M"),
+        OptionSpec(name: "stop-timeout", value: "DURATION", help: "on SIGINT/SIGTERM, time the sinks get to finish", defaultText: "5s"),
+        OptionSpec(name: "stats", value: nil, help: "print a status line every second even when stderr is not a terminal"),
+        OptionSpec(name: "quiet", value: nil, help: "no status line and no log lines, errors only", short: "q"),
+        OptionSpec(name: "metrics", value: "ADDR", help: "serve Prometheus metrics on tcp://HOST:PORT (/metrics, /healthz)"),
+        OptionSpec(name: "events", value: "FILE", help: "write one JSON object per line for every state change to FILE or -"),
+        OptionSpec(name: "dry-run", value: nil, help: "check the options, print the resolved configuration, exit"),
+    ]
+
+    enum Input: CustomStringConvertible {
+        case network(Endpoint)
+        case file(String)
+        var description: String {
+            switch self {
+            case .network(let e): e.description
+            case .file(let p): p == "-" ? "stdin" : p
+            }
+        }
+        var isNetwork: Bool { if case .network = self { true } else { false } }
+    }
+
+    struct Config {
+        var input: Input
+        var output: String?
+        var segments: String?
+        var segmentDuration: Double = 5
+        var segmentMaxBytes: Int?
+        var namer: SegmentNamer
+        var keep: Int?
+        var hook: [String]?
+        var fsync = true
+        var forward: Endpoint?
+        var reconnectTimeout: Double?
+        /// Bytes queued per sink: 8 MiB for live input (room to ride out a stall), 512 KiB
+        /// for files (the reader waits anyway; memory stays flat).
+        var sinkQueue: Int = 8 << 20
+        var frameRate: Double = 30
+        var maxNAL: Int = AnnexBScanner.defaultMaxNALUnitSize
+        var stopTimeout: Double = 5
+        var stats = false
+        var quiet = false
+        var metrics: Endpoint?
+        var events: String?
+        var dryRun = false
+
+        init(_ options: ParsedOptions) throws {
+            guard options.positionals.isEmpty else {
+                throw CommandError.usage("consume: unexpected argument '\(options.positionals[0])' (the input is --from)")
+            }
+            let from = options.string("from") ?? "tcp://127.0.0.1:7264"
+            if from.hasPrefix("tcp://") || from.hasPrefix("unix:") {
+                input = .network(try endpoint(from, option: "from"))
+            } else if from.contains("://") {
+                throw CommandError.usage("consume: --from \(from): expected tcp://HOST:PORT, unix:PATH, a file or -")
+            } else {
+                input = .file(from)
+            }
+            output = options.string("output")
+            segments = options.string("segments")
+            if let s = segments, s.isEmpty { throw CommandError.usage("consume: --segments needs a directory") }
+            segmentDuration = try options.value("segment-duration", default: 5, ValueFormat.duration)
+            guard segmentDuration > 0 else { throw CommandError.usage("consume: --segment-duration must be more than 0") }
+            segmentMaxBytes = try options.value("segment-max-bytes", ValueFormat.byteSize)
+            do {
+                namer = try SegmentNamer(pattern: options.string("segment-name") ?? SegmentNamer.defaultPattern)
+            } catch {
+                throw CommandError.usage("consume: \(error)")
+            }
+            keep = try options.value("keep", ValueFormat.positiveInt)
+            if let cmd = options.string("on-segment") {
+                let words = ChildProcess.split(cmd)
+                guard !words.isEmpty else { throw CommandError.usage("consume: --on-segment is empty") }
+                hook = words
+            }
+            fsync = !options.isOff("fsync")
+            if let f = options.string("forward") { forward = try endpoint(f, option: "forward") }
+            reconnectTimeout = try options.value("reconnect-timeout", ValueFormat.duration)
+            sinkQueue = try options.value("sink-queue", default: input.isNetwork ? 8 << 20 : 512 << 10, ValueFormat.byteSize)
+            frameRate = try options.value("frame-rate", default: 30) { ValueFormat.frameRate($0).map { Double($0.num) / Double($0.den) } }
+            maxNAL = max(4, try options.value("max-nal-size", default: AnnexBScanner.defaultMaxNALUnitSize, ValueFormat.byteSize))
+            stopTimeout = try options.value("stop-timeout", default: 5, ValueFormat.duration)
+            stats = options.has("stats")
+            quiet = options.has("quiet")
+            if let m = options.string("metrics") { metrics = try endpoint(m, option: "metrics") }
+            events = options.string("events")
+            dryRun = options.has("dry-run")
+            guard output != nil || segments != nil || forward != nil else {
+                throw CommandError.usage("consume: nothing to write: give -o FILE|-, --segments DIR or --forward ENDPOINT")
+            }
+            if output == "-" && events == "-" { throw CommandError.usage("consume: -o - and --events - both want stdout") }
+            if segments == nil && (segmentMaxBytes != nil || keep != nil || hook != nil) {
+                throw CommandError.usage("consume: --segment-max-bytes, --keep and --on-segment need --segments DIR")
+            }
+        }
+
+        var lines: [String] {
+            var out = ["from: \(input)"]
+            out.append("media time: timestamp SEI, else " + (input.isNetwork ? "arrival time" : "access units counted at the VUI frame rate, else \(formatSeconds(frameRate)) fps"))
+            out.append("slow sinks: " + (input.isNetwork ? "skip to the next IDR past \(sinkQueue) bytes queued" : "the reader waits (file input), \(sinkQueue) bytes queued per sink"))
+            if let o = output { out.append("output: \(o == "-" ? "stdout" : o)") }
+            if let s = segments {
+                out.append("segments: \(s)")
+                out.append("segment duration: \(formatSeconds(segmentDuration)) s")
+                out.append("segment max bytes: \(segmentMaxBytes.map(String.init) ?? "none")")
+                out.append("segment name: \(namer.pattern) (e.g. \(namer.name(time: Int(wallClockSeconds()), sequence: 1)))")
+                out.append("keep: \(keep.map(String.init) ?? "all")")
+                out.append("on segment: \(hook?.joined(separator: " ") ?? "none")")
+                out.append("fsync: \(fsync ? "on" : "off")")
+            }
+            if let f = forward { out.append("forward: \(f)") }
+            if input.isNetwork || forward != nil {
+                out.append("reconnect: 100ms doubling to 5s with jitter, give up " + (reconnectTimeout.map { "after \(formatSeconds($0)) s" } ?? "never"))
+            }
+            out.append("metrics: \(metrics?.description ?? "off")")
+            out.append("events: \(events ?? "off")")
+            return out
+        }
+    }
+
+    static func endpoint(_ text: String, option: String) throws -> Endpoint {
+        do {
+            return try Endpoint(parsing: text)
+        } catch {
+            throw CommandError.usage("consume: --\(option): \(error)")
+        }
+    }
+
+    static func run(_ options: ParsedOptions) throws -> ExitCode {
+        let config = try Config(options)
+        if config.dryRun {
+            var out = OutputBuffer()
+            for line in config.lines { out.line(line) }
+            out.flush()
+            return .ok
+        }
+        return try ConsumeSession(config: config, options: options).run()
+    }
+}

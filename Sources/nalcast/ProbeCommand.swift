@@ -1,0 +1,126 @@
+import EventLoop
+#if canImport(Glibc)
+import Glibc
+#endif
+import H264
+
+/// `nalcast probe ADDR`: connect, wait for the first decodable picture, measure for a while,
+/// report. The container health check, and a quick look at any Annex-B stream server.
+enum ProbeCommand: Command {
+    static let name = "probe"
+    static let summary = "Connect to a stream, wait for a decodable picture, report resolution, frame rate, bitrate and join time."
+    static let usage = "nalcast probe [--seconds TIME] [--timeout TIME] [--json] [ADDR]"
+    static let specs: [OptionSpec] = [
+        OptionSpec(name: "seconds", value: "TIME", help: "measure the bitrate for this long after the first picture", defaultText: "1s"),
+        OptionSpec(name: "timeout", value: "TIME", help: "give up (exit 69) when no decodable picture arrives in TIME", defaultText: "5s"),
+        OptionSpec(name: "json", value: nil, help: "print one JSON object"),
+        OptionSpec(name: "quiet", value: nil, help: "print nothing; the exit code says it all", short: "q"),
+    ]
+
+    static func run(_ options: ParsedOptions) throws -> ExitCode {
+        guard options.positionals.count <= 1 else { throw CommandError.usage("probe: expected at most one ADDR") }
+        let text = options.positionals.first ?? "tcp://127.0.0.1:\(Endpoint.defaultPort)"
+        let endpoint: Endpoint
+        do { endpoint = try Endpoint(parsing: text) } catch { throw CommandError.usage("probe: \(error)") }
+        let seconds = try options.value("seconds", default: 1.0, ValueFormat.duration)
+        let timeout = try options.value("timeout", default: 5.0) { ValueFormat.duration($0).flatMap { $0 > 0 ? $0 : nil } }
+
+        let started = monotonicSeconds()
+        let deadline = started + timeout
+        let socket = try connect(endpoint, deadline: deadline)
+        var parser = AnnexBParser()
+        var firstPicture: (at: Double, unit: AccessUnit)?
+        var units = 0
+        var bytes = 0
+        var firstPTS: UInt64?
+        var lastPTS: UInt64?
+        var ended = false
+        var buffer = [UInt8](repeating: 0, count: 64 << 10)
+
+        func take(_ unit: AccessUnit) {
+            if firstPicture == nil {
+                guard unit.isIDR, !unit.nalUnitsForEntry.filter({ $0.type == .sps || $0.type == .pps }).isEmpty else { return }
+                firstPicture = (monotonicSeconds(), unit)
+            }
+            units += 1
+            bytes += unit.byteCount
+            if let pts = unit.timestamp?.pts90k {
+                if firstPTS == nil { firstPTS = pts }
+                lastPTS = pts
+            }
+        }
+
+        while !ended {
+            let now = monotonicSeconds()
+            let until = firstPicture.map { $0.at + seconds } ?? deadline
+            if now >= until { break }
+            var pfd = pollfd(fd: socket.fd, events: Int16(POLLIN), revents: 0)
+            let wait = Int32(Swift.max(1, (until - now) * 1000))
+            let ready = poll(&pfd, 1, wait)
+            if ready < 0 && errno == EINTR { continue }
+            guard ready > 0 else { continue }
+            let got: Int?
+            do {
+                got = try buffer.withUnsafeMutableBytes { raw throws(Errno) in try socket.read(into: raw) }
+            } catch {
+                throw CommandError.unavailable("probe \(endpoint): \(error)")
+            }
+            guard let n = got else { continue }
+            if n == 0 {
+                ended = true
+                parser.finish(emit: take)
+                break
+            }
+            parser.push(Array(buffer[0..<n]), emit: take)
+        }
+        socket.close()
+
+        guard let first = firstPicture else {
+            throw CommandError.unavailable("probe \(endpoint): no decodable picture within \(short(timeout)) s\(ended ? " (the stream ended)" : "")")
+        }
+        let joinMs = (first.at - started) * 1000
+        let window = monotonicSeconds() - first.at
+        let sps = parser.assembler.activeSPS
+        var fps = sps?.frameRate
+        if fps == nil, let a = firstPTS, let b = lastPTS, units > 1, b > a { fps = Double(units - 1) * 90_000 / Double(b - a) }
+        let kbps = window > 0 ? Double(bytes) * 8 / window / 1000 : 0
+        let resolution = first.unit.resolution.map(\.description) ?? "unknown"
+        if options.has("quiet") { return .ok }
+        let out: String
+        if options.has("json") {
+            out = "{\"endpoint\":\(jsonString(endpoint.description)),\"width\":\(first.unit.resolution.map { String($0.width) } ?? "null"),"
+                + "\"height\":\(first.unit.resolution.map { String($0.height) } ?? "null"),\"frameRate\":\(fps.map { fixed($0, 3) } ?? "null"),"
+                + "\"kbps\":\(fixed(kbps, 1)),\"joinMs\":\(fixed(joinMs, 1)),\"accessUnits\":\(units),"
+                + "\"timestamped\":\(firstPTS != nil)}\n"
+        } else {
+            out = "\(endpoint): \(resolution) \(fps.map { "\(short($0)) fps" } ?? "fps unknown"), "
+                + "\(fixed(kbps, 0)) kbit/s over \(fixed(window, 1)) s, first picture after \(fixed(joinMs, 1)) ms\n"
+        }
+        printOut(out)
+        return .ok
+    }
+
+    /// Connects with a deadline; failures are "unavailable" (exit 69).
+    static func connect(_ endpoint: Endpoint, deadline: Double) throws -> Socket {
+        let addresses: [SocketAddress]
+        do { addresses = try SocketAddress.resolve(endpoint) } catch { throw CommandError.unavailable("probe \(endpoint): \(error)") }
+        var lastError = "no address"
+        for address in addresses {
+            do {
+                let socket = try Socket(family: address.family)
+                if try socket.connect(to: address) { return socket }
+                var pfd = pollfd(fd: socket.fd, events: Int16(POLLOUT), revents: 0)
+                let wait = Int32(Swift.max(1, (deadline - monotonicSeconds()) * 1000))
+                guard poll(&pfd, 1, wait) > 0 else {
+                    lastError = "connect: timed out"
+                    continue
+                }
+                if let error = try socket.pendingError() { throw error }
+                return socket
+            } catch {
+                lastError = "\(error)"
+            }
+        }
+        throw CommandError.unavailable("probe \(endpoint): \(lastError)")
+    }
+}

@@ -1,0 +1,85 @@
+import Foundation
+
+/// A one-shot TCP server for consume tests: accepts one reader on 127.0.0.1 and writes
+/// `data` in chunks of odd sizes (optionally paced), then closes.
+final class TestStreamServer: @unchecked Sendable {
+    // `fd` and `port` are set in init before the thread starts and never change.
+    let fd: Int32
+    let port: UInt16
+    var endpoint: String { "tcp://127.0.0.1:\(port)" }
+
+    init(data: [UInt8], chunkSizes: [Int] = [1, 7, 13, 100, 1021, 4099, 65537], pause: useconds_t = 0) throws {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        self.fd = fd
+        var one: Int32 = 1
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, 4)
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_port = 0
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let r = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        guard r == 0, listen(fd, 4) == 0 else { throw POSIXError(.EADDRINUSE) }
+        var bound = sockaddr_in()
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &bound) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+        port = UInt16(bigEndian: bound.sin_port)
+        let listener = fd
+        Thread {
+            let client = accept(listener, nil, nil)
+            guard client >= 0 else { return }
+            var offset = 0
+            var k = 0
+            while offset < data.count {
+                let n = min(chunkSizes[k % chunkSizes.count], data.count - offset)
+                k += 1
+                let sent = data[offset..<(offset + n)].withUnsafeBytes { send(client, $0.baseAddress, n, Int32(MSG_NOSIGNAL)) }
+                if sent <= 0 { break }
+                offset += sent
+                if pause > 0 { usleep(pause) }
+            }
+            close(client)
+        }.start()
+    }
+
+    deinit { close(fd) }
+}
+
+enum Streams {
+    /// A small x264 stream made by FFmpeg (cached per parameters in the temporary directory).
+    static func ffmpeg(frames: Int, keyint: Int, bitrate: String = "500k", size: String = "320x240") throws -> [UInt8] {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("nalcast-consume-\(frames)-\(keyint)-\(bitrate)-\(size).h264")
+        if !FileManager.default.fileExists(atPath: path.path) {
+            let r = try Run.program("ffmpeg", ["-nostdin", "-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=\(size):rate=30",
+                                               "-frames:v", String(frames), "-c:v", "libx264", "-preset", "ultrafast", "-g", String(keyint),
+                                               "-bf", "0", "-b:v", bitrate, "-f", "h264", path.path + ".tmp"])
+            guard r.status == 0 else { throw POSIXError(.EIO) }
+            try FileManager.default.moveItem(atPath: path.path + ".tmp", toPath: path.path)
+        }
+        return [UInt8](try Data(contentsOf: path))
+    }
+}
+
+/// What FFmpeg makes of a stream file: its packets (access units) and decoded frames, and
+/// whatever it complained about.
+struct Decoded {
+    let packets: Int
+    let frames: Int
+    let errors: String
+
+    init(_ path: String) throws {
+        let r = try Run.program("ffprobe", ["-v", "error", "-f", "h264", "-count_frames", "-count_packets",
+                                            "-show_entries", "stream=nb_read_frames,nb_read_packets", "-of", "csv=p=0", path])
+        let fields = r.text.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: ",").compactMap { Int($0) }
+        frames = fields.first ?? -1
+        packets = fields.count > 1 ? fields[1] : -1
+        errors = r.stderr
+    }
+}
+
+/// The first access unit's NAL types and the access-unit count, from `nalcast inspect`.
+func inspect(_ path: String) throws -> (accessUnits: Int, firstTypes: [Int]) {
+    let r = try Run.nalcast(["inspect", "--json", path])
+    let json = try JSONSerialization.jsonObject(with: r.stdout) as? [String: Any] ?? [:]
+    let units = json["units"] as? [[String: Any]] ?? []
+    return (json["accessUnits"] as? Int ?? -1, units.first?["nalTypes"] as? [Int] ?? [])
+}

@@ -1,0 +1,84 @@
+import Consumer
+import Foundation
+import H264
+import Relay
+import Synchronization
+import Testing
+
+/// Runners with real threads: a failing sink closes alone; a waiting queue loses nothing.
+@Suite struct SinkRunnerTests {
+    /// Records what it is given; fails on the `failAt`-th unit.
+    final class Recorder: AccessUnitSink {
+        let name: String
+        let failAt: Int?
+        let seen: Tally
+        let delay: UInt32
+        init(name: String, failAt: Int? = nil, delay: UInt32 = 0, seen: Tally) {
+            self.name = name
+            self.failAt = failAt
+            self.delay = delay
+            self.seen = seen
+        }
+        func write(_ items: ArraySlice<SinkItem>) throws(SinkError) -> WriteReport {
+            var report = WriteReport()
+            for item in items {
+                guard case .unit(let u) = item else { continue }
+                let n = seen.next()
+                if let failAt, n >= failAt { throw SinkError(sink: name, message: "write: Broken pipe", peerClosed: true) }
+                report.units += 1
+                report.bytes += u.unit.byteCount
+                if delay > 0 { usleep(delay) }
+            }
+            return report
+        }
+        func close() throws(SinkError) {}
+    }
+
+    final class Tally: Sendable {
+        private let count = Mutex(0)
+        func next() -> Int { count.withLock { $0 += 1; return $0 } }
+    }
+
+    final class Counts: Sendable {
+        let seenA = Tally()
+        let seenB = Tally()
+    }
+
+    @Test func aFailingSinkClosesAloneAndTheOtherGetsEverything() throws {
+        let units = try Fixtures.accessUnits("FREXT01_JVC_D.264")
+        let counts = Counts()
+        let closed = Names()
+        let a = SinkRunner(sink: Recorder(name: "a", failAt: 3, seen: counts.seenA), queue: SinkQueue(policy: .wait, highWater: 1 << 20), counters: SinkCounters()) { event in
+            if case .closed(let sink, let error) = event, error?.peerClosed == true { closed.add(sink) }
+        }
+        let b = SinkRunner(sink: Recorder(name: "b", seen: counts.seenB), queue: SinkQueue(policy: .wait, highWater: 1 << 20), counters: SinkCounters())
+        let fanout = SinkFanout(runners: [a, b])
+        for u in units { fanout.push(SinkItem.unit(ReceivedUnit(unit: u, mediaTime: 0, arrivalNs: 0))) }
+        #expect(fanout.finish(timeout: 30).isEmpty)
+        #expect(closed.all == ["a"])
+        #expect(b.counters.writtenUnits.value == UInt64(units.count))
+        #expect(a.counters.writtenUnits.value + a.counters.droppedUnits.value <= UInt64(units.count))
+        #expect(a.isClosed && b.isClosed)
+    }
+
+    @Test func aSlowLiveSinkSkipsAndCountsWhileTheReaderNeverWaits() throws {
+        let units = try Fixtures.accessUnits("FRExt1_Panasonic.avc")
+        let counts = Counts()
+        // 20 ms per access unit and room for about two: most of a fast burst is skipped.
+        let slow = SinkRunner(sink: Recorder(name: "slow", delay: 20_000, seen: counts.seenA), queue: SinkQueue(policy: .skipToEntry, highWater: 10_000), counters: SinkCounters())
+        for _ in 0..<20 {
+            for (i, u) in units.enumerated() { slow.push(SinkItem.unit(ReceivedUnit(unit: u, mediaTime: Double(i), arrivalNs: 0))) }
+        }
+        #expect(slow.finish(timeout: 30))
+        let written = slow.counters.writtenUnits.value
+        let skipped = slow.counters.skippedUnits.value
+        #expect(skipped > 0)
+        #expect(written + skipped == UInt64(20 * units.count))
+    }
+}
+
+final class Names: Sendable {
+    private let list = Mutex<[String]>([])
+    func add(_ s: String) { list.withLock { $0.append(s) } }
+    var all: [String] { list.withLock { $0 } }
+}
