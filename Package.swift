@@ -49,7 +49,7 @@ let package = Package(
         .testTarget(name: "CaptureTests", dependencies: ["Capture"]),
         .testTarget(name: "EncoderTests", dependencies: ["Encoder", "H264", "Capture"]),
         // Screen capture under a real X server: each test starts its own Xvfb.
-        .testTarget(name: "X11Tests", dependencies: ["Capture", "Encoder", "H264", "CXCBShm"]),
+        .testTarget(name: "X11Tests", dependencies: ["Capture", "Encoder", "H264", "CXCBShm", "nalcast"]),
         // End-to-end: runs the built `nalcast` binary against real peers (ffmpeg, ffprobe, ...).
         .testTarget(name: "CLITests", dependencies: ["nalcast"]),
     ],

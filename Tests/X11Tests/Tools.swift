@@ -113,6 +113,11 @@ enum RoundTrip {
         var bytes: [UInt8] = []
         for au in units { for nal in au.nalUnits { bytes.append(contentsOf: nal.wire) } }
         try Data(bytes).write(to: stream)
+        return try probeSizes(stream: stream)
+    }
+
+    /// Width and height of every picture ffprobe decodes in an Annex-B file.
+    static func probeSizes(stream: URL) throws -> [String] {
         let result = try Tool.run(["ffprobe", "-v", "error", "-f", "h264", "-show_entries", "frame=width,height",
                                    "-of", "csv=p=0", stream.path])
         // Lines look like "192,160" (ffprobe 5.1 may add a trailing comma or an empty line).
