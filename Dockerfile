@@ -39,6 +39,8 @@ RUN apt-get update \
         libyuv0=0.0~git20230123.b2528b0-1 \
         libjpeg62-turbo=1:2.1.5-2 \
         libxcb-shm0=1.15-1 \
+        libxcb-xfixes0=1.15-1 \
+        libxcb-randr0=1.15-1 \
         libxcb1=1.15-1 \
         libxau6=1:1.0.9-1 \
         libxdmcp6=1:1.1.2-3 \
