@@ -45,7 +45,7 @@ public final class X11Source: FrameSource {
     /// True while frames come through MIT-SHM.
     public var usesSharedMemory: Bool { segment != nil || (sharedMemoryAvailable && !sharedMemoryFailed) }
     /// Slots skipped because `nextFrame()` was called after the next slot was already due.
-    public private(set) var skippedSlots: UInt64 = 0
+    public var skippedSlots: UInt64 { slots.skipped }
     /// Screen size changes seen.
     public private(set) var resizes = 0
 
@@ -57,14 +57,14 @@ public final class X11Source: FrameSource {
     private var cursorAvailable = false
     /// RandR's ScreenChangeNotify event code; nil without RandR (then geometry is polled).
     private var screenChangeEvent: UInt8?
-    private var nextSlot: Int64 = 0
-    private var startMonotonic: Int64?
+    private var slots: LiveSlots
 
     /// Connects to the display and checks the region. Throws `X11Error`: `noDisplay`,
     /// `cannotConnect`, `regionOutsideScreen`, `unsupportedPixelFormat`.
     public init(options: X11Options = X11Options(), log: (@Sendable (String) -> Void)? = nil) throws(X11Error) {
         self.options = options
         self.log = log
+        slots = LiveSlots(rate: options.frameRate)
         connection = try X11Connection(display: options.display)
         (screenWidth, screenHeight) = try connection.rootSize()
         (width, height) = (0, 0)
@@ -111,7 +111,7 @@ public final class X11Source: FrameSource {
     }
 
     public func nextFrame() throws -> Frame? {
-        let slot = waitForSlot()
+        let slot = slots.wait()
         try followScreenSize()
         let captureTime = realtimeNanoseconds()
         let buffer = try grab()
@@ -123,25 +123,6 @@ public final class X11Source: FrameSource {
 
     // MARK: pacing
 
-    /// Sleeps until the next slot is due, or skips to the newest due slot when late.
-    private func waitForSlot() -> Int64 {
-        let now = monotonicNanoseconds()
-        if let start = startMonotonic {
-            let due = start + frameRate.nanoseconds(ofFrame: nextSlot)
-            let following = start + frameRate.nanoseconds(ofFrame: nextSlot + 1)
-            if now >= following {
-                let newest = Int64(Int128(now - start) * Int128(frameRate.numerator) / (1_000_000_000 * Int128(frameRate.denominator)))
-                skippedSlots += UInt64(newest - nextSlot)
-                nextSlot = newest
-            } else if now < due {
-                sleepUntil(monotonic: due)
-            }
-        } else {
-            startMonotonic = now
-        }
-        defer { nextSlot += 1 }
-        return nextSlot
-    }
 
     // MARK: screen size
 

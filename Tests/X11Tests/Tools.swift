@@ -3,44 +3,8 @@ import Encoder
 import Foundation
 import H264
 import Synchronization
+import TestSupport
 
-/// Runs real tools (ffmpeg, ffprobe, xrandr), output collected through temp files.
-enum Tool {
-    struct Result {
-        let status: Int32
-        let stdout: String
-        let stderr: String
-    }
-
-    static func run(_ arguments: [String]) throws -> Result {
-        let dir = FileManager.default.temporaryDirectory
-        let out = dir.appendingPathComponent("nalcast-tool-\(UUID().uuidString).out")
-        let err = dir.appendingPathComponent("nalcast-tool-\(UUID().uuidString).err")
-        _ = FileManager.default.createFile(atPath: out.path, contents: nil)
-        _ = FileManager.default.createFile(atPath: err.path, contents: nil)
-        defer {
-            try? FileManager.default.removeItem(at: out)
-            try? FileManager.default.removeItem(at: err)
-        }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = arguments
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = try FileHandle(forWritingTo: out)
-        process.standardError = try FileHandle(forWritingTo: err)
-        try process.run()
-        process.waitUntilExit()
-        return Result(status: process.terminationStatus,
-                      stdout: (try? String(contentsOf: out, encoding: .utf8)) ?? "",
-                      stderr: (try? String(contentsOf: err, encoding: .utf8)) ?? "")
-    }
-
-    static func tempDirectory() throws -> URL {
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent("nalcast-x11-test-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-        return url
-    }
-}
 
 /// One decoded picture as 8-bit RGB.
 struct DecodedPicture {
