@@ -42,12 +42,16 @@ let package = Package(
         .target(name: "Consumer", dependencies: ["H264", "Relay", "EventLoop"]),
         .executableTarget(name: "nalcast", dependencies: ["H264", "Relay", "EventLoop", "Capture", "Encoder", "Producer", "Consumer"]),
 
+        // Helpers the library tests share: running ffmpeg, ffprobe and friends.
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "H264Tests", dependencies: ["H264"]),
         .testTarget(name: "RelayTests", dependencies: ["Relay", "H264"]),
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop", "H264"]),
         .testTarget(name: "ConsumerTests", dependencies: ["Consumer", "Relay", "H264"]),
-        .testTarget(name: "CaptureTests", dependencies: ["Capture"]),
-        .testTarget(name: "EncoderTests", dependencies: ["Encoder", "H264", "Capture"]),
+        .testTarget(name: "CaptureTests", dependencies: ["Capture", "TestSupport"]),
+        .testTarget(name: "EncoderTests", dependencies: ["Encoder", "H264", "Capture", "TestSupport"]),
+        // Screen capture under a real X server: each test starts its own Xvfb.
+        .testTarget(name: "X11Tests", dependencies: ["Capture", "Encoder", "H264", "CXCBShm", "nalcast", "TestSupport"]),
         // Fuzz findings replayed (inputs in fuzz/regressions/).
         .testTarget(name: "ReliabilityTests", dependencies: ["H264", "Capture"]),
         // End-to-end: runs the built `nalcast` binary against real peers (ffmpeg, ffprobe, ...).

@@ -4,6 +4,8 @@
 #include <xcb/shm.h>
 #include <xcb/xfixes.h>
 #include <xcb/randr.h>
+#include <sys/ipc.h>
+#include <sys/shm.h>
 
 // xcb_shm_id is an extern of an incomplete struct type: Swift cannot take its address.
 static inline xcb_extension_t *CXCBShm_extension_id(void) { return &xcb_shm_id; }
@@ -11,4 +13,15 @@ static inline xcb_extension_t *CXCBShm_extension_id(void) { return &xcb_shm_id; 
 static inline xcb_extension_t *CXCBShm_xfixes_extension_id(void) { return &xcb_xfixes_id; }
 // Same for RandR (screen size change notifications).
 static inline xcb_extension_t *CXCBShm_randr_extension_id(void) { return &xcb_randr_id; }
+
+// IPC_PRIVATE is a macro with a cast, ((__key_t) 0): Swift does not import it.
+static inline key_t CXCBShm_ipc_private(void) { return IPC_PRIVATE; }
+// shmat signals failure with (void *)-1, a cast macro-like value: compare here, not in Swift.
+static inline int CXCBShm_shmat_failed(const void *address) { return address == (const void *)-1; }
+// Event codes carry a "sent by SendEvent" flag in the top bit (XCB_EVENT_RESPONSE_TYPE is a macro).
+static inline uint8_t CXCBShm_event_type(const xcb_generic_event_t *event) { return event->response_type & 0x7f; }
+
+// The MIT-SHM structures we read: a layout change would corrupt frames silently.
+_Static_assert(sizeof(xcb_shm_get_image_reply_t) == 16, "xcb_shm_get_image_reply_t layout");
+_Static_assert(sizeof(xcb_xfixes_get_cursor_image_reply_t) == 32, "xcb_xfixes_get_cursor_image_reply_t layout");
 #endif

@@ -25,7 +25,7 @@ public final class TestPatternSource: FrameSource {
     public var pixelFormat: PixelFormat { .i420 }
     public var isLive: Bool { realtime }
     /// Slots skipped because `nextFrame()` was called after the next slot was already due.
-    public private(set) var skippedSlots: UInt64 = 0
+    public var skippedSlots: UInt64 { slots.skipped }
     /// Frames to produce; nil for no end.
     public let frameLimit: Int?
 
@@ -33,9 +33,8 @@ public final class TestPatternSource: FrameSource {
     private var reusable = ReusableBuffer()
     private var lastBuffer: ObjectIdentifier?
     private var lastBarX = 0
-    private var nextSlot: Int64 = 0
+    private var slots: LiveSlots
     private var produced = 0
-    private var startMonotonic: Int64?
 
     private let barsHeight: Int   // colour bars occupy rows 0..<barsHeight (even)
     private let barWidth: Int     // the sweeping bar (even)
@@ -59,6 +58,7 @@ public final class TestPatternSource: FrameSource {
         self.width = width
         self.height = height
         self.frameRate = frameRate
+        self.slots = LiveSlots(rate: frameRate)
         self.realtime = realtime
         self.frameLimit = frameLimit
         planes = PixelFormat.i420.packedLayout(width: width, height: height)
@@ -74,26 +74,7 @@ public final class TestPatternSource: FrameSource {
 
     public func nextFrame() throws -> Frame? {
         if let frameLimit, produced >= frameLimit { return nil }
-        let slot: Int64
-        if realtime {
-            let now = monotonicNanoseconds()
-            if let start = startMonotonic {
-                let due = start + frameRate.nanoseconds(ofFrame: nextSlot)
-                let following = start + frameRate.nanoseconds(ofFrame: nextSlot + 1)
-                if now >= following {
-                    // Too late for this slot and the next one is due too: skip to the newest due slot.
-                    let newest = Int64(Int128(now - start) * Int128(frameRate.numerator) / (1_000_000_000 * Int128(frameRate.denominator)))
-                    skippedSlots += UInt64(newest - nextSlot)
-                    nextSlot = newest
-                } else if now < due {
-                    sleepUntil(monotonic: due)
-                }
-            } else {
-                startMonotonic = now
-            }
-        }
-        slot = nextSlot
-        nextSlot += 1
+        let slot = realtime ? slots.wait() : slots.take()
         produced += 1
 
         let captureTime = realtimeNanoseconds()

@@ -92,6 +92,10 @@ public final class StreamServer {
     private var drainTimer: LoopTimer?
     private var draining = false
     private var finished = false
+    /// Readers that were sent the end-of-stream NAL unit while draining.
+    private var ended: Set<ReaderID> = []
+    /// `00 00 00 01` + NAL header type 11 (end of stream).
+    static let endOfStream: ArraySlice<UInt8> = [0, 0, 0, 1, 0x0b]
 
     /// Binds and listens at once, so a busy address is reported here.
     public init(loop: EventLoop, config: Config, metrics: Metrics, clock: any Clock = SystemClock()) throws(SocketError) {
@@ -178,7 +182,11 @@ public final class StreamServer {
             if progress.bytes > 0 { broadcaster.didWrite(id, bytes: progress.bytes, finished: false) }
             break
         }
-        if draining && connection.isIdle && broadcaster.queue(of: id)?.count ?? 0 == 0 {
+        if draining && connection.isIdle && broadcaster.queue(of: id)?.count ?? 0 == 0 && !ended.contains(id) {
+            // An end-of-stream NAL unit tells the reader the last access unit is complete (a
+            // consumer keeps it rather than dropping it as possibly cut off).
+            ended.insert(id)
+            connection.write(chunks: [StreamServer.endOfStream])
             connection.closeAfterFlush()
         }
     }

@@ -9,12 +9,13 @@ import H264
 enum ProbeCommand: Command {
     static let name = "probe"
     static let summary = "Connect to a stream, wait for a decodable picture, report resolution, frame rate, bitrate and join time."
-    static let usage = "nalcast probe [--seconds TIME] [--timeout TIME] [--json] [ADDR]"
+    static let usage = "nalcast probe [--seconds TIME] [--timeout TIME] [--json] [--dry-run] [ADDR]"
     static let specs: [OptionSpec] = [
         OptionSpec(name: "seconds", value: "TIME", help: "measure the bitrate for this long after the first picture", defaultText: "1s"),
         OptionSpec(name: "timeout", value: "TIME", help: "give up (exit 69) when no decodable picture arrives in TIME", defaultText: "5s"),
         OptionSpec(name: "json", value: nil, help: "print one JSON object"),
         OptionSpec(name: "quiet", value: nil, help: "print nothing; the exit code says it all", short: "q"),
+        OptionSpec(name: "dry-run", value: nil, help: "check the options, print the resolved configuration and exit"),
     ]
 
     static func run(_ options: ParsedOptions) throws -> ExitCode {
@@ -24,6 +25,11 @@ enum ProbeCommand: Command {
         do { endpoint = try Endpoint(parsing: text) } catch { throw CommandError.usage("probe: \(error)") }
         let seconds = try options.value("seconds", default: 1.0, ValueFormat.duration)
         let timeout = try options.value("timeout", default: 5.0) { ValueFormat.duration($0).flatMap { $0 > 0 ? $0 : nil } }
+        if options.has("dry-run") {
+            printOut("probe\n  endpoint: \(endpoint)\n  seconds: \(short(seconds))\n  timeout: \(short(timeout))\n"
+                + "  output: \(options.has("quiet") ? "none" : options.has("json") ? "json" : "text")\n")
+            return .ok
+        }
 
         let started = monotonicSeconds()
         let deadline = started + timeout

@@ -20,6 +20,8 @@ enum ProduceCommand: Command {
         OptionSpec(name: "input-size", value: "WxH", help: "frame size of raw: input"),
         OptionSpec(name: "pix-fmt", value: "FMT", help: "pixel format of raw: input: i420, nv12, bgra, rgba, yuyv", defaultText: "i420"),
         OptionSpec(name: "input-fps", value: "RATE", help: "frame rate of raw: input", defaultText: "30"),
+        OptionSpec(name: "region", value: "X,Y,WxH", help: "x11: capture this part of the screen (W, H even)", defaultText: "the whole screen"),
+        OptionSpec(name: "cursor", value: nil, help: "x11: draw the pointer into the frames (on; --no-cursor turns it off)"),
         OptionSpec(name: "realtime", value: nil, help: "pace a file source at its own frame rate, like FFmpeg's -re (on for testsrc; --no-realtime turns it off)"),
         OptionSpec(name: "frames", value: "N", help: "stop after N encoded frames"),
         OptionSpec(name: "duration", value: "TIME", help: "stop after TIME of media (e.g. 10s, 2m)"),
@@ -57,7 +59,7 @@ enum ProduceCommand: Command {
             case testPattern(width: Int, height: Int)
             case y4m(path: String)
             case raw(path: String, width: Int, height: Int, format: PixelFormat, rate: FrameRate)
-            case x11(display: String?)
+            case x11(X11Options)
         }
         var source: Source
         var sourceText: String
@@ -79,6 +81,9 @@ enum ProduceCommand: Command {
                     + "bitrate=\(capture.encoder.bitrate.map(String.init) ?? "auto") vbv-ms=\(capture.encoder.vbvMilliseconds) "
                     + "keyint=\(keyintSeconds)s threads=\(capture.encoder.threads)",
             ]
+            if case .x11(let x) = source {
+                out.append("x11: display=\(x.display ?? "$DISPLAY") region=\(x.region?.description ?? "whole screen") cursor=\(x.drawCursor ? "on" : "off")")
+            }
             if let m = capture.maxSize { out.append("max-size: \(m)") }
             if let f = capture.frameLimit { out.append("frames: \(f)") }
             if let d = capture.durationLimit { out.append("duration: \(d)s") }
@@ -115,11 +120,14 @@ enum ProduceCommand: Command {
             let format = try o.value("pix-fmt", default: PixelFormat.i420) { PixelFormat(rawValue: $0) }
             let rate = try o.value("input-fps", default: FrameRate(30)) { FrameRate(parsing: $0) }
             source = .raw(path: String(sourceText.dropFirst(4)), width: size.0, height: size.1, format: format, rate: rate)
-        case "x11":
-            source = .x11(display: nil)
-            realtime = true
-        case _ where sourceText.hasPrefix("x11:"):
-            source = .x11(display: String(sourceText.dropFirst(4)))
+        case "x11", _ where sourceText.hasPrefix("x11:"):
+            // x11 (the display from $DISPLAY) or x11:DISPLAY, e.g. x11::1.
+            var x11 = X11Options(display: sourceText == "x11" ? nil : String(sourceText.dropFirst(4)), frameRate: fps)
+            if let text = o.string("region") {
+                do { x11.region = try X11Region(parsing: text) } catch { throw CommandError.usage(error.description) }
+            }
+            x11.drawCursor = !o.isOff("cursor")
+            source = .x11(x11)
             realtime = true
         default:
             throw CommandError.usage("--source '\(sourceText)': expected testsrc, y4m:PATH, raw:PATH or x11[:DISPLAY]")
@@ -208,11 +216,23 @@ func makeSource(_ plan: ProduceCommand.Plan, log: @escaping @Sendable (String) -
             return try Y4MSource(path: path, realtime: plan.realtime)
         case .raw(let path, let w, let h, let format, let rate):
             return try RawSource(path: path, width: w, height: h, pixelFormat: format, frameRate: rate, realtime: plan.realtime)
-        case .x11:
-            throw CommandError.unavailable("--source x11: screen capture is not built into this nalcast")
+        case .x11(let options):
+            return try X11Source(options: options, log: log)
         }
     } catch let error as CaptureError {
         throw commandError(error)
+    } catch let error as X11Error {
+        throw commandError(error)
+    }
+}
+
+/// Exit codes for screen capture errors: no display 69, a region off the screen 64.
+func commandError(_ error: X11Error) -> CommandError {
+    if error.isBadRegion { return .usage(error.description) }
+    if error.isUnavailable { return .unavailable(error.description) }
+    switch error {
+    case .unsupportedPixelFormat: return .unavailable(error.description)
+    default: return .io(error.description)
     }
 }
 

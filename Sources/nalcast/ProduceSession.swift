@@ -149,6 +149,7 @@ final class ProduceSession {
         events?.flush()
         if let error = outcome.error.withLock({ $0 }) {
             if let captureError = error as? CaptureError { throw commandError(captureError) }
+            if let x11Error = error as? X11Error { throw commandError(x11Error) }
             throw CommandError(code: .software, message: "\(error)")
         }
         return .ok
@@ -160,7 +161,7 @@ final class ProduceSession {
         case .testPattern: return "test pattern \(source.width)x\(source.height) at \(rate) fps"
         case .y4m(let path): return "y4m \(path == "-" ? "stdin" : path) \(source.width)x\(source.height) at \(rate) fps"
         case .raw(let path, _, _, let format, _): return "raw \(format) \(path == "-" ? "stdin" : path) \(source.width)x\(source.height) at \(rate) fps"
-        case .x11(let display): return "X11 screen \(display ?? "$DISPLAY") \(source.width)x\(source.height)"
+        case .x11: return "X11 " + ((source as? X11Source)?.captureDescription ?? "screen \(source.width)x\(source.height)") + " at \(rate) fps"
         }
     }
 

@@ -1,3 +1,4 @@
+import TestSupport
 import Capture
 import Encoder
 import Foundation

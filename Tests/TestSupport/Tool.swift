@@ -1,14 +1,14 @@
 import Foundation
 
-/// Runs real tools (ffmpeg, ffprobe) for the checks, output collected through temp files.
-enum Tool {
-    struct Result {
-        let status: Int32
-        let stdout: String
-        let stderr: String
+/// Runs real tools (ffmpeg, ffprobe, xrandr) for the checks of the library tests, output collected through temp files.
+public enum Tool {
+    public struct Result: Sendable {
+        public let status: Int32
+        public let stdout: String
+        public let stderr: String
     }
 
-    static func run(_ arguments: [String]) throws -> Result {
+    public static func run(_ arguments: [String]) throws -> Result {
         let dir = FileManager.default.temporaryDirectory
         let out = dir.appendingPathComponent("nalcast-tool-\(UUID().uuidString).out")
         let err = dir.appendingPathComponent("nalcast-tool-\(UUID().uuidString).err")
@@ -32,7 +32,7 @@ enum Tool {
     }
 
     /// A fresh temporary directory for one test.
-    static func tempDirectory() throws -> URL {
+    public static func tempDirectory() throws -> URL {
         let url = FileManager.default.temporaryDirectory.appendingPathComponent("nalcast-test-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
         return url

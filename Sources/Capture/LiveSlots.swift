@@ -1,0 +1,40 @@
+/// The frame slots of a live source (the test pattern in realtime mode, the screen): one
+/// frame per slot of the frame rate, never faster. When the caller comes back late (the
+/// encoder fell behind), the missed slots are skipped and counted, never queued: the next
+/// frame is the newest one due, and the gap in sequence numbers shows the drop.
+struct LiveSlots {
+    let rate: FrameRate
+    /// Slots passed over because the caller was late.
+    private(set) var skipped: UInt64 = 0
+    private var next: Int64 = 0
+    private var start: Int64?
+
+    init(rate: FrameRate) { self.rate = rate }
+
+    /// Sleeps until the next slot is due (or skips to the newest due one when late) and
+    /// returns its index. The first call starts the clock.
+    mutating func wait() -> Int64 {
+        let now = monotonicNanoseconds()
+        if let start {
+            let due = start + rate.nanoseconds(ofFrame: next)
+            let following = start + rate.nanoseconds(ofFrame: next + 1)
+            if now >= following {
+                let newest = Int64(Int128(now - start) * Int128(rate.numerator) / (1_000_000_000 * Int128(rate.denominator)))
+                skipped += UInt64(newest - next)
+                next = newest
+            } else if now < due {
+                sleepUntil(monotonic: due)
+            }
+        } else {
+            start = now
+        }
+        defer { next += 1 }
+        return next
+    }
+
+    /// The next slot without waiting (a source that is not paced in real time).
+    mutating func take() -> Int64 {
+        defer { next += 1 }
+        return next
+    }
+}

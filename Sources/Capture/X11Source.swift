@@ -1,0 +1,260 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+import CXCBShm
+
+/// The live screen of an X11 display (the root window, or a region of it) as BGRA frames.
+///
+/// Frames are read with MIT-SHM: `xcb_shm_get_image` makes the server write the pixels
+/// into a shared memory segment, and the frame's one plane points into that segment:
+/// no copy on our side. When the server cannot share memory with us (a remote display,
+/// or `useSharedMemory` off), frames come through plain `xcb_get_image`, and the frame
+/// points into the reply (still no copy here, but the pixels cross the socket); the log
+/// says so once. The cursor (XFixes) is blended into the frame unless `drawCursor` is off.
+///
+/// Pacing: a grab happens on each slot of a timer at `frameRate` (`t0 + k / fps`), never
+/// faster; when the caller comes back after the next slot is already due, the missed
+/// slots are skipped (their sequence numbers stay unused, the gap shows the drop) and
+/// counted in `skippedSlots`, never queued, as `TestPatternSource` does in realtime mode.
+/// An unchanged screen is grabbed all the same: the stream stays steady.
+///
+/// Resize: with RandR, the source listens for RRScreenChangeNotify (without it, it asks
+/// for the root geometry before each grab). When the whole screen is captured, the next
+/// frame has the new size (rounded down to even) in a new segment, and the encoder
+/// reopens on its own. A region that no longer fits the new screen is an error.
+///
+/// Frame memory: a segment is overwritten only when no frame points into it any more;
+/// if the caller still holds the previous frame, a new segment is made.
+///
+/// Not `Sendable`: it lives on the capture thread, which calls `nextFrame()` in a loop.
+public final class X11Source: FrameSource {
+    public let options: X11Options
+    public var frameRate: FrameRate { options.frameRate }
+    public var pixelFormat: PixelFormat { .bgra }
+    public var isLive: Bool { true }
+    /// Size of the next frame (changes when the screen does).
+    public private(set) var width: Int
+    public private(set) var height: Int
+    /// The display's current screen size.
+    public private(set) var screenWidth: Int
+    public private(set) var screenHeight: Int
+    /// The display name, e.g. `:1`.
+    public var display: String { connection.display }
+    /// True while frames come through MIT-SHM.
+    public var usesSharedMemory: Bool { segment != nil || (sharedMemoryAvailable && !sharedMemoryFailed) }
+    /// Slots skipped because `nextFrame()` was called after the next slot was already due.
+    public var skippedSlots: UInt64 { slots.skipped }
+    /// Screen size changes seen.
+    public private(set) var resizes = 0
+
+    private let connection: X11Connection
+    private let log: (@Sendable (String) -> Void)?
+    private var sharedMemoryAvailable = false
+    private var sharedMemoryFailed = false
+    private var segment: X11SharedSegment?
+    private var cursorAvailable = false
+    /// RandR's ScreenChangeNotify event code; nil without RandR (then geometry is polled).
+    private var screenChangeEvent: UInt8?
+    private var slots: LiveSlots
+
+    /// Connects to the display and checks the region. Throws `X11Error`: `noDisplay`,
+    /// `cannotConnect`, `regionOutsideScreen`, `unsupportedPixelFormat`.
+    public init(options: X11Options = X11Options(), log: (@Sendable (String) -> Void)? = nil) throws(X11Error) {
+        self.options = options
+        self.log = log
+        slots = LiveSlots(rate: options.frameRate)
+        connection = try X11Connection(display: options.display)
+        (screenWidth, screenHeight) = try connection.rootSize()
+        (width, height) = (0, 0)
+        try fitCaptureArea()
+
+        let c = connection.handle
+        if options.useSharedMemory {
+            if connection.extensionFirstEvent(CXCBShm_extension_id()) != nil {
+                sharedMemoryAvailable = true
+            } else {
+                fallBack("the server has no MIT-SHM extension")
+            }
+        } else {
+            fallBack("shared memory is turned off")
+        }
+        if options.drawCursor {
+            if connection.extensionFirstEvent(CXCBShm_xfixes_extension_id()) != nil {
+                // XFixes answers only clients that said which version they speak.
+                free(xcb_xfixes_query_version_reply(c, xcb_xfixes_query_version(c, 4, 0), nil))
+                cursorAvailable = true
+            } else {
+                log?("x11: the server has no XFixes extension: the cursor is not drawn")
+            }
+        }
+        if let first = connection.extensionFirstEvent(CXCBShm_randr_extension_id()) {
+            free(xcb_randr_query_version_reply(c, xcb_randr_query_version(c, 1, 5), nil))
+            xcb_randr_select_input(c, connection.root, UInt16(XCB_RANDR_NOTIFY_MASK_SCREEN_CHANGE.rawValue))
+            xcb_flush(c)
+            screenChangeEvent = first + UInt8(XCB_RANDR_SCREEN_CHANGE_NOTIFY)
+        }
+        try connection.checkConnection()
+    }
+
+    deinit {
+        segment?.detach(from: connection)
+    }
+
+    /// What is captured, for the one line the producer prints on start, e.g.
+    /// `display :1, 1920x1080 screen, area 1920x1080+0+0, MIT-SHM, cursor`.
+    public var captureDescription: String {
+        let area = options.region.map { "region \($0)" } ?? "whole screen \(width)x\(height)+0+0"
+        return "display \(display) (\(screenWidth)x\(screenHeight)), \(area), "
+            + (usesSharedMemory ? "MIT-SHM" : "GetImage") + (cursorAvailable ? ", cursor" : ", no cursor")
+    }
+
+    public func nextFrame() throws -> Frame? {
+        let slot = slots.wait()
+        try followScreenSize()
+        let captureTime = realtimeNanoseconds()
+        let buffer = try grab()
+        let stride = width * 4
+        return Frame(width: width, height: height, format: .bgra, buffer: buffer,
+                     planes: [Plane(offset: 0, stride: stride, rows: height)],
+                     sequence: UInt64(slot), captureTimeNs: captureTime, pts90k: frameRate.ticks90k(ofFrame: slot))
+    }
+
+    // MARK: pacing
+
+
+    // MARK: screen size
+
+    /// Sets the capture size from the screen size: the region, checked, or the whole
+    /// screen rounded down to even sides.
+    private func fitCaptureArea() throws(X11Error) {
+        if let region = options.region {
+            guard region.fits(screenWidth: screenWidth, screenHeight: screenHeight) else {
+                throw .regionOutsideScreen(region: region, screenWidth: screenWidth, screenHeight: screenHeight)
+            }
+            (width, height) = (region.width, region.height)
+        } else {
+            guard screenWidth >= 2, screenHeight >= 2 else {
+                throw .regionOutsideScreen(region: X11Region(x: 0, y: 0, width: 2, height: 2), screenWidth: screenWidth, screenHeight: screenHeight)
+            }
+            let even = (screenWidth & ~1, screenHeight & ~1)
+            if even != (width, height), even != (screenWidth, screenHeight) {
+                log?("x11: screen \(screenWidth)x\(screenHeight) captured as \(even.0)x\(even.1) (4:2:0 video needs even sides)")
+            }
+            (width, height) = even
+        }
+    }
+
+    /// Reads pending events; on a screen change (or always, without RandR) takes the new
+    /// root size, and moves to a new segment if the frame size changed.
+    private func followScreenSize() throws(X11Error) {
+        var changed = screenChangeEvent == nil
+        while let event = xcb_poll_for_event(connection.handle) {
+            if let code = screenChangeEvent, CXCBShm_event_type(event) == code { changed = true }
+            free(event)
+        }
+        try connection.checkConnection()
+        guard changed else { return }
+        try takeScreenSize(connection.rootSize())
+    }
+
+    private func takeScreenSize(_ size: (width: Int, height: Int)) throws(X11Error) {
+        guard size != (screenWidth, screenHeight) else { return }
+        let before = (width, height)
+        (screenWidth, screenHeight) = size
+        resizes += 1
+        try fitCaptureArea()
+        log?("x11: screen is now \(screenWidth)x\(screenHeight)" + (before != (width, height) ? ", frames \(width)x\(height)" : ""))
+        if before != (width, height) { segment?.detach(from: connection); segment = nil }
+    }
+
+    // MARK: grabbing
+
+    private var origin: (x: Int, y: Int) { options.region.map { ($0.x, $0.y) } ?? (0, 0) }
+
+    /// The pixels of the capture area, with the cursor drawn in. A grab that fails
+    /// because the screen just shrank is retried once at the new size.
+    private func grab() throws(X11Error) -> FrameBuffer {
+        do {
+            return try grabOnce()
+        } catch .requestFailed(let request, let code) {
+            let size = try connection.rootSize()
+            guard size != (screenWidth, screenHeight) else { throw .requestFailed(request: request, code: code) }
+            try takeScreenSize(size)
+            return try grabOnce()
+        }
+    }
+
+    private func grabOnce() throws(X11Error) -> FrameBuffer {
+        let c = connection.handle
+        let byteCount = width * height * 4
+        if sharedMemoryAvailable && !sharedMemoryFailed {
+            if segment != nil, !segment!.isFree() || segment!.buffer!.capacity < byteCount {
+                segment!.detach(from: connection)
+                segment = nil
+            }
+            if segment == nil {
+                var why = ""
+                segment = try X11SharedSegment.make(byteCount: byteCount, on: connection, why: &why)
+                if segment == nil {
+                    sharedMemoryFailed = true
+                    fallBack(why)
+                }
+            }
+        }
+        let (x, y) = origin
+        let area = (Int16(x), Int16(y), UInt16(width), UInt16(height))
+        let format = UInt8(XCB_IMAGE_FORMAT_Z_PIXMAP.rawValue)
+        let buffer: FrameBuffer
+        if let segment, let shared = segment.buffer {
+            let cookie = xcb_shm_get_image(c, connection.root, area.0, area.1, area.2, area.3, ~0, format, segment.id, 0)
+            let cursor = cursorAvailable ? xcb_xfixes_get_cursor_image(c) : nil
+            var error: UnsafeMutablePointer<xcb_generic_error_t>?
+            guard let reply = xcb_shm_get_image_reply(c, cookie, &error) else {
+                if let cursor { discard(cursor) }
+                throw connection.failure("ShmGetImage", error)
+            }
+            free(reply)
+            buffer = shared
+            if let cursor { drawCursor(cursor, into: buffer) }
+        } else {
+            let cookie = xcb_get_image(c, format, connection.root, area.0, area.1, area.2, area.3, ~0)
+            let cursor = cursorAvailable ? xcb_xfixes_get_cursor_image(c) : nil
+            var error: UnsafeMutablePointer<xcb_generic_error_t>?
+            guard let reply = xcb_get_image_reply(c, cookie, &error) else {
+                if let cursor { discard(cursor) }
+                throw connection.failure("GetImage", error)
+            }
+            let length = Int(xcb_get_image_data_length(reply))
+            guard length >= byteCount, let data = xcb_get_image_data(reply) else {
+                free(reply)
+                if let cursor { discard(cursor) }
+                throw .unsupportedPixelFormat("GetImage returned \(length) bytes for \(width)x\(height)")
+            }
+            // The frame points into the reply; it is freed with the last frame.
+            buffer = FrameBuffer(wrapping: data, capacity: length) { free(reply) }
+            if let cursor { drawCursor(cursor, into: buffer) }
+        }
+        return buffer
+    }
+
+    private func drawCursor(_ cookie: xcb_xfixes_get_cursor_image_cookie_t, into buffer: FrameBuffer) {
+        guard let reply = xcb_xfixes_get_cursor_image_reply(connection.handle, cookie, nil) else { return }
+        defer { free(reply) }
+        let r = reply.pointee
+        guard let image = xcb_xfixes_get_cursor_image_cursor_image(reply) else { return }
+        let (x, y) = origin
+        X11Cursor.blend(image, width: Int(r.width), height: Int(r.height),
+                        left: Int(r.x) - Int(r.xhot) - x, top: Int(r.y) - Int(r.yhot) - y,
+                        into: buffer.base, stride: width * 4, frameWidth: width, frameHeight: height)
+    }
+
+    private func discard(_ cookie: xcb_xfixes_get_cursor_image_cookie_t) {
+        xcb_discard_reply(connection.handle, cookie.sequence)
+    }
+
+    private func fallBack(_ why: String) {
+        log?("x11: not using MIT-SHM on \(connection.display) (\(why)): frames come through GetImage, slower")
+    }
+}

@@ -1,0 +1,47 @@
+import TestSupport
+import Foundation
+import Testing
+
+/// `nalcast produce --source x11:DISPLAY` end to end: the stream decodes at the screen
+/// size, and each X11 failure is one line with its exit code.
+@Suite struct X11ProduceTests {
+    /// `NALCAST_BINARY` when set, else the debug build next to the sources.
+    static let nalcast: String = {
+        if let chosen = ProcessInfo.processInfo.environment["NALCAST_BINARY"], !chosen.isEmpty { return chosen }
+        return URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent(".build/debug/nalcast").path
+    }()
+
+    private func lines(_ text: String) -> [String] { text.split(separator: "\n").map(String.init) }
+
+    @Test func producesTheScreenAndMapsErrorsToExitCodes() throws {
+        let server = try Xvfb(width: 320, height: 240)
+        defer { server.stop() }
+        let painter = try Painter(display: server.display)
+        painter.fill(0x00ff00, x: 0, y: 0, width: 320, height: 240)
+        let dir = try Tool.tempDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let file = dir.appendingPathComponent("screen.h264")
+
+        let ok = try Tool.run([Self.nalcast, "produce", "--source", "x11:\(server.display)", "--frames", "5", "-o", file.path])
+        #expect(ok.status == 0, "\(ok.stderr)")
+        #expect(ok.stderr.contains("capturing X11 display \(server.display) (320x240), whole screen 320x240+0+0, MIT-SHM, cursor"), "\(ok.stderr)")
+        #expect(try RoundTrip.probeSizes(stream: file) == Array(repeating: "320x240", count: 5))
+
+        let region = try Tool.run([Self.nalcast, "produce", "--source", "x11:\(server.display)", "--region", "300,200,64x64", "--frames", "1", "-o", "/dev/null"])
+        #expect(region.status == 64)
+        #expect(lines(region.stderr) == ["nalcast: x11: region 64x64+300+200 is outside the 320x240 screen"])
+
+        let badRegion = try Tool.run([Self.nalcast, "produce", "--source", "x11:\(server.display)", "--region", "0,0,63x64", "--dry-run"])
+        #expect(badRegion.status == 64)
+        #expect(lines(badRegion.stderr).count == 1 && badRegion.stderr.contains("bad region '0,0,63x64'"), "\(badRegion.stderr)")
+
+        let noServer = try Tool.run([Self.nalcast, "produce", "--source", "x11::4711", "--frames", "1", "-o", "/dev/null"])
+        #expect(noServer.status == 69)
+        #expect(lines(noServer.stderr).count == 1 && noServer.stderr.contains("cannot open display :4711"), "\(noServer.stderr)")
+
+        let noDisplay = try Tool.run(["-u", "DISPLAY", Self.nalcast, "produce", "--source", "x11", "--frames", "1", "-o", "/dev/null"])
+        #expect(noDisplay.status == 69)
+        #expect(lines(noDisplay.stderr) == ["nalcast: x11: no display: DISPLAY is not set (use --source x11:DISPLAY, e.g. x11::0)"])
+    }
+}

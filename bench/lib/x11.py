@@ -1,0 +1,211 @@
+"""x11: live screen capture from an Xvfb screen (issue 6), side by side with FFmpeg's x11grab.
+
+One Xvfb (1920x1080x24; --quick 320x240) is started for the benchmark, its root painted
+with a static plaid (`xsetroot -mod`), and killed at exit. Every contender grabs the
+same screen on a 30 fps timer for FRAMES frames (10 s; --quick 15 frames), cursor drawn
+(FFmpeg's default and nalcast's).
+
+- grab+convert: BGRA -> I420, nothing else.
+  C limit `c/x11grab.c` (xcb_shm_get_image into one segment + libyuv ARGBToI420, no
+  cursor); FFmpeg `-f x11grab ... -pix_fmt yuv420p -f null -`. nalcast has no
+  convert-only mode: its grab cost is read from the grab+encode rows.
+- grab+encode: FFmpeg x11grab + libx264 and `nalcast produce --source x11:DISPLAY`, the
+  x264 settings of ANCHORS.md (ultrafast, zerolatency, keyint 60, no scenecut,
+  6000k CBR, 3600 kbit VBV), to a file; the x264 option strings are compared.
+- glass-to-socket latency: `xsetroot -solid` repaints the whole root (alternating
+  colours, 4 times a second); the paint is done when xsetroot exits (it syncs on
+  close). nalcast serves on loopback TCP; the latency of a paint is the arrival of the
+  last byte of the first picture whose SEI capture time is at or after it. FFmpeg's
+  stream carries no capture time: no FFmpeg row.
+
+Columns: CPU s over the whole run (rusage); the notes give CPU ms per frame.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import encode
+from harness import Case, Context, Contender, Sample, has_program
+from live import BenchError, Procs, ThreadReader, connect, median, pct, stderr_tail, wait_serving
+
+NAME = "x11"
+ABOUT = "screen capture from Xvfb: grab+convert and grab+encode CPU vs FFmpeg x11grab, glass-to-socket latency"
+
+FPS, KBPS, BUFSIZE_KBIT, KEYINT, PRESET = 30, 6000, 3600, 60, "ultrafast"
+FULL = dict(w=1920, h=1080, frames=300, paints=40)
+QUICK = dict(w=320, h=240, frames=15, paints=5)
+
+_server: dict = {}
+
+
+def _stop_xvfb() -> None:
+    p = _server.get("proc")
+    if p and p.poll() is None:
+        p.terminate()
+        try:
+            p.wait(timeout=3)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+
+def _xvfb(w: int, h: int) -> str:
+    """Starts Xvfb on a free display (-displayfd) and paints its root; returns ':N'."""
+    if "display" in _server:
+        return _server["display"]
+    r, wfd = os.pipe()
+    p = subprocess.Popen(["Xvfb", "-displayfd", str(wfd), "-screen", "0", f"{w}x{h}x24", "-noreset",
+                          "-nolisten", "tcp"], pass_fds=(wfd,), stdin=subprocess.DEVNULL,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    os.close(wfd)
+    _server["proc"] = p
+    atexit.register(_stop_xvfb)
+    text = b""
+    while not text.endswith(b"\n"):
+        chunk = os.read(r, 16)
+        if not chunk:
+            break
+        text += chunk
+    os.close(r)
+    if not text.strip().isdigit():
+        raise RuntimeError(f"Xvfb did not start (exit {p.poll()})")
+    display = ":" + text.decode().strip()
+    _server["display"] = display
+    _xsetroot(display, "-mod", "8", "8", "-fg", "#c04020", "-bg", "#2040c0")
+    return display
+
+
+def _xsetroot(display: str, *args: str) -> None:
+    subprocess.run(["xsetroot", "-display", display, *args], check=True, stdin=subprocess.DEVNULL,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+def _x264_ffmpeg() -> list:
+    return ["-c:v", "libx264", "-preset", PRESET, "-tune", "zerolatency", "-bf", 0, "-g", KEYINT,
+            "-sc_threshold", 0, "-b:v", f"{KBPS}k", "-maxrate", f"{KBPS}k", "-bufsize", f"{BUFSIZE_KBIT}k"]
+
+
+def _x264_nalcast() -> list:
+    return ["--fps", FPS, "--preset", PRESET, "--keyint", f"{KEYINT / FPS:g}s", "--bitrate", f"{KBPS}k",
+            "--vbv-ms", BUFSIZE_KBIT * 1000 // KBPS]
+
+
+def _per_frame(frames: int):
+    def after(case: Case) -> list:
+        parts = []
+        for c in case.contenders:
+            if c.samples and not c.skip and not c.failed:
+                cpu = sorted(s.cpu_s for s in c.samples)[len(c.samples) // 2]
+                parts.append(f"{c.name} {cpu * 1000 / frames:.2f}")
+        return [f"{case.label}: CPU ms per frame: " + ", ".join(parts)] if parts else []
+    return after
+
+
+def _fair_and_per_frame(frames: int):
+    per_frame = _per_frame(frames)
+
+    def after(case: Case) -> list:
+        notes = per_frame(case)
+        ok = [c for c in case.contenders if c.samples and not c.skip and not c.failed]
+        opts = {c.name: encode.x264_options(c.result_file()) for c in ok}
+        if len(opts) == 2 and all(opts.values()):
+            (na, a), (nb, b) = opts.items()
+            diff = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
+            notes.append(f"{case.label}: x264 option strings " + ("identical" if not diff else
+                         "differ: " + ", ".join(f"{k}={a.get(k)} ({na}) / {b.get(k)} ({nb})" for k in diff)))
+        return notes
+    return after
+
+
+def _latency(p: dict):
+    def measure(ctx: Context) -> Sample:
+        try:
+            return _latency_run(ctx, p)
+        except BenchError as e:
+            return Sample(0, 0, 0, status=1, extra={"error": str(e)})
+    return measure
+
+
+def _latency_run(ctx: Context, p: dict) -> Sample:
+    display = _xvfb(p["w"], p["h"])
+    log = ctx.dir("logs") / "x11-latency-nalcast.stderr"
+    argv = [ctx.nalcast.path, "produce", "--source", f"x11:{display}", *_x264_nalcast(),
+            "--listen", "tcp://127.0.0.1:0"]
+    paints = []
+    with Procs() as procs:
+        proc = procs.start(argv, stderr=log)
+        reader = ThreadReader(connect(wait_serving(proc, log)))
+        reader.start()
+        time.sleep(0.5)
+        t0 = time.monotonic()
+        for i in range(p["paints"]):
+            time.sleep(0.25)
+            _xsetroot(display, "-solid", "#e01010" if i % 2 else "#10e010")
+            paints.append(time.time_ns())
+        time.sleep(0.3)
+        wall = time.monotonic() - t0
+        Procs.stop(proc)
+        reader.join(5)
+    _xsetroot(display, "-mod", "8", "8", "-fg", "#c04020", "-bg", "#2040c0")
+    if reader.error:
+        raise BenchError(f"reader: {reader.error}")
+    pics = [q for q in reader.stream.pictures if q.capture_ns is not None and q.done_ns is not None]
+    if not pics:
+        raise BenchError(f"no pictures with timestamps read ({stderr_tail(log)})")
+    lat = []
+    for t in paints:
+        first = next((q for q in pics if q.capture_ns >= t), None)
+        if first is None:
+            raise BenchError("a paint never showed up in the stream")
+        lat.append((first.done_ns - t) / 1e6)
+    return Sample(wall, 0, 0, extra=dict(median_ms=median(lat), p99_ms=pct(lat, 0.99), max_ms=max(lat),
+                                         paints=len(lat)))
+
+
+def cases(ctx: Context) -> list:
+    p = QUICK if ctx.quick else FULL
+    w, h, frames = p["w"], p["h"], p["frames"]
+    if not has_program("Xvfb") or not has_program("xsetroot"):
+        why = "skipped (Xvfb or xsetroot not installed: xvfb, x11-xserver-utils)"
+        return [Case(NAME, f"x11 {w}x{h}", "fps", frames, [Contender("all", skip=why)])]
+    display = _xvfb(w, h)
+    skip_f = None if has_program("ffmpeg") else "skipped (ffmpeg not installed)"
+    skip_n = ctx.nalcast.unavailable("produce")
+    if skip_n is None and "x11" not in (ctx.nalcast.help("produce") or ""):
+        skip_n = "skipped (nalcast produce has no x11 source)"
+    outs = ctx.dir("x11", "streams")
+    grab = ["ffmpeg", "-hide_banner", "-v", "error", "-f", "x11grab", "-framerate", FPS,
+            "-video_size", f"{w}x{h}", "-i", display, "-frames:v", frames]
+
+    convert = Case(NAME, f"x11 grab+convert {w}x{h}", "fps", frames, [
+        Contender("C x11grab (limit)", [ctx.tool("x11grab", ("-lxcb", "-lxcb-shm", "-lyuv")), display, w, h, frames, FPS],
+                  role="limit"),
+        Contender("ffmpeg x11grab", grab + ["-pix_fmt", "yuv420p", "-f", "null", "-"], role="ffmpeg", skip=skip_f),
+    ], after=_per_frame(frames))
+
+    def out(name: str) -> Path:
+        return outs / f"{w}x{h}-{name}.h264"
+
+    encode_case = Case(NAME, f"x11 grab+encode {w}x{h} {PRESET}", "fps", frames, [
+        Contender("ffmpeg x11grab+libx264", grab + ["-pix_fmt", "yuv420p", *_x264_ffmpeg(), "-f", "h264", "-y",
+                                                    out("ffmpeg")], output=out("ffmpeg"), role="ffmpeg", skip=skip_f,
+                  check=encode._nonempty),
+        Contender("nalcast produce x11", [ctx.nalcast.path, "produce", "--source", f"x11:{display}", *_x264_nalcast(),
+                                          "--frames", frames, "-o", out("nalcast"), "--quiet"],
+                  output=out("nalcast"), skip=skip_n, usage_error_skips=True, check=encode._nonempty),
+    ], after=_fair_and_per_frame(frames))
+
+    latency = Case(NAME, f"x11 glass-to-socket {w}x{h}", "", p["paints"], [
+        Contender("nalcast produce --listen", measure=_latency(p), skip=skip_n, usage_error_skips=True),
+    ], runs=1, figures=[("median_ms", "median", "{:.1f} ms"), ("p99_ms", "p99", "{:.1f} ms"),
+                        ("max_ms", "max", "{:.0f} ms")])
+    latency.notes.append(f"{latency.label}: {p['paints']} full-screen repaints (xsetroot -solid), paint done -> last "
+                         "byte of the first picture captured after it, read from loopback TCP; "
+                         f"two frame intervals at {FPS} fps = {2000 / FPS:.1f} ms")
+    return [convert, encode_case, latency]
