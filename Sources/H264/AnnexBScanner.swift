@@ -44,6 +44,8 @@ public struct AnnexBScanner {
     /// Offset of the current NAL unit's header byte in `pending`; `pendingCount` while the
     /// start code ended the last chunk and the header has not arrived yet.
     private var headerIndex = 0
+    /// Pieces of earlier chunks kept before they are folded into one buffer.
+    private static let maxPendingParts = 1024
     /// Zeros kept while out of sync: enough for the longest start code.
     private static let maxKeptZeros = 3
 
@@ -110,6 +112,9 @@ public struct AnnexBScanner {
                 } else {
                     dropPendingPrefix(nalStart)
                     pending.append(chunk[...])
+                    // A peer that sends a few bytes per read would otherwise leave one small
+                    // buffer per read here: past a bound, fold them into one.
+                    if pending.count > Self.maxPendingParts { pending = [joinedPending()[...]] }
                 }
                 pendingCount = end - nalStart
                 headerIndex = header - nalStart

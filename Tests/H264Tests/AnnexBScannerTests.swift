@@ -192,3 +192,16 @@ import Testing
         return out
     }
 }
+
+@Suite struct AnnexBScannerDripTests {
+    @Test func aLargeNALUnitArrivingOneByteAtATimeComesOutWhole() {
+        // 300 000 one-byte reads inside one NAL unit: the kept pieces are folded as they grow.
+        var rng = SplitMix(state: 5)
+        let body: [UInt8] = [0x65] + (0..<300_000).map { _ in UInt8.random(in: 4...255, using: &rng) }
+        let stream: [UInt8] = [0, 0, 0, 1] + body + [0, 0, 0, 1, 0x09, 0xf0]
+        let (nals, scanner) = scan(stream, chunks: [1])
+        #expect(nals.count == 2)
+        #expect(nals.first.map { Array($0.body) == body } == true)
+        #expect(scanner.skippedBytes == 0)
+    }
+}
