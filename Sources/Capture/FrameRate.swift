@@ -3,9 +3,16 @@ public struct FrameRate: Sendable, Hashable, CustomStringConvertible {
     public let numerator: Int
     public let denominator: Int
 
-    /// Nil unless both parts are positive.
+    /// The slowest and fastest rates nalcast takes: a frame every 1000 s, 10 000 frames a
+    /// second. Outside them a header is nonsense (and frame times would overflow).
+    public static let minimumFramesPerSecond = 0.001
+    public static let maximumFramesPerSecond = 10_000.0
+
+    /// Nil unless both parts are positive and the rate is within the bounds above.
     public init?(numerator: Int, denominator: Int) {
         guard numerator > 0, denominator > 0 else { return nil }
+        let fps = Double(numerator) / Double(denominator)
+        guard fps >= FrameRate.minimumFramesPerSecond, fps <= FrameRate.maximumFramesPerSecond else { return nil }
         self.numerator = numerator
         self.denominator = denominator
     }
@@ -41,12 +48,12 @@ public struct FrameRate: Sendable, Hashable, CustomStringConvertible {
 
     /// Start time of frame `index` in nanoseconds, exact to the nanosecond (rounded down).
     public func nanoseconds(ofFrame index: Int64) -> Int64 {
-        Int64(Int128(index) * 1_000_000_000 * Int128(denominator) / Int128(numerator))
+        Int64(clamping: Int128(index) * 1_000_000_000 * Int128(denominator) / Int128(numerator))
     }
 
     /// Start time of frame `index` in 90 kHz ticks (rounded down).
     public func ticks90k(ofFrame index: Int64) -> UInt64 {
-        UInt64(Int128(index) * 90_000 * Int128(denominator) / Int128(numerator))
+        UInt64(clamping: Int128(index) * 90_000 * Int128(denominator) / Int128(numerator))
     }
 
     public var description: String { denominator == 1 ? "\(numerator)" : "\(numerator)/\(denominator)" }

@@ -175,3 +175,30 @@ func writeY4M(_ header: String, frames: [[UInt8]], trailing: [UInt8] = [], to ur
         }
     }
 }
+
+/// Inputs the Y4M fuzz target found (fuzz/regressions/y4m/), replayed: no trap.
+@Suite struct Y4MFuzzRegressionTests {
+    @Test func absurdFrameRateIsABadFieldNotATrap() throws {
+        // F25:709551615 is a frame every 328 days: refused, where it used to overflow.
+        #expect(throws: CaptureError.self) { try Y4MHeader(line: "YUV4MPEG2 W1920 H1080 F25:709551615") }
+        #expect(throws: CaptureError.self) { try Y4MHeader(line: "YUV4MPEG2 W1920 H1080 F1000000:1") }
+        let ok = try Y4MHeader(line: "YUV4MPEG2 W1920 H1080 F30000:1001")
+        #expect(ok.frameRate.nanoseconds(ofFrame: 1000) == 33_366_666_666)
+        #expect(FrameRate(numerator: 1, denominator: 1)!.nanoseconds(ofFrame: .max) == .max)  // saturates
+    }
+
+    @Test func committedFuzzInputsParseOrFailCleanly() throws {
+        let dir = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("fuzz/regressions/y4m")
+        let files = try FileManager.default.contentsOfDirectory(atPath: dir.path)
+        #expect(!files.isEmpty)
+        for file in files {
+            let bytes = try Data(contentsOf: dir.appendingPathComponent(file))
+            let line = String(decoding: bytes.prefix { $0 != 0x0a }, as: UTF8.self)
+            if let header = try? Y4MHeader(line: line) {
+                _ = header.frameRate.nanoseconds(ofFrame: 1000)
+                _ = header.frameByteCount
+            }
+        }
+    }
+}
