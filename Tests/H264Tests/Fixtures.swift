@@ -31,19 +31,26 @@ struct ConformanceStream: Sendable, CustomStringConvertible {
     func load() throws -> [UInt8] { [UInt8](try Data(contentsOf: url)) }
 }
 
+/// `bytes` cut into pieces of the given sizes (cycled; sizes below 1 count as 1).
+func pieces(_ bytes: [UInt8], sizes: [Int]) -> [[UInt8]] {
+    var out: [[UInt8]] = []
+    var i = 0
+    var k = 0
+    while i < bytes.count {
+        let n = Swift.max(1, sizes[k % sizes.count])
+        k += 1
+        let end = i + Swift.min(bytes.count - i, n)
+        out.append(Array(bytes[i..<end]))
+        i = end
+    }
+    return out
+}
+
 /// Parses `bytes` pushed in the given chunk sizes (cycled), returning the access units.
 func parse(_ bytes: [UInt8], chunks: [Int]) -> (units: [AccessUnit], parser: AnnexBParser) {
     var parser = AnnexBParser()
     var units: [AccessUnit] = []
-    var i = 0
-    var k = 0
-    while i < bytes.count {
-        let n = Swift.max(1, chunks[k % chunks.count])
-        k += 1
-        let end = i + Swift.min(bytes.count - i, n)
-        parser.push(Array(bytes[i..<end])) { units.append($0) }
-        i = end
-    }
+    for piece in pieces(bytes, sizes: chunks) { parser.push(piece) { units.append($0) } }
     parser.finish { units.append($0) }
     return (units, parser)
 }
@@ -52,15 +59,7 @@ func parse(_ bytes: [UInt8], chunks: [Int]) -> (units: [AccessUnit], parser: Ann
 func scan(_ bytes: [UInt8], chunks: [Int], maxNALUnitSize: Int = AnnexBScanner.defaultMaxNALUnitSize) -> (nals: [NALUnit], scanner: AnnexBScanner) {
     var scanner = AnnexBScanner(maxNALUnitSize: maxNALUnitSize)
     var nals: [NALUnit] = []
-    var i = 0
-    var k = 0
-    while i < bytes.count {
-        let n = Swift.max(1, chunks[k % chunks.count])
-        k += 1
-        let end = i + Swift.min(bytes.count - i, n)
-        scanner.push(Array(bytes[i..<end])) { nals.append($0) }
-        i = end
-    }
+    for piece in pieces(bytes, sizes: chunks) { scanner.push(piece) { nals.append($0) } }
     if let last = scanner.finish() { nals.append(last) }
     return (nals, scanner)
 }
