@@ -21,7 +21,7 @@ public struct ReceivedUnit: Sendable {
 
     /// True when a decoder can start at this access unit: an IDR with its SPS and PPS
     /// (carried, or known from earlier in the same connection).
-    public var isEntryPoint: Bool { unit.isIDR && (unit.carriesParameterSets || unit.parameterSets.count >= 2) }
+    public var isEntryPoint: Bool { unit.canStartDecoding }
 
     /// The NAL units to write: the access unit as received, or with its parameter sets
     /// in front when it resumes the stream.

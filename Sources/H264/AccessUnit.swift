@@ -34,6 +34,10 @@ public struct AccessUnit: Sendable {
     /// True when a decoder can start here: an IDR whose SPS and PPS are in the access unit.
     public var isEntryPoint: Bool { isIDR && carriesParameterSets }
 
+    /// True when a decoder can start here with `nalUnitsForEntry`: an IDR whose SPS and PPS
+    /// it carries or the stream sent before (a reader joining, a sink resuming).
+    public var canStartDecoding: Bool { isIDR && (carriesParameterSets || parameterSets.count >= 2) }
+
     /// The NAL units to send to a reader that starts at this access unit: the access unit
     /// itself when it carries its parameter sets, else the parameter sets put in front of
     /// its slices (after the AUD, which must stay first).

@@ -245,14 +245,6 @@ final class ConsumeSession {
     }
 }
 
-/// Log lines on stderr (`nalcast: ...`), silenced by `--quiet` except errors.
-struct Log: Sendable {
-    let quiet: Bool
-    func line(_ text: String, force: Bool = false) {
-        if quiet && !force { return }
-        printError(text)
-    }
-}
 
 /// The numbers of the status line: `frame=900 fps=30.0 kbps=4012 segments=3 skipped=0 dropped=0 reconnects=0`.
 struct StatusCounts {

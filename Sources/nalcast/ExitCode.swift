@@ -32,6 +32,5 @@ struct CommandError: Error {
 
 /// Writes one line to stderr, prefixed with the program name.
 func printError(_ message: String) {
-    let line = Array("nalcast: \(message)\n".utf8)
-    _ = line.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
+    printErr("nalcast: \(message)\n")
 }

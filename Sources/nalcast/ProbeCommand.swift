@@ -45,7 +45,7 @@ enum ProbeCommand: Command {
 
         func take(_ unit: AccessUnit) {
             if firstPicture == nil {
-                guard unit.isIDR, !unit.nalUnitsForEntry.filter({ $0.type == .sps || $0.type == .pps }).isEmpty else { return }
+                guard unit.canStartDecoding else { return }
                 firstPicture = (monotonicSeconds(), unit)
             }
             units += 1

@@ -29,10 +29,10 @@ final class ProduceSession {
     }
 
     func run() throws -> ExitCode {
-        let quiet = plan.quiet
+        let log = Log(quiet: plan.quiet)
         let events = try plan.events.map { try EventLog(path: $0) }
-        let log: @Sendable (String) -> Void = { note($0, quiet: quiet) }
-        let source = try makeSource(plan, log: log)
+        let libraryLog: @Sendable (String) -> Void = { log.line($0) }
+        let source = try makeSource(plan, log: libraryLog)
 
         let registry = MetricsRegistry()
         // `-o`: the consumer's file sink on its own thread. Behind a live source a slow
@@ -45,7 +45,7 @@ final class ProduceSession {
                 counters: SinkCounters(registry: registry, sink: output == "-" ? "stdout" : "file")
             ) { event in
                 if case .closed(_, let error?) = event {
-                    note(error.peerClosed ? "\(error.sink): the reader closed the pipe" : error.description, quiet: quiet)
+                    log.line(error.peerClosed ? "\(error.sink): the reader closed the pipe" : error.description)
                 }
             }
         }
@@ -113,22 +113,22 @@ final class ProduceSession {
         var where_: [String] = []
         if let listen = server?.boundEndpoint { where_.append("serving \(listen)") }
         if let output = plan.output { where_.append("writing \(output == "-" ? "stdout" : output)") }
-        note("capturing \(describe(source)); \(where_.joined(separator: ", "))", quiet: quiet)
+        log.line("capturing \(Self.describe(source, plan: plan)); \(where_.joined(separator: ", "))")
 
         // The capture thread: everything from frames to access units happens here.
         let mailbox = server?.mailbox
         let outcome = Outcome()
-        let pipeline = HandOff(CapturePipeline(source: source, options: plan.capture, control: control, log: log) { unit in
+        let pipeline = CapturePipeline(source: source, options: plan.capture, control: control, log: libraryLog) { unit in
             _ = mailbox?.send(.accessUnit(unit))
             if let writer {
                 let media = Double(unit.timestamp?.pts90k ?? 0) / 90_000
                 writer.push(.unit(ReceivedUnit(unit: unit, mediaTime: media, arrivalNs: 0)))
                 if writer.isClosed && mailbox == nil { control.stop() }
             }
-        })
+        }
         let captureThread = OSThread(name: "nalcast-capture") {
             do {
-                try pipeline.take().run()
+                try pipeline.run()
             } catch {
                 outcome.error.withLock { $0 = error }
             }
@@ -155,7 +155,7 @@ final class ProduceSession {
         return .ok
     }
 
-    private func describe(_ source: any FrameSource) -> String {
+    private static func describe(_ source: any FrameSource, plan: ProduceCommand.Plan) -> String {
         let rate = short(source.frameRate.framesPerSecond)
         switch plan.source {
         case .testPattern: return "test pattern \(source.width)x\(source.height) at \(rate) fps"
@@ -199,24 +199,3 @@ final class ProduceSession {
     }
 }
 
-/// Moves a value that is not `Sendable` to the one thread that will own it from then on.
-///
-/// Why `@unchecked Sendable` holds: the creating thread builds the value, wraps it and never
-/// touches it again; the receiving thread calls `take()` once (checked) and is its only user
-/// afterwards. There is never a moment when two threads can reach the value.
-final class HandOff<Value>: @unchecked Sendable {
-    private var value: Value?
-    private let taken = Mutex(false)
-
-    init(_ value: Value) { self.value = value }
-
-    func take() -> Value {
-        let first = taken.withLock { wasTaken in
-            defer { wasTaken = true }
-            return !wasTaken
-        }
-        precondition(first, "HandOff.take() called twice")
-        defer { value = nil }
-        return value!
-    }
-}

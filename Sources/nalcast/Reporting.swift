@@ -83,8 +83,11 @@ struct StatusLine {
     }
 }
 
-/// An informational line on stderr (unless `--quiet`).
-func note(_ message: String, quiet: Bool) {
-    guard !quiet else { return }
-    printErr("nalcast: \(message)\n")
+/// Log lines on stderr (`nalcast: ...`), silenced by `--quiet` except errors.
+struct Log: Sendable {
+    let quiet: Bool
+    func line(_ text: String, force: Bool = false) {
+        if quiet && !force { return }
+        printError(text)
+    }
 }
