@@ -3,7 +3,8 @@
 nalcast (`consume --from FILE --segments DIR --segment-duration 5s`, fsync'ed per segment
 as DESIGN.md requires, and once more with --no-fsync) against FFmpeg's segment muxer and
 a C scan-and-write program (c/segment.c: read 1 MiB + memchr, cut at the first IDR after
-150 access units, no fsync: the limit). The input is the scan benchmark's: 23 copies of
+150 access units, no fsync: the limit; and once more with --fsync, the same durability as
+nalcast's default, to compare like with like). The input is the scan benchmark's: 23 copies of
 60 s of 1080p30 x264 with an IDR every 2 s, no timestamp SEI, VUI timing at 30 fps, so
 every contender cuts at the IDR after 5 s = every 6 s: 230 segments.
 
@@ -14,6 +15,7 @@ in the page cache; fsync makes the disk part of the measurement.
 from __future__ import annotations
 
 import shutil
+import statistics
 from pathlib import Path
 
 import harness
@@ -58,23 +60,25 @@ def cases(ctx: Context) -> list:
     size = path.stat().st_size
     mb = size / 1e6
     base = ctx.dir("segment")
-    dirs = {k: base / k for k in ("c", "ffmpeg", "nalcast", "nalcast-nofsync")}
+    dirs = {k: base / k for k in ("c", "c-fsync", "ffmpeg", "nalcast", "nalcast-nofsync")}
 
     contenders = [
         Contender("C segment", [ctx.tool("segment"), path, dirs["c"], "150"], role="limit",
                   stdout=base / "c.txt"),
+        Contender("C segment --fsync", [ctx.tool("segment"), path, dirs["c-fsync"], "150", "--fsync"],
+                  stdout=base / "c-fsync.txt"),
         Contender("ffmpeg", ["ffmpeg", "-nostdin", "-v", "error", "-f", "h264", "-framerate", "30", "-i", path,
                              "-c", "copy", "-f", "segment", "-segment_time", "5", "-segment_format", "h264",
                              dirs["ffmpeg"] / "seg%05d.h264"], role="ffmpeg"),
         Contender("nalcast consume", None, usage_error_skips=True),
         Contender("nalcast consume --no-fsync", None, usage_error_skips=True),
     ]
-    keys = ["c", "ffmpeg", "nalcast", "nalcast-nofsync"]
-    patterns = ["seg*.h264", "seg*.h264", "*.h264", "*.h264"]
+    keys = ["c", "c-fsync", "ffmpeg", "nalcast", "nalcast-nofsync"]
+    patterns = ["seg*.h264", "seg*.h264", "seg*.h264", "*.h264", "*.h264"]
     if not has_program("ffmpeg"):
-        contenders[1].skip = "skipped (ffmpeg not installed)"
+        contenders[2].skip = "skipped (ffmpeg not installed)"
     why = ctx.nalcast.unavailable("consume")
-    for c, extra in ((contenders[2], []), (contenders[3], ["--no-fsync"])):
+    for c, extra in ((contenders[3], []), (contenders[4], ["--no-fsync"])):
         c.skip = why
         if not why:
             key = "nalcast" if not extra else "nalcast-nofsync"
@@ -91,6 +95,15 @@ def cases(ctx: Context) -> list:
             n = getattr(c, "extra_note", None)
             if n and not c.failed:
                 out.append(f"{case.label}: {c.name} wrote {n}")
+        # Like with like: nalcast's default fsyncs every segment, as the C program does
+        # with --fsync; --no-fsync does the same work as the plain C program.
+        by = {c.name: c for c in case.contenders if not c.failed and not c.skip}
+        for mine, theirs in (("nalcast consume", "C segment --fsync"), ("nalcast consume --no-fsync", "C segment")):
+            a, b = by.get(mine), by.get(theirs)
+            if a and b and a.samples and b.samples:
+                wa = statistics.median(x.wall_s for x in a.samples)
+                wb = statistics.median(x.wall_s for x in b.samples)
+                out.append(f"{case.label}: {mine} runs at {wb / wa:.2f}x the rate of {theirs}")
         return out
 
     return [Case(NAME, label, "MB/s", mb, contenders, warm=[path], after=notes)]
