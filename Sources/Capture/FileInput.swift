@@ -28,6 +28,21 @@ final class FileInput {
 
     deinit { if ownsFD { close(fd) } }
 
+    /// Linux's `F_SETPIPE_SZ` (fcntl.h hides it behind `_GNU_SOURCE`; the value is ABI).
+    private static let setPipeSize: Int32 = 1031
+
+    /// When the input is a pipe, asks the kernel for a buffer of up to `bytes` (a frame,
+    /// capped at 1 MiB, the default `/proc/sys/fs/pipe-max-size`): a 1080p frame then
+    /// crosses in 3 reads instead of 48 of the default 64 KiB, which cuts the time from
+    /// the writer's first byte to the frame being whole. A refusal is harmless: the default
+    /// buffer stays.
+    func enlargePipeBuffer(toHold bytes: Int) {
+        var st = stat()
+        guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFIFO else { return }
+        let wanted = Int32(Swift.min(Swift.max(bytes, 64 << 10), 1 << 20))
+        _ = fcntl(fd, FileInput.setPipeSize, wanted)
+    }
+
     /// The file size when the input is a regular file, else nil (pipe, terminal).
     func regularFileSize() throws -> Int? {
         var st = stat()

@@ -29,6 +29,7 @@ public final class RawSource: FrameSource {
         planes = pixelFormat.packedLayout(width: width, height: height)
         frameSize = pixelFormat.frameByteCount(width: width, height: height)
         input = try FileInput(path: path)
+        input.enlargePipeBuffer(toHold: frameSize)
         if let size = try input.regularFileSize(), size % frameSize != 0 {
             throw CaptureError.rawSizeNotWholeFrames(path: path, fileSize: size, frameSize: frameSize)
         }

@@ -30,6 +30,7 @@ public final class Y4MSource: FrameSource {
         header = try Y4MHeader(line: text)
         ended = !complete  // a header cut before its newline: a stream with no frames
         planes = header.pixelFormat.packedLayout(width: header.width, height: header.height)
+        input.enlargePipeBuffer(toHold: header.pixelFormat.frameByteCount(width: header.width, height: header.height))
         pacer = realtime ? RealtimePacer(rate: header.frameRate) : nil
     }
 

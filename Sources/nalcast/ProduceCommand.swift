@@ -120,7 +120,7 @@ enum ProduceCommand: Command {
             let format = try o.value("pix-fmt", default: PixelFormat.i420) { PixelFormat(rawValue: $0) }
             let rate = try o.value("input-fps", default: FrameRate(30)) { FrameRate(parsing: $0) }
             source = .raw(path: String(sourceText.dropFirst(4)), width: size.0, height: size.1, format: format, rate: rate)
-        case "x11", _ where sourceText.hasPrefix("x11:"):
+        case _ where sourceText == "x11" || sourceText.hasPrefix("x11:"):
             // x11 (the display from $DISPLAY) or x11:DISPLAY, e.g. x11::1.
             var x11 = X11Options(display: sourceText == "x11" ? nil : String(sourceText.dropFirst(4)), frameRate: fps)
             if let text = o.string("region") {

@@ -5,7 +5,8 @@ import Glibc
 /// nalcast: capture, encode and relay live H.264 between processes. See DESIGN.md.
 enum Nalcast {
     static let version = "0.1.0"
-    static let commands: [any Command.Type] = [ProduceCommand.self, ProbeCommand.self, InspectCommand.self, ConsumeCommand.self]
+    /// Computed: an array of metatypes is not `Sendable`, so it cannot be a stored global.
+    static var commands: [any Command.Type] { [ProduceCommand.self, ProbeCommand.self, InspectCommand.self, ConsumeCommand.self] }
 }
 
 func topLevelHelp() -> String {

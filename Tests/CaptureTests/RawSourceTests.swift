@@ -49,6 +49,29 @@ import Testing
         #expect(throws: CaptureError.truncatedFrame(source: "raw", frame: 2, got: 50, expected: frameSize)) { try source.nextFrame() }
     }
 
+    @Test func pipeInputGetsABufferOfAFrameUpTo1MiB() throws {
+        var fds: [Int32] = [0, 0]
+        #expect(pipe(&fds) == 0)
+        defer { close(fds[0]); close(fds[1]) }
+        let getPipeSize: Int32 = 1032  // F_GETPIPE_SZ
+        let before = fcntl(fds[1], getPipeSize)
+        // The kernel allows 1 MiB (pipe-max-size) without privilege; root may go further.
+        let maxSize = (try? String(contentsOfFile: "/proc/sys/fs/pipe-max-size", encoding: .utf8))
+            .flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) } ?? 0
+        let source = try RawSource(path: "/dev/fd/\(fds[0])", width: 1920, height: 1080, pixelFormat: .i420, frameRate: FrameRate(30))
+        _ = source
+        if maxSize >= 1 << 20 || getuid() == 0 {
+            #expect(before < 1 << 20)
+            #expect(fcntl(fds[1], getPipeSize) == 1 << 20)
+        }
+        // A small frame asks for no more than the default.
+        var small: [Int32] = [0, 0]
+        #expect(pipe(&small) == 0)
+        defer { close(small[0]); close(small[1]) }
+        _ = try RawSource(path: "/dev/fd/\(small[0])", width: 16, height: 8, pixelFormat: .i420, frameRate: FrameRate(30))
+        #expect(fcntl(small[1], getPipeSize) == 64 << 10)
+    }
+
     @Test func missingFileIsNamed() {
         #expect(throws: CaptureError.system(function: "open", path: "/nonexistent/x.raw", errno: ENOENT)) {
             try RawSource(path: "/nonexistent/x.raw", width: 16, height: 8, pixelFormat: .i420, frameRate: FrameRate(30))
