@@ -232,8 +232,10 @@ def run_case(ctx: Context, case: Case) -> None:
             slug = f"{case.label}-{c.name}".replace(" ", "_").replace("/", "_")
             c.stderr_path = logs / f"{slug}.stderr"
             s = c.measure(ctx) if c.measure else _launch(ctx, c, c.stderr_path)
+            shown = "".join(f", {label} " + fmt.format(s.extra[key]) for key, label, fmt in case.figures
+                            if isinstance(s.extra.get(key), (int, float)))
             log(f"{case.label} | {c.name} run {i + 1}/{runs}: "
-                + (f"{s.wall_s:.3f} s, CPU {s.cpu_s:.2f} s, RSS {s.rss_kib / 1024:.1f} MiB"
+                + (f"{s.wall_s:.3f} s, CPU {s.cpu_s:.2f} s, RSS {s.rss_kib / 1024:.1f} MiB{shown}"
                    if s.status == 0 else f"exit {s.status}" + (f": {s.extra['error']}" if s.extra.get("error") else "")))
             if s.status != 0:
                 line = s.extra.get("error") or _last_line(c.stderr_path)
