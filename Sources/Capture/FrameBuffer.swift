@@ -14,7 +14,10 @@ public final class FrameBuffer {
 
     public init(capacity: Int) {
         self.capacity = capacity
-        self.base = .allocate(capacity: Swift.max(capacity, 1))
+        // 64-byte aligned, like FFmpeg's frame pools: the SIMD loads of libyuv and of
+        // x264's input copy start on a cache line.
+        self.base = UnsafeMutableRawPointer.allocate(byteCount: Swift.max(capacity, 1), alignment: 64)
+            .bindMemory(to: UInt8.self, capacity: Swift.max(capacity, 1))
         self.release = nil
     }
 
