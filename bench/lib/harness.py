@@ -3,7 +3,8 @@
 A benchmark is a module with NAME, ABOUT and `cases(ctx) -> list[Case]`. Each Case is
 one row group of the table: the same work (`work` units of `unit`) done by several
 contenders side by side. Runs are interleaved (run 1 of every contender, then run 2,
-...) so that drift on the machine hits every row alike; the table shows medians.
+...; from run 2 on in a seeded shuffled order) so that drift on the machine hits every
+row alike; the table shows medians.
 
 A contender is normally one process, measured by the tiny C launcher `c/rusage.c`
 (wall time, user+sys CPU, peak RSS of exactly that process). A benchmark that needs
@@ -17,6 +18,7 @@ import json
 import os
 import shutil
 import signal
+import random
 import statistics
 import subprocess
 import sys
@@ -226,7 +228,12 @@ def run_case(ctx: Context, case: Case) -> None:
     logs = ctx.dir("logs")
     runs = case.runs or ctx.runs
     for i in range(runs):
-        for c in case.contenders:
+        # The first run in table order, later ones shuffled (seeded: reproducible), so no
+        # contender always runs right after the same heavy neighbour.
+        order = list(case.contenders)
+        if i > 0:
+            random.Random(i).shuffle(order)
+        for c in order:
             if c.skip or c.failed:
                 continue
             slug = f"{case.label}-{c.name}".replace(" ", "_").replace("/", "_")
