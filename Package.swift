@@ -28,6 +28,8 @@ let package = Package(
             providers: [.apt(["libxcb-shm0-dev", "libxcb-xfixes0-dev", "libxcb-randr0-dev"])]
         ),
 
+        .systemLibrary(name: "CLinux"),  // glibc's <malloc.h> (mallopt): no library to link
+
         // Pure Swift layers.
         .target(name: "H264"),
         .target(name: "Relay", dependencies: ["H264"]),
@@ -40,7 +42,7 @@ let package = Package(
         // Wiring.
         .target(name: "Producer", dependencies: ["H264", "Relay", "EventLoop", "Capture", "Encoder"]),
         .target(name: "Consumer", dependencies: ["H264", "Relay", "EventLoop"]),
-        .executableTarget(name: "nalcast", dependencies: ["H264", "Relay", "EventLoop", "Capture", "Encoder", "Producer", "Consumer"]),
+        .executableTarget(name: "nalcast", dependencies: ["CLinux", "H264", "Relay", "EventLoop", "Capture", "Encoder", "Producer", "Consumer"]),
 
         // Helpers the library tests share: running ffmpeg, ffprobe and friends.
         .target(name: "TestSupport", path: "Tests/TestSupport"),

@@ -1,3 +1,4 @@
+import CLinux
 import Consumer
 import EventLoop
 #if canImport(Glibc)
@@ -166,6 +167,18 @@ enum ConsumeCommand: Command {
             out.flush()
             return .ok
         }
+        keepReadBuffersMapped()
         return try ConsumeSession(config: config, options: options).run()
+    }
+
+    /// The input is read in 256 KiB chunks that live until their access units are written,
+    /// then freed. glibc would return that memory to the kernel whenever 512 KiB lie free
+    /// at the top of the heap (its trim threshold follows the largest freed block) and
+    /// fault it back in, zeroed, for the next chunks: 19 000 page faults for a 1 GB file.
+    /// Fixed thresholds keep up to 4 MiB free in the heap instead: 1 000 faults, about
+    /// 10 % less CPU when cutting a file into segments (bench `segment`).
+    static func keepReadBuffersMapped() {
+        _ = mallopt(M_MMAP_THRESHOLD, 1 << 20)  // chunks come from the heap, not mmap
+        _ = mallopt(M_TRIM_THRESHOLD, 4 << 20)
     }
 }

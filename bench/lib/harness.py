@@ -128,6 +128,12 @@ class Context:
     out: Path  # bench/out, created on demand
     nalcast: Nalcast
     timeout_s: float
+    # -n given on the command line: it then overrides a live case's own (smaller) count
+    runs_given: bool = False
+
+    def runs_for(self, cap: int) -> int:
+        """Runs of a live case that takes `cap` by default (each run is long)."""
+        return self.runs if self.runs_given else min(self.runs, cap)
 
     def dir(self, *parts: str) -> Path:
         d = self.out.joinpath(*parts)

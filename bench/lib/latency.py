@@ -169,7 +169,7 @@ def cases(ctx: Context) -> list:
                       usage_error_skips=True),
         ]
         case = Case(NAME, f"latency {p['w']}x{p['h']} {preset}", "", p["frames"], contenders,
-                    runs=min(ctx.runs, p["runs"]),
+                    runs=ctx.runs_for(p["runs"]),
                     figures=[("median_ms", "median", "{:.1f} ms"), ("p99_ms", "p99", "{:.1f} ms"),
                              ("max_ms", "max", "{:.0f}"), ("dropped", "dropped", "{:.0f}")])
         case.notes.append(f"{case.label}: {p['frames']} frames fed at {FPS} fps, the first {p['skip']} not "

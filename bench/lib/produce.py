@@ -160,7 +160,7 @@ def _latency_case(ctx: Context, p: dict, skip_n) -> Case:
     w, h = p["big"]
     rows = [Contender(f"nalcast testsrc {preset}", measure=_latency_measure(p, preset), skip=skip_n,
                       usage_error_skips=True) for preset in p["presets"]]
-    case = Case(NAME, f"produce latency {w}x{h} live", "", 1, rows, runs=min(ctx.runs, 3),
+    case = Case(NAME, f"produce latency {w}x{h} live", "", 1, rows, runs=ctx.runs_for(3),
                 figures=[("enc_p50", "capture->encoded p50", "{:.1f}"), ("enc_p99", "p99", "{:.1f} ms"),
                          ("enc_mean", "encode mean", "{:.1f} ms"),
                          ("read_p50", "capture->read p50", "{:.1f}"), ("read_p99", "p99", "{:.1f} ms")])

@@ -109,7 +109,7 @@ def _compare_counts(case: Case, frames: int) -> list:
     """Notes comparing what nalcast inspect counted (if its output is JSON with counts)
     with the C scan's NAL units and the number of pictures in the input."""
     c_scan, nalcast = case.contenders[0], case.contenders[3]
-    if nalcast.skip or nalcast.failed or not nalcast.samples:
+    if nalcast.skip or nalcast.failed or not nalcast.samples or c_scan.skip or not c_scan.samples:
         return []
     try:
         report = json.loads(nalcast.stdout.read_text())

@@ -302,7 +302,7 @@ def cases(ctx: Context) -> list:
                    [row(f"nalcast {n} readers", _readers_measure("nalcast", p, n), skip_n) for n in p["readers"]]
                    + [row(f"gstreamer {n} readers", _readers_measure("gstreamer", p, n), skip_g)
                       for n in p["gst_readers"]],
-                   runs=min(ctx.runs, p["runs"]), after=_readers_notes,
+                   runs=ctx.runs_for(p["runs"]), after=_readers_notes,
                    figures=[("cpu_pct", "CPU", "{:.1f} %"), ("rss_start", "RSS", "{:.1f}"),
                             ("rss_end", "->", "{:.1f} MiB"), ("drops", "capture drops", "{:.0f}")])
     readers.notes.append(f"{readers.label}: producer CPU and RSS over {p['window']:g} s with N readers "
