@@ -30,6 +30,6 @@ public final class FrameBuffer {
     }
 
     deinit {
-        if let release { release() } else { base.deallocate() }
+        if let release { release() } else { UnsafeMutableRawPointer(base).deallocate() }  // allocated raw, 64-byte aligned
     }
 }

@@ -140,8 +140,7 @@ import Testing
     @Test func closedStdoutPipeLeavesTheSegmentsGoingOn() throws {
         let stream = try Streams.ffmpeg(frames: 150, keyint: 30, bitrate: "4M")
         let dir = try temporaryDirectory()
-        let input = dir.appendingPathComponent("in.h264")
-        try Data(stream).write(to: input)
+        let input = try inputFile(stream, in: dir)
         let segs = dir.appendingPathComponent("segs").path
         let script = "\"$0\" consume --from \"$1\" -o - --segments \"$2\" --segment-duration 1s | head -c 100000 > /dev/null; echo \"${PIPESTATUS[0]}\""
         let r = try Run.program("/bin/bash", ["-c", script, Run.nalcast, input.path, segs], timeout: 60)

@@ -6,10 +6,8 @@ import Testing
     /// The hook runs without a shell, once per finished segment, with the path as its last
     /// argument and the NALCAST_SEGMENT_* environment; `--keep 2` leaves the newest two.
     @Test func onSegmentRunsPerFinishedSegmentAndKeepDeletesTheOldest() throws {
-        let stream = try Streams.ffmpeg(frames: 150, keyint: 30, bitrate: "4M")
         let dir = try temporaryDirectory()
-        let input = dir.appendingPathComponent("in.h264")
-        try Data(stream).write(to: input)
+        let input = try inputFile(try Streams.ffmpeg(frames: 150, keyint: 30, bitrate: "4M"), in: dir)
         let segs = dir.appendingPathComponent("segs").path
         let script = dir.appendingPathComponent("hook.sh").path
         try "#!/bin/sh\necho \"$1|$2|$NALCAST_SEGMENT_PATH|$NALCAST_SEGMENT_FRAMES|$NALCAST_SEGMENT_BYTES|$NALCAST_SEGMENT_DURATION\" >> \"$0.log\"\n"
@@ -68,7 +66,7 @@ import Testing
         producer.signal(SIGTERM)
         producer.wait()
         let lines = try String(contentsOf: events, encoding: .utf8).split(separator: "\n")
-        let kinds = lines.compactMap { (try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])?["event"] as? String }
+        let kinds = eventLines(events).compactMap { $0["event"] as? String }
         #expect(kinds.count == lines.count, "not every line is JSON: \(lines)")
         #expect(kinds.first == "connected")
         #expect(kinds.contains("sink-closed"))

@@ -32,8 +32,7 @@ import Testing
         #expect((3...5).contains(names.count), "\(names)")
         for name in names { try Self.checkSegment(segs + "/" + name) }
         // Durations from the SEI media time: full segments are 2 s to 2 s + one GOP.
-        let lines = try String(contentsOf: events, encoding: .utf8).split(separator: "\n")
-        let closed = lines.compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }.filter { $0["event"] as? String == "segment-closed" }
+        let closed = eventLines(events).filter { $0["event"] as? String == "segment-closed" }
         #expect(closed.count == names.count)
         for event in closed where event["reason"] as? String == "duration" {
             let d = event["duration"] as? Double ?? 0

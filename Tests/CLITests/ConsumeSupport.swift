@@ -59,6 +59,19 @@ enum Streams {
     }
 }
 
+/// The JSON lines of an `--events` file, each as an object (a line that is not JSON is left out).
+func eventLines(_ url: URL) -> [[String: Any]] {
+    let text = (try? String(contentsOf: url, encoding: .utf8)) ?? ""
+    return text.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+}
+
+/// `bytes` written to `DIR/in.h264`, the input file of a consume test.
+func inputFile(_ bytes: [UInt8], in dir: URL) throws -> URL {
+    let url = dir.appendingPathComponent("in.h264")
+    try Data(bytes).write(to: url)
+    return url
+}
+
 /// What FFmpeg makes of a stream file: its packets (access units) and decoded frames, and
 /// whatever it complained about.
 struct Decoded {

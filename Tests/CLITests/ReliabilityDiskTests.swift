@@ -10,9 +10,7 @@ import Testing
     static func input(_ dir: URL) throws -> URL {
         let small = try Streams.ffmpeg(frames: 90, keyint: 30, bitrate: "150k")
         let large = try Streams.ffmpeg(frames: 90, keyint: 30, bitrate: "3M")
-        let url = dir.appendingPathComponent("in.h264")
-        try Data(small + large).write(to: url)
-        return url
+        return try inputFile(small + large, in: dir)
     }
 
     /// One clear error (exit 74 naming EFBIG's "File too large"); the segments finished before

@@ -30,11 +30,6 @@ import Testing
         return Int(line.split(separator: " ").dropFirst().first ?? "") ?? -1
     }
 
-    static func events(_ url: URL) -> [[String: Any]] {
-        let text = (try? String(contentsOf: url, encoding: .utf8)) ?? ""
-        return text.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
-    }
-
     static func noiseY4M(_ dir: URL, seconds: Int) throws -> URL {
         let input = dir.appendingPathComponent("noise.y4m")
         let r = try Run.program("ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "nullsrc=s=320x240:r=30,geq=random(1)*255:128:128",
@@ -66,16 +61,16 @@ import Testing
             producer.signal(SIGKILL)
             producer.wait()
             // Wait until the consumer saw this loss, then bring the producer back.
-            for _ in 0..<200 where Self.events(eventsURL).filter({ $0["event"] as? String == "disconnected" }).count < round { usleep(50_000) }
+            for _ in 0..<200 where eventLines(eventsURL).filter({ $0["event"] as? String == "disconnected" }).count < round { usleep(50_000) }
             producer = try Background(Run.nalcast, producerArgs)
             #expect(producer.servingEndpoint() != nil, "\(producer.stderr)")
-            for _ in 0..<300 where Self.events(eventsURL).filter({ $0["event"] as? String == "connected" }).count < round + 1 { usleep(50_000) }
+            for _ in 0..<300 where eventLines(eventsURL).filter({ $0["event"] as? String == "connected" }).count < round + 1 { usleep(50_000) }
         }
         usleep(1_200_000)
         // Stop the source first, so that the counts hold still while they are read.
         producer.signal(SIGTERM)
         #expect(producer.wait() == 0)
-        for _ in 0..<200 where Self.events(eventsURL).filter({ $0["event"] as? String == "disconnected" }).count < 4 { usleep(50_000) }
+        for _ in 0..<200 where eventLines(eventsURL).filter({ $0["event"] as? String == "disconnected" }).count < 4 { usleep(50_000) }
         usleep(300_000)
         let received = try Self.metric(metricsPort, "nalcast_consumer_access_units_total")
         let written = try Self.metric(metricsPort, "nalcast_sink_written_access_units_total{sink=\"segments\"}")
@@ -92,7 +87,7 @@ import Testing
         #expect(received != nil && written != nil)
         #expect(Double(inFiles) == received, "files hold \(inFiles) access units, the consumer received \(received ?? -1)")
         #expect(Double(inFiles) == written, "files hold \(inFiles) access units, the sink wrote \(written ?? -1)")
-        let closed = Self.events(eventsURL).filter { $0["event"] as? String == "segment-closed" }
+        let closed = eventLines(eventsURL).filter { $0["event"] as? String == "segment-closed" }
         #expect(closed.reduce(0) { $0 + ($1["frames"] as? Int ?? 0) } == inFiles)
         #expect(closed.filter { $0["reason"] as? String == "reconnect" }.count == 3, "\(closed)")
     }
@@ -128,7 +123,7 @@ import Testing
             #expect(s.count >= (stop + 3) * 30 - ownDrops, "reader \(i) got \(s.count) access units")
             #expect(ServeTests.gaps(s) <= ownDrops, "reader \(i) missed \(ServeTests.gaps(s)) frames, the producer dropped \(ownDrops)")
         }
-        let events = Self.events(eventsURL)
+        let events = eventLines(eventsURL)
         #expect(events.contains { $0["event"] as? String == "reader-skipped" }, "the stopped reader was never skipped")
         #expect(!events.contains { $0["event"] as? String == "reader-closed" && ($0["reason"] as? String ?? "").contains("timeout") })
         let got = try Data(contentsOf: out)

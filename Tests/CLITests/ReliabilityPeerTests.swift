@@ -86,7 +86,7 @@ import Testing
         #expect(consumer.wait() == 0, "\(consumer.stderr)")
         target.finish()
         #expect(target.connections >= 3, "the forward sink reconnected \(target.connections) times")
-        let events = ReliabilityFaultTests.events(eventsURL)
+        let events = eventLines(eventsURL)
         #expect(events.filter { $0["event"] as? String == "forward-disconnected" }.count >= 2)
         #expect(!events.contains { $0["event"] as? String == "skipped" && $0["sink"] as? String != "forward" }, "a sink other than forward skipped")
 
@@ -97,7 +97,7 @@ import Testing
         // producer's own capture drops.
         #expect(Double(try inspect(stream)["accessUnits"] as? Int ?? -1) == received, "file \(s.count), received \(received ?? -1)")
         #expect(s.count >= 150, "the file sink got \(s.count) access units")
-        let producerSkipped = ReliabilityFaultTests.events(producerEvents).contains { $0["event"] as? String == "reader-skipped" }
+        let producerSkipped = eventLines(producerEvents).contains { $0["event"] as? String == "reader-skipped" }
         let ownDrops = try ServeTests.framesDropped(producerEvents)
         #expect(producerSkipped || ServeTests.gaps(s) <= ownDrops, "the file has gaps the producer did not make")
         #expect(try ffmpegDecode(stream).errors.isEmpty)

@@ -34,8 +34,7 @@ import Testing
     @Test func onSegmentRunsWithoutAShell() throws {
         let dir = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let input = dir.appendingPathComponent("in.h264")
-        try Data(try Streams.ffmpeg(frames: 60, keyint: 30)).write(to: input)
+        let input = try inputFile(try Streams.ffmpeg(frames: 60, keyint: 30), in: dir)
         let hook = dir.appendingPathComponent("hook.sh").path
         try "#!/bin/sh\nprintf '%s\\n' \"$1\" >> \"$0.log\"\n".write(toFile: hook, atomically: true, encoding: .utf8)
         chmod(hook, 0o755)
@@ -64,8 +63,7 @@ import Testing
     @Test func segmentNamesStayInTheirDirectory() throws {
         let dir = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let input = dir.appendingPathComponent("in.h264")
-        try Data(try Streams.ffmpeg(frames: 60, keyint: 30)).write(to: input)
+        let input = try inputFile(try Streams.ffmpeg(frames: 60, keyint: 30), in: dir)
         try FileManager.default.createDirectory(at: dir.appendingPathComponent("a"), withIntermediateDirectories: true)
         let segs = dir.appendingPathComponent("a/segs").path
         for pattern in ["..", ".", "../x%n", "/tmp/x%n", "%n/../../x"] {
@@ -86,8 +84,7 @@ import Testing
     @Test func hookStartsWithDefaultSignalDispositions() throws {
         let dir = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let input = dir.appendingPathComponent("in.h264")
-        try Data(try Streams.ffmpeg(frames: 30, keyint: 30)).write(to: input)
+        let input = try inputFile(try Streams.ffmpeg(frames: 30, keyint: 30), in: dir)
         let hook = dir.appendingPathComponent("hook.sh").path
         try "#!/bin/sh\ngrep SigIgn /proc/self/status >> \"$0.log\"\n".write(toFile: hook, atomically: true, encoding: .utf8)
         chmod(hook, 0o755)

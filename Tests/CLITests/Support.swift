@@ -81,14 +81,14 @@ final class Background: @unchecked Sendable {
 
     init(_ executable: String, _ arguments: [String], stdoutTo: URL? = nil, environment: [String: String]? = nil) throws {
         stderrURL = FileManager.default.temporaryDirectory.appendingPathComponent("nalcast-bg-\(UUID().uuidString).log")
-        FileManager.default.createFile(atPath: stderrURL.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: stderrURL.path, contents: nil)
         stdoutURL = stdoutTo
         process.executableURL = URL(fileURLWithPath: executable.hasPrefix("/") ? executable : "/usr/bin/env")
         process.arguments = executable.hasPrefix("/") ? arguments : [executable] + arguments
         if let environment { process.environment = environment }
         process.standardError = try FileHandle(forWritingTo: stderrURL)
         if let stdoutTo {
-            FileManager.default.createFile(atPath: stdoutTo.path, contents: nil)
+            _ = FileManager.default.createFile(atPath: stdoutTo.path, contents: nil)
             process.standardOutput = try FileHandle(forWritingTo: stdoutTo)
         } else {
             process.standardOutput = FileHandle.nullDevice

@@ -58,8 +58,7 @@ import Testing
         // The kernel allows up to pipe-max-size (1 MiB by default) without privilege.
         let maxSize = (try? String(contentsOfFile: "/proc/sys/fs/pipe-max-size", encoding: .utf8))
             .flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) } ?? 0
-        let source = try RawSource(path: "/dev/fd/\(fds[0])", width: 1920, height: 1080, pixelFormat: .i420, frameRate: FrameRate(30))
-        _ = source
+        _ = try RawSource(path: "/dev/fd/\(fds[0])", width: 1920, height: 1080, pixelFormat: .i420, frameRate: FrameRate(30))
         if maxSize >= 256 << 10 || getuid() == 0 {
             #expect(before < 256 << 10)
             #expect(fcntl(fds[1], getPipeSize) == 256 << 10)

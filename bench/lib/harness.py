@@ -270,13 +270,18 @@ def run_case(ctx: Context, case: Case) -> None:
 # summarizing
 
 
+def median_wall(c: Contender) -> Optional[float]:
+    """The median wall time of a contender's runs, None without any."""
+    return statistics.median(s.wall_s for s in c.samples) if c.samples else None
+
+
 def summary(case: Case, c: Contender) -> dict:
     row = {"benchmark": case.label, "bench": case.bench, "contender": c.name, "role": c.role,
            "unit": case.unit, "work": case.work, "figure_labels": case.figures}
     if c.skip or c.failed or not c.samples:
         row["status"] = c.skip or c.failed or "no samples"
         return row
-    wall = statistics.median(s.wall_s for s in c.samples)
+    wall = median_wall(c)
     row.update(status="ok", runs=len(c.samples), wall_s=wall, rate=case.work / wall,
                cpu_s=statistics.median(s.cpu_s for s in c.samples),
                rss_mib=statistics.median(s.rss_kib for s in c.samples) / 1024,

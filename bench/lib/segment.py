@@ -15,7 +15,6 @@ in the page cache; fsync makes the disk part of the measurement.
 from __future__ import annotations
 
 import shutil
-import statistics
 from pathlib import Path
 
 import harness
@@ -97,12 +96,10 @@ def cases(ctx: Context) -> list:
                 out.append(f"{case.label}: {c.name} wrote {n}")
         # Like with like: nalcast's default fsyncs every segment, as the C program does
         # with --fsync; --no-fsync does the same work as the plain C program.
-        by = {c.name: c for c in case.contenders if not c.failed and not c.skip}
+        walls = {c.name: harness.median_wall(c) for c in case.contenders if not c.failed and not c.skip}
         for mine, theirs in (("nalcast consume", "C segment --fsync"), ("nalcast consume --no-fsync", "C segment")):
-            a, b = by.get(mine), by.get(theirs)
-            if a and b and a.samples and b.samples:
-                wa = statistics.median(x.wall_s for x in a.samples)
-                wb = statistics.median(x.wall_s for x in b.samples)
+            wa, wb = walls.get(mine), walls.get(theirs)
+            if wa and wb:
                 out.append(f"{case.label}: {mine} runs at {wb / wa:.2f}x the rate of {theirs}")
         return out
 
