@@ -1,5 +1,5 @@
 // swift-tools-version:6.0
-// nalcast: a local H.264 streaming relay. See ../shared/DESIGN.md for the picture.
+// nalcast: a local H.264 streaming relay. docs/architecture.md has the picture.
 import PackageDescription
 
 let package = Package(
@@ -44,12 +44,13 @@ let package = Package(
         .target(name: "Consumer", dependencies: ["H264", "Relay", "EventLoop"]),
         .executableTarget(name: "nalcast", dependencies: ["CLinux", "H264", "Relay", "EventLoop", "Capture", "Encoder", "Producer", "Consumer"]),
 
-        // Helpers the library tests share: running ffmpeg, ffprobe and friends.
+        // Helpers the tests share: running ffmpeg, ffprobe and friends; the conformance streams
+        // (Tests/Fixtures/h264/) and their facts.
         .target(name: "TestSupport", path: "Tests/TestSupport"),
-        .testTarget(name: "H264Tests", dependencies: ["H264"]),
+        .testTarget(name: "H264Tests", dependencies: ["H264", "TestSupport"]),
         .testTarget(name: "RelayTests", dependencies: ["Relay", "H264"]),
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop", "H264"]),
-        .testTarget(name: "ConsumerTests", dependencies: ["Consumer", "Relay", "H264"]),
+        .testTarget(name: "ConsumerTests", dependencies: ["Consumer", "Relay", "H264", "TestSupport"]),
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "TestSupport"]),
         .testTarget(name: "EncoderTests", dependencies: ["Encoder", "H264", "Capture", "TestSupport"]),
         // Screen capture under a real X server: each test starts its own Xvfb.
@@ -57,7 +58,7 @@ let package = Package(
         // Fuzz findings replayed (inputs in fuzz/regressions/).
         .testTarget(name: "ReliabilityTests", dependencies: ["H264", "Capture"]),
         // End-to-end: runs the built `nalcast` binary against real peers (ffmpeg, ffprobe, ...).
-        .testTarget(name: "CLITests", dependencies: ["nalcast"]),
+        .testTarget(name: "CLITests", dependencies: ["nalcast", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,3 +1,4 @@
+import TestSupport
 import Foundation
 import Testing
 
@@ -11,15 +12,11 @@ import Testing
         var description: String { file }
     }
 
-    // The README table of ../shared/fixtures/h264/ (measured with FFmpeg).
-    static let table: [Expected] = [
-        .init(file: "FRExt1_Panasonic.avc", accessUnits: 8, idr: 2, types: ["1": 6, "5": 2, "7": 2, "8": 8, "10": 2, "11": 1]),
-        .init(file: "FRExt3_Panasonic.avc", accessUnits: 11, idr: 1, types: ["1": 10, "5": 1, "7": 1, "8": 11, "10": 1, "11": 1]),
-        .init(file: "HCAFR1_HHI.264", accessUnits: 10, idr: 1, types: ["1": 9, "5": 1, "7": 1, "8": 1]),
-        .init(file: "HCAFF1_HHI.264", accessUnits: 14, idr: 1, types: ["1": 13, "5": 1, "7": 1, "8": 1]),
-        .init(file: "HCAMFF1_HHI.264", accessUnits: 10, idr: 1, types: ["1": 9, "5": 1, "7": 1, "8": 1]),
-        .init(file: "FREXT01_JVC_D.264", accessUnits: 16, idr: 1, types: ["1": 15, "5": 1, "7": 1, "8": 1]),
-    ]
+    // The table of Tests/Fixtures/h264/README.md (measured with FFmpeg).
+    static let table: [Expected] = ConformanceStream.all.map { stream in
+        Expected(file: stream.file, accessUnits: stream.accessUnits, idr: stream.idrAccessUnits,
+                 types: Dictionary(uniqueKeysWithValues: stream.nalUnitsByType.map { (String($0.key), $0.value) }))
+    }
 
     @Test(arguments: table)
     func jsonSummaryMatchesTheTable(expected: Expected) throws {

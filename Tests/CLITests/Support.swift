@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 
 /// Runs programs for the end-to-end tests: the built `nalcast` and real peers.
 enum Run {
@@ -19,7 +20,7 @@ enum Run {
     }()
 
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-    static let fixtures = root.deletingLastPathComponent().appendingPathComponent("shared/fixtures/h264")
+    static let fixtures = ConformanceStream.directory
 
     struct Result {
         let status: Int32

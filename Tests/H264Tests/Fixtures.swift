@@ -1,35 +1,6 @@
 import Foundation
 @testable import H264
-
-/// The conformance streams in ../shared/fixtures/h264/ and what FFmpeg measured of them
-/// (the README table there).
-struct ConformanceStream: Sendable, CustomStringConvertible {
-    let file: String
-    let bytes: Int
-    let accessUnits: Int
-    let idrAccessUnits: Int
-    let nalUnitsByType: [UInt8: Int]
-    let width = 352
-    let height = 288
-
-    var description: String { file }
-
-    static let all: [ConformanceStream] = [
-        .init(file: "FRExt1_Panasonic.avc", bytes: 36711, accessUnits: 8, idrAccessUnits: 2, nalUnitsByType: [1: 6, 5: 2, 7: 2, 8: 8, 10: 2, 11: 1]),
-        .init(file: "FRExt3_Panasonic.avc", bytes: 25014, accessUnits: 11, idrAccessUnits: 1, nalUnitsByType: [1: 10, 5: 1, 7: 1, 8: 11, 10: 1, 11: 1]),
-        .init(file: "HCAFR1_HHI.264", bytes: 19672, accessUnits: 10, idrAccessUnits: 1, nalUnitsByType: [1: 9, 5: 1, 7: 1, 8: 1]),
-        .init(file: "HCAFF1_HHI.264", bytes: 19850, accessUnits: 14, idrAccessUnits: 1, nalUnitsByType: [1: 13, 5: 1, 7: 1, 8: 1]),
-        .init(file: "HCAMFF1_HHI.264", bytes: 19978, accessUnits: 10, idrAccessUnits: 1, nalUnitsByType: [1: 9, 5: 1, 7: 1, 8: 1]),
-        .init(file: "FREXT01_JVC_D.264", bytes: 53343, accessUnits: 16, idrAccessUnits: 1, nalUnitsByType: [1: 15, 5: 1, 7: 1, 8: 1]),
-    ]
-
-    static let directory: URL = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().appendingPathComponent("shared/fixtures/h264")
-
-    var url: URL { Self.directory.appendingPathComponent(file) }
-    func load() throws -> [UInt8] { [UInt8](try Data(contentsOf: url)) }
-}
+import TestSupport
 
 /// `bytes` cut into pieces of the given sizes (cycled; sizes below 1 count as 1).
 func pieces(_ bytes: [UInt8], sizes: [Int]) -> [[UInt8]] {

@@ -1,4 +1,4 @@
-// x264loop: the "limit" row of the encode benchmark (see ../../shared/ANCHORS.md).
+// x264loop: the "limit" row of the encode benchmark (see "Anchors" in bench/README.md).
 // Raw I420 frames on stdin, libx264 with the zerolatency tune, Annex-B on stdout;
 // nothing else. Whatever nalcast produce spends beyond this is its own overhead.
 //
