@@ -52,6 +52,8 @@ let package = Package(
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop", "H264"]),
         .testTarget(name: "ConsumerTests", dependencies: ["Consumer", "Relay", "H264", "TestSupport"]),
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "TestSupport"]),
+        // The capture thread's hand-off to a real loop thread and server.
+        .testTarget(name: "ProducerTests", dependencies: ["Producer", "EventLoop", "Relay", "H264", "Capture", "TestSupport"]),
         .testTarget(name: "EncoderTests", dependencies: ["Encoder", "H264", "Capture", "TestSupport"]),
         // Screen capture under a real X server: each test starts its own Xvfb.
         .testTarget(name: "X11Tests", dependencies: ["Capture", "Encoder", "H264", "CXCBShm", "nalcast", "TestSupport"]),

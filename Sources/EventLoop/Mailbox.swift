@@ -61,10 +61,14 @@ public final class Mailbox<Message: Sendable>: @unchecked Sendable {
 
     /// Queues a message for the loop thread. Returns false (and counts it) when the mailbox is
     /// full. Safe from any thread.
+    ///
+    /// `pastCapacity` is for the few messages that must never be lost however far behind the
+    /// loop is (the end of capture): they bypass the bound, so a sender may use it only for a
+    /// bounded number of messages.
     @discardableResult
-    public func send(_ message: Message) -> Bool {
+    public func send(_ message: Message, pastCapacity: Bool = false) -> Bool {
         let accepted = pending.withLock { pending in
-            guard pending.count < capacity else { return false }
+            guard pastCapacity || pending.count < capacity else { return false }
             pending.append(message)
             return true
         }

@@ -8,6 +8,9 @@ public struct CaptureStatistics: Sendable, Hashable {
     public var droppedRate: UInt64 = 0
     /// Frames a live source skipped because capture and encode were behind.
     public var droppedLate: UInt64 = 0
+    /// Access units encoded but not handed to the readers: the loop thread was behind and
+    /// its mailbox full, so they and everything up to the next IDR were left out.
+    public var droppedHandOff: UInt64 = 0
     /// Bytes of encoded access units.
     public var bytesEncoded: UInt64 = 0
     /// Conversion and encode time of the last frame, and its mean.
@@ -21,5 +24,5 @@ public struct CaptureStatistics: Sendable, Hashable {
 
     public init() {}
 
-    public var droppedTotal: UInt64 { droppedRate + droppedLate }
+    public var droppedTotal: UInt64 { droppedRate + droppedLate + droppedHandOff }
 }

@@ -222,6 +222,8 @@ public final class StreamServer {
                 metrics.readerSkips.increment()
                 metrics.skippedAccessUnits.increment(by: UInt64(units))
                 onEvent(.readerSkipped(id, accessUnits: units, bytes: bytes))
+            case .readerPassedOver(_, let units, _):
+                metrics.skippedAccessUnits.increment(by: UInt64(units))
             case .readerTimedOut(let id):
                 metrics.readersTimedOut.increment()
                 if let connection = connections.removeValue(forKey: id) {

@@ -59,6 +59,8 @@ public enum BroadcastEvent: Sendable, Equatable {
     case readerStarted(ReaderID, latencyNs: UInt64)
     /// The reader fell too far behind and skipped to the next IDR.
     case readerSkipped(ReaderID, accessUnits: Int, bytes: Int)
+    /// After a skip, an access unit the reader does not get while it waits for the IDR.
+    case readerPassedOver(ReaderID, accessUnits: Int, bytes: Int)
     /// The reader made no progress for the reader timeout. It is already removed: close its
     /// connection.
     case readerTimedOut(ReaderID)
@@ -167,6 +169,8 @@ public struct Broadcaster: Sendable {
             let result = readers[id]!.queue.enqueue(accessUnit, arrivalNs: now)
             if result.didSkip {
                 events.append(.readerSkipped(id, accessUnits: result.skippedAccessUnits, bytes: result.skippedBytes))
+            } else if result.skippedAccessUnits > 0 {
+                events.append(.readerPassedOver(id, accessUnits: result.skippedAccessUnits, bytes: result.skippedBytes))
             }
             if result.isStart {
                 let joined = readers[id]!.joinedAtNs

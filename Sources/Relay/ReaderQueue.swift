@@ -88,7 +88,8 @@ public struct ReaderQueue: Sendable {
         /// This entry point is the reader's first: it joined and starts here.
         public var isStart = false
         /// The bound was crossed: the reader skipped. The counts say what was dropped, this
-        /// access unit included when it was not kept.
+        /// access unit included when it was not kept. Without `didSkip`, a count of 1 is this
+        /// access unit, passed over because the reader waits for the IDR after a skip.
         public var didSkip = false
         public var skippedAccessUnits = 0
         public var skippedBytes = 0
@@ -145,6 +146,8 @@ public struct ReaderQueue: Sendable {
                 if hasStarted {
                     stats.skippedAccessUnits += 1
                     stats.skippedBytes += entry.byteCount
+                    result.skippedAccessUnits = 1
+                    result.skippedBytes = entry.byteCount
                 }
                 return result
             }

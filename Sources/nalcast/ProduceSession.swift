@@ -117,9 +117,21 @@ final class ProduceSession {
 
         // The capture thread: everything from frames to access units happens here.
         let mailbox = server?.mailbox
+        let handOff = mailbox.map { mailbox in
+            ResyncingHandOff(control: control, send: { mailbox.send(.accessUnit($0)) }, hasRoom: { mailbox.backlog < mailbox.capacity }) { report in
+                switch report {
+                case .gapOpened:
+                    log.line("readers: the serving thread is behind (\(mailbox.capacity) access units waiting); dropping up to the next IDR", force: true)
+                    events?.emit("handoff-gap")
+                case .resumed(let lost):
+                    log.line("readers: resumed at an IDR; \(lost) access units were dropped", force: true)
+                    events?.emit("handoff-resumed", [("accessUnits", Int(lost))])
+                }
+            }
+        }
         let outcome = Outcome()
         let pipeline = CapturePipeline(source: source, options: plan.capture, control: control, log: libraryLog) { unit in
-            _ = mailbox?.send(.accessUnit(unit))
+            handOff?.hand(unit)
             if let writer {
                 let media = Double(unit.timestamp?.pts90k ?? 0) / 90_000
                 writer.push(.unit(ReceivedUnit(unit: unit, mediaTime: media, arrivalNs: 0)))
@@ -132,7 +144,7 @@ final class ProduceSession {
             } catch {
                 outcome.error.withLock { $0 = error }
             }
-            if let mailbox { _ = mailbox.send(.captureEnded) } else { _ = ended.send(0) }
+            if let mailbox { mailbox.send(.captureEnded, pastCapacity: true) } else { _ = ended.send(0) }
         }
 
         // Everything the loop calls must outlive it: a released SignalWatcher stops its
@@ -188,8 +200,9 @@ final class ProduceSession {
         }
         metric("nalcast_frames_captured_total", "counter", "Frames the source produced.", [("", Double(s.framesCaptured))])
         metric("nalcast_frames_encoded_total", "counter", "Frames encoded into access units.", [("", Double(s.framesEncoded))])
-        metric("nalcast_frames_dropped_total", "counter", "Frames dropped, by reason: rate (faster than --fps), late (capture fell behind).",
-               [("{reason=\"rate\"}", Double(s.droppedRate)), ("{reason=\"late\"}", Double(s.droppedLate))])
+        metric("nalcast_frames_dropped_total", "counter", "Frames dropped, by reason: rate (faster than --fps), late (capture fell behind), handoff (encoded, but the serving thread was behind: left out up to the next IDR).",
+               [("{reason=\"rate\"}", Double(s.droppedRate)), ("{reason=\"late\"}", Double(s.droppedLate)),
+                ("{reason=\"handoff\"}", Double(s.droppedHandOff))])
         metric("nalcast_encoded_bytes_total", "counter", "Bytes of encoded stream.", [("", Double(s.bytesEncoded))])
         metric("nalcast_encode_milliseconds", "gauge", "Encode time per frame: last and mean.",
                [("{stat=\"last\"}", s.lastEncodeMs), ("{stat=\"mean\"}", s.meanEncodeMs)])
