@@ -1,3 +1,4 @@
+import Output
 import H264
 
 /// Bytes in, access units out to the sinks: `AnnexBParser`, the media clock, and the entry

@@ -1,4 +1,5 @@
 import Consumer
+import Output
 import EventLoop
 import H264
 import Relay

@@ -1,5 +1,5 @@
 import Capture
-import Consumer
+import Output
 import Synchronization
 import EventLoop
 #if canImport(Glibc)

@@ -1,4 +1,4 @@
-import Consumer
+import Output
 import H264
 import Testing
 

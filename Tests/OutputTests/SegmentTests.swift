@@ -1,4 +1,4 @@
-import Consumer
+import Output
 import Foundation
 import H264
 import Relay
