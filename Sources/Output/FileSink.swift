@@ -4,12 +4,13 @@ import Glibc
 import Musl
 #endif
 
-/// `-o -` / `-o FILE`: the stream byte for byte as received (from the first entry point;
-/// after a skip, resuming at an entry point with its parameter sets).
+/// `-o -` / `-o FILE` of `produce` and `consume`: the Annex-B stream byte for byte as it
+/// came (from the first entry point; after a skip, resuming at an entry point with its
+/// parameter sets), to standard output or a file created or truncated.
 ///
 /// When the reading side goes away (EPIPE: ffplay closed, `head` had enough) the sink
 /// fails with `peerClosed` and its runner closes it; the other sinks go on.
-public final class StdoutSink: AccessUnitSink {
+public final class FileSink: AccessUnitSink {
     public let name: String
     private var output: FileOutput
     private let ownsDescriptor: Bool

@@ -140,7 +140,7 @@ public final class SegmentSink: AccessUnitSink {
     }
 
     /// Returns false when the access unit was not written (no segment can start with it).
-    private func place(_ received: ReceivedUnit) throws(SinkError) -> Bool {
+    private func place(_ received: TimedUnit) throws(SinkError) -> Bool {
         let unit = received.unit
         let decision = planner.plan(.init(isIDR: received.isEntryPoint, mediaTime: received.mediaTime, bytes: unit.byteCount, resolution: unit.resolution))
         switch decision {
@@ -163,7 +163,7 @@ public final class SegmentSink: AccessUnitSink {
         return true
     }
 
-    private func open(at received: ReceivedUnit) throws(SinkError) {
+    private func open(at received: TimedUnit) throws(SinkError) {
         let now = Int(time(nil))
         var name: String
         var path: String

@@ -81,11 +81,11 @@ final class ConsumeSession {
         }
         func queue() -> SinkQueue { SinkQueue(policy: policy, highWater: queueBytes) }
         if let output = config.output {
-            let sink: StdoutSink
+            let sink: FileSink
             if output == "-" {
-                sink = StdoutSink()
+                sink = FileSink()
             } else {
-                do { sink = try StdoutSink(path: output) } catch { throw CommandError.io(error.message) }
+                do { sink = try FileSink(path: output) } catch { throw CommandError.io(error.message) }
             }
             runners.append(SinkRunner(sink: sink, queue: queue(), counters: SinkCounters(registry: metrics.registry, sink: sink.name), onEvent: onRunnerEvent))
         }

@@ -38,8 +38,8 @@ final class ProduceSession {
         // `-o`: the consumer's file sink on its own thread. Behind a live source a slow
         // reader of the pipe skips to the next IDR; behind a file, capture waits for it.
         let writer: SinkRunner? = try plan.output.map { output in
-            let sink: StdoutSink
-            do { sink = output == "-" ? StdoutSink() : try StdoutSink(path: output) } catch { throw CommandError.io("-o \(error)") }
+            let sink: FileSink
+            do { sink = output == "-" ? FileSink() : try FileSink(path: output) } catch { throw CommandError.io("-o \(error)") }
             return SinkRunner(
                 sink: sink, queue: SinkQueue(policy: source.isLive ? .skipToEntry : .wait, highWater: 32 << 20),
                 counters: SinkCounters(registry: registry, sink: output == "-" ? "stdout" : "file")
@@ -122,7 +122,7 @@ final class ProduceSession {
             _ = mailbox?.send(.accessUnit(unit))
             if let writer {
                 let media = Double(unit.timestamp?.pts90k ?? 0) / 90_000
-                writer.push(.unit(ReceivedUnit(unit: unit, mediaTime: media, arrivalNs: 0)))
+                writer.push(.unit(TimedUnit(unit: unit, mediaTime: media, arrivalNs: 0)))
                 if writer.isClosed && mailbox == nil { control.stop() }
             }
         }

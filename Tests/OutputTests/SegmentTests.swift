@@ -8,7 +8,7 @@ import Testing
 /// SegmentSink on real fixture access units, SegmentRecovery on a torn `.part`, names.
 @Suite struct SegmentTests {
     static func received(_ units: [AccessUnit], fps: Double = 25) -> [SinkItem] {
-        units.enumerated().map { i, u in .unit(ReceivedUnit(unit: u, mediaTime: Double(i) / fps, arrivalNs: 0, resumes: i == 0)) }
+        units.enumerated().map { i, u in .unit(TimedUnit(unit: u, mediaTime: Double(i) / fps, arrivalNs: 0, resumes: i == 0)) }
     }
 
     @Test func segmentsStartAtIDRsAndConcatenateToTheInput() throws {

@@ -1,12 +1,13 @@
 import H264
 
-/// An access unit as the consumer received it, with what the sinks need to place it.
+/// An access unit placed in media time, as every sink gets it: from `consume`'s input (the
+/// `MediaClock` decides the time) and from `produce`'s encoder (the timestamp SEI's).
 /// Immutable and `Sendable`: every sink's queue holds the same value (the bytes are shared).
-public struct ReceivedUnit: Sendable {
+public struct TimedUnit: Sendable {
     public let unit: AccessUnit
     /// Seconds of media time (see `MediaClock`).
     public let mediaTime: Double
-    /// Monotonic nanoseconds when it was received.
+    /// Monotonic nanoseconds when it was received (0 for an access unit `produce` encoded).
     public let arrivalNs: UInt64
     /// True for the first access unit after a gap (a skip or a reconnect): a sink writes
     /// `unit.nalUnitsForEntry`, so a decoder can start here.
