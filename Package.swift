@@ -52,7 +52,7 @@ let package = Package(
         .testTarget(name: "H264Tests", dependencies: ["H264", "TestSupport"]),
         .testTarget(name: "RelayTests", dependencies: ["Relay", "H264"]),
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop", "H264"]),
-        .testTarget(name: "ConsumerTests", dependencies: ["Consumer", "Relay", "H264"]),
+        .testTarget(name: "ConsumerTests", dependencies: ["Consumer", "H264"]),
         .testTarget(name: "OutputTests", dependencies: ["Output", "Relay", "H264", "TestSupport"]),
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "TestSupport"]),
         .testTarget(name: "EncoderTests", dependencies: ["Encoder", "H264", "Capture", "TestSupport"]),

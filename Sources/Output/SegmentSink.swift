@@ -47,7 +47,7 @@ public final class SegmentSink: AccessUnitSink {
     /// A finished segment.
     public struct SegmentInfo: Sendable {
         public let path: String
-        public let duration: Double
+        public let duration: MediaTime
         public let frames: Int
         public let bytes: Int
         /// Why it ended: `duration`, `size`, `resolution-change`, `reconnect`, `end`.
@@ -72,9 +72,9 @@ public final class SegmentSink: AccessUnitSink {
         let indexFD: Int32
         let path: String
         let partPath: String
-        var startTime: Double
-        var lastTime: Double
-        var lastStep: Double = 0
+        var startTime: MediaTime
+        var lastTime: MediaTime
+        var lastStep = MediaTime.zero
         var frames = 0
         var recordedOffset = 0
         /// Access units in the file up to `recordedOffset`.
@@ -157,7 +157,7 @@ public final class SegmentSink: AccessUnitSink {
             current!.output.add(received.nalUnits)
             current!.frames += 1
             let step = received.mediaTime - current!.lastTime
-            if step > 0 { current!.lastStep = step }
+            if step > .zero { current!.lastStep = step }
             current!.lastTime = received.mediaTime
         }
         return true
@@ -220,13 +220,13 @@ public final class SegmentSink: AccessUnitSink {
         current!.recordedFrames = current!.frames
     }
 
-    private func closeCurrent(reason: String, nextStart: Double?) throws(SinkError) {
+    private func closeCurrent(reason: String, nextStart: MediaTime?) throws(SinkError) {
         try flushCurrent()
         if let error = finisher.takeError() { throw error }
         guard let segment = current else { return }
         current = nil
         let end = nextStart ?? (segment.lastTime + segment.lastStep)
-        let info = SegmentInfo(path: segment.path, duration: max(0, end - segment.startTime), frames: segment.frames, bytes: segment.output.offset, reason: reason)
+        let info = SegmentInfo(path: segment.path, duration: max(.zero, end - segment.startTime), frames: segment.frames, bytes: segment.output.offset, reason: reason)
         finisher.submit(.init(fd: segment.output.fd, indexFD: segment.indexFD, partPath: segment.partPath, info: info))
     }
 }

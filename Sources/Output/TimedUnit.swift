@@ -5,15 +5,16 @@ import H264
 /// Immutable and `Sendable`: every sink's queue holds the same value (the bytes are shared).
 public struct TimedUnit: Sendable {
     public let unit: AccessUnit
-    /// Seconds of media time (see `MediaClock`).
-    public let mediaTime: Double
+    /// Where it sits in media time (90 kHz ticks): `consume`'s `MediaClock`, or the timestamp
+    /// SEI of what `produce` encoded.
+    public let mediaTime: MediaTime
     /// Monotonic nanoseconds when it was received (0 for an access unit `produce` encoded).
     public let arrivalNs: UInt64
     /// True for the first access unit after a gap (a skip or a reconnect): a sink writes
     /// `unit.nalUnitsForEntry`, so a decoder can start here.
     public var resumes: Bool
 
-    public init(unit: AccessUnit, mediaTime: Double, arrivalNs: UInt64, resumes: Bool = false) {
+    public init(unit: AccessUnit, mediaTime: MediaTime, arrivalNs: UInt64, resumes: Bool = false) {
         self.unit = unit
         self.mediaTime = mediaTime
         self.arrivalNs = arrivalNs

@@ -93,7 +93,7 @@ final class ConsumeSession {
             var recovered: [SegmentRecovery.Outcome] = []
             let segmentConfig = SegmentSink.Config(
                 directory: directory, namer: config.namer,
-                planner: SegmentPlanner.Config(segmentDuration: config.segmentDuration, maxBytes: config.segmentMaxBytes),
+                planner: SegmentPlanner.Config(segmentDuration: .seconds(config.segmentDuration), maxBytes: config.segmentMaxBytes),
                 keep: config.keep, hook: config.hook, sync: config.fsync)
             let sink: SegmentSink
             do {
@@ -105,7 +105,7 @@ final class ConsumeSession {
                     case .closed(let info):
                         metrics.segmentsClosed.increment()
                         events?.emit("segment-closed", [
-                            ("path", info.path), ("duration", info.duration), ("frames", info.frames),
+                            ("path", info.path), ("duration", info.duration.seconds), ("frames", info.frames),
                             ("bytes", info.bytes), ("reason", info.reason),
                         ])
                     case .hookFailed(let command, let message):

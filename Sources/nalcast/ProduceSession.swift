@@ -121,8 +121,7 @@ final class ProduceSession {
         let pipeline = CapturePipeline(source: source, options: plan.capture, control: control, log: libraryLog) { unit in
             _ = mailbox?.send(.accessUnit(unit))
             if let writer {
-                let media = Double(unit.timestamp?.pts90k ?? 0) / 90_000
-                writer.push(.unit(TimedUnit(unit: unit, mediaTime: media, arrivalNs: 0)))
+                writer.push(.unit(TimedUnit(unit: unit, mediaTime: unit.timestamp?.mediaTime ?? .zero, arrivalNs: 0)))
                 if writer.isClosed && mailbox == nil { control.stop() }
             }
         }
