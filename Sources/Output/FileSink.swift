@@ -31,6 +31,11 @@ public final class FileSink: AccessUnitSink {
         ownsDescriptor = true
     }
 
+    /// `-o TARGET`: standard output for `-`, else the file `TARGET`.
+    public convenience init(target: String) throws(SinkError) {
+        if target == "-" { self.init() } else { try self.init(path: target) }
+    }
+
     public func write(_ items: ArraySlice<SinkItem>) throws(SinkError) -> WriteReport {
         var report = WriteReport()
         for item in items {

@@ -21,6 +21,11 @@ public struct TimedUnit: Sendable {
         self.resumes = resumes
     }
 
+    /// An access unit `produce` just encoded: its media time is its timestamp SEI's.
+    public init(encoded unit: AccessUnit) {
+        self.init(unit: unit, mediaTime: unit.timestamp?.mediaTime ?? .zero, arrivalNs: 0)
+    }
+
     /// True when a decoder can start at this access unit: an IDR with its SPS and PPS
     /// (carried, or known from earlier in the same connection).
     public var isEntryPoint: Bool { unit.canStartDecoding }
