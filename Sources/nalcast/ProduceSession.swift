@@ -1,13 +1,13 @@
 import Capture
-import Output
-import Synchronization
 import EventLoop
+import H264
+import Output
+import Producer
+import Relay
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
-import H264
-import Producer
-import Relay
 
 /// One run of `nalcast produce`, in the order the data flows: open the source, make the
 /// output (`-o`), wire the serving side to the loop (the stream server, `--metrics`,
