@@ -54,7 +54,6 @@ public struct MediaTime: Sendable, Hashable, Comparable, CustomStringConvertible
     public static func < (a: MediaTime, b: MediaTime) -> Bool { a.ticks < b.ticks }
     public static func + (a: MediaTime, b: MediaTime) -> MediaTime { MediaTime(ticks: a.ticks &+ b.ticks) }
     public static func - (a: MediaTime, b: MediaTime) -> MediaTime { MediaTime(ticks: a.ticks &- b.ticks) }
-    public static func += (a: inout MediaTime, b: MediaTime) { a = a + b }
 }
 
 extension StreamTimestamp {
