@@ -41,8 +41,10 @@ let package = Package(
 
         // Wiring.
         .target(name: "Producer", dependencies: ["H264", "Relay", "EventLoop", "Capture", "Encoder"]),
-        .target(name: "Consumer", dependencies: ["H264", "Relay", "EventLoop"]),
-        .executableTarget(name: "nalcast", dependencies: ["CLinux", "H264", "Relay", "EventLoop", "Capture", "Encoder", "Producer", "Consumer"]),
+        // Where access units go (files, stdout, segments, a forward endpoint), for produce and consume.
+        .target(name: "Output", dependencies: ["H264", "Relay", "EventLoop"]),
+        .target(name: "Consumer", dependencies: ["H264", "Relay", "EventLoop", "Output"]),
+        .executableTarget(name: "nalcast", dependencies: ["CLinux", "H264", "Relay", "EventLoop", "Capture", "Encoder", "Producer", "Consumer", "Output"]),
 
         // Helpers the tests share: running ffmpeg, ffprobe and friends; the conformance streams
         // (Tests/Fixtures/h264/) and their facts.
@@ -50,7 +52,8 @@ let package = Package(
         .testTarget(name: "H264Tests", dependencies: ["H264", "TestSupport"]),
         .testTarget(name: "RelayTests", dependencies: ["Relay", "H264"]),
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop", "H264"]),
-        .testTarget(name: "ConsumerTests", dependencies: ["Consumer", "Relay", "H264", "TestSupport"]),
+        .testTarget(name: "ConsumerTests", dependencies: ["Consumer", "H264"]),
+        .testTarget(name: "OutputTests", dependencies: ["Output", "Relay", "H264", "TestSupport"]),
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "TestSupport"]),
         // The capture thread's hand-off to a real loop thread and server.
         .testTarget(name: "ProducerTests", dependencies: ["Producer", "EventLoop", "Relay", "H264", "Capture", "TestSupport"]),

@@ -1,3 +1,4 @@
+import Output
 import EventLoop
 import Synchronization
 

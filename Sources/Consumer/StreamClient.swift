@@ -1,3 +1,5 @@
+import Relay
+import Output
 import EventLoop
 
 #if canImport(Glibc)

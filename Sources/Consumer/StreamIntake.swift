@@ -1,3 +1,4 @@
+import Output
 import H264
 
 /// Bytes in, access units out to the sinks: `AnnexBParser`, the media clock, and the entry
@@ -80,7 +81,7 @@ public final class StreamIntake {
             if wall >= ts.captureTimeNs { metrics.latency.observe(Double(wall - ts.captureTimeNs) / 1e9) }
         }
         let time = clock.time(pts90k: unit.timestamp?.pts90k, frameRate: frameRate, arrivalNs: now)
-        var received = ReceivedUnit(unit: unit, mediaTime: time, arrivalNs: now)
+        var received = TimedUnit(unit: unit, mediaTime: time, arrivalNs: now)
         if waitingForEntry {
             guard received.isEntryPoint else {
                 metrics.waitedUnits.increment()

@@ -13,12 +13,12 @@ import H264
 /// Pure: the caller (a segment sink) performs the file operations the decisions ask for.
 public struct SegmentPlanner: Sendable {
     public struct Config: Sendable, Equatable {
-        /// Seconds of media time per segment (rotation waits for the next IDR past it).
-        public var segmentDuration: Double
+        /// Media time per segment (rotation waits for the first IDR at or past it).
+        public var segmentDuration: MediaTime
         /// Rotate at the first IDR once a segment holds this many bytes; nil for no limit.
         public var maxBytes: Int?
 
-        public init(segmentDuration: Double = 5, maxBytes: Int? = nil) {
+        public init(segmentDuration: MediaTime = .seconds(5), maxBytes: Int? = nil) {
             self.segmentDuration = segmentDuration
             self.maxBytes = maxBytes
         }
@@ -27,12 +27,12 @@ public struct SegmentPlanner: Sendable {
     /// What the planner needs to know of one access unit.
     public struct Unit: Sendable, Equatable {
         public var isIDR: Bool
-        /// Media time in seconds (timestamp SEI, else arrival time).
-        public var mediaTime: Double
+        /// Media time (timestamp SEI, else counted or arrival time).
+        public var mediaTime: MediaTime
         public var bytes: Int
         public var resolution: Resolution?
 
-        public init(isIDR: Bool, mediaTime: Double, bytes: Int, resolution: Resolution? = nil) {
+        public init(isIDR: Bool, mediaTime: MediaTime, bytes: Int, resolution: Resolution? = nil) {
             self.isIDR = isIDR
             self.mediaTime = mediaTime
             self.bytes = bytes
@@ -58,7 +58,7 @@ public struct SegmentPlanner: Sendable {
     public let config: Config
     private var isOpen = false
     private var reconnected = false
-    private var segmentStart: Double = 0
+    private var segmentStart = MediaTime.zero
     private var segmentBytes = 0
     private var segmentResolution: Resolution?
 
@@ -89,7 +89,7 @@ public struct SegmentPlanner: Sendable {
             reason = .reconnect
         } else if let was = segmentResolution, let now = unit.resolution, was != now {
             reason = .resolutionChange
-        } else if unit.mediaTime - segmentStart >= config.segmentDuration - 1e-9 {
+        } else if unit.mediaTime - segmentStart >= config.segmentDuration {
             reason = .duration
         } else if let maxBytes = config.maxBytes, segmentBytes >= maxBytes {
             reason = .size

@@ -1,5 +1,6 @@
 import CLinux
 import Consumer
+import Output
 import EventLoop
 #if canImport(Glibc)
 import Glibc

@@ -1,6 +1,7 @@
 import Consumer
 import EventLoop
 import H264
+import Output
 import Relay
 import Synchronization
 
@@ -11,7 +12,9 @@ import Glibc
 /// Formats seconds for humans and JSON: `5.000`.
 func formatSeconds(_ value: Double) -> String { fixed(value, 3) }
 
-/// One run of `nalcast consume`: the loop, the input, the sinks, and how they stop.
+/// One run of `nalcast consume`, in the order the data flows: open the input, make the
+/// outputs, wire the input and the serving side (signals, `--metrics`, the status line) to
+/// the loop, run the loop, drain the outputs, report how it ended.
 final class ConsumeSession {
     let config: ConsumeCommand.Config
     let metrics = ConsumerMetrics()
@@ -33,38 +36,103 @@ final class ConsumeSession {
     /// How the run ended, set from whichever thread saw it first.
     enum Outcome: Sendable { case inputEnded, inputFailed(String), unreachable(String), stopped, sinksClosed }
 
-    func run() throws -> ExitCode {
-        let config = self.config
-        let log = self.log
-        let events = self.events
-        let metrics = self.metrics
-        let options = self.options
-        // Only the loop thread takes SIGINT/SIGTERM: block them before any thread starts.
-        EventLoop.setSignals([SIGINT, SIGTERM], blocked: true)
-        let loop = EventLoop()
+    /// The end of the run, told from any thread: the first outcome wins and stops the loop;
+    /// failed sinks are collected for the exit code.
+    final class Ending: Sendable {
+        let loop: EventLoop
         let outcome = Mutex<Outcome?>(nil)
         let failedSinks = Mutex<[String]>([])
-        let setOutcome: @Sendable (Outcome) -> Void = { o in
+
+        init(loop: EventLoop) { self.loop = loop }
+
+        func end(_ o: Outcome) {
             let first = outcome.withLock { current in
                 if current == nil { current = o; return true }
                 return false
             }
             if first { loop.stop() }
         }
+    }
 
-        // Open the input first: a missing file is exit 66 before anything is created.
-        var fileReader: FileReader?
-        if case .file(let path) = config.input {
-            do { fileReader = try FileReader(path: path) } catch { throw CommandError.noInput(error.message) }
+    /// What runs on the loop besides the input: `--metrics` and the status line.
+    struct Serving {
+        var metricsServer: MetricsServer?
+        var statusTimer: LoopTimer?
+        let statusLine: StatusLine
+
+        func stop() {
+            statusTimer?.stop()
+            metricsServer?.close()
         }
+    }
 
-        // Sinks.
+    func run() throws -> ExitCode {
+        // Only the loop thread takes SIGINT/SIGTERM: block them before any thread starts.
+        EventLoop.setSignals([SIGINT, SIGTERM], blocked: true)
+        let loop = EventLoop()
+        let ending = Ending(loop: loop)
+        let fileReader = try openInput()
+        let fanout = try makeOutputs(ending)
+        let signalWatchers = watchSignals(loop, ending)
+        // The watchers must outlive the loop and the drain: a released SignalWatcher stops its
+        // watcher, and the signal's default action (ending the process) would be back.
+        defer { withExtendedLifetime(signalWatchers) {} }
+        var client = try connectInput(loop, fanout, ending)
+        let serving = try startServing(loop, fanout)
+        startReading(fileReader, fanout, ending)
+
+        loop.run()
+
+        // Stop reading, then let the sinks write what they have and close.
+        let ended = ending.outcome.withLock { $0 } ?? .stopped
+        client?.stop()
+        client = nil
+        serving.stop()
+        drain(fileReader, fanout, after: ended)
+        if serving.statusTimer != nil { serving.statusLine.end() }
+        return try report(ended, ending)
+    }
+
+    /// A file or standard input is opened first: a missing file is exit 66 before anything
+    /// is created. A network input connects once the loop is there (`connectInput`).
+    private func openInput() throws -> FileReader? {
+        guard case .file(let path) = config.input else { return nil }
+        do { return try FileReader(path: path) } catch { throw CommandError.noInput(error.message) }
+    }
+
+    /// One runner per output (`-o`, `--segments`, `--forward`), fed together by the fan-out.
+    /// Behind a live input a slow output skips to the next IDR; behind a file, reading waits.
+    private func makeOutputs(_ ending: Ending) throws -> SinkFanout {
         let policy: SinkQueue.Policy = config.input.isNetwork ? .skipToEntry : .wait
+        let registry = metrics.registry
         let queueBytes = config.sinkQueue
+        let onRunnerEvent = runnerEvents(ending, sinkCount: (config.output != nil ? 1 : 0) + (config.segments != nil ? 1 : 0) + (config.forward != nil ? 1 : 0))
+        func runner(_ sink: sending AccessUnitSink, name: String) -> SinkRunner {
+            SinkRunner(sink: sink, queue: SinkQueue(policy: policy, highWater: queueBytes), counters: SinkCounters(registry: registry, sink: name), onEvent: onRunnerEvent)
+        }
         var runners: [SinkRunner] = []
-        let sinkCount = (config.output != nil ? 1 : 0) + (config.segments != nil ? 1 : 0) + (config.forward != nil ? 1 : 0)
+        if let output = config.output {
+            let sink: FileSink
+            do { sink = try FileSink(target: output) } catch { throw CommandError.io(error.message) }
+            runners.append(runner(sink, name: sink.name))
+        }
+        if let directory = config.segments {
+            let sink = try makeSegmentSink(directory)
+            runners.append(runner(sink, name: sink.name))
+        }
+        if let remote = config.forward {
+            let sink = makeForwardSink(remote)
+            runners.append(runner(sink, name: sink.name))
+        }
+        return SinkFanout(runners: runners)
+    }
+
+    /// What the runners report: a sink behind, a sink closed (the run ends when all are).
+    private func runnerEvents(_ ending: Ending, sinkCount: Int) -> @Sendable (SinkRunner.Event) -> Void {
+        let log = self.log
+        let events = self.events
         let closedSinks = Atomic<Int>(0)
-        let onRunnerEvent: @Sendable (SinkRunner.Event) -> Void = { event in
+        return { event in
             switch event {
             case .startedSkipping(let sink):
                 log.line("\(sink): behind, skipping to the next IDR")
@@ -72,167 +140,173 @@ final class ConsumeSession {
             case .closed(let sink, let error):
                 if let error {
                     log.line(error.peerClosed ? "\(sink): the reader went away (\(error.message)); closed" : "\(error)", force: !error.peerClosed)
-                    if !error.peerClosed { failedSinks.withLock { $0.append(error.description) } }
+                    if !error.peerClosed { ending.failedSinks.withLock { $0.append(error.description) } }
                 }
                 events?.emit("sink-closed", [("sink", sink), ("reason", error?.message ?? "finished")])
-                if closedSinks.add(1, ordering: .relaxed).newValue == sinkCount { setOutcome(.sinksClosed) }
+                if closedSinks.add(1, ordering: .relaxed).newValue == sinkCount { ending.end(.sinksClosed) }
             }
         }
-        func queue() -> SinkQueue { SinkQueue(policy: policy, highWater: queueBytes) }
-        if let output = config.output {
-            let sink: StdoutSink
-            if output == "-" {
-                sink = StdoutSink()
-            } else {
-                do { sink = try StdoutSink(path: output) } catch { throw CommandError.io(error.message) }
-            }
-            runners.append(SinkRunner(sink: sink, queue: queue(), counters: SinkCounters(registry: metrics.registry, sink: sink.name), onEvent: onRunnerEvent))
-        }
-        if let directory = config.segments {
-            var recovered: [SegmentRecovery.Outcome] = []
-            let segmentConfig = SegmentSink.Config(
-                directory: directory, namer: config.namer,
-                planner: SegmentPlanner.Config(segmentDuration: config.segmentDuration, maxBytes: config.segmentMaxBytes),
-                keep: config.keep, hook: config.hook, sync: config.fsync)
-            let sink: SegmentSink
-            do {
-                sink = try SegmentSink(config: segmentConfig, recovered: &recovered) { event in
-                    switch event {
-                    case .opened(let path):
-                        metrics.segmentsOpened.increment()
-                        events?.emit("segment-opened", [("path", path)])
-                    case .closed(let info):
-                        metrics.segmentsClosed.increment()
-                        events?.emit("segment-closed", [
-                            ("path", info.path), ("duration", info.duration), ("frames", info.frames),
-                            ("bytes", info.bytes), ("reason", info.reason),
-                        ])
-                    case .hookFailed(let command, let message):
-                        log.line("--on-segment \(command): \(message)", force: true)
-                    }
-                }
-            } catch {
-                throw CommandError.io(error.message)
-            }
-            for r in recovered {
-                if let path = r.path {
-                    log.line("recovered \(path) from an unfinished segment: \(r.keptBytes) bytes up to its last complete access unit\(r.droppedBytes > 0 ? ", \(r.droppedBytes) bytes of a partial one cut" : "")", force: true)
-                    events?.emit("segment-recovered", [("path", path), ("bytes", r.keptBytes), ("droppedBytes", r.droppedBytes)])
-                } else {
-                    log.line("removed \(r.partPath): no complete access unit in it", force: true)
-                }
-            }
-            runners.append(SinkRunner(sink: sink, queue: queue(), counters: SinkCounters(registry: metrics.registry, sink: sink.name), onEvent: onRunnerEvent))
-        }
-        if let remote = config.forward {
-            let sink = ForwardSink(endpoint: remote) { event in
-                switch event {
-                case .connected(let e):
-                    log.line("forwarding to \(e)")
-                    events?.emit("forward-connected", [("endpoint", e.description)])
-                case .disconnected(let e, let reason):
-                    log.line("forward to \(e) is down (\(reason)); retrying, dropping until it is back")
-                    events?.emit("forward-disconnected", [("endpoint", e.description), ("reason", reason)])
-                }
-            }
-            runners.append(SinkRunner(sink: sink, queue: queue(), counters: SinkCounters(registry: metrics.registry, sink: sink.name), onEvent: onRunnerEvent))
-        }
-        let fanout = SinkFanout(runners: runners)
-        let maxNAL = config.maxNAL
-        func makeIntake(_ clock: MediaClock.Source) -> StreamIntake {
-            StreamIntake(fanout: fanout, metrics: metrics, clock: clock, maxNALUnitSize: maxNAL)
-        }
+    }
 
-        // Signals: stop reading, let the sinks finish.
-        let signalWatchers = [SIGINT, SIGTERM].map { sig in
+    /// `--segments DIR`: recovers what a previous run left unfinished, and tells about it.
+    private func makeSegmentSink(_ directory: String) throws -> sending SegmentSink {
+        let log = self.log
+        let events = self.events
+        let metrics = self.metrics
+        var recovered: [SegmentRecovery.Outcome] = []
+        let segmentConfig = SegmentSink.Config(
+            directory: directory, namer: config.namer,
+            planner: SegmentPlanner.Config(segmentDuration: .seconds(config.segmentDuration), maxBytes: config.segmentMaxBytes),
+            keep: config.keep, hook: config.hook, sync: config.fsync)
+        let sink: SegmentSink
+        do {
+            sink = try SegmentSink(config: segmentConfig, recovered: &recovered) { event in
+                switch event {
+                case .opened(let path):
+                    metrics.segmentsOpened.increment()
+                    events?.emit("segment-opened", [("path", path)])
+                case .closed(let info):
+                    metrics.segmentsClosed.increment()
+                    events?.emit("segment-closed", [
+                        ("path", info.path), ("duration", info.duration.seconds), ("frames", info.frames),
+                        ("bytes", info.bytes), ("reason", info.reason),
+                    ])
+                case .hookFailed(let command, let message):
+                    log.line("--on-segment \(command): \(message)", force: true)
+                }
+            }
+        } catch {
+            throw CommandError.io(error.message)
+        }
+        for r in recovered {
+            if let path = r.path {
+                log.line("recovered \(path) from an unfinished segment: \(r.keptBytes) bytes up to its last complete access unit\(r.droppedBytes > 0 ? ", \(r.droppedBytes) bytes of a partial one cut" : "")", force: true)
+                events?.emit("segment-recovered", [("path", path), ("bytes", r.keptBytes), ("droppedBytes", r.droppedBytes)])
+            } else {
+                log.line("removed \(r.partPath): no complete access unit in it", force: true)
+            }
+        }
+        return sink
+    }
+
+    /// `--forward tcp://HOST:PORT`.
+    private func makeForwardSink(_ remote: Endpoint) -> sending ForwardSink {
+        let log = self.log
+        let events = self.events
+        return ForwardSink(endpoint: remote) { event in
+            switch event {
+            case .connected(let e):
+                log.line("forwarding to \(e)")
+                events?.emit("forward-connected", [("endpoint", e.description)])
+            case .disconnected(let e, let reason):
+                log.line("forward to \(e) is down (\(reason)); retrying, dropping until it is back")
+                events?.emit("forward-disconnected", [("endpoint", e.description), ("reason", reason)])
+            }
+        }
+    }
+
+    /// SIGINT, SIGTERM: stop reading, let the sinks finish.
+    private func watchSignals(_ loop: EventLoop, _ ending: Ending) -> [SignalWatcher] {
+        let log = self.log
+        let watchers = [SIGINT, SIGTERM].map { sig in
             SignalWatcher(loop: loop, signal: sig) {
                 log.line("stopping (\(sig == SIGINT ? "SIGINT" : "SIGTERM"))")
-                setOutcome(.stopped)
+                ending.end(.stopped)
             }
         }
-        for w in signalWatchers { w.start() }
+        for w in watchers { w.start() }
+        return watchers
+    }
 
-        // Input.
-        var client: StreamClient?
-        switch config.input {
-        case .network(let endpoint):
-            let backoff = ReconnectBackoff.Config(giveUpAfter: config.reconnectTimeout)
-            do {
-                client = try StreamClient(loop: loop, endpoint: endpoint, intake: makeIntake(.arrival), backoff: backoff) { event in
-                    switch event {
-                    case .connected(let e, let attempts):
-                        log.line("connected to \(e)\(attempts > 1 ? " after \(attempts) attempts" : "")")
-                        events?.emit("connected", [("endpoint", e.description), ("attempts", attempts)])
-                    case .unreachable(let e, let reason):
-                        log.line("cannot reach \(e) (\(reason)); retrying")
-                        events?.emit("reconnecting", [("endpoint", e.description), ("reason", reason)])
-                    case .disconnected(let e, let reason):
-                        log.line("disconnected from \(e) (\(reason)); reconnecting")
-                        events?.emit("disconnected", [("endpoint", e.description), ("reason", reason)])
-                        events?.emit("reconnecting", [("endpoint", e.description)])
-                    case .gaveUp(let e, let everConnected, let reason):
-                        if everConnected {
-                            log.line("\(e): stream ended; not reconnecting (--reconnect-timeout)")
-                            setOutcome(.inputEnded)
-                        } else {
-                            setOutcome(.unreachable("cannot connect to \(e) (\(reason))"))
-                        }
+    private func makeIntake(_ fanout: SinkFanout, _ clock: MediaClock.Source) -> sending StreamIntake {
+        StreamIntake(fanout: fanout, metrics: metrics, clock: clock, maxNALUnitSize: config.maxNAL)
+    }
+
+    /// `--from tcp://…|unix:…`: the client on the loop, reconnecting until
+    /// `--reconnect-timeout` gives up.
+    private func connectInput(_ loop: EventLoop, _ fanout: SinkFanout, _ ending: Ending) throws -> StreamClient? {
+        guard case .network(let endpoint) = config.input else { return nil }
+        let log = self.log
+        let events = self.events
+        let backoff = ReconnectBackoff.Config(giveUpAfter: config.reconnectTimeout)
+        let client: StreamClient
+        do {
+            client = try StreamClient(loop: loop, endpoint: endpoint, intake: makeIntake(fanout, .arrival), backoff: backoff) { event in
+                switch event {
+                case .connected(let e, let attempts):
+                    log.line("connected to \(e)\(attempts > 1 ? " after \(attempts) attempts" : "")")
+                    events?.emit("connected", [("endpoint", e.description), ("attempts", attempts)])
+                case .unreachable(let e, let reason):
+                    log.line("cannot reach \(e) (\(reason)); retrying")
+                    events?.emit("reconnecting", [("endpoint", e.description), ("reason", reason)])
+                case .disconnected(let e, let reason):
+                    log.line("disconnected from \(e) (\(reason)); reconnecting")
+                    events?.emit("disconnected", [("endpoint", e.description), ("reason", reason)])
+                    events?.emit("reconnecting", [("endpoint", e.description)])
+                case .gaveUp(let e, let everConnected, let reason):
+                    if everConnected {
+                        log.line("\(e): stream ended; not reconnecting (--reconnect-timeout)")
+                        ending.end(.inputEnded)
+                    } else {
+                        ending.end(.unreachable("cannot connect to \(e) (\(reason))"))
                     }
                 }
-            } catch {
-                throw CommandError.unavailable("consume: --from \(endpoint): \(error)")
             }
-            client?.start()
-        case .file:
-            break
+        } catch {
+            throw CommandError.unavailable("consume: --from \(endpoint): \(error)")
         }
+        client.start()
+        return client
+    }
 
-        // Metrics and the status line.
-        var metricsServer: MetricsServer?
+    /// `--metrics` and the once-a-second status line.
+    private func startServing(_ loop: EventLoop, _ fanout: SinkFanout) throws -> Serving {
+        let metrics = self.metrics
+        var serving = Serving(statusLine: StatusLine(options: options))
         if let address = config.metrics {
             do {
-                metricsServer = try MetricsServer(loop: loop, endpoint: address) { metrics.registry.render() }
+                serving.metricsServer = try MetricsServer(loop: loop, endpoint: address) { metrics.registry.render() }
             } catch {
                 throw CommandError.unavailable("consume: --metrics \(address): \(error)")
             }
-            metricsServer?.start()
+            serving.metricsServer?.start()
         }
-        let statusLine = StatusLine(options: options)
-        var status: LoopTimer?
-        if statusLine.enabled {
+        if serving.statusLine.enabled {
+            let statusLine = serving.statusLine
+            let runners = fanout.runners
             var counts = StatusCounts()
             let timer = LoopTimer(loop: loop) { statusLine.show(counts.line(metrics: metrics, runners: runners)) }
             timer.start(after: 1, repeating: 1)
-            status = timer
+            serving.statusTimer = timer
         }
+        return serving
+    }
 
-        if let reader = fileReader {
-            reader.start(intake: makeIntake(.counted)) { error in
-                setOutcome(error.map { .inputFailed($0) } ?? .inputEnded)
+    /// A file starts being read on its own thread; its end (or error) ends the run.
+    private func startReading(_ fileReader: FileReader?, _ fanout: SinkFanout, _ ending: Ending) {
+        if let fileReader {
+            fileReader.start(intake: makeIntake(fanout, .counted)) { error in
+                ending.end(error.map { .inputFailed($0) } ?? .inputEnded)
             }
         }
         if config.input.isNetwork { log.line("reading \(config.input)") }
+    }
 
-        // The watchers must outlive the loop: a released SignalWatcher stops its watcher, and the
-        // signal's default action (ending the process) would be back.
-        withExtendedLifetime(signalWatchers) { loop.run() }
-
-        // Stop reading, then let the sinks write what they have and close.
-        let ended = outcome.withLock { $0 } ?? .stopped
-        client?.stop()
-        client = nil
-        status?.stop()
-        metricsServer?.close()
+    /// Stops the reader and gives the sinks time to write what they hold: as long as they
+    /// need (600 s) after a file was read to its end, else `--stop-timeout`.
+    private func drain(_ fileReader: FileReader?, _ fanout: SinkFanout, after ended: Outcome) {
         fileReader?.stop()
         let timeout: Double
         if case .inputEnded = ended, !config.input.isNetwork { timeout = 600 } else { timeout = config.stopTimeout }
         let late = fanout.finish(timeout: timeout)
         fileReader?.join()
         if !late.isEmpty { log.line("gave up waiting for: \(late.joined(separator: ", "))", force: true) }
-        if status != nil { statusLine.end() }
+    }
+
+    /// The last event, and the exit code.
+    private func report(_ ended: Outcome, _ ending: Ending) throws -> ExitCode {
         events?.emit("stopped", [("accessUnits", Int(metrics.accessUnits.value)), ("bytes", Int(metrics.bytes.value))])
         events?.flush()
-        _ = signalWatchers
 
         switch ended {
         case .unreachable(let message): throw CommandError.unavailable("consume: \(message)")
@@ -240,7 +314,7 @@ final class ConsumeSession {
         default: break
         }
         // A failed sink was reported once, when it failed: exit 74 without saying it again.
-        if !failedSinks.withLock({ $0.isEmpty }) { return .ioError }
+        if !ending.failedSinks.withLock({ $0.isEmpty }) { return .ioError }
         return .ok
     }
 }

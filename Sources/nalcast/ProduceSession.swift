@@ -1,26 +1,29 @@
 import Capture
-import Consumer
-import Synchronization
 import EventLoop
+import H264
+import Output
+import Producer
+import Relay
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
-import H264
-import Producer
-import Relay
 
-/// One run of `nalcast produce`: the capture thread, the loop thread (this one) with the
-/// server, signals, metrics and the status line, and the output writer thread.
+/// One run of `nalcast produce`, in the order the data flows: open the source, make the
+/// output (`-o`), wire the serving side to the loop (the stream server, `--metrics`,
+/// signals, the status line), start the capture thread and run the loop, drain, report.
 ///
 /// Order of life, as for every threaded part of nalcast: create everything, start the
 /// threads, run the loop; on the way out stop capture, let readers drain, join, close.
 final class ProduceSession {
     let plan: ProduceCommand.Plan
     let status: StatusLine
+    let log: Log
 
     init(plan: ProduceCommand.Plan, status: StatusLine) {
         self.plan = plan
         self.status = status
+        self.log = Log(quiet: plan.quiet)
     }
 
     /// How the capture thread ended, handed to the main thread after the join.
@@ -28,57 +31,101 @@ final class ProduceSession {
         let error = Mutex<(any Error)?>(nil)
     }
 
-    func run() throws -> ExitCode {
-        let log = Log(quiet: plan.quiet)
-        let events = try plan.events.map { try EventLog(path: $0) }
-        let libraryLog: @Sendable (String) -> Void = { log.line($0) }
-        let source = try makeSource(plan, log: libraryLog)
+    /// What the loop runs besides the capture thread's hand-off. Everything here must
+    /// outlive the loop: a released SignalWatcher stops its watcher, and the signal's
+    /// default action (ending the process) would be back.
+    private struct Serving {
+        let server: StreamServer?
+        let metricsServer: MetricsServer?
+        /// Without a server, the end of capture stops the loop through this.
+        let captureEnded: Mailbox<Int>
+        let signals: [SignalWatcher]
+        let statusTimer: LoopTimer
+    }
 
+    func run() throws -> ExitCode {
+        let events = try plan.events.map { try EventLog(path: $0) }
+        let source = try makeSource(plan, log: libraryLog)
         let registry = MetricsRegistry()
-        // `-o`: the consumer's file sink on its own thread. Behind a live source a slow
-        // reader of the pipe skips to the next IDR; behind a file, capture waits for it.
-        let writer: SinkRunner? = try plan.output.map { output in
-            let sink: StdoutSink
-            do { sink = output == "-" ? StdoutSink() : try StdoutSink(path: output) } catch { throw CommandError.io("-o \(error)") }
-            return SinkRunner(
-                sink: sink, queue: SinkQueue(policy: source.isLive ? .skipToEntry : .wait, highWater: 32 << 20),
-                counters: SinkCounters(registry: registry, sink: output == "-" ? "stdout" : "file")
-            ) { event in
-                if case .closed(_, let error?) = event {
-                    log.line(error.peerClosed ? "\(error.sink): the reader closed the pipe" : error.description)
-                }
-            }
-        }
+        let output = try makeOutput(live: source.isLive, registry: registry)
 
         // Only the loop thread takes these signals: block them before any thread starts.
         EventLoop.setSignals([SIGINT, SIGTERM, SIGUSR1], blocked: true)
         let loop = EventLoop()
         let control = CaptureControl()
-        var server: StreamServer?
-        if let listen = plan.listen {
-            do {
-                let made = try StreamServer(loop: loop, config: StreamServer.Config(listen: listen, broadcaster: plan.broadcaster), metrics: StreamServer.Metrics(registry: registry))
-                made.onRequestIDR = { control.requestIDR() }
-                made.onEvent = { event in ProduceSession.report(event, to: events) }
-                made.onFinished = { loop.stop() }
-                server = made
-            } catch {
-                throw CommandError.unavailable("--listen \(listen): \(error)")
-            }
-        }
-        var metricsServer: MetricsServer?
-        if let endpoint = plan.metrics {
-            do {
-                metricsServer = try MetricsServer(loop: loop, endpoint: endpoint) {
-                    registry.render() + ProduceSession.captureMetrics(control.statistics())
-                }
-            } catch {
-                throw CommandError.unavailable("--metrics \(endpoint): \(error)")
-            }
-        }
+        let serving = try wireServing(loop, control, registry, events)
+        announce(Self.describe(source, plan: plan), serving)
 
-        // Without a server, the end of capture stops the loop directly.
-        let ended = Mailbox<Int>(loop: loop) { _ in if server == nil { loop.stop() } }
+        let outcome = Outcome()
+        let captureThread = startCapture(source, control, serving, output, outcome, events)
+        withExtendedLifetime(serving) { loop.run() }
+
+        captureThread.join()
+        drain(serving, output)
+        return try report(control, outcome, events)
+    }
+
+    /// Log lines from the library layers (capture, encoder).
+    private var libraryLog: @Sendable (String) -> Void {
+        let log = self.log
+        return { log.line($0) }
+    }
+
+    /// `-o FILE|-`: a file output of its own thread. Behind a live source a slow reader of the
+    /// pipe skips to the next IDR; behind a file, capture waits for it.
+    private func makeOutput(live: Bool, registry: MetricsRegistry) throws -> SinkRunner? {
+        guard let output = plan.output else { return nil }
+        let log = self.log
+        let sink: FileSink
+        do { sink = try FileSink(target: output) } catch { throw CommandError.io("-o \(error)") }
+        return SinkRunner(
+            sink: sink, queue: SinkQueue(policy: live ? .skipToEntry : .wait, highWater: 32 << 20),
+            counters: SinkCounters(registry: registry, sink: output == "-" ? "stdout" : "file")
+        ) { event in
+            if case .closed(_, let error?) = event {
+                log.line(error.peerClosed ? "\(error.sink): the reader closed the pipe" : error.description)
+            }
+        }
+    }
+
+    /// The stream server (`--listen`), `--metrics`, the signals and the status line, on the loop.
+    private func wireServing(_ loop: EventLoop, _ control: CaptureControl, _ registry: MetricsRegistry, _ events: EventLog?) throws -> Serving {
+        let server = try makeServer(loop, control, registry, events)
+        let metricsServer = try makeMetricsServer(loop, control, registry)
+        let captureEnded = Mailbox<Int>(loop: loop) { _ in if server == nil { loop.stop() } }
+        let signals = watchSignals(loop, control, server, events)
+        server?.start()
+        metricsServer?.start()
+        let statusTimer = startStatusLine(loop, control, server)
+        return Serving(server: server, metricsServer: metricsServer, captureEnded: captureEnded, signals: signals, statusTimer: statusTimer)
+    }
+
+    private func makeServer(_ loop: EventLoop, _ control: CaptureControl, _ registry: MetricsRegistry, _ events: EventLog?) throws -> StreamServer? {
+        guard let listen = plan.listen else { return nil }
+        do {
+            let server = try StreamServer(loop: loop, config: StreamServer.Config(listen: listen, broadcaster: plan.broadcaster), metrics: StreamServer.Metrics(registry: registry))
+            server.onRequestIDR = { control.requestIDR() }
+            server.onEvent = { event in ProduceSession.report(event, to: events) }
+            server.onFinished = { loop.stop() }
+            return server
+        } catch {
+            throw CommandError.unavailable("--listen \(listen): \(error)")
+        }
+    }
+
+    private func makeMetricsServer(_ loop: EventLoop, _ control: CaptureControl, _ registry: MetricsRegistry) throws -> MetricsServer? {
+        guard let endpoint = plan.metrics else { return nil }
+        do {
+            return try MetricsServer(loop: loop, endpoint: endpoint) {
+                registry.render() + ProduceSession.captureMetrics(control.statistics())
+            }
+        } catch {
+            throw CommandError.unavailable("--metrics \(endpoint): \(error)")
+        }
+    }
+
+    /// SIGINT, SIGTERM: stop capture (a second one: exit at once); SIGUSR1: an IDR.
+    private func watchSignals(_ loop: EventLoop, _ control: CaptureControl, _ server: StreamServer?, _ events: EventLog?) -> [SignalWatcher] {
         let stopSignals = [SIGINT, SIGTERM].map { sig in
             SignalWatcher(loop: loop, signal: sig) {
                 if control.isStopped {
@@ -94,11 +141,13 @@ final class ProduceSession {
         }
         stopSignals.forEach { $0.start() }
         idrSignal.start()
-        server?.start()
-        metricsServer?.start()
+        return stopSignals + [idrSignal]
+    }
 
+    /// `frame=… fps=… kbps=… readers=… dropped=… encode=…ms`, once a second.
+    private func startStatusLine(_ loop: EventLoop, _ control: CaptureControl, _ server: StreamServer?) -> LoopTimer {
         var last = (frames: UInt64(0), bytes: UInt64(0))
-        let statusTimer = LoopTimer(loop: loop) { [status] in
+        let timer = LoopTimer(loop: loop) { [status] in
             let s = control.statistics()
             let fps = Double(s.framesEncoded - last.frames)
             let kbps = Double(s.bytesEncoded - last.bytes) * 8 / 1000
@@ -108,37 +157,33 @@ final class ProduceSession {
             text += " dropped=\(s.droppedTotal) encode=\(fixed(s.lastEncodeMs, 1))ms"
             status.show(text)
         }
-        if status.enabled { statusTimer.start(after: 1, repeating: 1) }
+        if status.enabled { timer.start(after: 1, repeating: 1) }
+        return timer
+    }
 
+    /// `capturing test pattern 640x360 at 30 fps; serving tcp://…, writing stdout`.
+    private func announce(_ input: String, _ serving: Serving) {
         var where_: [String] = []
-        if let listen = server?.boundEndpoint { where_.append("serving \(listen)") }
+        if let listen = serving.server?.boundEndpoint { where_.append("serving \(listen)") }
         if let output = plan.output { where_.append("writing \(output == "-" ? "stdout" : output)") }
-        log.line("capturing \(Self.describe(source, plan: plan)); \(where_.joined(separator: ", "))")
+        log.line("capturing \(input); \(where_.joined(separator: ", "))")
+    }
 
-        // The capture thread: everything from frames to access units happens here.
-        let mailbox = server?.mailbox
-        let handOff = mailbox.map { mailbox in
-            ResyncingHandOff(control: control, send: { mailbox.send(.accessUnit($0)) }, hasRoom: { mailbox.backlog < mailbox.capacity }) { report in
-                switch report {
-                case .gapOpened:
-                    log.line("readers: the serving thread is behind (\(mailbox.capacity) access units waiting); dropping up to the next IDR", force: true)
-                    events?.emit("handoff-gap")
-                case .resumed(let lost):
-                    log.line("readers: resumed at an IDR; \(lost) access units were dropped", force: true)
-                    events?.emit("handoff-resumed", [("accessUnits", Int(lost))])
-                }
-            }
-        }
-        let outcome = Outcome()
+    /// The capture thread: everything from frames to access units happens there, and each
+    /// access unit goes to the server's mailbox and to the output.
+    private func startCapture(_ source: sending any FrameSource, _ control: CaptureControl, _ serving: Serving, _ writer: SinkRunner?,
+                              _ outcome: Outcome, _ events: EventLog?) -> OSThread {
+        let mailbox = serving.server?.mailbox
+        let ended = serving.captureEnded
+        let handOff = mailbox.map { makeHandOff($0, control, events) }
         let pipeline = CapturePipeline(source: source, options: plan.capture, control: control, log: libraryLog) { unit in
             handOff?.hand(unit)
             if let writer {
-                let media = Double(unit.timestamp?.pts90k ?? 0) / 90_000
-                writer.push(.unit(ReceivedUnit(unit: unit, mediaTime: media, arrivalNs: 0)))
+                writer.push(.unit(TimedUnit(encoded: unit)))
                 if writer.isClosed && mailbox == nil { control.stop() }
             }
         }
-        let captureThread = OSThread(name: "nalcast-capture") {
+        return OSThread(name: "nalcast-capture") {
             do {
                 try pipeline.run()
             } catch {
@@ -146,16 +191,35 @@ final class ProduceSession {
             }
             if let mailbox { mailbox.send(.captureEnded, pastCapacity: true) } else { _ = ended.send(0) }
         }
+    }
 
-        // Everything the loop calls must outlive it: a released SignalWatcher stops its
-        // watcher, and the signal's default action (ending the process) would be back.
-        withExtendedLifetime((stopSignals, idrSignal, statusTimer, metricsServer, server, ended)) { loop.run() }
+    /// The hand-off to the server's mailbox, which may refuse when the loop thread is behind:
+    /// what it leaves out is counted, said once per gap, and readers resume at an IDR.
+    private func makeHandOff(_ mailbox: Mailbox<StreamServer.Message>, _ control: CaptureControl, _ events: EventLog?) -> ResyncingHandOff {
+        let log = self.log
+        return ResyncingHandOff(control: control, send: { mailbox.send(.accessUnit($0)) }, hasRoom: { mailbox.backlog < mailbox.capacity }) { report in
+            switch report {
+            case .gapOpened:
+                log.line("readers: the serving thread is behind (\(mailbox.capacity) access units waiting); dropping up to the next IDR", force: true)
+                events?.emit("handoff-gap")
+            case .resumed(let lost):
+                log.line("readers: resumed at an IDR; \(lost) access units were dropped", force: true)
+                events?.emit("handoff-resumed", [("accessUnits", Int(lost))])
+            }
+        }
+    }
 
-        captureThread.join()
-        statusTimer.stop()
-        metricsServer?.close()
+    /// After the capture thread is joined: the timers and `--metrics` stop, `-o` writes
+    /// what it holds.
+    private func drain(_ serving: Serving, _ writer: SinkRunner?) {
+        serving.statusTimer.stop()
+        serving.metricsServer?.close()
         writer?.finish(timeout: 5)
         status.end()
+    }
+
+    /// The last event, and how capture ended.
+    private func report(_ control: CaptureControl, _ outcome: Outcome, _ events: EventLog?) throws -> ExitCode {
         let stats = control.statistics()
         events?.emit("finished", [("framesEncoded", Int(stats.framesEncoded)), ("framesDropped", Int(stats.droppedTotal))])
         events?.flush()

@@ -1,29 +1,51 @@
 import Consumer
+import H264
 import Testing
 
 /// The media time rule: SEI, else counted at the VUI rate (files), else arrival (sockets).
 @Suite struct MediaClockTests {
     @Test func seiTimeWins() {
         var c = MediaClock(source: .arrival)
-        #expect(c.time(pts90k: 450_000, frameRate: 30, arrivalNs: 10) == 5)
+        #expect(c.time(pts90k: 450_000, frameRate: 30, arrivalNs: 10) == MediaTime(ticks: 450_000))
     }
 
     @Test func filesCountAccessUnitsAtTheVUIRate() {
         var c = MediaClock(source: .counted)
-        var last = 0.0
+        var last = MediaTime.zero
         for i in 0..<151 { last = c.time(pts90k: nil, frameRate: 30, arrivalNs: UInt64(i)) }
-        #expect(abs(last - 5) < 1e-9)
+        #expect(last == .seconds(5))
+    }
+
+    @Test func countedTimeAtAnNTSCRateStepsExactlyAndDoesNotDrift() {
+        var c = MediaClock(source: .counted)
+        let rate = 30_000.0 / 1001
+        var times: [MediaTime] = []
+        for i in 0..<3601 { times.append(c.time(pts90k: nil, frameRate: rate, arrivalNs: UInt64(i))) }
+        #expect(times[1].ticks == 3003)
+        #expect(times[3600].ticks == 3600 * 3003)
+        // 23.976 fps: 3753.75 ticks a frame, so every fourth frame lands on a whole tick.
+        var film = MediaClock(source: .counted)
+        var last = MediaTime.zero
+        for i in 0..<4001 { last = film.time(pts90k: nil, frameRate: 24_000.0 / 1001, arrivalNs: UInt64(i)) }
+        #expect(last.ticks == 1000 * 15_015)
+    }
+
+    @Test func countingGoesOnFromTheLastSEITime() {
+        var c = MediaClock(source: .counted)
+        _ = c.time(pts90k: nil, frameRate: 25, arrivalNs: 0)
+        #expect(c.time(pts90k: 900_000, frameRate: 25, arrivalNs: 0).ticks == 900_000)
+        #expect(c.time(pts90k: nil, frameRate: 25, arrivalNs: 0).ticks == 903_600)
     }
 
     @Test func filesWithoutVUIUseTheFallbackRate() {
         var c = MediaClock(source: .counted, fallbackFrameRate: 25)
         _ = c.time(pts90k: nil, frameRate: nil, arrivalNs: 0)
-        #expect(abs(c.time(pts90k: nil, frameRate: nil, arrivalNs: 0) - 0.04) < 1e-9)
+        #expect(c.time(pts90k: nil, frameRate: nil, arrivalNs: 0) == .seconds(0.04))
     }
 
     @Test func socketsUseArrivalTimeSinceTheFirstUnit() {
         var c = MediaClock(source: .arrival)
-        #expect(c.time(pts90k: nil, frameRate: 30, arrivalNs: 7_000_000_000) == 0)
-        #expect(c.time(pts90k: nil, frameRate: 30, arrivalNs: 9_500_000_000) == 2.5)
+        #expect(c.time(pts90k: nil, frameRate: 30, arrivalNs: 7_000_000_000) == .zero)
+        #expect(c.time(pts90k: nil, frameRate: 30, arrivalNs: 9_500_000_000) == MediaTime(ticks: 225_000))
     }
 }

@@ -1,6 +1,6 @@
 /// What travels through a sink's queue.
 public enum SinkItem: Sendable {
-    case unit(ReceivedUnit)
+    case unit(TimedUnit)
     /// The input was cut and resumed (a reconnect): what follows is a new stream, starting
     /// at an entry point.
     case discontinuity

@@ -1,4 +1,4 @@
-import Consumer
+import Output
 import Foundation
 import H264
 import Relay
@@ -8,7 +8,7 @@ import Testing
 /// SegmentSink on real fixture access units, SegmentRecovery on a torn `.part`, names.
 @Suite struct SegmentTests {
     static func received(_ units: [AccessUnit], fps: Double = 25) -> [SinkItem] {
-        units.enumerated().map { i, u in .unit(ReceivedUnit(unit: u, mediaTime: Double(i) / fps, arrivalNs: 0, resumes: i == 0)) }
+        units.enumerated().map { i, u in .unit(TimedUnit(unit: u, mediaTime: .seconds(Double(i) / fps), arrivalNs: 0, resumes: i == 0)) }
     }
 
     @Test func segmentsStartAtIDRsAndConcatenateToTheInput() throws {
@@ -17,7 +17,7 @@ import Testing
         let units = try Fixtures.accessUnits("FRExt1_Panasonic.avc")
         var recovered: [SegmentRecovery.Outcome] = []
         let sink = try SegmentSink(
-            config: .init(directory: dir, namer: try SegmentNamer(pattern: "seg-%n.h264"), planner: .init(segmentDuration: 60, maxBytes: 1)),
+            config: .init(directory: dir, namer: try SegmentNamer(pattern: "seg-%n.h264"), planner: .init(segmentDuration: .seconds(60), maxBytes: 1)),
             recovered: &recovered, onEvent: { _ in })
         let items = Self.received(units)
         _ = try sink.write(items[...])
@@ -42,7 +42,7 @@ import Testing
         var recovered: [SegmentRecovery.Outcome] = []
         let closed = ClosedSegments()
         let sink = try SegmentSink(
-            config: .init(directory: dir, namer: try SegmentNamer(pattern: "s%n"), planner: .init(segmentDuration: 60, maxBytes: 1), keep: 1),
+            config: .init(directory: dir, namer: try SegmentNamer(pattern: "s%n"), planner: .init(segmentDuration: .seconds(60), maxBytes: 1), keep: 1),
             recovered: &recovered, onEvent: { if case .closed(let info) = $0 { closed.add(info) } })
         // Start after the first IDR: the P pictures before the second IDR are skipped.
         let report = try sink.write(Self.received(Array(units.dropFirst()))[...])

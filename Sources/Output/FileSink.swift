@@ -4,12 +4,13 @@ import Glibc
 import Musl
 #endif
 
-/// `-o -` / `-o FILE`: the stream byte for byte as received (from the first entry point;
-/// after a skip, resuming at an entry point with its parameter sets).
+/// `-o -` / `-o FILE` of `produce` and `consume`: the Annex-B stream byte for byte as it
+/// came (from the first entry point; after a skip, resuming at an entry point with its
+/// parameter sets), to standard output or a file created or truncated.
 ///
 /// When the reading side goes away (EPIPE: ffplay closed, `head` had enough) the sink
 /// fails with `peerClosed` and its runner closes it; the other sinks go on.
-public final class StdoutSink: AccessUnitSink {
+public final class FileSink: AccessUnitSink {
     public let name: String
     private var output: FileOutput
     private let ownsDescriptor: Bool
@@ -28,6 +29,11 @@ public final class StdoutSink: AccessUnitSink {
         guard fd >= 0 else { throw SinkError(sink: "file", message: "\(path): \(String(cString: strerror(errno)))") }
         output = FileOutput(fd: fd)
         ownsDescriptor = true
+    }
+
+    /// `-o TARGET`: standard output for `-`, else the file `TARGET`.
+    public convenience init(target: String) throws(SinkError) {
+        if target == "-" { self.init() } else { try self.init(path: target) }
     }
 
     public func write(_ items: ArraySlice<SinkItem>) throws(SinkError) -> WriteReport {

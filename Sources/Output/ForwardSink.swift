@@ -1,3 +1,4 @@
+import Relay
 import EventLoop
 import H264
 

@@ -17,9 +17,6 @@ public final class SinkFanout: Sendable {
         for runner in runners { runner.push(items) }
     }
 
-    /// True when every sink has closed (nothing left to write to).
-    public var allClosed: Bool { runners.allSatisfy(\.isClosed) }
-
     /// Finishes every sink: each gets the time left of `timeout` seconds. Returns the names
     /// of the sinks that did not finish in time.
     public func finish(timeout: Double) -> [String] {

@@ -93,9 +93,6 @@ public final class SinkRunner: @unchecked Sendable {
     /// True once the sink has closed (failed, or finished).
     public var isClosed: Bool { condition.withLock { closed } }
 
-    /// Items waiting.
-    public var backlog: Int { condition.withLock { queue.count } }
-
     /// Lets the sink write what is queued, close, and waits for it at most `timeout` seconds.
     /// Returns false when the sink did not finish in time (it is left behind).
     @discardableResult

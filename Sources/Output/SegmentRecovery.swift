@@ -53,7 +53,7 @@ public enum SegmentRecovery {
     }
 
     /// The last complete-prefix length recorded in an index file, 0 when there is none.
-    public static func lastRecordedLength(indexPath: String) -> Int {
+    static func lastRecordedLength(indexPath: String) -> Int {
         let fd = open(indexPath, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return 0 }
         defer { close(fd) }

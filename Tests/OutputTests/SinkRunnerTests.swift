@@ -1,4 +1,4 @@
-import Consumer
+import Output
 import Foundation
 import H264
 import Relay
@@ -53,7 +53,7 @@ import Testing
         }
         let b = SinkRunner(sink: Recorder(name: "b", seen: counts.seenB), queue: SinkQueue(policy: .wait, highWater: 1 << 20), counters: SinkCounters())
         let fanout = SinkFanout(runners: [a, b])
-        for u in units { fanout.push(SinkItem.unit(ReceivedUnit(unit: u, mediaTime: 0, arrivalNs: 0))) }
+        for u in units { fanout.push(SinkItem.unit(TimedUnit(unit: u, mediaTime: .zero, arrivalNs: 0))) }
         #expect(fanout.finish(timeout: 30).isEmpty)
         #expect(closed.all == ["a"])
         #expect(b.counters.writtenUnits.value == UInt64(units.count))
@@ -67,7 +67,7 @@ import Testing
         // 20 ms per access unit and room for about two: most of a fast burst is skipped.
         let slow = SinkRunner(sink: Recorder(name: "slow", delay: 20_000, seen: counts.seenA), queue: SinkQueue(policy: .skipToEntry, highWater: 10_000), counters: SinkCounters())
         for _ in 0..<20 {
-            for (i, u) in units.enumerated() { slow.push(SinkItem.unit(ReceivedUnit(unit: u, mediaTime: Double(i), arrivalNs: 0))) }
+            for (i, u) in units.enumerated() { slow.push(SinkItem.unit(TimedUnit(unit: u, mediaTime: .seconds(Double(i)), arrivalNs: 0))) }
         }
         #expect(slow.finish(timeout: 30))
         let written = slow.counters.writtenUnits.value

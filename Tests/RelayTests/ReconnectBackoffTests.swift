@@ -1,4 +1,3 @@
-import Consumer
 import Relay
 import Testing
 

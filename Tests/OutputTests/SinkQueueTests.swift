@@ -1,4 +1,4 @@
-import Consumer
+import Output
 import H264
 import Testing
 
@@ -15,7 +15,7 @@ import Testing
         let filler = [UInt8](repeating: 0x11, count: max(1, size - (idr ? 15 : 0) - 5))
         nals.append(NALUnit(escapedBody: [idr ? 0x65 : 0x41] + filler))
         let au = AccessUnit(nalUnits: nals, isIDR: idr, resolution: nil, timestamp: nil)
-        return .unit(ReceivedUnit(unit: au, mediaTime: 0, arrivalNs: 0))
+        return .unit(TimedUnit(unit: au, mediaTime: .zero, arrivalNs: 0))
     }
 
     @Test func liveQueueSkipsToTheNextEntryPointBelowTheLowMark() {

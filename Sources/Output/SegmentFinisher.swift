@@ -1,3 +1,4 @@
+import H264
 import EventLoop
 #if canImport(Glibc)
 import Glibc
@@ -131,7 +132,7 @@ final class SegmentFinisher: @unchecked Sendable {
         }
         environment += [
             "NALCAST_SEGMENT_PATH=\(info.path)",
-            "NALCAST_SEGMENT_DURATION=\(formatSeconds(info.duration))",
+            "NALCAST_SEGMENT_DURATION=\(info.duration.secondsText)",
             "NALCAST_SEGMENT_FRAMES=\(info.frames)",
             "NALCAST_SEGMENT_BYTES=\(info.bytes)",
         ]

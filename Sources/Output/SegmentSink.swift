@@ -47,7 +47,7 @@ public final class SegmentSink: AccessUnitSink {
     /// A finished segment.
     public struct SegmentInfo: Sendable {
         public let path: String
-        public let duration: Double
+        public let duration: MediaTime
         public let frames: Int
         public let bytes: Int
         /// Why it ended: `duration`, `size`, `resolution-change`, `reconnect`, `end`.
@@ -72,9 +72,9 @@ public final class SegmentSink: AccessUnitSink {
         let indexFD: Int32
         let path: String
         let partPath: String
-        var startTime: Double
-        var lastTime: Double
-        var lastStep: Double = 0
+        var startTime: MediaTime
+        var lastTime: MediaTime
+        var lastStep = MediaTime.zero
         var frames = 0
         var recordedOffset = 0
         /// Access units in the file up to `recordedOffset`.
@@ -140,7 +140,7 @@ public final class SegmentSink: AccessUnitSink {
     }
 
     /// Returns false when the access unit was not written (no segment can start with it).
-    private func place(_ received: ReceivedUnit) throws(SinkError) -> Bool {
+    private func place(_ received: TimedUnit) throws(SinkError) -> Bool {
         let unit = received.unit
         let decision = planner.plan(.init(isIDR: received.isEntryPoint, mediaTime: received.mediaTime, bytes: unit.byteCount, resolution: unit.resolution))
         switch decision {
@@ -157,13 +157,13 @@ public final class SegmentSink: AccessUnitSink {
             current!.output.add(received.nalUnits)
             current!.frames += 1
             let step = received.mediaTime - current!.lastTime
-            if step > 0 { current!.lastStep = step }
+            if step > .zero { current!.lastStep = step }
             current!.lastTime = received.mediaTime
         }
         return true
     }
 
-    private func open(at received: ReceivedUnit) throws(SinkError) {
+    private func open(at received: TimedUnit) throws(SinkError) {
         let now = Int(time(nil))
         var name: String
         var path: String
@@ -220,13 +220,13 @@ public final class SegmentSink: AccessUnitSink {
         current!.recordedFrames = current!.frames
     }
 
-    private func closeCurrent(reason: String, nextStart: Double?) throws(SinkError) {
+    private func closeCurrent(reason: String, nextStart: MediaTime?) throws(SinkError) {
         try flushCurrent()
         if let error = finisher.takeError() { throw error }
         guard let segment = current else { return }
         current = nil
         let end = nextStart ?? (segment.lastTime + segment.lastStep)
-        let info = SegmentInfo(path: segment.path, duration: max(0, end - segment.startTime), frames: segment.frames, bytes: segment.output.offset, reason: reason)
+        let info = SegmentInfo(path: segment.path, duration: max(.zero, end - segment.startTime), frames: segment.frames, bytes: segment.output.offset, reason: reason)
         finisher.submit(.init(fd: segment.output.fd, indexFD: segment.indexFD, partPath: segment.partPath, info: info))
     }
 }
