@@ -140,7 +140,7 @@ final class ConsumeSession {
         let fanout = SinkFanout(runners: runners)
         let maxNAL = config.maxNAL
         func makeIntake(_ clock: MediaClock.Source) -> StreamIntake {
-            StreamIntake(fanout: fanout, metrics: metrics, clock: clock, maxNALUnitSize: maxNAL)
+            StreamIntake(fanout: fanout, metrics: metrics, clock: clock, fallbackFrameRate: config.frameRate, maxNALUnitSize: maxNAL, observer: config.idrSpacingObserver(log: log))
         }
 
         // Signals: stop reading, let the sinks finish.
