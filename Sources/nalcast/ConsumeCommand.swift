@@ -186,7 +186,7 @@ enum ConsumeCommand: Command {
         let config = try Config(options)
         if config.dryRun {
             var out = OutputBuffer()
-            for line in config.lines { out.line(line) }
+            for line in config.lines { out.line(printable(line)) }
             out.flush()
             return .ok
         }

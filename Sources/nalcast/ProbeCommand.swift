@@ -29,7 +29,7 @@ enum ProbeCommand: Command {
         let seconds = try options.duration("seconds", default: 1.0, bareUnit: 1)
         let timeout = try options.duration("timeout", default: 5.0, above: true)
         if options.has("dry-run") {
-            printOut("probe\n  endpoint: \(endpoint)\n  seconds: \(short(seconds))\n  timeout: \(short(timeout))\n"
+            printOut("probe\n  endpoint: \(printable(endpoint.description))\n  seconds: \(short(seconds))\n  timeout: \(short(timeout))\n"
                 + "  output: \(options.has("quiet") ? "none" : options.has("json") ? "json" : "text")\n")
             return .ok
         }

@@ -63,7 +63,7 @@ enum ProduceCommand: Command {
         "  x11:77.1           screen 1 of display :77",
         "  x11:host:0.0       display 0 of another host",
         "",
-        "Durations take a unit: 500ms, 10s, 2m, 1h. --keyint alone counts frames when bare.",
+        "Durations take a unit: 500ms, 10s, 2m, 1h; a bare --keyint counts frames (x264's --keyint, FFmpeg's -g).",
     ]
     static let environmentExample = "NALCAST_LISTEN=tcp://0.0.0.0:7264 NALCAST_ALLOW_REMOTE=1 NALCAST_KEYINT=1s nalcast produce --source x11"
 
@@ -293,10 +293,11 @@ enum ProduceCommand: Command {
         if options.has("dry-run") {
             if case .y4m(let path) = plan.source, path != "-" {
                 // The frame size is in the file's header: read it (this also checks the file).
-                let y4m = try makeSource(plan, log: { _ in }) as! Y4MSource
-                plan.frame = (y4m.width, y4m.height, y4m.header.pixelFormat)
+                if let y4m = try makeSource(plan, log: { _ in }) as? Y4MSource {
+                    plan.frame = (y4m.width, y4m.height, y4m.pixelFormat)
+                }
             }
-            printOut(("produce\n" + plan.lines.map { "  " + $0 }.joined(separator: "\n") + "\n"))
+            printOut(("produce\n" + plan.lines.map { "  " + printable($0) }.joined(separator: "\n") + "\n"))
             return .ok
         }
         return try ProduceSession(plan: plan, status: StatusLine(options: options)).run()

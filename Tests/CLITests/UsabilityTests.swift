@@ -151,6 +151,10 @@ import Testing
         #expect(Self.isPrintable(option.stderr), "\(Array(option.stderr.utf8))")
         #expect(option.stderr.contains("\\x1b[2Jfast\\x07"), "\(option.stderr)")
 
+        let dry = try Self.nalcast(["consume", "--from", "in\u{1b}[2J.h264", "-o", "-", "--dry-run"])
+        #expect(dry.status == 0, "\(dry.stderr)")
+        #expect(Self.isPrintable(dry.text) && dry.text.contains("in\\x1b[2J.h264"), "\(dry.text)")
+
         let unknown = try Self.nalcast(["produce", "--\u{1b}]0;title\u{07}", "--dry-run"])
         #expect(unknown.status == 64)
         #expect(Self.isPrintable(unknown.stderr), "\(Array(unknown.stderr.utf8))")
