@@ -83,6 +83,22 @@ import Testing
         }
     }
 
+    /// `--frame-rate` times a stream with neither timestamps nor a VUI frame rate: the
+    /// fixture's second IDR (access unit 6) is 0.2 s in at 30 fps, 3 s in at 2 fps.
+    @Test func consumeFrameRateTimesAStreamWithoutTiming() throws {
+        let input = Run.fixtures.appendingPathComponent("FRExt1_Panasonic.avc").path
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        var counts: [Int] = []
+        for rate in ["30", "2"] {
+            let segments = dir.appendingPathComponent("segs-\(rate)").path
+            let r = try Self.nalcast(["consume", "--from", input, "--segments", segments, "--segment-duration", "1s", "--frame-rate", rate, "--quiet"])
+            #expect(r.status == 0, "\(r.stderr)")
+            counts.append(try FileManager.default.contentsOfDirectory(atPath: segments).count)
+        }
+        #expect(counts == [1, 2])
+    }
+
     // MARK: Errors
 
     @Test func errorsListTheAcceptedValues() throws {
