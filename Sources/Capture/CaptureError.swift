@@ -51,3 +51,18 @@ public enum CaptureError: Error, Hashable, CustomStringConvertible {
         }
     }
 }
+
+/// Bytes of an input shown in a message: printable ASCII as is, every other byte as `\xNN`,
+/// so a binary file never puts control characters on a terminal.
+public func printableBytes(_ bytes: some Sequence<UInt8>) -> String {
+    var out = ""
+    for b in bytes {
+        if b >= 0x20 && b < 0x7f {
+            out.unicodeScalars.append(Unicode.Scalar(b))
+        } else {
+            let hex = String(b, radix: 16)
+            out += "\\x" + (hex.count == 1 ? "0" : "") + hex
+        }
+    }
+    return out
+}

@@ -85,6 +85,12 @@ public final class ColorConverter {
         case .yuyv:
             function = "YUY2ToI420"
             rc = YUY2ToI420(src.pointer(plane: 0), s(0), dy, sy, du, su, dv, sv, w, h)
+        case .rgb24:
+            function = "RAWToI420"
+            rc = RAWToI420(src.pointer(plane: 0), s(0), dy, sy, du, su, dv, sv, w, h)
+        case .bgr24:
+            function = "RGB24ToI420"
+            rc = RGB24ToI420(src.pointer(plane: 0), s(0), dy, sy, du, su, dv, sv, w, h)
         }
         guard rc == 0 else { throw CaptureError.conversion(function: function, code: rc) }
         return dst

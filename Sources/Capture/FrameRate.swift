@@ -24,24 +24,61 @@ public struct FrameRate: Sendable, Hashable, CustomStringConvertible {
         self.denominator = 1
     }
 
-    /// Parses `30`, `29.97` (as 30000/1001), `30000/1001` or `30:1`.
-    public init?(parsing text: String) {
+    /// The one parser for a frame rate a person types (`--fps`, `--input-fps`, consume's
+    /// `--frame-rate`): `30`, `30000/1001`, `30:1`, `12.5` (25/2), FFmpeg's `ntsc`, `pal`,
+    /// `film` and `ntsc-film`. The NTSC decimals (23.976 or 23.98, 29.97, 47.952, 59.94,
+    /// 119.88, and 14.985) stand for their exact N×1000/1001 rates, as every tool means them;
+    /// any other decimal is taken exactly. Fractions are reduced.
+    public init?(parsing input: String) {
+        let text = input.filter { $0 != " " && $0 != "\t" }.lowercased()
+        if let named = FrameRate.names[text] {
+            self = named
+            return
+        }
         for separator in ["/", ":"] where text.contains(separator) {
             let parts = text.split(separator: Character(separator), omittingEmptySubsequences: false)
-            guard parts.count == 2, let n = Int(parts[0]), let d = Int(parts[1]) else { return nil }
-            self.init(numerator: n, denominator: d)
+            guard parts.count == 2, let n = FrameRate.digits(parts[0]), let d = FrameRate.digits(parts[1]) else { return nil }
+            self.init(reducing: n, d)
             return
         }
-        if let n = Int(text) {
-            self.init(numerator: n, denominator: 1)
+        let pieces = text.split(separator: ".", omittingEmptySubsequences: false)
+        guard pieces.count <= 2, let whole = FrameRate.digits(pieces[0]) else { return nil }
+        guard pieces.count == 2 else {
+            self.init(reducing: whole, 1)
             return
         }
-        guard let value = Double(text), value > 0, value < 1_000_000 else { return nil }
-        if abs(value * 1001 / 1000 - (value * 1001 / 1000).rounded()) < 0.001 && value.rounded() != value {
-            self.init(numerator: Int((value * 1001 / 1000).rounded()) * 1000, denominator: 1001)
-        } else {
-            self.init(numerator: Int((value * 1000).rounded()), denominator: 1000)
+        let fraction = pieces[1]
+        guard fraction.count <= 6, let fractionValue = fraction.isEmpty ? 0 : FrameRate.digits(fraction) else { return nil }
+        var scale = 1
+        for _ in 0..<fraction.count { scale *= 10 }
+        let value = Double(whole) + Double(fractionValue) / Double(scale)
+        for base in FrameRate.ntscBases where fractionValue != 0 && abs(value - Double(base) * 1000 / 1001) < 0.006 {
+            self.init(numerator: base * 1000, denominator: 1001)
+            return
         }
+        self.init(reducing: whole * scale + fractionValue, scale)
+    }
+
+    /// The rates whose N×1000/1001 NTSC variants people write as decimals (29.97 for 30).
+    private static let ntscBases = [15, 24, 30, 48, 60, 120, 240]
+    /// FFmpeg's frame rate names (`-r ntsc`).
+    private static let names: [String: FrameRate] = [
+        "ntsc": FrameRate(numerator: 30000, denominator: 1001)!, "pal": FrameRate(25), "film": FrameRate(24),
+        "ntsc-film": FrameRate(numerator: 24000, denominator: 1001)!, "qntsc": FrameRate(numerator: 30000, denominator: 1001)!,
+        "qpal": FrameRate(25), "sntsc": FrameRate(numerator: 30000, denominator: 1001)!, "spal": FrameRate(25),
+    ]
+
+    /// Decimal digits only (no sign, no exponent), at most 9 of them.
+    private static func digits(_ text: Substring) -> Int? {
+        guard !text.isEmpty, text.count <= 9, text.allSatisfy({ $0.isASCII && $0.isNumber }) else { return nil }
+        return Int(text)
+    }
+
+    private init?(reducing numerator: Int, _ denominator: Int) {
+        var a = numerator, b = denominator
+        while b != 0 { (a, b) = (b, a % b) }
+        guard a > 0 else { return nil }
+        self.init(numerator: numerator / a, denominator: denominator / a)
     }
 
     public var framesPerSecond: Double { Double(numerator) / Double(denominator) }

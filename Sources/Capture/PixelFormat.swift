@@ -9,10 +9,40 @@
 ///     bgra  one plane, bytes B,G,R,A per pixel (libyuv calls this "ARGB")
 ///     rgba  one plane, bytes R,G,B,A per pixel (libyuv calls this "ABGR")
 ///     yuyv  one plane, bytes Y0,U,Y1,V per pixel pair (libyuv "YUY2")
+///     rgb24 one plane, bytes R,G,B per pixel (libyuv calls this "RAW")
+///     bgr24 one plane, bytes B,G,R per pixel (libyuv calls this "RGB24")
 public enum PixelFormat: String, Sendable, CaseIterable, CustomStringConvertible {
-    case i420, i422, i444, nv12, gray, bgra, rgba, yuyv
+    case i420, i422, i444, nv12, gray, bgra, rgba, yuyv, rgb24, bgr24
 
     public var description: String { rawValue }
+
+    /// FFmpeg's name for the same layout (`-pix_fmt`).
+    public var ffmpegName: String {
+        switch self {
+        case .i420: "yuv420p"
+        case .i422: "yuv422p"
+        case .i444: "yuv444p"
+        case .yuyv: "yuyv422"
+        case .nv12, .gray, .bgra, .rgba, .rgb24, .bgr24: rawValue
+        }
+    }
+
+    /// Our name or FFmpeg's (`yuv420p`, `yuyv422`, ...; `yuvj420p` too: the same planes).
+    public init?(name: String) {
+        let text = name.lowercased()
+        if let format = PixelFormat(rawValue: text) ?? PixelFormat.allCases.first(where: { $0.ffmpegName == text }) {
+            self = format
+        } else if text == "yuvj420p" {
+            self = .i420
+        } else {
+            return nil
+        }
+    }
+
+    /// Every accepted name, for error messages: `i420 (yuv420p), ..., nv12, ...`.
+    public static var acceptedNames: String {
+        allCases.map { $0.ffmpegName == $0.rawValue ? $0.rawValue : "\($0.rawValue) (\($0.ffmpegName))" }.joined(separator: ", ")
+    }
 
     /// The plane layout of a tightly packed frame of this format (stride = row bytes),
     /// as a file or pipe carries it.
@@ -40,6 +70,8 @@ public enum PixelFormat: String, Sendable, CaseIterable, CustomStringConvertible
             add(width * 4, height)
         case .yuyv:
             add(cw * 4, height)
+        case .rgb24, .bgr24:
+            add(width * 3, height)
         }
         return planes
     }

@@ -11,6 +11,8 @@ import Musl
 public enum X11Error: Error, Hashable, CustomStringConvertible {
     /// No display given and `$DISPLAY` is not set.
     case noDisplay
+    /// What follows `x11:` is no display name (see `X11Options.displayName(parsing:)`).
+    case badDisplayName(String)
     /// `xcb_connect` failed: no server, connection refused, bad display name, no access.
     case cannotConnect(display: String, reason: String)
     /// The connection broke while capturing (the server went away).
@@ -29,7 +31,9 @@ public enum X11Error: Error, Hashable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .noDisplay:
-            "x11: no display: DISPLAY is not set (use --source x11:DISPLAY, e.g. x11::0)"
+            "x11: no display: DISPLAY is not set (use --source x11:DISPLAY, e.g. x11:0)"
+        case .badDisplayName(let text):
+            "x11: '\(text)' is not a display (expected a display number or host and number: x11:77, x11::77, x11:host:0.0)"
         case .cannotConnect(let display, let reason):
             "x11: cannot open display \(display): \(reason)"
         case .connectionLost(let display):

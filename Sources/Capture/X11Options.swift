@@ -20,4 +20,26 @@ public struct X11Options: Sendable, Hashable {
         self.useSharedMemory = useSharedMemory
         self.frameRate = frameRate
     }
+
+    /// The display named after `x11:` on the command line, as xcb takes it. People write
+    /// the display number alone (`x11:77`, like `DISPLAY` without its colon), X11's own form
+    /// (`x11::77`, the colon of `:77`), or a remote one (`x11:host:0.0`): the text is
+    /// `[HOST]:NUMBER[.SCREEN]` or `NUMBER[.SCREEN]`, which is `:NUMBER[.SCREEN]`.
+    public static func displayName(parsing text: String) throws(X11Error) -> String {
+        let host: Substring
+        let rest: Substring
+        if let colon = text.lastIndex(of: ":") {
+            host = text[..<colon]
+            rest = text[text.index(after: colon)...]
+        } else {
+            host = ""
+            rest = text[...]
+        }
+        let parts = rest.split(separator: ".", omittingEmptySubsequences: false)
+        func number(_ s: Substring) -> Bool { !s.isEmpty && s.count <= 5 && s.allSatisfy { $0.isASCII && $0.isNumber } }
+        guard (1...2).contains(parts.count), parts.allSatisfy(number),
+              host.allSatisfy({ $0.isASCII && !$0.isWhitespace && !$0.isNewline && $0.asciiValue! >= 0x21 && $0.asciiValue! < 0x7f })
+        else { throw .badDisplayName(text) }
+        return String(host) + ":" + String(rest)
+    }
 }

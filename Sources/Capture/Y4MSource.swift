@@ -25,6 +25,8 @@ public final class Y4MSource: FrameSource {
         guard let (line, complete) = try input.readLine(limit: 4096) else {
             throw CaptureError.y4mBadSignature("")
         }
+        // Not a Y4M stream at all (often binary): show its first bytes escaped.
+        if !line.starts(with: Y4MHeader.signature.utf8) { throw CaptureError.y4mBadSignature(printableBytes(line.prefix(16))) }
         let text = String(decoding: line, as: UTF8.self)
         if !complete && line.count >= 4096 { throw CaptureError.y4mHeaderTooLong }
         header = try Y4MHeader(line: text)
@@ -42,7 +44,7 @@ public final class Y4MSource: FrameSource {
         }
         guard line.starts(with: Array("FRAME".utf8)), line.count == 5 || line[5] == UInt8(ascii: " ") else {
             ended = true
-            throw CaptureError.y4mBadFrameHeader(frame: index, line: String(decoding: line.prefix(32), as: UTF8.self))
+            throw CaptureError.y4mBadFrameHeader(frame: index, line: printableBytes(line.prefix(32)))
         }
         let expected = header.frameByteCount
         guard complete else {

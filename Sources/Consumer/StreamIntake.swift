@@ -19,11 +19,18 @@ public final class StreamIntake {
     /// What goes to the sinks from the last chunk, handed over in one go.
     private var outgoing: [SinkItem] = []
 
-    public init(fanout: SinkFanout, metrics: ConsumerMetrics, clock: MediaClock.Source, maxNALUnitSize: Int = AnnexBScanner.defaultMaxNALUnitSize) {
+    /// Sees every access unit that goes to the sinks, on the intake's thread.
+    private let observer: ((TimedUnit) -> Void)?
+
+    /// `fallbackFrameRate` counts media time for a stream with neither timestamps nor a
+    /// VUI frame rate (consume's `--frame-rate`).
+    public init(fanout: SinkFanout, metrics: ConsumerMetrics, clock: MediaClock.Source, fallbackFrameRate: Double = 30,
+                maxNALUnitSize: Int = AnnexBScanner.defaultMaxNALUnitSize, observer: ((TimedUnit) -> Void)? = nil) {
         self.parser = AnnexBParser(maxNALUnitSize: maxNALUnitSize)
-        self.clock = MediaClock(source: clock)
+        self.clock = MediaClock(source: clock, fallbackFrameRate: fallbackFrameRate)
         self.fanout = fanout
         self.metrics = metrics
+        self.observer = observer
     }
 
     /// Bytes read from the input.
@@ -94,6 +101,7 @@ public final class StreamIntake {
                 outgoing.append(.discontinuity)
             }
         }
+        observer?(received)
         outgoing.append(.unit(received))
     }
 }

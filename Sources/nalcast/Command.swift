@@ -8,6 +8,11 @@ protocol Command {
     static var summary: String { get }
     static var usage: String { get }
     static var specs: [OptionSpec] { get }
+    /// Lines printed under the options in `--help`: arguments, value forms.
+    static var notes: [String] { get }
+    /// A command line that sets some of this command's options in the environment
+    /// (`NALCAST_LISTEN=tcp://0.0.0.0:7264 NALCAST_ALLOW_REMOTE=1 nalcast produce`).
+    static var environmentExample: String { get }
     /// Runs with parsed options; returns the exit code.
     static func run(_ options: ParsedOptions) throws -> ExitCode
 }
@@ -17,7 +22,13 @@ let commonSpecs: [OptionSpec] = [
     OptionSpec(name: "help", value: nil, help: "show this help and exit", short: "h"),
 ]
 
+/// `NALCAST_*` variables that are not options but are nalcast's all the same: the
+/// environment `consume --on-segment` gives its command, and the test and fuzz scripts' own.
+let reservedEnvironmentPrefixes = ["NALCAST_SEGMENT_PATH", "NALCAST_SEGMENT_FRAMES", "NALCAST_SEGMENT_BYTES",
+                                   "NALCAST_BINARY", "NALCAST_LONG_TESTS", "NALCAST_FUZZ_"]
+
 extension Command {
+    static var notes: [String] { [] }
     static var allSpecs: [OptionSpec] { specs + commonSpecs }
 
     static func helpText() -> String {
@@ -36,19 +47,44 @@ extension Command {
                 lines.append(String(repeating: " ", count: 30) + right)
             }
         }
+        if !notes.isEmpty {
+            lines.append("")
+            lines += notes
+        }
         lines.append("")
-        lines.append("Every option can also be set as NALCAST_<OPTION> in the environment")
-        lines.append("(e.g. --reader-lag as NALCAST_READER_LAG); options on the command line win.")
+        lines.append("Every option can also be set as NALCAST_<OPTION> in the environment (1 or 0 for")
+        lines.append("a flag); options on the command line win. For example:")
+        lines.append("  " + environmentExample)
         return lines.joined(separator: "\n") + "\n"
     }
 
     static func main(_ arguments: [String]) throws -> ExitCode {
-        let options = try ParsedOptions.parse(arguments, specs: allSpecs, environment: processEnvironment(), command: name)
+        let environment = processEnvironment()
+        let options = try ParsedOptions.parse(arguments, specs: allSpecs, environment: environment, command: name)
         if options.has("help") {
             printOut(helpText())
             return .ok
         }
+        if !options.has("quiet") {
+            for line in unknownEnvironmentWarnings(environment) { printError(line) }
+        }
         return try run(options)
+    }
+
+    /// One warning per `NALCAST_*` variable that is no option of any command: a typo
+    /// would otherwise be ignored without a word. Another command's option is fine (one
+    /// environment file can serve a producer and a consumer).
+    static func unknownEnvironmentWarnings(_ environment: [String: String]) -> [String] {
+        let known = Nalcast.commands.flatMap { $0.allSpecs.map(\.environmentName) }
+        let own = allSpecs.map(\.environmentName)
+        var out: [String] = []
+        for key in environment.keys.sorted() where key.hasPrefix("NALCAST_") && !known.contains(key) {
+            if reservedEnvironmentPrefixes.contains(where: { key.hasPrefix($0) }) { continue }
+            let closest = own.min { editDistance(key, $0) < editDistance(key, $1) }
+            let hint = closest.flatMap { editDistance(key, $0) <= 3 ? " (did you mean \($0)?)" : nil } ?? ""
+            out.append("\(name): warning: \(key) is not a nalcast option; ignored\(hint)")
+        }
+        return out
     }
 }
 
@@ -66,7 +102,7 @@ struct InputFile {
             owned = false
         } else {
             fd = open(path, O_RDONLY | O_CLOEXEC)
-            guard fd >= 0 else { throw CommandError.noInput("\(path): \(String(cString: strerror(errno)))") }
+            guard fd >= 0 else { throw CommandError.noInput("\(path): \(describeOpenError(errno))") }
             var st = stat()
             if fstat(fd, &st) == 0 && (st.st_mode & S_IFMT) == S_IFDIR {
                 Glibc.close(fd)
@@ -106,5 +142,17 @@ struct OutputBuffer {
         guard !text.isEmpty else { return }
         printOut(text)
         text = ""
+    }
+}
+
+/// Why a file could not be opened, in the words of a message about a path:
+/// "no such file", "permission denied", "is a directory".
+func describeOpenError(_ code: Int32) -> String {
+    switch code {
+    case ENOENT: "no such file"
+    case EACCES, EPERM: "permission denied"
+    case EISDIR: "is a directory"
+    case ENOTDIR: "a part of the path is not a directory"
+    default: String(cString: strerror(code))
     }
 }

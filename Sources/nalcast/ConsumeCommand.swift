@@ -1,3 +1,4 @@
+import Capture
 import CLinux
 import Consumer
 import Output
@@ -19,7 +20,7 @@ enum ConsumeCommand: Command {
         OptionSpec(name: "from", value: "SOURCE", help: "tcp://HOST:PORT, unix:PATH, a file, or - for stdin", defaultText: "tcp://127.0.0.1:7264"),
         OptionSpec(name: "output", value: "FILE", help: "write the stream (as received, from the first IDR) to FILE or - for stdout", short: "o"),
         OptionSpec(name: "segments", value: "DIR", help: "write rotating segment files into DIR, each starting at an IDR"),
-        OptionSpec(name: "segment-duration", value: "DURATION", help: "start a new segment at the first IDR after this much media time", defaultText: "5s"),
+        OptionSpec(name: "segment-duration", value: "DURATION", help: "start a new segment at the first IDR after this much media time; make it a multiple of the IDR spacing", defaultText: "6s"),
         OptionSpec(name: "segment-max-bytes", value: "SIZE", help: "also start one at the first IDR once a segment holds SIZE bytes"),
         OptionSpec(name: "segment-name", value: "PATTERN", help: "file names: strftime fields and %n (sequence number)", defaultText: SegmentNamer.defaultPattern),
         OptionSpec(name: "keep", value: "N", help: "keep only the newest N finished segments"),
@@ -28,7 +29,7 @@ enum ConsumeCommand: Command {
         OptionSpec(name: "forward", value: "ENDPOINT", help: "send the stream to tcp://HOST:PORT (or unix:PATH), reconnecting"),
         OptionSpec(name: "reconnect-timeout", value: "DURATION", help: "give up after being disconnected this long (0: on the first disconnect)", defaultText: "keep trying"),
         OptionSpec(name: "sink-queue", value: "SIZE", help: "bytes queued per sink; a live sink that falls further behind skips to the next IDR (a file reader waits)", defaultText: "8M live, 512k for files"),
-        OptionSpec(name: "frame-rate", value: "FPS", help: "media time for files without timestamp SEI or VUI frame rate", defaultText: "30"),
+        OptionSpec(name: "frame-rate", value: "FPS", help: "media time for files without timestamp SEI or VUI frame rate (30, 29.97, 30000/1001)", defaultText: "30"),
         OptionSpec(name: "max-nal-size", value: "SIZE", help: "drop NAL units larger than this and resync", defaultText: "8M"),
         OptionSpec(name: "stop-timeout", value: "DURATION", help: "on SIGINT/SIGTERM, time the sinks get to finish", defaultText: "5s"),
         OptionSpec(name: "stats", value: nil, help: "print a status line every second even when stderr is not a terminal"),
@@ -38,6 +39,19 @@ enum ConsumeCommand: Command {
         OptionSpec(name: "events", value: "FILE", help: "write one JSON object per line for every state change to FILE or -"),
         OptionSpec(name: "dry-run", value: nil, help: "check the options, print the resolved configuration, exit"),
     ]
+    static let notes = [
+        "Durations take a unit: 500ms, 10s, 2m, 1h (0 alone needs none).",
+        "A segment ends at the first IDR after --segment-duration: with nalcast produce's IDR every",
+        "2 s (--keyint), the default 6 s segments are 6 s long; 5 s ones would be 6 s too.",
+    ]
+    static let environmentExample = "NALCAST_FROM=tcp://127.0.0.1:7264 NALCAST_SEGMENTS=/var/lib/nalcast NALCAST_SEGMENT_DURATION=1m nalcast consume"
+
+    /// Six seconds: a segment ends at the first IDR at or after its length (as FFmpeg's
+    /// segment muxer cuts), so the length should be a multiple of the IDR spacing. Two
+    /// seconds between IDRs is what nalcast produce sends by default and what live
+    /// platforms ask encoders for; 6 s is three of them, Apple's recommended HLS segment.
+    /// (5 s came out 6 s long.)
+    static let defaultSegmentDuration = 6.0
 
     enum Input: CustomStringConvertible {
         case network(Endpoint)
@@ -55,7 +69,7 @@ enum ConsumeCommand: Command {
         var input: Input
         var output: String?
         var segments: String?
-        var segmentDuration: Double = 5
+        var segmentDuration: Double = ConsumeCommand.defaultSegmentDuration
         var segmentMaxBytes: Int?
         var namer: SegmentNamer
         var keep: Int?
@@ -67,6 +81,7 @@ enum ConsumeCommand: Command {
         /// for files (the reader waits anyway; memory stays flat).
         var sinkQueue: Int = 8 << 20
         var frameRate: Double = 30
+        var frameRateText = "30"
         var maxNAL: Int = AnnexBScanner.defaultMaxNALUnitSize
         var stopTimeout: Double = 5
         var stats = false
@@ -90,8 +105,7 @@ enum ConsumeCommand: Command {
             output = options.string("output")
             segments = options.string("segments")
             if let s = segments, s.isEmpty { throw CommandError.usage("consume: --segments needs a directory") }
-            segmentDuration = try options.value("segment-duration", default: 5, ValueFormat.duration)
-            guard segmentDuration > 0 else { throw CommandError.usage("consume: --segment-duration must be more than 0") }
+            segmentDuration = try options.duration("segment-duration", default: ConsumeCommand.defaultSegmentDuration, above: true)
             segmentMaxBytes = try options.value("segment-max-bytes", ValueFormat.byteSize)
             do {
                 namer = try SegmentNamer(pattern: options.string("segment-name") ?? SegmentNamer.defaultPattern)
@@ -106,11 +120,13 @@ enum ConsumeCommand: Command {
             }
             fsync = !options.isOff("fsync")
             if let f = options.string("forward") { forward = try endpoint(f, option: "forward") }
-            reconnectTimeout = try options.value("reconnect-timeout", ValueFormat.duration)
+            reconnectTimeout = try options.duration("reconnect-timeout")
             sinkQueue = try options.value("sink-queue", default: input.isNetwork ? 8 << 20 : 512 << 10, ValueFormat.byteSize)
-            frameRate = try options.value("frame-rate", default: 30) { ValueFormat.frameRate($0).map { Double($0.num) / Double($0.den) } }
+            let rate = try options.value("frame-rate", default: FrameRate(30), expected: "expected a frame rate such as 30, 29.97 or 30000/1001") { FrameRate(parsing: $0) }
+            frameRate = rate.framesPerSecond
+            frameRateText = rate.description
             maxNAL = max(4, try options.value("max-nal-size", default: AnnexBScanner.defaultMaxNALUnitSize, ValueFormat.byteSize))
-            stopTimeout = try options.value("stop-timeout", default: 5, ValueFormat.duration)
+            stopTimeout = try options.duration("stop-timeout", default: 5)
             stats = options.has("stats")
             quiet = options.has("quiet")
             if let m = options.string("metrics") { metrics = try endpoint(m, option: "metrics") }
@@ -128,9 +144,16 @@ enum ConsumeCommand: Command {
             }
         }
 
+        /// With segments: what warns once when the stream's IDR spacing will not let them be
+        /// `segmentDuration` long.
+        func idrSpacingObserver(log: Log) -> ((TimedUnit) -> Void)? {
+            guard segments != nil else { return nil }
+            return IDRSpacingCheck(segmentDuration: segmentDuration) { log.line("consume: warning: \($0)") }.note
+        }
+
         var lines: [String] {
             var out = ["from: \(input)"]
-            out.append("media time: timestamp SEI, else " + (input.isNetwork ? "arrival time" : "access units counted at the VUI frame rate, else \(formatSeconds(frameRate)) fps"))
+            out.append("media time: timestamp SEI, else " + (input.isNetwork ? "arrival time" : "access units counted at the VUI frame rate, else \(frameRateText) fps"))
             out.append("slow sinks: " + (input.isNetwork ? "skip to the next IDR past \(sinkQueue) bytes queued" : "the reader waits (file input), \(sinkQueue) bytes queued per sink"))
             if let o = output { out.append("output: \(o == "-" ? "stdout" : o)") }
             if let s = segments {
@@ -164,7 +187,7 @@ enum ConsumeCommand: Command {
         let config = try Config(options)
         if config.dryRun {
             var out = OutputBuffer()
-            for line in config.lines { out.line(line) }
+            for line in config.lines { out.line(printable(line)) }
             out.flush()
             return .ok
         }
@@ -181,5 +204,43 @@ enum ConsumeCommand: Command {
     static func keepReadBuffersMapped() {
         _ = mallopt(M_MMAP_THRESHOLD, 1 << 20)  // chunks come from the heap, not mmap
         _ = mallopt(M_TRIM_THRESHOLD, 4 << 20)
+    }
+}
+
+/// Watches the IDRs going to the segment files and says once when segments cannot be the
+/// length asked for: a segment ends only at an IDR, so with an IDR every 2 s a 5 s segment
+/// runs to 6 s. Known after two IDRs (from media time); a reconnect starts over.
+///
+/// Used by the one thread that feeds the intake (the loop thread or the file reader).
+final class IDRSpacingCheck {
+    let segmentDuration: Double
+    let warn: (String) -> Void
+    private var lastIDR: MediaTime?
+    private var done = false
+
+    init(segmentDuration: Double, warn: @escaping (String) -> Void) {
+        self.segmentDuration = segmentDuration
+        self.warn = warn
+    }
+
+    func note(_ unit: TimedUnit) {
+        guard !done, unit.unit.isIDR else { return }
+        if unit.resumes { lastIDR = nil }
+        defer { lastIDR = unit.mediaTime }
+        guard let last = lastIDR else { return }
+        let spacing = (unit.mediaTime - last).seconds
+        guard spacing > 0.001 else { return }
+        done = true
+        if let actual = IDRSpacingCheck.segmentLength(asked: segmentDuration, idrSpacing: spacing) {
+            warn("segments will be \(short(actual, maxDigits: 2)) s long, not \(short(segmentDuration, maxDigits: 2)) s: the stream has an IDR every "
+                 + "\(short(spacing, maxDigits: 2)) s and a segment ends at an IDR (make --segment-duration a multiple of \(short(spacing, maxDigits: 2)) s)")
+        }
+    }
+
+    /// The length segments will have when it differs from `asked` by more than a little
+    /// (2 %, at least 0.1 s: 29.97 fps streams put IDRs at 2.002 s), else nil.
+    static func segmentLength(asked: Double, idrSpacing spacing: Double) -> Double? {
+        let actual = Swift.max(1, ((asked - 1e-6) / spacing).rounded(.up)) * spacing
+        return actual - asked > Swift.max(0.1, asked * 0.02) ? actual : nil
     }
 }

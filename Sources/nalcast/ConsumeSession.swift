@@ -219,7 +219,8 @@ final class ConsumeSession {
     }
 
     private func makeIntake(_ fanout: SinkFanout, _ clock: MediaClock.Source) -> sending StreamIntake {
-        StreamIntake(fanout: fanout, metrics: metrics, clock: clock, maxNALUnitSize: config.maxNAL)
+        StreamIntake(fanout: fanout, metrics: metrics, clock: clock, fallbackFrameRate: config.frameRate, maxNALUnitSize: config.maxNAL,
+                     observer: config.idrSpacingObserver(log: log))
     }
 
     /// `--from tcp://…|unix:…`: the client on the loop, reconnecting until

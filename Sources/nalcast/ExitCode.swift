@@ -30,7 +30,7 @@ struct CommandError: Error {
     static func io(_ message: String) -> CommandError { CommandError(code: .ioError, message: message) }
 }
 
-/// Writes one line to stderr, prefixed with the program name.
+/// Writes one line to stderr, prefixed with the program name, control characters escaped.
 func printError(_ message: String) {
-    printErr("nalcast: \(message)\n")
+    printErr("nalcast: \(printable(message))\n")
 }

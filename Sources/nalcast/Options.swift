@@ -31,17 +31,54 @@ struct ParsedOptions {
     func has(_ flag: String) -> Bool { flags.contains(flag) }
     func string(_ name: String) -> String? { values[name] }
 
-    /// Converts an option's value, or returns nil when it is not set.
-    func value<T>(_ name: String, _ convert: (String) -> T?) throws -> T? {
+    /// The option and its value as the user gave them, for messages: `--keyint 60`, or
+    /// `NALCAST_KEYINT=60` when the environment gave it.
+    func label(_ name: String) -> String {
+        let text = values[name] ?? ""
+        if let source = sources[name], source != "command line" { return "\(source)=\(text)" }
+        return "--\(name) \(text)"
+    }
+
+    /// A usage error about an option's value: `--preset warp: expected one of ...`.
+    func invalid(_ name: String, _ reason: String) -> CommandError {
+        .usage("\(label(name)): \(reason)")
+    }
+
+    /// Converts an option's value, or returns nil when it is not set. `expected` says what
+    /// would have been accepted.
+    func value<T>(_ name: String, expected: String = "invalid value", _ convert: (String) -> T?) throws -> T? {
         guard let text = values[name] else { return nil }
-        guard let result = convert(text) else {
-            throw CommandError.usage("invalid value '\(text)' for --\(name)\(sources[name].map { " (from \($0))" } ?? "")")
-        }
+        guard let result = convert(text) else { throw invalid(name, expected) }
         return result
     }
 
-    func value<T>(_ name: String, default fallback: T, _ convert: (String) -> T?) throws -> T {
-        try value(name, convert) ?? fallback
+    func value<T>(_ name: String, default fallback: T, expected: String = "invalid value", _ convert: (String) -> T?) throws -> T {
+        try value(name, expected: expected, convert) ?? fallback
+    }
+
+    /// A duration option in seconds: `500ms`, `5s`, `2m`, `1h` (`0` alone needs no unit).
+    /// A bare number is refused with the fix (`--duration 10: add a unit: 10s, 500ms, 2m`),
+    /// unless `bareUnit` gives one (probe's `--seconds`, whose name is its unit).
+    func duration(_ name: String, minimum: Double = 0, above: Bool = false, bareUnit: Double? = nil) throws -> Double? {
+        guard let text = values[name] else { return nil }
+        let seconds: Double
+        switch ValueFormat.duration(text) {
+        case .seconds(let s): seconds = s
+        case .bare(let n):
+            guard let bareUnit else { throw invalid(name, "add a unit: \(text.trimmed)s, 500ms, 2m") }
+            seconds = n * bareUnit
+        case .invalid: throw invalid(name, "expected a duration such as 500ms, 10s, 2m or 1h")
+        }
+        // Past 30 years it is a typo, and nanoseconds would overflow.
+        guard seconds < 1e9 else { throw invalid(name, "too long") }
+        if above ? seconds <= minimum : seconds < minimum {
+            throw invalid(name, above ? "must be more than \(short(minimum)) s" : "must be at least \(short(minimum)) s")
+        }
+        return seconds
+    }
+
+    func duration(_ name: String, default fallback: Double, minimum: Double = 0, above: Bool = false, bareUnit: Double? = nil) throws -> Double {
+        try duration(name, minimum: minimum, above: above, bareUnit: bareUnit) ?? fallback
     }
 
     /// Parses `arguments` against `specs`; values from `environment` fill in what the
@@ -135,16 +172,28 @@ struct ParsedOptions {
 
 /// Parsers for the value formats of DESIGN.md, "Command line".
 enum ValueFormat {
-    /// `500ms`, `5s`, `2m`, `1h`; a bare number is seconds. Returns seconds.
-    static func duration(_ text: String) -> Double? {
+    enum Duration: Equatable {
+        /// A number with its unit, in seconds (`0` alone counts as one).
+        case seconds(Double)
+        /// A number without a unit: frames for x264's keyint, else an error.
+        case bare(Double)
+        case invalid
+    }
+
+    /// `500ms`, `250us`, `5s`, `2m`, `1h`, `1.5s`; `0` needs no unit.
+    static func duration(_ text: String) -> Duration {
         let t = text.trimmed.lowercased()
+        func number(_ s: Substring) -> Double? {
+            guard !s.isEmpty, s.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == ".") }), let v = Double(s), v.isFinite else { return nil }
+            return v
+        }
         let units: [(String, Double)] = [("ms", 0.001), ("us", 0.000_001), ("s", 1), ("m", 60), ("h", 3600)]
         for (suffix, scale) in units where t.hasSuffix(suffix) {
-            guard let v = Double(t.dropLast(suffix.count)), v.isFinite, v >= 0 else { return nil }
-            return v * scale
+            guard let v = number(t.dropLast(suffix.count)) else { return .invalid }
+            return .seconds(v * scale)
         }
-        guard let v = Double(t), v.isFinite, v >= 0 else { return nil }
-        return v
+        guard let v = number(Substring(t)) else { return .invalid }
+        return v == 0 ? .seconds(0) : .bare(v)
     }
 
     /// `6M`, `6000k`, `1.5G`, or a plain number: bits per second or bytes. Decimal multiples.
@@ -184,17 +233,6 @@ enum ValueFormat {
         let parts = text.lowercased().split(separator: "x")
         guard parts.count == 2, let w = Int(parts[0]), let h = Int(parts[1]), w > 0, h > 0, w <= 16384, h <= 16384 else { return nil }
         return (w, h)
-    }
-
-    /// `30`, `29.97`, `30000/1001`. Returns (numerator, denominator).
-    static func frameRate(_ text: String) -> (num: Int, den: Int)? {
-        if let slash = text.firstIndex(of: "/") {
-            guard let n = Int(text[..<slash]), let d = Int(text[text.index(after: slash)...]), n > 0, d > 0, Double(n) / Double(d) <= 1000 else { return nil }
-            return (n, d)
-        }
-        guard let v = Double(text), v > 0, v <= 1000 else { return nil }
-        if v == v.rounded() { return (Int(v), 1) }
-        return (Int((v * 1000).rounded()), 1000)
     }
 
     static func positiveInt(_ text: String) -> Int? {

@@ -17,16 +17,19 @@ enum ProbeCommand: Command {
         OptionSpec(name: "quiet", value: nil, help: "print nothing; the exit code says it all", short: "q"),
         OptionSpec(name: "dry-run", value: nil, help: "check the options, print the resolved configuration and exit"),
     ]
+    static let notes = ["ADDR: tcp://HOST:PORT or unix:PATH (default: tcp://127.0.0.1:\(Endpoint.defaultPort), where produce listens by default)"]
+    static let environmentExample = "NALCAST_TIMEOUT=2s NALCAST_JSON=1 nalcast probe unix:/run/nalcast/stream.sock"
 
     static func run(_ options: ParsedOptions) throws -> ExitCode {
         guard options.positionals.count <= 1 else { throw CommandError.usage("probe: expected at most one ADDR") }
         let text = options.positionals.first ?? "tcp://127.0.0.1:\(Endpoint.defaultPort)"
         let endpoint: Endpoint
         do { endpoint = try Endpoint(parsing: text) } catch { throw CommandError.usage("probe: \(error)") }
-        let seconds = try options.value("seconds", default: 1.0, ValueFormat.duration)
-        let timeout = try options.value("timeout", default: 5.0) { ValueFormat.duration($0).flatMap { $0 > 0 ? $0 : nil } }
+        // --seconds names its unit: a bare number is seconds there.
+        let seconds = try options.duration("seconds", default: 1.0, bareUnit: 1)
+        let timeout = try options.duration("timeout", default: 5.0, above: true)
         if options.has("dry-run") {
-            printOut("probe\n  endpoint: \(endpoint)\n  seconds: \(short(seconds))\n  timeout: \(short(timeout))\n"
+            printOut("probe\n  endpoint: \(printable(endpoint.description))\n  seconds: \(short(seconds))\n  timeout: \(short(timeout))\n"
                 + "  output: \(options.has("quiet") ? "none" : options.has("json") ? "json" : "text")\n")
             return .ok
         }

@@ -90,3 +90,39 @@ extension String {
         return String(s)
     }
 }
+
+/// `text` safe for a terminal: control characters (C0, DEL, C1, newlines included) as
+/// `\xNN` or `\u{NNNN}`, so an echoed option value or a peer's message is one line and
+/// cannot move the cursor or retitle the window. Bytes read from files are escaped where
+/// they are read (`printableBytes`): a String has no invalid UTF-8 left to show.
+func printable(_ text: String) -> String {
+    var out = ""
+    for scalar in text.unicodeScalars {
+        let v = scalar.value
+        if v < 0x20 || v == 0x7f {
+            let hex = String(v, radix: 16)
+            out += "\\x" + (hex.count == 1 ? "0" : "") + hex
+        } else if (0x80...0x9f).contains(v) {
+            out += "\\u{" + String(v, radix: 16) + "}"
+        } else {
+            out.unicodeScalars.append(scalar)
+        }
+    }
+    return out
+}
+
+/// The edit distance between two option names, for "did you mean" hints.
+func editDistance(_ a: String, _ b: String) -> Int {
+    let x = Array(a), y = Array(b)
+    guard !x.isEmpty else { return y.count }
+    guard !y.isEmpty else { return x.count }
+    var previous = Array(0...y.count)
+    for i in 1...x.count {
+        var current = [i] + Array(repeating: 0, count: y.count)
+        for j in 1...y.count {
+            current[j] = Swift.min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (x[i - 1] == y[j - 1] ? 0 : 1))
+        }
+        previous = current
+    }
+    return previous[y.count]
+}

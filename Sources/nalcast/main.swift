@@ -19,7 +19,7 @@ func topLevelHelp() -> String {
         "commands:",
     ]
     for c in Nalcast.commands { lines.append("  " + c.name.padded(10) + c.summary) }
-    lines += ["", "'nalcast COMMAND --help' lists a command's options.", "nalcast --version prints the version."]
+    lines += ["", "'nalcast help COMMAND' (or 'nalcast COMMAND --help') lists a command's options.", "nalcast --version prints the version."]
     return lines.joined(separator: "\n") + "\n"
 }
 
@@ -32,6 +32,15 @@ func runMain() -> Int32 {
     args.removeFirst()
     switch first {
     case "--help", "-h", "help":
+        // `nalcast help produce` is `nalcast produce --help`.
+        if first == "help", let topic = args.first {
+            guard let command = Nalcast.commands.first(where: { $0.name == topic }) else {
+                printError("help: unknown command '\(topic)' (commands: \(Nalcast.commands.map { $0.name }.joined(separator: ", ")))")
+                return ExitCode.usage.rawValue
+            }
+            printOut(command.helpText())
+            return 0
+        }
         printOut(topLevelHelp())
         return 0
     case "--version", "-V", "version":

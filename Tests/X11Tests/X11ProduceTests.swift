@@ -36,12 +36,19 @@ import Testing
         #expect(badRegion.status == 64)
         #expect(lines(badRegion.stderr).count == 1 && badRegion.stderr.contains("bad region '0,0,63x64'"), "\(badRegion.stderr)")
 
+        // What users type: the display number alone after x11: (no second colon).
+        let number = String(server.display.dropFirst())
+        let bare = try Tool.run([Self.nalcast, "produce", "--source", "x11:\(number)", "--frames", "2", "-o", file.path])
+        #expect(bare.status == 0, "\(bare.stderr)")
+        #expect(bare.stderr.contains("capturing X11 display \(server.display) (320x240)"), "\(bare.stderr)")
+        #expect(try RoundTrip.probeSizes(stream: file) == Array(repeating: "320x240", count: 2))
+
         let noServer = try Tool.run([Self.nalcast, "produce", "--source", "x11::4711", "--frames", "1", "-o", "/dev/null"])
         #expect(noServer.status == 69)
         #expect(lines(noServer.stderr).count == 1 && noServer.stderr.contains("cannot open display :4711"), "\(noServer.stderr)")
 
         let noDisplay = try Tool.run(["-u", "DISPLAY", Self.nalcast, "produce", "--source", "x11", "--frames", "1", "-o", "/dev/null"])
         #expect(noDisplay.status == 69)
-        #expect(lines(noDisplay.stderr) == ["nalcast: x11: no display: DISPLAY is not set (use --source x11:DISPLAY, e.g. x11::0)"])
+        #expect(lines(noDisplay.stderr) == ["nalcast: x11: no display: DISPLAY is not set (use --source x11:DISPLAY, e.g. x11:0)"])
     }
 }

@@ -60,3 +60,17 @@ import Testing
         #expect(painted == [0, 7])
     }
 }
+
+/// `--source x11:DISPLAY`: what users type after `x11:` becomes a name xcb takes.
+@Suite struct X11DisplayNameTests {
+    @Test(arguments: [("77", ":77"), (":77", ":77"), ("77.1", ":77.1"), (":0.0", ":0.0"), ("host:0.0", "host:0.0"),
+                      ("host:3", "host:3"), ("10.0.0.5:1", "10.0.0.5:1"), ("unix:0", "unix:0"), ("[::1]:2", "[::1]:2")])
+    func accepts(text: String, name: String) throws {
+        #expect(try X11Options.displayName(parsing: text) == name)
+    }
+
+    @Test(arguments: ["", "screen", ":", "host:", ":x", "77.", "77.a", "host:0.0.0", "a b:0"])
+    func rejects(text: String) {
+        #expect(throws: X11Error.badDisplayName(text)) { try X11Options.displayName(parsing: text) }
+    }
+}
