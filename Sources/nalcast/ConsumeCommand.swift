@@ -104,7 +104,7 @@ enum ConsumeCommand: Command {
                 hook = words
             }
             fsync = !options.isOff("fsync")
-            if let f = options.string("forward") { forward = try endpoint(f, option: "forward") }
+            if let f = options.string("forward") { forward = try endpoint(f, option: "forward", portRequired: true) }
             reconnectTimeout = try options.value("reconnect-timeout", ValueFormat.duration)
             sinkQueue = try options.value("sink-queue", default: input.isNetwork ? 8 << 20 : 512 << 10, ValueFormat.byteSize)
             frameRate = try options.value("frame-rate", default: 30) { ValueFormat.frameRate($0).map { Double($0.num) / Double($0.den) } }
@@ -151,9 +151,9 @@ enum ConsumeCommand: Command {
         }
     }
 
-    static func endpoint(_ text: String, option: String) throws -> Endpoint {
+    static func endpoint(_ text: String, option: String, portRequired: Bool = false) throws -> Endpoint {
         do {
-            return try Endpoint(parsing: text)
+            return try Endpoint(parsing: text, portRequired: portRequired)
         } catch {
             throw CommandError.usage("consume: --\(option): \(error)")
         }

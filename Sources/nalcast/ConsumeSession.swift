@@ -31,7 +31,7 @@ final class ConsumeSession {
     }
 
     /// How the run ended, set from whichever thread saw it first.
-    enum Outcome: Sendable { case inputEnded, inputFailed(String), unreachable(String), stopped, sinksClosed }
+    enum Outcome: Sendable { case inputEnded, inputFailed(String), notAnnexB(String), unreachable(String), stopped, sinksClosed }
 
     func run() throws -> ExitCode {
         let config = self.config
@@ -56,6 +56,10 @@ final class ConsumeSession {
         var fileReader: FileReader?
         if case .file(let path) = config.input {
             do { fileReader = try FileReader(path: path) } catch { throw CommandError.noInput(error.message) }
+            // An MP4 or Y4M given as input: say what it is, before any output is created.
+            if let format = fileReader?.notAnnexB {
+                throw CommandError(code: .dataError, message: "consume: " + InputSniffer.explain(format, name: path))
+            }
         }
 
         // Sinks.
@@ -124,15 +128,19 @@ final class ConsumeSession {
             }
             runners.append(SinkRunner(sink: sink, queue: queue(), counters: SinkCounters(registry: metrics.registry, sink: sink.name), onEvent: onRunnerEvent))
         }
+        let forwardConnected = Atomic<Bool>(false)
         if let remote = config.forward {
             let sink = ForwardSink(endpoint: remote) { event in
                 switch event {
                 case .connected(let e):
+                    forwardConnected.store(true, ordering: .relaxed)
                     log.line("forwarding to \(e)")
                     events?.emit("forward-connected", [("endpoint", e.description)])
                 case .disconnected(let e, let reason):
                     log.line("forward to \(e) is down (\(reason)); retrying, dropping until it is back")
                     events?.emit("forward-disconnected", [("endpoint", e.description), ("reason", reason)])
+                case .retrying(let e, let attempt, let reason, let nextIn):
+                    log.line(ConsumeReport.forwardRetrying(e, attempt: attempt, reason: reason, nextIn: nextIn), force: true)
                 }
             }
             runners.append(SinkRunner(sink: sink, queue: queue(), counters: SinkCounters(registry: metrics.registry, sink: sink.name), onEvent: onRunnerEvent))
@@ -157,8 +165,10 @@ final class ConsumeSession {
         switch config.input {
         case .network(let endpoint):
             let backoff = ReconnectBackoff.Config(giveUpAfter: config.reconnectTimeout)
+            let intake = makeIntake(.arrival)
+            var lastConnected: Double?
             do {
-                client = try StreamClient(loop: loop, endpoint: endpoint, intake: makeIntake(.arrival), backoff: backoff) { event in
+                client = try StreamClient(loop: loop, endpoint: endpoint, intake: intake, backoff: backoff) { event in
                     switch event {
                     case .connected(let e, let attempts):
                         log.line("connected to \(e)\(attempts > 1 ? " after \(attempts) attempts" : "")")
@@ -167,13 +177,20 @@ final class ConsumeSession {
                         log.line("cannot reach \(e) (\(reason)); retrying")
                         events?.emit("reconnecting", [("endpoint", e.description), ("reason", reason)])
                     case .disconnected(let e, let reason):
+                        lastConnected = wallClockSeconds()
                         log.line("disconnected from \(e) (\(reason)); reconnecting")
                         events?.emit("disconnected", [("endpoint", e.description), ("reason", reason)])
                         events?.emit("reconnecting", [("endpoint", e.description)])
+                    case .retrying(let e, let attempt, let reason, let downFor, let nextIn):
+                        log.line(ConsumeReport.retrying(e, attempt: attempt, reason: reason, downFor: downFor, nextIn: nextIn), force: true)
                     case .gaveUp(let e, let everConnected, let reason):
-                        if everConnected {
-                            log.line("\(e): stream ended; not reconnecting (--reconnect-timeout)")
+                        if everConnected && intake.lastConnectionEndedCleanly {
+                            // The producer ended its stream (end-of-stream NAL unit) and did not
+                            // start again: a finished recording, exit 0.
+                            log.line("\(e): the producer ended the stream; not reconnecting (--reconnect-timeout)")
                             setOutcome(.inputEnded)
+                        } else if everConnected {
+                            setOutcome(.unreachable(ConsumeReport.lost(e, timeout: config.reconnectTimeout, reason: reason, lastConnected: lastConnected)))
                         } else {
                             setOutcome(.unreachable("cannot connect to \(e) (\(reason))"))
                         }
@@ -207,8 +224,12 @@ final class ConsumeSession {
         }
 
         if let reader = fileReader {
-            reader.start(intake: makeIntake(.counted)) { error in
-                setOutcome(error.map { .inputFailed($0) } ?? .inputEnded)
+            reader.start(intake: makeIntake(.counted)) { end in
+                switch end {
+                case .ended: setOutcome(.inputEnded)
+                case .failed(let message): setOutcome(.inputFailed(message))
+                case .notAnnexB(let message): setOutcome(.notAnnexB(message))
+                }
             }
         }
         if config.input.isNetwork { log.line("reading \(config.input)") }
@@ -234,13 +255,29 @@ final class ConsumeSession {
         events?.flush()
         _ = signalWatchers
 
+        // What the forward target missed, said once at the end.
+        var forwardFailed = false
+        if let remote = config.forward, let runner = runners.first(where: { $0.name == "forward" }) {
+            let c = runner.counters
+            let lost = c.droppedUnits.value + c.skippedUnits.value
+            if lost > 0 {
+                let everConnected = forwardConnected.load(ordering: .relaxed)
+                log.line(ConsumeReport.forwardLoss(remote, lost: lost, of: lost + c.writtenUnits.value, everConnected: everConnected), force: true)
+                // A file is copied whole or the run failed; a live run fails only when the
+                // target never answered at all.
+                forwardFailed = !everConnected || !config.input.isNetwork
+            }
+        }
+
         switch ended {
         case .unreachable(let message): throw CommandError.unavailable("consume: \(message)")
         case .inputFailed(let message): throw CommandError.io("consume: \(message)")
+        case .notAnnexB(let message): throw CommandError(code: .dataError, message: "consume: \(message)")
         default: break
         }
         // A failed sink was reported once, when it failed: exit 74 without saying it again.
         if !failedSinks.withLock({ $0.isEmpty }) { return .ioError }
+        if forwardFailed { return .unavailable }
         return .ok
     }
 }
