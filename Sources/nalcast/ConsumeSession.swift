@@ -255,7 +255,8 @@ final class ConsumeSession {
         events?.flush()
         _ = signalWatchers
 
-        // What the forward target missed, said once at the end.
+        // What the forward target missed, said once at the end; a target that never
+        // answered fails the run (69).
         var forwardFailed = false
         if let remote = config.forward, let runner = runners.first(where: { $0.name == "forward" }) {
             let c = runner.counters
@@ -263,9 +264,7 @@ final class ConsumeSession {
             if lost > 0 {
                 let everConnected = forwardConnected.load(ordering: .relaxed)
                 log.line(ConsumeReport.forwardLoss(remote, lost: lost, of: lost + c.writtenUnits.value, everConnected: everConnected), force: true)
-                // A file is copied whole or the run failed; a live run fails only when the
-                // target never answered at all.
-                forwardFailed = !everConnected || !config.input.isNetwork
+                forwardFailed = !everConnected
             }
         }
 
