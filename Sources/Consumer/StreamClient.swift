@@ -11,7 +11,8 @@ import Musl
 /// (100 ms doubling to 5 s, with jitter) until it succeeds or the backoff gives up.
 ///
 /// States and what is reported (once per change, never per attempt): connecting →
-/// connected → disconnected (reconnecting) → connected … → gave up.
+/// connected → disconnected (reconnecting) → connected … → gave up; while down, a
+/// `.retrying` progress report at most every 2 s (`ReconnectBackoff.progressDue`).
 ///
 /// Loop-owned: create, start, stop and release it on the loop thread.
 public final class StreamClient {

@@ -135,6 +135,24 @@ import Testing
         #expect(r.stderr.contains("--forward") && r.stderr.contains("the port is missing"), "\(r.stderr)")
     }
 
+    /// A live run whose forward target is down says it is still trying (rate-limited) and,
+    /// stopped, reports what the target missed and exits 69: it never answered.
+    @Test func aForwardTargetThatStaysDownSaysSoAndIsReportedAtTheEnd() throws {
+        let (producer, endpoint) = try ServeTests.producer(["--size", "160x120"])
+        defer { producer.signal(SIGTERM); producer.wait() }
+        let port = try freePort()
+        let consumer = try Background(Run.nalcast, ["consume", "--from", endpoint, "--forward", "tcp://127.0.0.1:\(port)"])
+        #expect(consumer.waitFor("connected to", timeout: 10), "\(consumer.stderr)")
+        let deadline = Date().addingTimeInterval(15)
+        func retries() -> Int { consumer.stderr.split(separator: "\n").filter { $0.contains("forward to tcp://127.0.0.1:\(port): attempt ") }.count }
+        while retries() < 2 && Date() < deadline { usleep(100_000) }
+        consumer.signal(SIGTERM)
+        #expect(consumer.wait(timeout: 20) == 69, "\(consumer.stderr)")
+        #expect(retries() >= 2, "\(consumer.stderr)")
+        // Every access unit it was handed was dropped: N of N.
+        #expect(consumer.stderr.firstMatch(of: /forward to tcp:\/\/127\.0\.0\.1:\d+: ([1-9]\d*) of \1 access units dropped \(never connected\)/) != nil, "\(consumer.stderr)")
+    }
+
     @Test func aForwardTargetThatNeverAnsweredFailsAFileRunWithTheCount() throws {
         let port = try freePort()
         let fixture = Run.fixtures.appendingPathComponent("HCAFR1_HHI.264").path
