@@ -26,7 +26,7 @@ enum ConsumeReport {
 
     /// The forward target lost access units: "forward to X: N of M access units dropped (never connected)".
     static func forwardLoss(_ endpoint: Endpoint, lost: UInt64, of total: UInt64, everConnected: Bool) -> String {
-        "forward to \(endpoint): \(lost) of \(total) access units dropped (\(everConnected ? "it was down part of the time" : "never connected"))"
+        "forward to \(endpoint): \(lost) of \(total) access units dropped (\(everConnected ? "while it was down or behind" : "never connected"))"
     }
 
     /// Local wall-clock time of `seconds` since the epoch: `2026-11-30 09:20:13 UTC`.

@@ -140,7 +140,7 @@ final class ConsumeSession {
                     log.line("forward to \(e) is down (\(reason)); retrying, dropping until it is back")
                     events?.emit("forward-disconnected", [("endpoint", e.description), ("reason", reason)])
                 case .retrying(let e, let attempt, let reason, let nextIn):
-                    log.line(ConsumeReport.forwardRetrying(e, attempt: attempt, reason: reason, nextIn: nextIn), force: true)
+                    log.line(ConsumeReport.forwardRetrying(e, attempt: attempt, reason: reason, nextIn: nextIn))
                 }
             }
             runners.append(SinkRunner(sink: sink, queue: queue(), counters: SinkCounters(registry: metrics.registry, sink: sink.name), onEvent: onRunnerEvent))
@@ -182,7 +182,7 @@ final class ConsumeSession {
                         events?.emit("disconnected", [("endpoint", e.description), ("reason", reason)])
                         events?.emit("reconnecting", [("endpoint", e.description)])
                     case .retrying(let e, let attempt, let reason, let downFor, let nextIn):
-                        log.line(ConsumeReport.retrying(e, attempt: attempt, reason: reason, downFor: downFor, nextIn: nextIn), force: true)
+                        log.line(ConsumeReport.retrying(e, attempt: attempt, reason: reason, downFor: downFor, nextIn: nextIn))
                     case .gaveUp(let e, let everConnected, let reason):
                         if everConnected && intake.lastConnectionEndedCleanly {
                             // The producer ended its stream (end-of-stream NAL unit) and did not
