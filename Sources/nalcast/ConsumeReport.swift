@@ -18,8 +18,9 @@ enum ConsumeReport {
 
     /// The upstream did not come back within `--reconnect-timeout` (exit 69).
     static func lost(_ endpoint: Endpoint, timeout: Double?, reason: String, lastConnected: Double?) -> String {
-        var s = "lost \(endpoint) (\(reason))"
-        if let timeout { s += " and it was not back within --reconnect-timeout \(formatSeconds(timeout)) s" }
+        var s = "lost \(endpoint): "
+        s += timeout.map { "not back within --reconnect-timeout \(formatSeconds($0)) s" } ?? "gave up reconnecting"
+        s += " (last try: \(reason))"
         if let lastConnected { s += "; last connected at \(clockTime(lastConnected))" }
         return s
     }
