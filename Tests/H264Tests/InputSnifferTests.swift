@@ -72,4 +72,31 @@ import Testing
         #expect(InputSniffer.explain(.y4m, name: "stdin").hasSuffix("nalcast produce --source y4m:- -o OUT.h264"))
         #expect(InputSniffer.explain(.noStartCode, name: "x.bin") == "x.bin is not an Annex-B H.264 stream: no start code (00 00 01) in its first 64 KiB")
     }
+
+    /// Fed a byte at a time (a pipe may give that little), the verdict is "more" until it
+    /// is the final one, never a wrong one on the way; random bytes never trap.
+    @Test func growingPrefixesOnlyEverSayMoreOrTheAnswer() throws {
+        let files: [([UInt8], InputSniffer.Verdict)] = [
+            (try Self.made("mp4", ext: "mp4", extra: ["-c:v", "libx264", "-preset", "ultrafast"]), .notAnnexB(.mp4)),
+            (try Self.made("mpegts", ext: "ts", extra: ["-c:v", "libx264", "-preset", "ultrafast"]), .notAnnexB(.mpegTS)),
+            (try Self.made("yuv4mpegpipe", ext: "y4m"), .notAnnexB(.y4m)),
+            (try ConformanceStream.all[0].load(), .annexB),
+        ]
+        for (bytes, final) in files {
+            for n in 0..<600 {
+                let v = InputSniffer.identify(bytes.prefix(n), atEnd: false)
+                #expect(v == .needMore || v == final, "\(final) at \(n) bytes: \(v)")
+            }
+        }
+        var rng = SystemRandomNumberGenerator()
+        for _ in 0..<2000 {
+            let count = Int.random(in: 0..<600, using: &rng)
+            var bytes = (0..<count).map { _ in UInt8.random(in: 0...255, using: &rng) }
+            // Often start like something it knows.
+            let heads: [[UInt8]] = [[0x47], Array("RIFF".utf8), Array("YUV4".utf8), [0, 0], [0x1a, 0x45], Array("FLV".utf8), []]
+            bytes = heads.randomElement(using: &rng)! + bytes
+            _ = InputSniffer.identify(bytes, atEnd: Bool.random(using: &rng))
+        }
+    }
 }
+
