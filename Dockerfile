@@ -3,7 +3,7 @@
 #
 #   docker build -t nalcast .
 #   docker run --rm -p 7264:7264 nalcast            # the test pattern on port 7264
-#   ffplay -fflags nobuffer -flags low_delay -f h264 tcp://127.0.0.1:7264
+#   ffplay -flags low_delay -probesize 32 -analyzeduration 0 -framerate 30 -f h264 tcp://127.0.0.1:7264
 #
 # scripts/container-smoke proves the runtime stage without a Docker engine: it installs the
 # packages listed below (read from this file) into a debootstrapped bookworm and runs the

@@ -16,6 +16,11 @@ public enum CaptureError: Error, Hashable, CustomStringConvertible {
     case y4mUnsupportedColourspace(String)
     /// The header line does not end within a sane length.
     case y4mHeaderTooLong
+    /// The input ended inside the header line (no `\n`): `YUV4MPEG2 W320 H24` may have been
+    /// `H240`, so nothing of it can be trusted.
+    case y4mTruncatedHeader(String)
+    /// The input ended after the header, before the first frame.
+    case y4mNoFrames
     /// A frame does not start with a `FRAME` line.
     case y4mBadFrameHeader(frame: UInt64, line: String)
     /// The input ended inside a frame: `got` of `expected` bytes. The frames before it
@@ -39,6 +44,8 @@ public enum CaptureError: Error, Hashable, CustomStringConvertible {
         case .y4mMissingField(let field): "y4m: header has no \(field.rawValue)"
         case .y4mUnsupportedColourspace(let c): "y4m: unsupported colourspace '\(c)' (8-bit 420*, 422, 444, mono only)"
         case .y4mHeaderTooLong: "y4m: header line too long"
+        case .y4mTruncatedHeader(let s): "y4m: the input ended inside the header line '\(s)' (no newline after it): truncated"
+        case .y4mNoFrames: "y4m: the input ended after the header, before the first frame"
         case .y4mBadFrameHeader(let frame, let line): "y4m: frame \(frame): expected 'FRAME', got '\(line)'"
         case .truncatedFrame(let source, let frame, let got, let expected):
             "\(source): truncated frame \(frame): input ended after \(got) of \(expected) bytes"

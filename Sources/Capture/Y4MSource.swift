@@ -29,8 +29,11 @@ public final class Y4MSource: FrameSource {
         if !line.starts(with: Y4MHeader.signature.utf8) { throw CaptureError.y4mBadSignature(printableBytes(line.prefix(16))) }
         let text = String(decoding: line, as: UTF8.self)
         if !complete && line.count >= 4096 { throw CaptureError.y4mHeaderTooLong }
+        // A header cut before its newline is a truncated input (its last field may be cut
+        // too: `H24` may have been `H240`), not a stream with no frames.
+        if !complete && text.hasPrefix(Y4MHeader.signature) { throw CaptureError.y4mTruncatedHeader(String(text.prefix(64))) }
         header = try Y4MHeader(line: text)
-        ended = !complete  // a header cut before its newline: a stream with no frames
+        guard complete else { throw CaptureError.y4mTruncatedHeader(String(text.prefix(64))) }
         planes = header.pixelFormat.packedLayout(width: header.width, height: header.height)
         input.enlargePipeBuffer(toHold: header.pixelFormat.frameByteCount(width: header.width, height: header.height))
         pacer = realtime ? RealtimePacer(rate: header.frameRate) : nil
@@ -40,6 +43,8 @@ public final class Y4MSource: FrameSource {
         guard !ended else { return nil }
         guard let (line, complete) = try input.readLine(limit: 1024) else {
             ended = true
+            // A header and nothing else: the writer died before its first frame.
+            if index == 0 { throw CaptureError.y4mNoFrames }
             return nil
         }
         guard line.starts(with: Array("FRAME".utf8)), line.count == 5 || line[5] == UInt8(ascii: " ") else {

@@ -1,5 +1,6 @@
 import Output
 import EventLoop
+import H264
 import Synchronization
 
 #if canImport(Glibc)
@@ -21,6 +22,19 @@ public final class FileReader: Sendable {
     private let thread = Mutex<OSThread?>(nil)
     /// Chunk size: 256 KiB measured fastest for the scanner (`nalcast inspect`).
     public static let chunkSize = 256 << 10
+    /// What a regular file is when its first bytes say it is not Annex-B (an MP4, a Y4M…),
+    /// found when it is opened, before anything is created; a pipe is looked at by the
+    /// reader thread and ends the run with `.notAnnexB`.
+    public let notAnnexB: InputSniffer.Format?
+
+    /// How reading ended.
+    public enum End: Sendable, Equatable {
+        /// End of input, or `stop()`.
+        case ended
+        case failed(String)
+        /// The input is not an Annex-B stream: one line saying what it is and what to do.
+        case notAnnexB(String)
+    }
 
     /// Opens `path`, or standard input for `-`.
     public init(path: String) throws(SinkError) {
@@ -28,6 +42,7 @@ public final class FileReader: Sendable {
             fd = 0
             owned = false
             name = "stdin"
+            notAnnexB = nil
             return
         }
         let fd = open(path, O_RDONLY | O_CLOEXEC)
@@ -40,13 +55,23 @@ public final class FileReader: Sendable {
         self.fd = fd
         owned = true
         name = path
+        if (st.st_mode & S_IFMT) == S_IFREG {
+            // pread: the file offset stays at 0 for the reader thread.
+            var head = [UInt8](repeating: 0, count: InputSniffer.window)
+            let got = head.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
+            if got >= 0, case .notAnnexB(let format) = InputSniffer.identify(head.prefix(got), atEnd: got < head.count) {
+                notAnnexB = format
+                return
+            }
+        }
+        notAnnexB = nil
     }
 
     deinit { if owned { close(fd) } }
 
     /// Starts reading into `intake`, which from now on belongs to the reader thread. `onEnd`
     /// runs on that thread at the end: nil at end of input or after `stop()`, else the error.
-    public func start(intake: sending StreamIntake, onEnd: @escaping @Sendable (String?) -> Void) {
+    public func start(intake: sending StreamIntake, onEnd: @escaping @Sendable (End) -> Void) {
         let t = OSThread(name: "nalcast-filereader") { [self] in
             let error = self.run(intake)
             onEnd(error)
@@ -60,8 +85,12 @@ public final class FileReader: Sendable {
         if let t = thread.withLock({ t in defer { t = nil }; return t }) { t.join() }
     }
 
-    private func run(_ intake: StreamIntake) -> String? {
+    private func run(_ intake: StreamIntake) -> End {
         let size = FileReader.chunkSize
+        // Until `InputSniffer` can tell (a few bytes, at most its window), chunks wait here.
+        var sniffing = true
+        var held: [[UInt8]] = []
+        var head: [UInt8] = []
         while !stopping.load(ordering: .relaxed) {
             var got = 0
             let chunk = [UInt8](unsafeUninitializedCapacity: size) { buf, count in
@@ -70,16 +99,33 @@ public final class FileReader: Sendable {
             }
             if got < 0 {
                 if errno == EINTR { continue }
-                return "reading \(name): \(String(cString: strerror(errno)))"
-            }
-            if got == 0 {
-                intake.finish()
-                return nil
+                return .failed("reading \(name): \(String(cString: strerror(errno)))")
             }
             // A short read (a pipe gives 64 KiB at most) would pin the whole 256 KiB buffer
             // for as long as its access units are queued: keep an exact-size copy instead.
-            intake.push(got < size / 2 ? Array(chunk) : chunk)
+            let kept = got < size / 2 ? Array(chunk) : chunk
+            if sniffing {
+                if got > 0 {
+                    held.append(kept)
+                    head += kept.prefix(InputSniffer.window - head.count)
+                }
+                switch InputSniffer.identify(head, atEnd: got == 0) {
+                case .notAnnexB(let format): return .notAnnexB(InputSniffer.explain(format, name: name))
+                case .needMore where got > 0: continue
+                case .annexB, .needMore:
+                    sniffing = false
+                    for c in held { intake.push(c) }
+                    held = []
+                    head = []
+                }
+            } else if got > 0 {
+                intake.push(kept)
+            }
+            if got == 0 {
+                intake.finish()
+                return .ended
+            }
         }
-        return nil
+        return .ended
     }
 }

@@ -13,7 +13,8 @@ import Musl
 /// (100 ms doubling to 5 s, with jitter) until it succeeds or the backoff gives up.
 ///
 /// States and what is reported (once per change, never per attempt): connecting →
-/// connected → disconnected (reconnecting) → connected … → gave up.
+/// connected → disconnected (reconnecting) → connected … → gave up; while down, a
+/// `.retrying` progress report at most every 2 s (`ReconnectBackoff.progressDue`).
 ///
 /// Loop-owned: create, start, stop and release it on the loop thread.
 public final class StreamClient {
@@ -22,6 +23,9 @@ public final class StreamClient {
         /// The first connect failed; retrying quietly.
         case unreachable(Endpoint, reason: String)
         case disconnected(Endpoint, reason: String)
+        /// Still down: attempt `attempt` failed, the next one in `nextIn` s. Rate-limited by
+        /// `ReconnectBackoff.progressDue` (every 2 s at most), so silence never reads as a hang.
+        case retrying(Endpoint, attempt: Int, reason: String, downFor: Double, nextIn: Double)
         /// The backoff gave up (`--reconnect-timeout`); `everConnected` tells an input that
         /// never came from one that ended.
         case gaveUp(Endpoint, everConnected: Bool, reason: String)
@@ -155,6 +159,9 @@ public final class StreamClient {
             stopped = true
             onEvent(.gaveUp(endpoint, everConnected: everConnected, reason: lastFailure))
             return
+        }
+        if reportedDown && backoff.progressDue(now: now) {
+            onEvent(.retrying(endpoint, attempt: attempts, reason: lastFailure, downFor: backoff.downFor(now: now), nextIn: delay))
         }
         let timer = retry ?? LoopTimer(loop: loop) { [unowned self] in self.connect() }
         retry = timer

@@ -18,6 +18,9 @@ public final class StreamIntake {
     private var completed: [AccessUnit] = []
     /// What goes to the sinks from the last chunk, handed over in one go.
     private var outgoing: [SinkItem] = []
+    /// The last connection ended with an end-of-stream (or end-of-sequence) NAL unit: the
+    /// producer stopped cleanly, rather than went away.
+    public private(set) var lastConnectionEndedCleanly = false
 
     /// Sees every access unit that goes to the sinks, on the intake's thread.
     private let observer: ((TimedUnit) -> Void)?
@@ -54,8 +57,10 @@ public final class StreamIntake {
     public func connectionLost() {
         parser.finish { completed.append($0) }
         if let last = completed.last, let type = last.nalUnits.last?.type, type == .endOfStream || type == .endOfSequence {
+            lastConnectionEndedCleanly = true
             deliverCompleted()
         } else {
+            lastConnectionEndedCleanly = false
             completed.removeAll(keepingCapacity: true)
         }
         parser.reset()

@@ -16,8 +16,9 @@ public enum Endpoint: Sendable, Hashable, CustomStringConvertible {
     /// The longest path a `sockaddr_un` holds, without its terminating zero.
     public static let maxUnixPathLength = MemoryLayout.size(ofValue: sockaddr_un().sun_path) - 1
 
-    /// Parses `tcp://HOST[:PORT]` or `unix:PATH`.
-    public init(parsing text: String) throws(EndpointParseError) {
+    /// Parses `tcp://HOST[:PORT]` or `unix:PATH`. With `portRequired` (a target to send to,
+    /// `--forward`), `tcp://HOST` without a port is an error rather than port 7264.
+    public init(parsing text: String, portRequired: Bool = false) throws(EndpointParseError) {
         func fail(_ reason: String) -> EndpointParseError { EndpointParseError(input: text, reason: reason) }
         if text.hasPrefix("unix:") {
             var path = String(text.dropFirst("unix:".count))
@@ -63,6 +64,7 @@ public enum Endpoint: Sendable, Hashable, CustomStringConvertible {
         }
         guard !host.isEmpty else { throw fail("the host is missing") }
         var port = Endpoint.defaultPort
+        if portText == nil && portRequired { throw fail("the port is missing: tcp://\(text.contains("[") ? "[\(host)]" : String(host)):PORT") }
         if let portText {
             guard !portText.isEmpty, portText.allSatisfy({ $0.isASCII && $0.isNumber }), let value = UInt16(portText) else {
                 throw fail("the port \"\(portText)\" is not a number from 0 to 65535")

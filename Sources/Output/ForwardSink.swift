@@ -20,6 +20,9 @@ public final class ForwardSink: AccessUnitSink {
     public enum Event: Sendable {
         case connected(Endpoint)
         case disconnected(Endpoint, reason: String)
+        /// Still down: attempt `attempt` failed, the next one in `nextIn` s (at most one per
+        /// 2 s, `ReconnectBackoff.progressDue`).
+        case retrying(Endpoint, attempt: Int, reason: String, nextIn: Double)
     }
 
     public let name = "forward"
@@ -33,6 +36,7 @@ public final class ForwardSink: AccessUnitSink {
     private var nextAttempt: UInt64 = 0
     private var everConnected = false
     private var reportedDown = false
+    private var lastFailure = ""
     private var random = SystemRandomNumberGenerator()
     private let onEvent: @Sendable (Event) -> Void
 
@@ -95,6 +99,7 @@ public final class ForwardSink: AccessUnitSink {
             reportedDown = false
             onEvent(.connected(endpoint))
         } catch {
+            lastFailure = error.description
             if !reportedDown {
                 reportedDown = true
                 onEvent(.disconnected(endpoint, reason: error.description))
@@ -116,6 +121,9 @@ public final class ForwardSink: AccessUnitSink {
     private func schedule(now: UInt64) {
         let delay = backoff.nextDelay(now: now, random: Double.random(in: 0...1, using: &random)) ?? 5
         nextAttempt = now + UInt64(delay * 1e9)
+        if reportedDown && backoff.progressDue(now: now) {
+            onEvent(.retrying(endpoint, attempt: backoff.attempts, reason: lastFailure, nextIn: delay))
+        }
     }
 
     /// A blocking connect bounded by `connectTimeout`; the socket is then blocking, with

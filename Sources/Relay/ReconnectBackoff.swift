@@ -4,6 +4,10 @@
 /// (5 s); every delay is spread by ±`jitter` (a fraction) so that many clients of one
 /// restarted producer do not knock in step. A successful connection resets it.
 ///
+/// While down, `progressDue` says when to tell the user it is still trying: not before
+/// `progressEvery` (2 s) has passed since the loss, then at most once per `progressEvery`,
+/// so a 100 ms retry is never a line of its own and a long outage is never silent.
+///
 /// Pure: the caller supplies the time (nanoseconds of any monotonic clock) and the random
 /// numbers, so tests drive it with a manual clock and fixed values.
 public struct ReconnectBackoff: Sendable {
@@ -15,13 +19,16 @@ public struct ReconnectBackoff: Sendable {
         /// Give up once disconnected for this long (seconds); nil: keep trying; 0: give up
         /// on the first disconnect.
         public var giveUpAfter: Double?
+        /// Seconds between two "still trying" reports (`progressDue`).
+        public var progressEvery: Double
 
-        public init(initial: Double = 0.1, maximum: Double = 5, jitter: Double = 0.2, giveUpAfter: Double? = nil) {
-            precondition(initial > 0 && maximum >= initial && jitter >= 0 && jitter < 1)
+        public init(initial: Double = 0.1, maximum: Double = 5, jitter: Double = 0.2, giveUpAfter: Double? = nil, progressEvery: Double = 2) {
+            precondition(initial > 0 && maximum >= initial && jitter >= 0 && jitter < 1 && progressEvery > 0)
             self.initial = initial
             self.maximum = maximum
             self.jitter = jitter
             self.giveUpAfter = giveUpAfter
+            self.progressEvery = progressEvery
         }
     }
 
@@ -30,6 +37,8 @@ public struct ReconnectBackoff: Sendable {
     public private(set) var attempts = 0
     /// When the stream was last lost (or the first attempt began); nil while connected.
     public private(set) var disconnectedSince: UInt64?
+    /// When progress was last reported in this outage.
+    private var lastProgress: UInt64?
 
     public init(config: Config = Config()) {
         self.config = config
@@ -39,6 +48,23 @@ public struct ReconnectBackoff: Sendable {
     public mutating func connected() {
         attempts = 0
         disconnectedSince = nil
+        lastProgress = nil
+    }
+
+    /// Seconds down at `now` (0 while connected).
+    public func downFor(now: UInt64) -> Double {
+        guard let since = disconnectedSince else { return 0 }
+        return Double(now &- since) / 1e9
+    }
+
+    /// True when a "still trying" line is due at `now` (and counts it as told): the first
+    /// `progressEvery` after the loss, then at most one per `progressEvery`.
+    public mutating func progressDue(now: UInt64) -> Bool {
+        guard let since = disconnectedSince else { return false }
+        let last = lastProgress ?? since
+        guard now >= last, Double(now - last) / 1e9 >= config.progressEvery else { return false }
+        lastProgress = now
+        return true
     }
 
     /// Notes that the stream is down (first call after a connection) at `now`.

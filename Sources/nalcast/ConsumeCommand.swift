@@ -119,7 +119,7 @@ enum ConsumeCommand: Command {
                 hook = words
             }
             fsync = !options.isOff("fsync")
-            if let f = options.string("forward") { forward = try endpoint(f, option: "forward") }
+            if let f = options.string("forward") { forward = try endpoint(f, option: "forward", portRequired: true) }
             reconnectTimeout = try options.duration("reconnect-timeout")
             sinkQueue = try options.value("sink-queue", default: input.isNetwork ? 8 << 20 : 512 << 10, ValueFormat.byteSize)
             let rate = try options.value("frame-rate", default: FrameRate(30), expected: "expected a frame rate such as 30, 29.97 or 30000/1001") { FrameRate(parsing: $0) }
@@ -175,9 +175,9 @@ enum ConsumeCommand: Command {
         }
     }
 
-    static func endpoint(_ text: String, option: String) throws -> Endpoint {
+    static func endpoint(_ text: String, option: String, portRequired: Bool = false) throws -> Endpoint {
         do {
-            return try Endpoint(parsing: text)
+            return try Endpoint(parsing: text, portRequired: portRequired)
         } catch {
             throw CommandError.usage("consume: --\(option): \(error)")
         }

@@ -34,7 +34,7 @@ final class ConsumeSession {
     }
 
     /// How the run ended, set from whichever thread saw it first.
-    enum Outcome: Sendable { case inputEnded, inputFailed(String), unreachable(String), stopped, sinksClosed }
+    enum Outcome: Sendable { case inputEnded, inputFailed(String), notAnnexB(String), unreachable(String), stopped, sinksClosed }
 
     /// The end of the run, told from any thread: the first outcome wins and stops the loop;
     /// failed sinks are collected for the exit code.
@@ -42,6 +42,8 @@ final class ConsumeSession {
         let loop: EventLoop
         let outcome = Mutex<Outcome?>(nil)
         let failedSinks = Mutex<[String]>([])
+        /// Set once `--forward` has connected: a target that never answered fails the run.
+        let forwardConnected = Atomic<Bool>(false)
 
         init(loop: EventLoop) { self.loop = loop }
 
@@ -90,14 +92,20 @@ final class ConsumeSession {
         serving.stop()
         drain(fileReader, fanout, after: ended)
         if serving.statusTimer != nil { serving.statusLine.end() }
-        return try report(ended, ending)
+        return try report(ended, ending, fanout)
     }
 
     /// A file or standard input is opened first: a missing file is exit 66 before anything
     /// is created. A network input connects once the loop is there (`connectInput`).
+    /// An MP4 or Y4M given as input is said what it is, before any output is created (65).
     private func openInput() throws -> FileReader? {
         guard case .file(let path) = config.input else { return nil }
-        do { return try FileReader(path: path) } catch { throw CommandError.noInput(error.message) }
+        let reader: FileReader
+        do { reader = try FileReader(path: path) } catch { throw CommandError.noInput(error.message) }
+        if let format = reader.notAnnexB {
+            throw CommandError(code: .dataError, message: "consume: " + InputSniffer.explain(format, name: path))
+        }
+        return reader
     }
 
     /// One runner per output (`-o`, `--segments`, `--forward`), fed together by the fan-out.
@@ -121,7 +129,7 @@ final class ConsumeSession {
             runners.append(runner(sink, name: sink.name))
         }
         if let remote = config.forward {
-            let sink = makeForwardSink(remote)
+            let sink = makeForwardSink(remote, ending)
             runners.append(runner(sink, name: sink.name))
         }
         return SinkFanout(runners: runners)
@@ -190,17 +198,20 @@ final class ConsumeSession {
     }
 
     /// `--forward tcp://HOST:PORT`.
-    private func makeForwardSink(_ remote: Endpoint) -> sending ForwardSink {
+    private func makeForwardSink(_ remote: Endpoint, _ ending: Ending) -> sending ForwardSink {
         let log = self.log
         let events = self.events
         return ForwardSink(endpoint: remote) { event in
             switch event {
             case .connected(let e):
+                ending.forwardConnected.store(true, ordering: .relaxed)
                 log.line("forwarding to \(e)")
                 events?.emit("forward-connected", [("endpoint", e.description)])
             case .disconnected(let e, let reason):
                 log.line("forward to \(e) is down (\(reason)); retrying, dropping until it is back")
                 events?.emit("forward-disconnected", [("endpoint", e.description), ("reason", reason)])
+            case .retrying(let e, let attempt, let reason, let nextIn):
+                log.line(ConsumeReport.forwardRetrying(e, attempt: attempt, reason: reason, nextIn: nextIn))
             }
         }
     }
@@ -230,9 +241,12 @@ final class ConsumeSession {
         let log = self.log
         let events = self.events
         let backoff = ReconnectBackoff.Config(giveUpAfter: config.reconnectTimeout)
+        let reconnectTimeout = config.reconnectTimeout
+        let intake = makeIntake(fanout, .arrival)
+        var lastConnected: Double?
         let client: StreamClient
         do {
-            client = try StreamClient(loop: loop, endpoint: endpoint, intake: makeIntake(fanout, .arrival), backoff: backoff) { event in
+            client = try StreamClient(loop: loop, endpoint: endpoint, intake: intake, backoff: backoff) { event in
                 switch event {
                 case .connected(let e, let attempts):
                     log.line("connected to \(e)\(attempts > 1 ? " after \(attempts) attempts" : "")")
@@ -241,13 +255,20 @@ final class ConsumeSession {
                     log.line("cannot reach \(e) (\(reason)); retrying")
                     events?.emit("reconnecting", [("endpoint", e.description), ("reason", reason)])
                 case .disconnected(let e, let reason):
+                    lastConnected = wallClockSeconds()
                     log.line("disconnected from \(e) (\(reason)); reconnecting")
                     events?.emit("disconnected", [("endpoint", e.description), ("reason", reason)])
                     events?.emit("reconnecting", [("endpoint", e.description)])
+                case .retrying(let e, let attempt, let reason, let downFor, let nextIn):
+                    log.line(ConsumeReport.retrying(e, attempt: attempt, reason: reason, downFor: downFor, nextIn: nextIn))
                 case .gaveUp(let e, let everConnected, let reason):
-                    if everConnected {
-                        log.line("\(e): stream ended; not reconnecting (--reconnect-timeout)")
+                    if everConnected && intake.lastConnectionEndedCleanly {
+                        // The producer ended its stream (end-of-stream NAL unit) and did not
+                        // start again: a finished recording, exit 0.
+                        log.line("\(e): the producer ended the stream; not reconnecting (--reconnect-timeout)")
                         ending.end(.inputEnded)
+                    } else if everConnected {
+                        ending.end(.unreachable(ConsumeReport.lost(e, timeout: reconnectTimeout, reason: reason, lastConnected: lastConnected)))
                     } else {
                         ending.end(.unreachable("cannot connect to \(e) (\(reason))"))
                     }
@@ -286,8 +307,12 @@ final class ConsumeSession {
     /// A file starts being read on its own thread; its end (or error) ends the run.
     private func startReading(_ fileReader: FileReader?, _ fanout: SinkFanout, _ ending: Ending) {
         if let fileReader {
-            fileReader.start(intake: makeIntake(fanout, .counted)) { error in
-                ending.end(error.map { .inputFailed($0) } ?? .inputEnded)
+            fileReader.start(intake: makeIntake(fanout, .counted)) { end in
+                switch end {
+                case .ended: ending.end(.inputEnded)
+                case .failed(let message): ending.end(.inputFailed(message))
+                case .notAnnexB(let message): ending.end(.notAnnexB(message))
+                }
             }
         }
         if config.input.isNetwork { log.line("reading \(config.input)") }
@@ -304,18 +329,33 @@ final class ConsumeSession {
         if !late.isEmpty { log.line("gave up waiting for: \(late.joined(separator: ", "))", force: true) }
     }
 
-    /// The last event, and the exit code.
-    private func report(_ ended: Outcome, _ ending: Ending) throws -> ExitCode {
+    /// The last event, what the forward target missed, and the exit code.
+    private func report(_ ended: Outcome, _ ending: Ending, _ fanout: SinkFanout) throws -> ExitCode {
         events?.emit("stopped", [("accessUnits", Int(metrics.accessUnits.value)), ("bytes", Int(metrics.bytes.value))])
         events?.flush()
+
+        // What the forward target missed, said once at the end; a target that never
+        // answered fails the run (69).
+        var forwardFailed = false
+        if let remote = config.forward, let runner = fanout.runners.first(where: { $0.name == "forward" }) {
+            let c = runner.counters
+            let lost = c.droppedUnits.value + c.skippedUnits.value
+            if lost > 0 {
+                let everConnected = ending.forwardConnected.load(ordering: .relaxed)
+                log.line(ConsumeReport.forwardLoss(remote, lost: lost, of: lost + c.writtenUnits.value, everConnected: everConnected), force: true)
+                forwardFailed = !everConnected
+            }
+        }
 
         switch ended {
         case .unreachable(let message): throw CommandError.unavailable("consume: \(message)")
         case .inputFailed(let message): throw CommandError.io("consume: \(message)")
+        case .notAnnexB(let message): throw CommandError(code: .dataError, message: "consume: \(message)")
         default: break
         }
         // A failed sink was reported once, when it failed: exit 74 without saying it again.
         if !ending.failedSinks.withLock({ $0.isEmpty }) { return .ioError }
+        if forwardFailed { return .unavailable }
         return .ok
     }
 }

@@ -38,7 +38,10 @@ enum InspectCommand: Command {
             }
             summary.add(unit)
         }
-        while true {
+        // An MP4, Y4M or MPEG-TS file read as Annex-B is all garbage: say what it is instead.
+        let (head, ended) = try sniff(input, name: options.positionals[0], command: name)
+        for chunk in head { parser.push(chunk, emit: describe) }
+        while !ended {
             let chunk = try input.read()
             if chunk.isEmpty { break }
             parser.push(chunk, emit: describe)
@@ -53,6 +56,27 @@ enum InspectCommand: Command {
         }
         out.flush()
         return .ok
+    }
+
+    /// Reads the first chunks until `InputSniffer` can tell; throws exit 65 with one line
+    /// when the input is not Annex-B. Returns the chunks read and whether the input ended.
+    static func sniff(_ input: InputFile, name: String, command: String) throws -> (chunks: [[UInt8]], ended: Bool) {
+        var chunks: [[UInt8]] = []
+        var head: [UInt8] = []
+        while true {
+            let chunk = try input.read()
+            let ended = chunk.isEmpty
+            if !ended {
+                chunks.append(chunk)
+                head += chunk.prefix(InputSniffer.window - head.count)
+            }
+            switch InputSniffer.identify(head, atEnd: ended) {
+            case .annexB: return (chunks, ended)
+            case .notAnnexB(let format):
+                throw CommandError(code: .dataError, message: "\(command): " + InputSniffer.explain(format, name: name))
+            case .needMore: if ended { return (chunks, ended) }
+            }
+        }
     }
 
     static func unitLine(_ unit: AccessUnit, index: Int) -> String {

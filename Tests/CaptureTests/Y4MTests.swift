@@ -202,3 +202,31 @@ func writeY4M(_ header: String, frames: [[UInt8]], trailing: [UInt8] = [], to ur
         }
     }
 }
+
+@Suite struct Y4MTruncationTests {
+    func source(_ bytes: [UInt8]) throws -> () throws -> Y4MSource {
+        let dir = try Tool.tempDirectory()
+        let url = dir.appendingPathComponent("in.y4m")
+        try Data(bytes).write(to: url)
+        return { defer { try? FileManager.default.removeItem(at: dir) }; return try Y4MSource(path: url.path) }
+    }
+
+    @Test func aHeaderWithoutItsNewlineIsTruncated() throws {
+        let open = try source(Array("YUV4MPEG2 W320 H24".utf8))
+        #expect(throws: CaptureError.y4mTruncatedHeader("YUV4MPEG2 W320 H24")) { _ = try open() }
+        let cutInField = try source(Array("YUV4MPEG2 W320 H".utf8))
+        #expect(throws: CaptureError.y4mTruncatedHeader("YUV4MPEG2 W320 H")) { _ = try cutInField() }
+    }
+
+    @Test func aHeaderAndNoFrameIsAnError() throws {
+        let open = try source(Array("YUV4MPEG2 W320 H24\n".utf8))
+        let s = try open()
+        #expect(throws: CaptureError.y4mNoFrames) { _ = try s.nextFrame() }
+        #expect(try s.nextFrame() == nil)
+    }
+
+    @Test func somethingElseWithoutNewlineIsNotY4M() throws {
+        let open = try source(Array("RIFF1234WAVE".utf8))
+        #expect(throws: CaptureError.y4mBadSignature("RIFF1234WAVE")) { _ = try open() }
+    }
+}

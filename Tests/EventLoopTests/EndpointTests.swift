@@ -12,6 +12,16 @@ final class EndpointTests: XCTestCase {
         XCTAssertEqual(Endpoint.tcp(host: "::1", port: 7264).description, "tcp://[::1]:7264")
     }
 
+    func testATargetToSendToNeedsItsPort() throws {
+        XCTAssertEqual(try Endpoint(parsing: "tcp://recorder:9000", portRequired: true), .tcp(host: "recorder", port: 9000))
+        XCTAssertEqual(try Endpoint(parsing: "unix:out.sock", portRequired: true), .unix(path: "out.sock"))
+        for (text, hint) in [("tcp://recorder", "tcp://recorder:PORT"), ("tcp://[::1]", "tcp://[::1]:PORT"), ("tcp://recorder/", "tcp://recorder:PORT")] {
+            XCTAssertThrowsError(try Endpoint(parsing: text, portRequired: true)) { error in
+                XCTAssertEqual((error as? EndpointParseError)?.reason, "the port is missing: \(hint)")
+            }
+        }
+    }
+
     func testRejectsWithClearErrors() {
         func reason(_ text: String) -> String {
             do {

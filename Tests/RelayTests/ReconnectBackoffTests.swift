@@ -66,4 +66,36 @@ import Testing
             clock.advance(milliseconds: 5000)
         }
     }
+
+    /// Retries at 0.1, 0.3, 0.7, 1.5, 3.1, 6.3, 11.3 s (no jitter): progress is told at
+    /// 3.1 s (2 s after the loss), 6.3 s and 11.3 s, never for the quick early ones.
+    @Test func progressIsToldEveryTwoSecondsAtMost() {
+        let clock = ManualClock()
+        var backoff = ReconnectBackoff()
+        var told: [Double] = []
+        var t = 0.0
+        backoff.lost(at: clock.nowNanoseconds)
+        var due = backoff.progressDue(now: clock.nowNanoseconds)
+        #expect(!due)
+        for _ in 0..<8 {
+            let delay = backoff.nextDelay(now: clock.nowNanoseconds, random: 0.5)!
+            if backoff.progressDue(now: clock.nowNanoseconds) { told.append(t) }
+            clock.advance(milliseconds: UInt64((delay * 1000).rounded()))
+            t += delay
+        }
+        #expect(told.map { ($0 * 10).rounded() / 10 } == [3.1, 6.3, 11.3], "\(told)")
+        #expect(abs(backoff.downFor(now: clock.nowNanoseconds) - 16.3) < 1e-6)
+        // A connection ends the outage: the next one waits its 2 s again.
+        backoff.connected()
+        #expect(backoff.downFor(now: clock.nowNanoseconds) == 0)
+        backoff.lost(at: clock.nowNanoseconds)
+        clock.advance(milliseconds: 1999)
+        due = backoff.progressDue(now: clock.nowNanoseconds)
+        #expect(!due)
+        clock.advance(milliseconds: 1)
+        due = backoff.progressDue(now: clock.nowNanoseconds)
+        #expect(due)
+        due = backoff.progressDue(now: clock.nowNanoseconds)
+        #expect(!due)
+    }
 }

@@ -1,0 +1,42 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Consumer
+import EventLoop
+
+/// The lines `consume` says about its input and its forward target going away, retrying and
+/// giving up: one place for their wording, so the session only decides when.
+enum ConsumeReport {
+    /// "still trying" while the input is down (at most one per 2 s, `ReconnectBackoff`).
+    static func retrying(_ endpoint: Endpoint, attempt: Int, reason: String, downFor: Double, nextIn: Double) -> String {
+        "\(endpoint): attempt \(attempt) failed (\(reason)), down for \(fixed(downFor, 1)) s; next try in \(fixed(nextIn, 1)) s"
+    }
+
+    static func forwardRetrying(_ endpoint: Endpoint, attempt: Int, reason: String, nextIn: Double) -> String {
+        "forward to \(endpoint): attempt \(attempt) failed (\(reason)); next try in \(fixed(nextIn, 1)) s, dropping until then"
+    }
+
+    /// The upstream did not come back within `--reconnect-timeout` (exit 69).
+    static func lost(_ endpoint: Endpoint, timeout: Double?, reason: String, lastConnected: Double?) -> String {
+        var s = "lost \(endpoint): "
+        s += timeout.map { "not back within --reconnect-timeout \(formatSeconds($0)) s" } ?? "gave up reconnecting"
+        s += " (last try: \(reason))"
+        if let lastConnected { s += "; last connected at \(clockTime(lastConnected))" }
+        return s
+    }
+
+    /// The forward target lost access units: "forward to X: N of M access units dropped (never connected)".
+    static func forwardLoss(_ endpoint: Endpoint, lost: UInt64, of total: UInt64, everConnected: Bool) -> String {
+        "forward to \(endpoint): \(lost) of \(total) access units dropped (\(everConnected ? "while it was down or behind" : "never connected"))"
+    }
+
+    /// Local wall-clock time of `seconds` since the epoch: `2026-11-30 09:20:13 UTC`.
+    static func clockTime(_ seconds: Double) -> String {
+        var t = time_t(seconds)
+        var parts = tm()
+        localtime_r(&t, &parts)
+        var buffer = [CChar](repeating: 0, count: 64)
+        let n = strftime(&buffer, buffer.count, "%Y-%m-%d %H:%M:%S %Z", &parts)
+        return String(decoding: buffer.prefix(n).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+}
