@@ -15,7 +15,8 @@ let package = Package(
         ),
         .systemLibrary(
             name: "CX264",
-            pkgConfig: "x264",
+            // No pkgConfig: x264.pc's only flag, -DX264_API_IMPORTS (Windows DLL imports), is
+            // one SwiftPM refuses with a warning on every build. The module map links `x264`.
             providers: [.apt(["libx264-dev"])]
         ),
         .systemLibrary(
