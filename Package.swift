@@ -39,10 +39,12 @@ let package = Package(
         .target(name: "Capture", dependencies: ["CLibYUV", "CXCBShm"]),
         .target(name: "Encoder", dependencies: ["CX264", "H264", "Capture"]),
 
-        // Wiring.
+        // Wiring. Serving (the stream server and the HTTP endpoint) links no capture or encoder
+        // library, so that a consumer can serve too.
+        .target(name: "Serving", dependencies: ["H264", "Relay", "EventLoop"]),
         .target(name: "Producer", dependencies: ["H264", "Relay", "EventLoop", "Capture", "Encoder"]),
         .target(name: "Consumer", dependencies: ["H264", "Relay", "EventLoop"]),
-        .executableTarget(name: "nalcast", dependencies: ["CLinux", "H264", "Relay", "EventLoop", "Capture", "Encoder", "Producer", "Consumer"]),
+        .executableTarget(name: "nalcast", dependencies: ["CLinux", "H264", "Relay", "EventLoop", "Capture", "Encoder", "Serving", "Producer", "Consumer"]),
 
         // Helpers the tests share: running ffmpeg, ffprobe and friends; the conformance streams
         // (Tests/Fixtures/h264/) and their facts.
@@ -50,6 +52,7 @@ let package = Package(
         .testTarget(name: "H264Tests", dependencies: ["H264", "TestSupport"]),
         .testTarget(name: "RelayTests", dependencies: ["Relay", "H264"]),
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop", "H264"]),
+        .testTarget(name: "ServingTests", dependencies: ["Serving", "EventLoop", "H264"]),
         .testTarget(name: "ConsumerTests", dependencies: ["Consumer", "Relay", "H264", "TestSupport"]),
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "TestSupport"]),
         .testTarget(name: "EncoderTests", dependencies: ["Encoder", "H264", "Capture", "TestSupport"]),

@@ -146,6 +146,20 @@ public final class Connection {
         closer = nil
     }
 
+    /// Gives the socket to another owner (an HTTP connection taken over by a WebSocket): stops
+    /// watching it and returns it open, or nil when already closed. What is queued is dropped,
+    /// nothing is reported, and the connection counts as closed from now on.
+    public func detach() -> Socket? {
+        loop.preconditionOnLoop()
+        guard !isClosed else { return nil }
+        reader?.stop()
+        writer?.stop()
+        let fd = socket.release()
+        shutDown()
+        closer = nil
+        return Socket(adopting: fd)
+    }
+
     // MARK: - Writing
 
     private func flush() -> Progress {

@@ -2,6 +2,7 @@ import Consumer
 import EventLoop
 import H264
 import Relay
+import Serving
 import Synchronization
 
 #if canImport(Glibc)
@@ -188,10 +189,10 @@ final class ConsumeSession {
         }
 
         // Metrics and the status line.
-        var metricsServer: MetricsServer?
+        var metricsServer: HTTPServer?
         if let address = config.metrics {
             do {
-                metricsServer = try MetricsServer(loop: loop, endpoint: address) { metrics.registry.render() }
+                metricsServer = try HTTPServer(loop: loop, endpoint: address) { metrics.registry.render() }
             } catch {
                 throw CommandError.unavailable("consume: --metrics \(address): \(error)")
             }

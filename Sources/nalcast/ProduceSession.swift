@@ -8,6 +8,7 @@ import Glibc
 import H264
 import Producer
 import Relay
+import Serving
 
 /// One run of `nalcast produce`: the capture thread, the loop thread (this one) with the
 /// server, signals, metrics and the status line, and the output writer thread.
@@ -66,10 +67,10 @@ final class ProduceSession {
                 throw CommandError.unavailable("--listen \(listen): \(error)")
             }
         }
-        var metricsServer: MetricsServer?
+        var metricsServer: HTTPServer?
         if let endpoint = plan.metrics {
             do {
-                metricsServer = try MetricsServer(loop: loop, endpoint: endpoint) {
+                metricsServer = try HTTPServer(loop: loop, endpoint: endpoint) {
                     registry.render() + ProduceSession.captureMetrics(control.statistics())
                 }
             } catch {
