@@ -76,6 +76,12 @@ final class ProduceSession {
             } catch {
                 throw CommandError.unavailable("--metrics \(endpoint): \(error)")
             }
+            metricsServer?.routes.add("POST", "/bitrate", maxBody: BitrateRoute.maxBody) { request in
+                BitrateRoute.respond(to: request) { bits in
+                    control.requestBitrate(bits)
+                    events?.emit("bitrate-requested", [("bitsPerSecond", bits)])
+                }
+            }
         }
 
         // Without a server, the end of capture stops the loop directly.
