@@ -14,7 +14,7 @@ import Musl
 /// the socket is writable; the connection watches writability only while it has something
 /// queued, and reports progress (bytes, items finished) through `onProgress`.
 ///
-/// Reading: with `onData` set, bytes go there (the metrics HTTP server). Without it the peer
+/// Reading: with `onData` set, bytes go there (the HTTP server in Serving). Without it the peer
 /// is a stream reader, which should not send: bytes are counted and discarded, and past
 /// `discardLimit` the connection closes.
 ///
