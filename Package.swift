@@ -40,12 +40,14 @@ let package = Package(
         .target(name: "Capture", dependencies: ["CLibYUV", "CXCBShm"]),
         .target(name: "Encoder", dependencies: ["CX264", "H264", "Capture"]),
 
-        // Wiring.
+        // Wiring. Serving (the stream server and the HTTP endpoint) links no capture or encoder
+        // library, so that a consumer can serve too.
+        .target(name: "Serving", dependencies: ["H264", "Relay", "EventLoop"]),
         .target(name: "Producer", dependencies: ["H264", "Relay", "EventLoop", "Capture", "Encoder"]),
         // Where access units go (files, stdout, segments, a forward endpoint), for produce and consume.
         .target(name: "Output", dependencies: ["H264", "Relay", "EventLoop"]),
         .target(name: "Consumer", dependencies: ["H264", "Relay", "EventLoop", "Output"]),
-        .executableTarget(name: "nalcast", dependencies: ["CLinux", "H264", "Relay", "EventLoop", "Capture", "Encoder", "Producer", "Consumer", "Output"]),
+        .executableTarget(name: "nalcast", dependencies: ["CLinux", "H264", "Relay", "EventLoop", "Capture", "Encoder", "Serving", "Producer", "Consumer", "Output"]),
 
         // Helpers the tests share: running ffmpeg, ffprobe and friends; the conformance streams
         // (Tests/Fixtures/h264/) and their facts.
@@ -53,11 +55,12 @@ let package = Package(
         .testTarget(name: "H264Tests", dependencies: ["H264", "TestSupport"]),
         .testTarget(name: "RelayTests", dependencies: ["Relay", "H264"]),
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop", "H264"]),
+        .testTarget(name: "ServingTests", dependencies: ["Serving", "EventLoop", "H264"]),
         .testTarget(name: "ConsumerTests", dependencies: ["Consumer", "H264"]),
         .testTarget(name: "OutputTests", dependencies: ["Output", "Relay", "H264", "TestSupport"]),
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "TestSupport"]),
         // The capture thread's hand-off to a real loop thread and server.
-        .testTarget(name: "ProducerTests", dependencies: ["Producer", "EventLoop", "Relay", "H264", "Capture", "TestSupport"]),
+        .testTarget(name: "ProducerTests", dependencies: ["Producer", "Serving", "EventLoop", "Relay", "H264", "Capture", "TestSupport"]),
         .testTarget(name: "EncoderTests", dependencies: ["Encoder", "H264", "Capture", "TestSupport"]),
         // Screen capture under a real X server: each test starts its own Xvfb.
         .testTarget(name: "X11Tests", dependencies: ["Capture", "Encoder", "H264", "CXCBShm", "nalcast", "TestSupport"]),

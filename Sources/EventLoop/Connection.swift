@@ -7,14 +7,14 @@ import Musl
 #endif
 
 /// One connected socket on the loop: writes queued items (an access unit, an HTTP response)
-/// with gathered writes straight from the shared buffers, and reads whatever the peer sends.
+/// with gathered writes (`GatheredWrite`) straight from the shared buffers, and reads whatever the peer sends.
 ///
 /// Writing: `write(_:)` queues an item (a list of byte slices, e.g. the NAL units of one access
 /// unit, never copied) and writes at once as much as the socket takes. The rest goes out when
 /// the socket is writable; the connection watches writability only while it has something
 /// queued, and reports progress (bytes, items finished) through `onProgress`.
 ///
-/// Reading: with `onData` set, bytes go there (the metrics HTTP server). Without it the peer
+/// Reading: with `onData` set, bytes go there (the HTTP server in Serving). Without it the peer
 /// is a stream reader, which should not send: bytes are counted and discarded, and past
 /// `discardLimit` the connection closes.
 ///
@@ -81,9 +81,6 @@ public final class Connection {
     public var onClose: ((CloseReason) -> Void)?
     public var onData: ((UnsafeRawBufferPointer) -> Void)?
 
-    /// At most this many slices per gathered write (`IOV_MAX` on Linux).
-    static let maxIovecs = 1024
-
     /// Takes over a connected, non-blocking socket. Call `start()` to begin reading.
     public init(loop: EventLoop, socket: Socket, discardLimit: Int = 64 << 10) {
         loop.preconditionOnLoop()
@@ -146,6 +143,20 @@ public final class Connection {
         closer = nil
     }
 
+    /// Gives the socket to another owner (an HTTP connection taken over by a WebSocket): stops
+    /// watching it and returns it open, or nil when already closed. What is queued is dropped,
+    /// nothing is reported, and the connection counts as closed from now on.
+    public func detach() -> Socket? {
+        loop.preconditionOnLoop()
+        guard !isClosed else { return nil }
+        reader?.stop()
+        writer?.stop()
+        let fd = socket.release()
+        shutDown()
+        closer = nil
+        return Socket(adopting: fd)
+    }
+
     // MARK: - Writing
 
     private func flush() -> Progress {
@@ -153,17 +164,14 @@ public final class Connection {
         // Items with no bytes are finished before anything is written.
         progress.finishedItems += finishEmptyItems()
         while chunkHead < chunks.count && !isClosed {
-            let count = min(chunks.count - chunkHead, Connection.maxIovecs)
-            let result: Int?
+            let result: IOResult<Int>
             do {
-                result = try withUnsafeTemporaryAllocation(of: iovec.self, capacity: count) { iovecs throws(Errno) in
-                    try gather(into: iovecs, index: 0, count: count)
-                }
+                result = try GatheredWrite.write(chunks, from: SliceCursor(index: chunkHead, offset: chunkOffset), to: .socket(socket.fd))
             } catch {
                 closeSoon(.error(error))
                 break
             }
-            guard let written = result else { break }
+            guard case .done(let written) = result else { break }
             progress.finishedItems += advance(by: written)
             progress.bytes += written
             compact()
@@ -181,33 +189,14 @@ public final class Connection {
         return progress
     }
 
-    /// Fills `iovecs` from the queued slices, one nested buffer access per slice so every
-    /// pointer is valid during the write, then writes them in one call.
-    private func gather(into iovecs: UnsafeMutableBufferPointer<iovec>, index: Int, count: Int) throws(Errno) -> Int? {
-        if index == count { return try socket.writev(iovecs) }
-        let chunk = chunks[chunkHead + index]
-        let skip = index == 0 ? chunkOffset : 0
-        return try chunk.withUnsafeBufferPointer { buffer throws(Errno) in
-            iovecs[index] = iovec(iov_base: UnsafeMutableRawPointer(mutating: buffer.baseAddress! + skip), iov_len: buffer.count - skip)
-            return try gather(into: iovecs, index: index + 1, count: count)
-        }
-    }
-
     /// Moves the write position by `bytes`; returns the items finished.
     private func advance(by bytes: Int) -> Int {
-        var left = bytes
         pendingBytes -= bytes
         bytesSent += bytes
-        while left > 0 {
-            let remaining = chunks[chunkHead].count - chunkOffset
-            if left < remaining {
-                chunkOffset += left
-                break
-            }
-            left -= remaining
-            chunkHead += 1
-            chunkOffset = 0
-        }
+        var cursor = SliceCursor(index: chunkHead, offset: chunkOffset)
+        cursor.advance(by: bytes, in: chunks)
+        chunkHead = cursor.index
+        chunkOffset = cursor.offset
         return finishEmptyItems()
     }
 

@@ -26,27 +26,58 @@ public enum IOResult<T: Sendable>: Sendable {
 
 extension IOResult: Equatable where T: Equatable {}
 
-/// The funnel every system call goes through: retries on `EINTR`, traps on `EBADF` (a
-/// descriptor nalcast closed or never had is a bug, not a runtime condition), and throws the
-/// rest as `Errno` naming `function`.
+/// The funnel every system call in nalcast goes through: runs `call` until it does not fail
+/// with `EINTR`, and throws any other failure (`-1`) as `Errno` naming `function`, the C
+/// function (`sendmsg: Broken pipe`).
+///
+/// `EBADF` traps by default: a descriptor nalcast closed or never had is a bug, not a runtime
+/// condition. Pass `badDescriptorIsBug: false` for a descriptor nalcast was given (stdout,
+/// which the parent may have closed): then it throws like any other failure.
 @inline(__always)
-func systemCall<T: FixedWidthInteger>(_ function: String, _ call: () -> T) throws(Errno) -> T {
+public func systemCall<T: FixedWidthInteger>(_ function: String, badDescriptorIsBug: Bool = true, _ call: () -> T) throws(Errno) -> T {
     while true {
         let result = call()
         if result != -1 { return result }
         let code = errno
         if code == EINTR { continue }
-        if code == EBADF { fatalError("\(function): bad file descriptor") }
+        if code == EBADF && badDescriptorIsBug { fatalError("\(function): bad file descriptor") }
         throw Errno(code: code, function: function)
     }
 }
 
-/// `systemCall` for non-blocking descriptors: `EAGAIN` becomes `.wouldBlock`.
+/// `systemCall` for non-blocking descriptors: `EAGAIN` (and `EWOULDBLOCK`) becomes `.wouldBlock`.
 @inline(__always)
-func nonBlockingCall<T: FixedWidthInteger & Sendable>(_ function: String, _ call: () -> T) throws(Errno) -> IOResult<T> {
+public func nonBlockingCall<T: FixedWidthInteger & Sendable>(
+    _ function: String, badDescriptorIsBug: Bool = true, _ call: () -> T
+) throws(Errno) -> IOResult<T> {
     do {
-        return .done(try systemCall(function, call))
+        return .done(try systemCall(function, badDescriptorIsBug: badDescriptorIsBug, call))
     } catch where error.code == EAGAIN || error.code == EWOULDBLOCK {
         return .wouldBlock
     }
+}
+
+/// Waits until `fd` is ready for `events` (`POLLIN`, `POLLOUT`) or `timeout` seconds have
+/// passed: true when it is ready (an error or hang-up pending on it counts as ready: the
+/// next call on it reports it), false when the time ran out. `EINTR` waits again for the
+/// time left. The corresponding C function is `poll`.
+public func waitUntilReady(_ fd: Int32, for events: Int32, timeout: Double) throws(Errno) -> Bool {
+    let deadline = monotonicSeconds() + Swift.max(0, timeout)
+    while true {
+        var pfd = pollfd(fd: fd, events: Int16(events), revents: 0)
+        let left = Swift.max(0, deadline - monotonicSeconds())
+        // Rounded up: a wait of 0.4 ms must not become a busy poll of 0 ms.
+        let rc = poll(&pfd, 1, Int32(Swift.min(Double(Int32.max), (left * 1000).rounded(.up))))
+        if rc > 0 { return true }
+        if rc == 0 { return false }
+        if errno == EINTR { continue }
+        throw Errno(code: errno, function: "poll")
+    }
+}
+
+/// Seconds on the monotonic clock.
+func monotonicSeconds() -> Double {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
 }

@@ -12,8 +12,8 @@ import Musl
 /// Life: `init` → set up watchers → `start()` (own thread) or `run()` (the calling thread) →
 /// `stop()` from any thread → `join()` → release. Only one thread at a time may touch the loop
 /// and the objects registered with it (the "loop-owned" types: `IOWatcher`, `LoopTimer`,
-/// `SignalWatcher`, `Listener`, `Connection`, `Connector`, `MetricsServer`): the creating thread
-/// until `start()`, then the loop thread, then the thread that called `join()`. They check it
+/// `SignalWatcher`, `Listener`, `Connection`, `Connector`; `StreamServer` and `HTTPServer` in
+/// Serving): the creating thread until `start()`, then the loop thread, then the thread that called `join()`. They check it
 /// with `preconditionOnLoop()`. Other threads talk to the loop through a `Mailbox` only.
 public final class EventLoop: @unchecked Sendable {
     // @unchecked Sendable holds because: `raw` never changes and libev is called on it only

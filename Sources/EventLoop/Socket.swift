@@ -129,19 +129,6 @@ public final class Socket {
         }
     }
 
-    /// Gathers `iovecs` into one write: the byte count, or nil when it would block. The
-    /// corresponding C function is `sendmsg` with `MSG_NOSIGNAL`: `writev` with a closed peer
-    /// would raise `SIGPIPE`.
-    public func writev(_ iovecs: UnsafeMutableBufferPointer<iovec>) throws(Errno) -> Int? {
-        var message = msghdr()
-        message.msg_iov = iovecs.baseAddress
-        message.msg_iovlen = iovecs.count
-        switch try nonBlockingCall("sendmsg", { sendmsg(fd, &message, Int32(MSG_NOSIGNAL)) }) {
-        case .done(let n): return n
-        case .wouldBlock: return nil
-        }
-    }
-
     /// The corresponding C function is `shutdown(SHUT_WR)`.
     public func shutdownWrite() throws(Errno) {
         _ = try systemCall("shutdown") { Glibc.shutdown(fd, Int32(SHUT_WR)) }

@@ -88,7 +88,7 @@ public struct SocketAddress: Sendable, CustomStringConvertible {
             default:
                 return "?"
             }
-            return String(cString: buffer)
+            return String(decoding: buffer.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
         }
     }
 

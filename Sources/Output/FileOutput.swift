@@ -1,3 +1,4 @@
+import EventLoop
 import H264
 
 #if canImport(Glibc)
@@ -6,16 +7,14 @@ import Glibc
 import Musl
 #endif
 
-/// Blocking writes of NAL units to a file descriptor: gathered (`writev`, up to `IOV_MAX`
-/// slices a call, straight from the shared buffers), retried on `EINTR` and short writes.
-/// Used on sink worker threads only.
+/// Blocking writes of NAL units to a file descriptor: gathered (`GatheredWrite`, straight
+/// from the shared buffers), retried on `EINTR` and short writes. Used on sink worker
+/// threads only.
 struct FileOutput {
     let fd: Int32
     /// Bytes written so far.
     private(set) var offset: Int = 0
     private var slices: [ArraySlice<UInt8>] = []
-
-    static let maxIovecs = 1024
 
     /// For a socket: `sendmsg` with `MSG_NOSIGNAL` (a closed peer gives EPIPE, not SIGPIPE).
     let isSocket: Bool
@@ -33,52 +32,21 @@ struct FileOutput {
 
     var hasPending: Bool { !slices.isEmpty }
 
-    /// Writes everything queued. Throws the `errno` of the failed call.
+    /// Writes everything queued. Throws the `errno` of the failed call (`EAGAIN` when a
+    /// socket's send timeout ran out).
     mutating func flush() throws(WriteFailure) {
-        var index = 0
-        var skip = 0  // bytes of slices[index] already written
+        var cursor = SliceCursor()
         defer { slices.removeAll(keepingCapacity: true) }
-        while index < slices.count {
-            let count = min(FileOutput.maxIovecs, slices.count - index)
-            let written: Int = withUnsafeTemporaryAllocation(of: iovec.self, capacity: count) { iov in
-                for k in 0..<count {
-                    let slice = slices[index + k]
-                    let drop = k == 0 ? skip : 0
-                    // The pointer outlives the closure: `slices` keeps the storage alive and
-                    // unchanged until the write is done.
-                    slice.withUnsafeBufferPointer { buf in
-                        iov[k] = iovec(iov_base: UnsafeMutableRawPointer(mutating: buf.baseAddress! + drop), iov_len: buf.count - drop)
-                    }
-                }
-                while true {
-                    let n: Int
-                    if isSocket {
-                        var message = msghdr()
-                        message.msg_iov = iov.baseAddress
-                        message.msg_iovlen = count
-                        n = sendmsg(fd, &message, Int32(MSG_NOSIGNAL))
-                    } else {
-                        n = writev(fd, iov.baseAddress, Int32(count))
-                    }
-                    if n >= 0 { return n }
-                    if errno == EINTR { continue }
-                    return -Int(errno)
-                }
+        while cursor.index < slices.count {
+            let result: IOResult<Int>
+            do {
+                result = try GatheredWrite.write(slices, from: cursor, to: isSocket ? .socket(fd) : .file(fd))
+            } catch {
+                throw WriteFailure(code: error.code)
             }
-            if written < 0 { throw WriteFailure(code: Int32(-written)) }
+            guard case .done(let written) = result else { throw WriteFailure(code: EAGAIN) }
             offset += written
-            var left = written
-            while left > 0 && index < slices.count {
-                let rest = slices[index].count - skip
-                if left >= rest {
-                    left -= rest
-                    index += 1
-                    skip = 0
-                } else {
-                    skip += left
-                    left = 0
-                }
-            }
+            cursor.advance(by: written, in: slices)
         }
     }
 }

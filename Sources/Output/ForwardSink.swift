@@ -126,34 +126,22 @@ public final class ForwardSink: AccessUnitSink {
         }
     }
 
-    /// A blocking connect bounded by `connectTimeout`; the socket is then blocking, with
-    /// `SO_SNDTIMEO` = `sendTimeout`.
+    /// A connect bounded by `connectTimeout` (`Connector.connect`); the socket is then
+    /// blocking, with `SO_SNDTIMEO` = `sendTimeout`.
     private func connect() throws(ForwardError) -> Socket {
-        let addresses: [SocketAddress]
-        do { addresses = try SocketAddress.resolve(endpoint) } catch { throw ForwardError("\(error)") }
-        var last = ForwardError("no address")
-        for address in addresses {
-            do {
-                let socket = try Socket(family: address.family)
-                if !(try socket.connect(to: address)) {
-                    var pfd = pollfd(fd: socket.fd, events: Int16(POLLOUT), revents: 0)
-                    var rc: Int32
-                    repeat { rc = poll(&pfd, 1, Int32(connectTimeout * 1000)) } while rc < 0 && errno == EINTR
-                    guard rc > 0 else { throw Errno(code: ETIMEDOUT, function: "connect") }
-                    if let error = try socket.pendingError() { throw error }
-                }
-                try socket.setBlocking(true)
-                var tv = timeval(tv_sec: Int(sendTimeout), tv_usec: Int((sendTimeout - Double(Int(sendTimeout))) * 1e6))
-                setsockopt(socket.fd, SOL_SOCKET, SO_SNDTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
-                if address.family == AF_INET || address.family == AF_INET6 {
-                    try? socket.setOption(level: Int32(IPPROTO_TCP), name: TCP_NODELAY, value: 1)
-                }
-                return socket
-            } catch {
-                last = ForwardError("\(error)")
+        do {
+            let socket = try Connector.connect(to: endpoint, timeout: connectTimeout)
+            try socket.setBlocking(true)
+            var tv = timeval(tv_sec: Int(sendTimeout), tv_usec: Int((sendTimeout - Double(Int(sendTimeout))) * 1e6))
+            setsockopt(socket.fd, SOL_SOCKET, SO_SNDTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+            let family = try socket.family()
+            if family == AF_INET || family == AF_INET6 {
+                try? socket.setOption(level: Int32(IPPROTO_TCP), name: TCP_NODELAY, value: 1)
             }
+            return socket
+        } catch {
+            throw ForwardError("\(error)")
         }
-        throw last
     }
 }
 

@@ -1,3 +1,4 @@
+import EventLoop
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -115,16 +116,17 @@ struct InputFile {
 
     /// The next chunk; empty at the end of input.
     func read(upTo size: Int = 256 << 10) throws -> [UInt8] {
-        while true {
-            var got = 0
-            let chunk = [UInt8](unsafeUninitializedCapacity: size) { buf, count in
-                got = Glibc.read(fd, buf.baseAddress, size)
-                count = Swift.max(0, got)
+        var failure: Errno?
+        let chunk = [UInt8](unsafeUninitializedCapacity: size) { buf, count in
+            do throws(Errno) {
+                count = try systemCall("read", badDescriptorIsBug: false) { Glibc.read(fd, buf.baseAddress, size) }
+            } catch {
+                count = 0
+                failure = error
             }
-            if got >= 0 { return chunk }
-            if errno == EINTR { continue }
-            throw CommandError.io("reading \(name): \(String(cString: strerror(errno)))")
         }
+        if let failure { throw CommandError.io("reading \(name): \(String(cString: strerror(failure.code)))") }
+        return chunk
     }
 
     func close() { if owned { Glibc.close(fd) } }

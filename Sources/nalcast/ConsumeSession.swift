@@ -3,6 +3,7 @@ import EventLoop
 import H264
 import Output
 import Relay
+import Serving
 import Synchronization
 
 #if canImport(Glibc)
@@ -57,8 +58,8 @@ final class ConsumeSession {
     }
 
     /// What runs on the loop besides the input: `--metrics` and the status line.
-    struct Serving {
-        var metricsServer: MetricsServer?
+    struct LoopSide {
+        var metricsServer: HTTPServer?
         var statusTimer: LoopTimer?
         let statusLine: StatusLine
 
@@ -282,12 +283,12 @@ final class ConsumeSession {
     }
 
     /// `--metrics` and the once-a-second status line.
-    private func startServing(_ loop: EventLoop, _ fanout: SinkFanout) throws -> Serving {
+    private func startServing(_ loop: EventLoop, _ fanout: SinkFanout) throws -> LoopSide {
         let metrics = self.metrics
-        var serving = Serving(statusLine: StatusLine(options: options))
+        var serving = LoopSide(statusLine: StatusLine(options: options))
         if let address = config.metrics {
             do {
-                serving.metricsServer = try MetricsServer(loop: loop, endpoint: address) { metrics.registry.render() }
+                serving.metricsServer = try HTTPServer(loop: loop, endpoint: address) { metrics.registry.render() }
             } catch {
                 throw CommandError.unavailable("consume: --metrics \(address): \(error)")
             }

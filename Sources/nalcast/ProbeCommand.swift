@@ -63,13 +63,9 @@ enum ProbeCommand: Command {
             let now = monotonicSeconds()
             let until = firstPicture.map { $0.at + seconds } ?? deadline
             if now >= until { break }
-            var pfd = pollfd(fd: socket.fd, events: Int16(POLLIN), revents: 0)
-            let wait = Int32(Swift.max(1, (until - now) * 1000))
-            let ready = poll(&pfd, 1, wait)
-            if ready < 0 && errno == EINTR { continue }
-            guard ready > 0 else { continue }
             let got: Int?
             do {
+                guard try waitUntilReady(socket.fd, for: Int32(POLLIN), timeout: until - now) else { continue }
                 got = try buffer.withUnsafeMutableBytes { raw throws(Errno) in try socket.read(into: raw) }
             } catch {
                 throw CommandError.unavailable("probe \(endpoint): \(error)")
@@ -111,25 +107,10 @@ enum ProbeCommand: Command {
 
     /// Connects with a deadline; failures are "unavailable" (exit 69).
     static func connect(_ endpoint: Endpoint, deadline: Double) throws -> Socket {
-        let addresses: [SocketAddress]
-        do { addresses = try SocketAddress.resolve(endpoint) } catch { throw CommandError.unavailable("probe \(endpoint): \(error)") }
-        var lastError = "no address"
-        for address in addresses {
-            do {
-                let socket = try Socket(family: address.family)
-                if try socket.connect(to: address) { return socket }
-                var pfd = pollfd(fd: socket.fd, events: Int16(POLLOUT), revents: 0)
-                let wait = Int32(Swift.max(1, (deadline - monotonicSeconds()) * 1000))
-                guard poll(&pfd, 1, wait) > 0 else {
-                    lastError = "connect: timed out"
-                    continue
-                }
-                if let error = try socket.pendingError() { throw error }
-                return socket
-            } catch {
-                lastError = "\(error)"
-            }
+        do {
+            return try Connector.connect(to: endpoint, timeout: deadline - monotonicSeconds())
+        } catch {
+            throw CommandError.unavailable("probe \(endpoint): \(error)")
         }
-        throw CommandError.unavailable("probe \(endpoint): \(lastError)")
     }
 }

@@ -46,7 +46,7 @@ enum ProduceCommand: Command {
         OptionSpec(name: "reader-timeout", value: "TIME", help: "close a reader that makes no progress for TIME", defaultText: "10s"),
         OptionSpec(name: "max-readers", value: "N", help: "close further readers at once", defaultText: "16"),
         // Observability
-        OptionSpec(name: "metrics", value: "ADDR", help: "serve Prometheus /metrics and /healthz on ADDR"),
+        OptionSpec(name: "metrics", value: "ADDR", help: "serve Prometheus /metrics, /healthz and POST /bitrate on ADDR"),
         OptionSpec(name: "events", value: "FILE", help: "write JSON lines for every state change to FILE (- for stdout)"),
         OptionSpec(name: "stats", value: nil, help: "print the status line even when stderr is not a terminal"),
         OptionSpec(name: "quiet", value: nil, help: "print only errors", short: "q"),

@@ -8,6 +8,7 @@ import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
+import Serving
 
 /// One run of `nalcast produce`, in the order the data flows: open the source, make the
 /// output (`-o`), wire the serving side to the loop (the stream server, `--metrics`,
@@ -34,9 +35,9 @@ final class ProduceSession {
     /// What the loop runs besides the capture thread's hand-off. Everything here must
     /// outlive the loop: a released SignalWatcher stops its watcher, and the signal's
     /// default action (ending the process) would be back.
-    private struct Serving {
+    private struct LoopSide {
         let server: StreamServer?
-        let metricsServer: MetricsServer?
+        let metricsServer: HTTPServer?
         /// Without a server, the end of capture stops the loop through this.
         let captureEnded: Mailbox<Int>
         let signals: [SignalWatcher]
@@ -89,15 +90,15 @@ final class ProduceSession {
     }
 
     /// The stream server (`--listen`), `--metrics`, the signals and the status line, on the loop.
-    private func wireServing(_ loop: EventLoop, _ control: CaptureControl, _ registry: MetricsRegistry, _ events: EventLog?) throws -> Serving {
+    private func wireServing(_ loop: EventLoop, _ control: CaptureControl, _ registry: MetricsRegistry, _ events: EventLog?) throws -> LoopSide {
         let server = try makeServer(loop, control, registry, events)
-        let metricsServer = try makeMetricsServer(loop, control, registry)
+        let metricsServer = try makeMetricsServer(loop, control, registry, events)
         let captureEnded = Mailbox<Int>(loop: loop) { _ in if server == nil { loop.stop() } }
         let signals = watchSignals(loop, control, server, events)
         server?.start()
         metricsServer?.start()
         let statusTimer = startStatusLine(loop, control, server)
-        return Serving(server: server, metricsServer: metricsServer, captureEnded: captureEnded, signals: signals, statusTimer: statusTimer)
+        return LoopSide(server: server, metricsServer: metricsServer, captureEnded: captureEnded, signals: signals, statusTimer: statusTimer)
     }
 
     private func makeServer(_ loop: EventLoop, _ control: CaptureControl, _ registry: MetricsRegistry, _ events: EventLog?) throws -> StreamServer? {
@@ -113,15 +114,24 @@ final class ProduceSession {
         }
     }
 
-    private func makeMetricsServer(_ loop: EventLoop, _ control: CaptureControl, _ registry: MetricsRegistry) throws -> MetricsServer? {
+    /// `--metrics`: `/metrics`, `/healthz`, and `POST /bitrate` for a live bitrate change.
+    private func makeMetricsServer(_ loop: EventLoop, _ control: CaptureControl, _ registry: MetricsRegistry, _ events: EventLog?) throws -> HTTPServer? {
         guard let endpoint = plan.metrics else { return nil }
+        let server: HTTPServer
         do {
-            return try MetricsServer(loop: loop, endpoint: endpoint) {
+            server = try HTTPServer(loop: loop, endpoint: endpoint) {
                 registry.render() + ProduceSession.captureMetrics(control.statistics())
             }
         } catch {
             throw CommandError.unavailable("--metrics \(endpoint): \(error)")
         }
+        server.routes.add("POST", "/bitrate", maxBody: BitrateRoute.maxBody) { request in
+            BitrateRoute.respond(to: request) { bits in
+                control.requestBitrate(bits)
+                events?.emit("bitrate-requested", [("bitsPerSecond", bits)])
+            }
+        }
+        return server
     }
 
     /// SIGINT, SIGTERM: stop capture (a second one: exit at once); SIGUSR1: an IDR.
@@ -162,7 +172,7 @@ final class ProduceSession {
     }
 
     /// `capturing test pattern 640x360 at 30 fps; serving tcp://…, writing stdout`.
-    private func announce(_ input: String, _ serving: Serving) {
+    private func announce(_ input: String, _ serving: LoopSide) {
         var where_: [String] = []
         if let listen = serving.server?.boundEndpoint { where_.append("serving \(listen)") }
         if let output = plan.output { where_.append("writing \(output == "-" ? "stdout" : output)") }
@@ -171,7 +181,7 @@ final class ProduceSession {
 
     /// The capture thread: everything from frames to access units happens there, and each
     /// access unit goes to the server's mailbox and to the output.
-    private func startCapture(_ source: sending any FrameSource, _ control: CaptureControl, _ serving: Serving, _ writer: SinkRunner?,
+    private func startCapture(_ source: sending any FrameSource, _ control: CaptureControl, _ serving: LoopSide, _ writer: SinkRunner?,
                               _ outcome: Outcome, _ events: EventLog?) -> OSThread {
         let mailbox = serving.server?.mailbox
         let ended = serving.captureEnded
@@ -211,7 +221,7 @@ final class ProduceSession {
 
     /// After the capture thread is joined: the timers and `--metrics` stop, `-o` writes
     /// what it holds.
-    private func drain(_ serving: Serving, _ writer: SinkRunner?) {
+    private func drain(_ serving: LoopSide, _ writer: SinkRunner?) {
         serving.statusTimer.stop()
         serving.metricsServer?.close()
         writer?.finish(timeout: 5)

@@ -1,3 +1,4 @@
+import EventLoop
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -12,9 +13,10 @@ func writeAll(_ fd: Int32, _ text: String) {
     var bytes = Array(text.utf8)
     var offset = 0
     while offset < bytes.count {
-        let n = bytes.withUnsafeMutableBytes { raw in write(fd, raw.baseAddress! + offset, raw.count - offset) }
-        if n < 0 && errno == EINTR { continue }
-        if n <= 0 { return }
+        let written = try? bytes.withUnsafeBytes { raw throws(Errno) in
+            try systemCall("write", badDescriptorIsBug: false) { write(fd, raw.baseAddress! + offset, raw.count - offset) }
+        }
+        guard let n = written, n > 0 else { return }
         offset += n
     }
     bytes = []

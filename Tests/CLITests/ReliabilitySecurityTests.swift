@@ -4,7 +4,7 @@ import Testing
 /// Who can reach nalcast and what its inputs can make it do. Covered elsewhere (see
 /// docs/reliability.md): unix sockets 0600 (ServeTests.unixSocketIsPrivateAndServes,
 /// SocketTests), the metrics endpoint's methods, paths and bounds (ServeTests.metricsAndHealth,
-/// MetricsServerTests, ReliabilityPeerTests.hostileClientsAreClosedAndNobodyElseNotices).
+/// HTTPServerTests, ReliabilityPeerTests.hostileClientsAreClosedAndNobodyElseNotices).
 @Suite(.serialized) struct ReliabilitySecurityTests {
     /// With no --listen, produce serves on 127.0.0.1 only.
     @Test func produceListensOnLoopbackByDefault() throws {

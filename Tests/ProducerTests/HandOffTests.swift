@@ -4,6 +4,7 @@ import Foundation
 import H264
 import Producer
 import Relay
+import Serving
 import Synchronization
 import TestSupport
 import Testing

@@ -1,0 +1,88 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// A position in a list of byte slices being written: the first slice not completely written,
+/// and how many of its bytes are.
+public struct SliceCursor: Sendable, Equatable {
+    public var index: Int
+    public var offset: Int
+
+    public init(index: Int = 0, offset: Int = 0) {
+        self.index = index
+        self.offset = offset
+    }
+
+    /// Moves past `bytes` bytes written from `slices` at this position, and past the empty
+    /// slices that follow them.
+    public mutating func advance(by bytes: Int, in slices: [ArraySlice<UInt8>]) {
+        var left = bytes
+        while index < slices.count {
+            let rest = slices[index].count - offset
+            if left < rest {
+                offset += left
+                return
+            }
+            left -= rest
+            index += 1
+            offset = 0
+        }
+    }
+}
+
+/// Gathered writes of byte slices (the NAL units of access units) straight from the buffers
+/// they share, never copied: one call writes up to `maxSlices` slices. Every writer of stream
+/// bytes uses it: `Connection` on the loop (non-blocking sockets), the sinks' `FileOutput`
+/// on their threads (files, pipes, blocking sockets).
+public enum GatheredWrite {
+    /// `IOV_MAX` on Linux.
+    public static let maxSlices = 1024
+
+    /// What a descriptor is: a socket is written with `sendmsg` and `MSG_NOSIGNAL` (a closed
+    /// peer gives `EPIPE`, not `SIGPIPE`), anything else with `writev`. A socket is one nalcast
+    /// made, so `EBADF` on it is a bug; another descriptor (stdout) may have been closed by
+    /// the parent, and `EBADF` is thrown.
+    public enum Target: Sendable {
+        case socket(Int32)
+        case file(Int32)
+    }
+
+    /// Writes what one call takes of `slices` from `cursor` on: the byte count, `.wouldBlock`
+    /// (`EAGAIN`: a non-blocking socket is full, or a blocking one's send timeout ran out), or
+    /// the error naming `sendmsg` or `writev`. `EINTR` is retried. Nothing to write: `.done(0)`.
+    public static func write(_ slices: [ArraySlice<UInt8>], from cursor: SliceCursor, to target: Target) throws(Errno) -> IOResult<Int> {
+        let count = Swift.min(slices.count - cursor.index, maxSlices)
+        guard count > 0 else { return .done(0) }
+        return try withUnsafeTemporaryAllocation(of: iovec.self, capacity: count) { iovecs throws(Errno) in
+            try gather(slices, from: cursor, into: iovecs, index: 0, then: target)
+        }
+    }
+
+    /// Fills `iovecs` one slice at a time, each inside its own buffer access so that every
+    /// pointer is valid during the write, then writes them in one call.
+    private static func gather(
+        _ slices: [ArraySlice<UInt8>], from cursor: SliceCursor, into iovecs: UnsafeMutableBufferPointer<iovec>, index: Int, then target: Target
+    ) throws(Errno) -> IOResult<Int> {
+        if index == iovecs.count { return try call(iovecs, target) }
+        let skip = index == 0 ? cursor.offset : 0
+        return try slices[cursor.index + index].withUnsafeBufferPointer { buffer throws(Errno) in
+            let base = buffer.baseAddress.map { UnsafeMutableRawPointer(mutating: $0 + skip) }
+            iovecs[index] = iovec(iov_base: base, iov_len: buffer.count - skip)
+            return try gather(slices, from: cursor, into: iovecs, index: index + 1, then: target)
+        }
+    }
+
+    private static func call(_ iovecs: UnsafeMutableBufferPointer<iovec>, _ target: Target) throws(Errno) -> IOResult<Int> {
+        switch target {
+        case .socket(let fd):
+            var message = msghdr()
+            message.msg_iov = iovecs.baseAddress
+            message.msg_iovlen = iovecs.count
+            return try nonBlockingCall("sendmsg") { sendmsg(fd, &message, Int32(MSG_NOSIGNAL)) }
+        case .file(let fd):
+            return try nonBlockingCall("writev", badDescriptorIsBug: false) { writev(fd, iovecs.baseAddress, Int32(iovecs.count)) }
+        }
+    }
+}
