@@ -38,19 +38,35 @@ public final class StreamIntake {
         deliverCompleted()
     }
 
-    /// The connection was lost. An access unit is known to be complete only when the next
-    /// one begins, or when it ends with an end-of-sequence or end-of-stream NAL unit: the
-    /// one in progress goes out in that case, else it is dropped (a producer killed
-    /// mid-write leaves a partial one, and its socket still ends with a clean FIN). What
-    /// comes after the next connection starts at an entry point, after a `.discontinuity`.
-    public func connectionLost() {
-        parser.finish { completed.append($0) }
-        if let last = completed.last, let type = last.nalUnits.last?.type, type == .endOfStream || type == .endOfSequence {
-            deliverCompleted()
-        } else {
-            completed.removeAll(keepingCapacity: true)
+    /// The peer closed the connection cleanly (a read returned 0): the stream ended as a
+    /// file ends, and its last access unit goes out too. What comes after the next
+    /// connection starts at an entry point, after a `.discontinuity`.
+    public func connectionClosed() {
+        finish()
+        startOver()
+    }
+
+    /// The input failed: a connection reset or timed out, or a read failed. The access
+    /// unit that was arriving is dropped, as it is not known to be complete, and counted.
+    /// Every access unit before it went out already, as soon as the first bytes of the next
+    /// one showed it complete. What comes after the next connection starts at an entry
+    /// point, after a `.discontinuity`. Returns the bytes dropped (0: none was arriving).
+    @discardableResult
+    public func inputFailed() -> Int {
+        var dropped = 0
+        // Begun once a NAL header arrived: a few zeros or a bare start code are nothing yet.
+        if parser.assembler.nalUnitsInHand > 0 || parser.scanner.pendingBodyCount > 0 {
+            metrics.unfinishedUnits.increment()
+            dropped = parser.bytesInProgress
         }
+        startOver()
+        return dropped
+    }
+
+    private func startOver() {
         parser.reset()
+        // The new scanner counts skipped bytes from zero.
+        skippedSoFar = 0
         waitingForEntry = true
         pendingDiscontinuity = true
     }
