@@ -221,6 +221,34 @@ import Testing
         #expect(parser.bytesInProgress == 0)
     }
 
+    /// Random bytes, start codes and headers among them, with and without a small NAL size
+    /// limit: at every point, what came out, what is in progress and what was skipped add up
+    /// to what went in; and every chunking gives the same access units as a whole push when
+    /// nothing was dropped for its size.
+    @Test func randomBytesAreAccountedForAtEveryPoint() {
+        var rng = SplitMix(state: 2024)
+        for round in 0..<40 {
+            let bytes = (0..<6000).map { _ in UInt8.random(in: 0...7, using: &rng) == 0 ? UInt8.random(in: 0...255, using: &rng) : UInt8.random(in: 0...3, using: &rng) }
+            let limit = round % 2 == 0 ? 256 : AnnexBScanner.defaultMaxNALUnitSize
+            var whole = AnnexBParser(maxNALUnitSize: limit)
+            let unitsWhole = whole.push(bytes) + whole.finish()
+            for sizes in [[1], [3, 1, 7], [Int.random(in: 1...64, using: &rng)]] {
+                var parser = AnnexBParser(maxNALUnitSize: limit)
+                var units: [AccessUnit] = []
+                var emitted = 0
+                for piece in pieces(bytes, sizes: sizes) {
+                    parser.push(piece) { units.append($0); emitted += $0.byteCount }
+                    #expect(emitted + parser.bytesInProgress + parser.scanner.skippedBytes == parser.scanner.totalBytes, "round \(round), sizes \(sizes)")
+                }
+                parser.finish { units.append($0); emitted += $0.byteCount }
+                #expect(emitted + parser.scanner.skippedBytes == bytes.count, "round \(round), sizes \(sizes)")
+                if whole.scanner.oversizedNALUnits == 0 && parser.scanner.oversizedNALUnits == 0 {
+                    #expect(units.map { $0.nalUnits.map { Array($0.body) } } == unitsWhole.map { $0.nalUnits.map { Array($0.body) } }, "round \(round), sizes \(sizes)")
+                }
+            }
+        }
+    }
+
     /// A slice dropped for its size still says where an access unit ends, so that a reader
     /// that saw its first bytes early and one that did not give the same access units.
     @Test func anOversizedSliceSettlesTheBoundaryInEveryChunking() throws {
