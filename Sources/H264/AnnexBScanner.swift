@@ -265,8 +265,8 @@ public struct AnnexBScanner {
         return out
     }
 
-    /// The bytes `[from, to)` (combined positions): a slice of the chunk or of one pending
-    /// part when they lie in one of them, else a new buffer joining the pieces.
+    /// The bytes `[from, to)` (combined positions): a slice of the chunk when they lie in
+    /// it, else a new buffer joining the pieces.
     private func bytes(from: Int, to: Int, chunk: [UInt8], P: Int) -> ArraySlice<UInt8> {
         if from >= P { return chunk[(from - P)..<(to - P)] }
         var joined: [UInt8] = []
