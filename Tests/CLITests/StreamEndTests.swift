@@ -6,18 +6,24 @@ import Testing
 /// nothing (no AUD, no end-of-stream NAL unit) marks where it ends. A connection reset in
 /// the middle of an access unit loses exactly that access unit.
 ///
-/// "Byte-identical" is checked against what the consumer is documented to write: the input
-/// from its first IDR access unit that carries its SPS and PPS (the entry gate drops what
-/// comes before). Every input here starts with one, so the output is the whole input; the
-/// consumer puts parameter sets in front of an IDR only for a sink that starts at an IDR
-/// without them, which none does here.
+/// "Byte-identical" is checked against what the consumer writes: every output starts at an
+/// IDR (the entry gate drops what comes before), and where that IDR's access unit does not
+/// carry its SPS and PPS the consumer puts the ones it saw earlier in front
+/// (`AccessUnit.nalUnitsForEntry`), which would add bytes. In every input here the first
+/// IDR access unit carries both, so nothing is added: each output is the input from its
+/// first IDR access unit on (the whole input, but for the one that joins mid-GOP).
 @Suite(.serialized) struct StreamEndTests {
-    static let inputs = ConsumeCommandTests.fixtures + ["nalcast without AUD", "nalcast without AUD and SEI"]
+    static let inputs = ConsumeCommandTests.fixtures + ["nalcast without AUD", "nalcast without AUD and SEI", "nalcast without AUD, joined mid-GOP"]
 
     /// The input named: a conformance fixture, or `nalcast produce` output (30 frames of the
     /// test pattern, an IDR every 15, two slices a picture) with NAL units taken out, so
-    /// that slices or SEIs alone tell where access units begin.
+    /// that slices or SEIs alone tell where access units begin; "joined mid-GOP" starts at
+    /// its fifth access unit, so the output starts at the second IDR.
     static func stream(_ name: String) throws -> [UInt8] {
+        if name.hasSuffix("joined mid-GOP") {
+            let whole = try stream("nalcast without AUD")
+            return Array(whole[try accessUnits(whole).units[4].offset...])
+        }
         guard name.hasPrefix("nalcast") else { return [UInt8](try Data(contentsOf: Run.fixtures.appendingPathComponent(name))) }
         let dir = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -110,7 +116,7 @@ import Testing
     func cleanCloseKeepsEveryAccessUnitToTheLast(input: String) throws {
         let bytes = try Self.stream(input)
         let (units, entry) = try Self.accessUnits(bytes)
-        #expect(entry == 0, "\(input) starts at an IDR with its parameter sets")
+        #expect((entry == 0) == !input.hasSuffix("mid-GOP"), "\(input): first IDR with its parameter sets at \(entry)")
         let expected = Array(bytes[entry...])
         // The ending must not mark itself: no end-of-stream NAL unit to close the last one.
         let endsMarked = bytes.suffix(5) == [0, 0, 0, 1, 0x0b] || bytes.suffix(4) == [0, 0, 1, 0x0b]
