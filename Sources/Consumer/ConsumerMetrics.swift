@@ -10,6 +10,8 @@ public struct ConsumerMetrics: Sendable {
     /// Bytes skipped to resync (garbage, oversized NAL units).
     public let resyncBytes: Counter
     public let reconnects: Counter
+    /// Access units dropped unfinished because the input failed while they arrived.
+    public let unfinishedUnits: Counter
     public let segmentsOpened: Counter
     public let segmentsClosed: Counter
     /// Capture (timestamp SEI, CLOCK_REALTIME) to receive, seconds.
@@ -22,6 +24,7 @@ public struct ConsumerMetrics: Sendable {
         waitedUnits = registry.counter("nalcast_consumer_waiting_access_units_total", help: "Access units dropped while waiting for an IDR with SPS/PPS")
         resyncBytes = registry.counter("nalcast_consumer_resync_bytes_total", help: "Bytes skipped to find the next start code")
         reconnects = registry.counter("nalcast_consumer_reconnects_total", help: "Connections made again after a loss")
+        unfinishedUnits = registry.counter("nalcast_consumer_unfinished_access_units_total", help: "Access units dropped unfinished when the input failed")
         segmentsOpened = registry.counter("nalcast_segments_opened_total", help: "Segment files opened")
         segmentsClosed = registry.counter("nalcast_segments_closed_total", help: "Segment files finished and renamed")
         latency = registry.histogram(

@@ -10,7 +10,8 @@ import Musl
 #endif
 
 /// Reads a file or a pipe with blocking `read(2)` on a thread of its own and feeds a
-/// `StreamIntake`; at the end of input the last access unit goes out too.
+/// `StreamIntake`; at the end of input the last access unit goes out too. A read that fails
+/// drops only the access unit that was arriving (counted, and said in the error).
 ///
 /// Life: `init` (opens) → `start(onEnd:)` → `stop()` from any thread (takes effect between
 /// reads) → `join()`.
@@ -98,8 +99,10 @@ public final class FileReader: Sendable {
                 count = max(0, got)
             }
             if got < 0 {
-                if errno == EINTR { continue }
-                return .failed("reading \(name): \(String(cString: strerror(errno)))")
+                let code = errno
+                if code == EINTR { continue }
+                let dropped = intake.inputFailed()
+                return .failed("reading \(name): \(String(cString: strerror(code)))" + (dropped > 0 ? "; an unfinished access unit dropped (\(dropped) bytes)" : ""))
             }
             // A short read (a pipe gives 64 KiB at most) would pin the whole 256 KiB buffer
             // for as long as its access units are queued: keep an exact-size copy instead.

@@ -117,12 +117,12 @@ public final class StreamClient {
             do {
                 result = try buffer.withUnsafeMutableBytes { raw throws(Errno) in try socket.read(into: raw) }
             } catch {
-                lost("\(error)")
+                lost("\(error)", cleanly: false)
                 return
             }
             guard let n = result else { return }
             if n == 0 {
-                lost("closed by peer")
+                lost("closed by peer", cleanly: true)
                 return
             }
             // An exact-size copy: the NAL units cut from it share it while sinks hold them.
@@ -131,12 +131,21 @@ public final class StreamClient {
         }
     }
 
-    private func lost(_ reason: String) {
-        lastFailure = reason
+    /// The connection ended: `cleanly` when the peer closed it (the stream ends as a file
+    /// does, its last access unit written), else it failed (the access unit that was
+    /// arriving is dropped, and the reason says so).
+    private func lost(_ reason: String, cleanly: Bool) {
+        var reason = reason
         reader = nil
         socket = nil
         isConnected = false
-        intake.connectionLost()
+        if cleanly {
+            intake.connectionClosed()
+        } else {
+            let dropped = intake.inputFailed()
+            if dropped > 0 { reason += "; an unfinished access unit dropped (\(dropped) bytes)" }
+        }
+        lastFailure = reason
         reportedDown = true
         onEvent(.disconnected(endpoint, reason: reason))
         scheduleRetry()

@@ -21,6 +21,8 @@ public final class StreamIntake {
     /// The last connection ended with an end-of-stream (or end-of-sequence) NAL unit: the
     /// producer stopped cleanly, rather than went away.
     public private(set) var lastConnectionEndedCleanly = false
+    /// The last access unit delivered ended with an end-of-stream or end-of-sequence NAL unit.
+    private var lastUnitEndedStream = false
 
     /// Sees every access unit that goes to the sinks, on the intake's thread.
     private let observer: ((TimedUnit) -> Void)?
@@ -49,21 +51,37 @@ public final class StreamIntake {
         deliverCompleted()
     }
 
-    /// The connection was lost. An access unit is known to be complete only when the next
-    /// one begins, or when it ends with an end-of-sequence or end-of-stream NAL unit: the
-    /// one in progress goes out in that case, else it is dropped (a producer killed
-    /// mid-write leaves a partial one, and its socket still ends with a clean FIN). What
-    /// comes after the next connection starts at an entry point, after a `.discontinuity`.
-    public func connectionLost() {
-        parser.finish { completed.append($0) }
-        if let last = completed.last, let type = last.nalUnits.last?.type, type == .endOfStream || type == .endOfSequence {
-            lastConnectionEndedCleanly = true
-            deliverCompleted()
-        } else {
-            lastConnectionEndedCleanly = false
-            completed.removeAll(keepingCapacity: true)
+    /// The peer closed the connection cleanly (a read returned 0): the stream ended as a
+    /// file ends, and its last access unit goes out too. What comes after the next
+    /// connection starts at an entry point, after a `.discontinuity`.
+    public func connectionClosed() {
+        finish()
+        lastConnectionEndedCleanly = lastUnitEndedStream
+        startOver()
+    }
+
+    /// The input failed: a connection reset or timed out, or a read failed. The access
+    /// unit that was arriving is dropped, as it is not known to be complete, and counted.
+    /// Every access unit before it went out already, as soon as the first bytes of the next
+    /// one showed it complete. What comes after the next connection starts at an entry
+    /// point, after a `.discontinuity`. Returns the bytes dropped (0: none was arriving).
+    @discardableResult
+    public func inputFailed() -> Int {
+        lastConnectionEndedCleanly = false
+        var dropped = 0
+        // Begun once a NAL header arrived: a few zeros or a bare start code are nothing yet.
+        if parser.assembler.nalUnitsInHand > 0 || parser.scanner.pendingBodyCount > 0 {
+            metrics.unfinishedUnits.increment()
+            dropped = parser.bytesInProgress
         }
+        startOver()
+        return dropped
+    }
+
+    private func startOver() {
         parser.reset()
+        // The new scanner counts skipped bytes from zero.
+        skippedSoFar = 0
         waitingForEntry = true
         pendingDiscontinuity = true
     }
@@ -71,6 +89,7 @@ public final class StreamIntake {
     private func deliverCompleted() {
         let frameRate = parser.assembler.activeSPS?.frameRate
         for unit in completed { deliver(unit, frameRate: frameRate) }
+        if let type = completed.last?.nalUnits.last?.type { lastUnitEndedStream = type == .endOfStream || type == .endOfSequence }
         completed.removeAll(keepingCapacity: true)
         fanout.push(outgoing)
         outgoing.removeAll(keepingCapacity: true)

@@ -10,6 +10,12 @@
 ///   idr_pic_id).
 /// - End of sequence and end of stream belong to the access unit before them.
 ///
+/// Whether a NAL unit begins a new access unit shows in its first bytes: its header, and
+/// for a slice the start of its slice header. A reader of a live stream need not wait for
+/// such a NAL unit to end: it asks `beginsAccessUnit(head:isWhole:)` with the bytes it has,
+/// takes the completed access unit with `endAccessUnit()` when the answer is yes, and later
+/// adds the whole NAL unit with `append(_:)` (not `push`, which would ask again).
+///
 /// The assembler keeps the parameter sets it has seen, so it can parse slice headers and
 /// hand each access unit the SPS and PPS that are active for it.
 public struct AccessUnitAssembler {
@@ -27,6 +33,10 @@ public struct AccessUnitAssembler {
     public private(set) var parseErrors = 0
     /// The last parse error, for a log line.
     public private(set) var lastParseError: BitstreamError?
+    /// Wire bytes of the NAL units in the access unit in hand (not yet complete).
+    public private(set) var bytesInHand = 0
+    /// NAL units in the access unit in hand.
+    public var nalUnitsInHand: Int { current.count }
 
     private var current: [NALUnit] = []
     private var sawVCL = false
@@ -37,64 +47,127 @@ public struct AccessUnitAssembler {
     /// Set by end of sequence / end of stream: whatever comes next opens a new access unit.
     private var closeBeforeNext = false
 
+    /// RBSP bytes of a slice header read at most: the fields that matter come first.
+    static let sliceHeaderBytes = 48
+
     public init() {}
 
     /// Adds the next NAL unit; returns the access unit it completed, if any.
     public mutating func push(_ nal: NALUnit) -> AccessUnit? {
         let type = nal.type
-        var completed: AccessUnit? = nil
-        if closeBeforeNext && type != .endOfSequence && type != .endOfStream {
-            completed = close()
-            closeBeforeNext = false
+        let slice = Self.hasSliceHeader(type) ? readSlice(nal.header, nal.escapedPayload, isWhole: true) : nil
+        let completed = begins(type, slice: slice) == true ? endAccessUnit() : nil
+        add(nal, slice: slice)
+        return completed
+    }
+
+    /// Whether the NAL unit whose body starts with `head` (its header byte, then its payload
+    /// as escaped on the wire) begins a new access unit, so that the one in hand is complete.
+    /// `head` may be the first bytes only: nil means they are too few to tell (a slice
+    /// header cut short) and more are needed. `isWhole` says no more will come (the NAL unit
+    /// ended there, or was dropped), so a short slice header is unreadable, not pending.
+    ///
+    /// Gives the same answer for any prefix long enough to answer as `push` would for the
+    /// whole NAL unit, provided the bytes in `head` are the NAL unit's own: not zeros that
+    /// may yet turn out to begin the next start code.
+    public func beginsAccessUnit(head: ArraySlice<UInt8>, isWhole: Bool) -> Bool? {
+        guard let first = head.first else { return isWhole ? false : nil }
+        let header = NALHeader(first)
+        let type = header.type
+        var slice: SliceInfo? = nil
+        if Self.hasSliceHeader(type) && sawVCL && !closeBeforeNext && !current.isEmpty {
+            slice = readSlice(header, head.dropFirst(), isWhole: isWhole)
+            if case .needMore = slice { return nil }
         }
+        return begins(type, slice: slice)
+    }
+
+    /// Ends the access unit in hand and returns it (nil when there is none): after
+    /// `beginsAccessUnit` said the next NAL unit begins a new one, or at the end of a stream.
+    public mutating func endAccessUnit() -> AccessUnit? {
+        closeBeforeNext = false
+        return close()
+    }
+
+    /// Adds a NAL unit without asking whether it begins a new access unit: that was settled
+    /// from its first bytes (`beginsAccessUnit`, then `endAccessUnit` if it did).
+    public mutating func append(_ nal: NALUnit) {
+        let slice = Self.hasSliceHeader(nal.type) ? readSlice(nal.header, nal.escapedPayload, isWhole: true) : nil
+        add(nal, slice: slice)
+    }
+
+    /// The access unit in progress at the end of the stream, if any.
+    public mutating func finish() -> AccessUnit? {
+        endAccessUnit()
+    }
+
+    /// Types 1, 2 and 5: a slice header follows the NAL header.
+    private static func hasSliceHeader(_ type: NALType) -> Bool {
+        type == .slice || type == .sliceDataA || type == .idrSlice
+    }
+
+    /// Whether a NAL unit of `type` (with `slice`, its slice header when it has one) begins a
+    /// new access unit. Never nil when `slice` is not `.needMore`.
+    private func begins(_ type: NALType, slice: SliceInfo?) -> Bool? {
+        guard !current.isEmpty else { return false }
+        if closeBeforeNext { return type != .endOfSequence && type != .endOfStream }
         switch type.rawValue {
         case 6, 7, 8, 9, 14...18:
-            if sawVCL { completed = close() }
+            return sawVCL
+        case 1, 2, 5:
+            guard sawVCL else { return false }
+            switch slice {
+            case .header(let header):
+                if let last = lastSlice { return header.startsNewPicture(after: last) }
+                return header.firstMbInSlice == 0
+            case .firstMacroblock(let firstMb, _):
+                // Parameter sets missing (joined mid-stream): a picture starts at macroblock 0.
+                return firstMb == 0
+            case .needMore:
+                return nil
+            case .unreadable, nil:
+                return false
+            }
+        default:
+            // Slice data partitions B and C, filler data, extensions, unspecified types,
+            // end of sequence and end of stream: they belong to the picture they follow.
+            return false
+        }
+    }
+
+    /// Adds `nal` to the access unit in hand (its boundary settled already).
+    private mutating func add(_ nal: NALUnit, slice: SliceInfo?) {
+        let type = nal.type
+        switch type.rawValue {
+        case 6, 7, 8, 9, 14...18:
             switch type {
             case .sps: store(sps: nal)
             case .pps: store(pps: nal)
             case .sei: if timestamp == nil, let ts = StreamTimestamp(sei: nal) { timestamp = ts }
             default: break
             }
-            current.append(nal)
         case 1, 2, 5:
-            var startsPicture = false
-            switch readSlice(nal) {
-            case .header(let slice):
-                if let last = lastSlice {
-                    startsPicture = slice.startsNewPicture(after: last)
-                } else {
-                    startsPicture = slice.firstMbInSlice == 0
-                }
-                lastSlice = slice
-                if !sawVCL || startsPicture { activePPSId = slice.ppsId }
-            case .firstMacroblock(let firstMb, let ppsId):
-                // Parameter sets missing (joined mid-stream): a picture starts at macroblock 0.
-                startsPicture = firstMb == 0
+            switch slice {
+            case .header(let header):
+                lastSlice = header
+                if !sawVCL { activePPSId = header.ppsId }
+            case .firstMacroblock(_, let ppsId):
                 lastSlice = nil
-                if !sawVCL || startsPicture { activePPSId = ppsId }
-            case .unreadable:
+                if !sawVCL { activePPSId = ppsId }
+            case .unreadable(let error):
+                noteError(error)
+            case .needMore, nil:
                 break
             }
-            if sawVCL && startsPicture { completed = close() }
             if type == .idrSlice { isIDR = true }
             sawVCL = true
-            current.append(nal)
         case 10, 11:
-            current.append(nal)
             closeBeforeNext = true
         default:
-            // Slice data partitions B and C, filler data, extensions, unspecified types:
-            // they belong to the picture they follow.
-            current.append(nal)
+            break
         }
-        return completed
-    }
-
-    /// The access unit in progress at the end of the stream, if any.
-    public mutating func finish() -> AccessUnit? {
-        closeBeforeNext = false
-        return close()
+        current.append(nal)
+        bytesInHand += nal.wire.count
     }
 
     /// The SPS and PPS NAL units a decoder needs to start at a picture using PPS `ppsId`.
@@ -119,6 +192,7 @@ public struct AccessUnitAssembler {
         }
         let unit = AccessUnit(nalUnits: current, isIDR: isIDR, resolution: resolution, timestamp: timestamp, parameterSets: sets)
         current = []
+        bytesInHand = 0
         sawVCL = false
         isIDR = false
         timestamp = nil
@@ -152,22 +226,28 @@ public struct AccessUnitAssembler {
     private enum SliceInfo {
         case header(SliceHeader)
         case firstMacroblock(Int, ppsId: Int)
-        case unreadable
+        case unreadable(Error)
+        /// Cut short, and more bytes will come.
+        case needMore
     }
 
-    /// Reads a slice header: whole when its parameter sets are known, else only its first
-    /// fields. A slice header fits in the first few dozen bytes: the rest stays escaped.
-    private mutating func readSlice(_ nal: NALUnit) -> SliceInfo {
-        let rbsp = nal.rbspPrefix(48)
+    /// Reads a slice header from its escaped bytes (all of them or the first ones): whole
+    /// when its parameter sets are known, else only its first fields. A slice header fits in
+    /// the first few dozen bytes: only those are unescaped. Running out of bytes is
+    /// `.needMore` unless `isWhole` or those few dozen bytes were all there.
+    private func readSlice(_ header: NALHeader, _ escaped: ArraySlice<UInt8>, isWhole: Bool) -> SliceInfo {
+        let rbsp = RBSP.unescapedPrefix(escaped, limit: Self.sliceHeaderBytes)
+        let complete = isWhole || rbsp.count >= Self.sliceHeaderBytes
         do {
             let peek = try SliceHeader.peekPPSId(rbsp: rbsp)
             guard let pps = ppsById[peek.ppsId], let sps = spsById[pps.pps.spsId] else {
                 return .firstMacroblock(peek.firstMb, ppsId: peek.ppsId)
             }
-            return .header(try SliceHeader(rbsp: rbsp, header: nal.header, sps: sps.sps, pps: pps.pps))
+            return .header(try SliceHeader(rbsp: rbsp, header: header, sps: sps.sps, pps: pps.pps))
+        } catch BitstreamError.truncated where !complete {
+            return .needMore
         } catch {
-            noteError(error)
-            return .unreadable
+            return .unreadable(error)
         }
     }
 }

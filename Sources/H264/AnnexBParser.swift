@@ -1,5 +1,17 @@
 /// `AnnexBScanner` and `AccessUnitAssembler` in one: bytes in, access units out.
 /// `decode(chunk)` may return nothing (more bytes needed) or several access units.
+///
+/// An access unit comes out as soon as it is known to be complete: when the first NAL unit
+/// of the next one has arrived far enough to tell, not when that NAL unit ends. After each
+/// chunk the parser looks at the first bytes of the NAL unit in progress (`pendingHead`):
+/// its header settles it for an AUD, SPS, PPS, SEI or types 14 to 18; for a slice, the
+/// start of its slice header does, once it has arrived. The answer is taken once per NAL
+/// unit, and the NAL unit joins the assembler unasked when it ends. A NAL unit dropped for
+/// its size still settles the boundary from its first bytes, so that every chunking gives
+/// the same access units.
+///
+/// So a stream that stops (a connection that fails) loses only the access unit that was
+/// still arriving; every one before it has come out already.
 public struct AnnexBParser {
     public private(set) var scanner: AnnexBScanner
     public private(set) var assembler = AccessUnitAssembler()
@@ -10,18 +22,29 @@ public struct AnnexBParser {
         return out
     }
     private var counts = [Int](repeating: 0, count: 32)
+    /// True once the scanner's NAL unit in progress was looked at and settled whether it
+    /// begins a new access unit (and the one before came out if it did).
+    private var headSettled = false
+    /// `scanner.pendingBodyCount` when the NAL unit in progress was last looked at: it is
+    /// looked at again only when it has grown.
+    private var headBytesSeen = 0
 
     public init(maxNALUnitSize: Int = AnnexBScanner.defaultMaxNALUnitSize) {
         scanner = AnnexBScanner(maxNALUnitSize: maxNALUnitSize)
     }
+
+    /// Bytes of the access unit in progress, not known to be complete: the NAL units the
+    /// assembler holds and the bytes the scanner keeps. What a stream that stops here loses.
+    public var bytesInProgress: Int { assembler.bytesInHand + scanner.pendingBytes }
 
     /// Pushes bytes; `emit` gets each access unit they completed.
     public mutating func push(_ chunk: [UInt8], emit: (AccessUnit) -> Void) {
         // The scanner is moved out while it calls back into `add`, which changes the rest.
         var scanning = AnnexBScanner(maxNALUnitSize: scanner.maxNALUnitSize)
         swap(&scanning, &scanner)
-        scanning.push(chunk) { add($0, emit: emit) }
+        scanning.push(chunk, emit: { add($0, emit: emit) }, dropped: { settle(head: $0, isWhole: true, emit: emit) })
         swap(&scanning, &scanner)
+        lookAtPending(emit: emit)
     }
 
     public mutating func push(_ chunk: [UInt8]) -> [AccessUnit] {
@@ -33,6 +56,8 @@ public struct AnnexBParser {
     /// Ends the stream: the last NAL unit and the last access unit come out.
     public mutating func finish(emit: (AccessUnit) -> Void) {
         if let nal = scanner.finish() { add(nal, emit: emit) }
+        headSettled = false
+        headBytesSeen = 0
         if let unit = assembler.finish() { emit(unit) }
     }
 
@@ -47,10 +72,45 @@ public struct AnnexBParser {
     public mutating func reset() {
         scanner = AnnexBScanner(maxNALUnitSize: scanner.maxNALUnitSize)
         assembler = AccessUnitAssembler()
+        headSettled = false
+        headBytesSeen = 0
     }
 
+    /// A NAL unit ended: it is the one that was in progress, settled or not.
     private mutating func add(_ nal: NALUnit, emit: (AccessUnit) -> Void) {
         counts[Int(nal.type.rawValue)] += 1
-        if let unit = assembler.push(nal) { emit(unit) }
+        if headSettled {
+            assembler.append(nal)
+        } else if let unit = assembler.push(nal) {
+            emit(unit)
+        }
+        headSettled = false
+        headBytesSeen = 0
+    }
+
+    /// Settles from its first bytes whether the NAL unit in progress (or one just dropped)
+    /// begins a new access unit, unless that was done already. False while it cannot tell.
+    @discardableResult
+    private mutating func settle(head: ArraySlice<UInt8>, isWhole: Bool, emit: (AccessUnit) -> Void) -> Bool {
+        defer {
+            // A dropped NAL unit is over: the next one is looked at afresh.
+            if isWhole {
+                headSettled = false
+                headBytesSeen = 0
+            }
+        }
+        guard !headSettled else { return true }
+        guard let begins = assembler.beginsAccessUnit(head: head, isWhole: isWhole) else { return false }
+        headSettled = true
+        if begins, let unit = assembler.endAccessUnit() { emit(unit) }
+        return true
+    }
+
+    /// After a chunk: the NAL unit in progress, if it is new or grew and is not settled yet.
+    private mutating func lookAtPending(emit: (AccessUnit) -> Void) {
+        let known = scanner.pendingBodyCount
+        guard !headSettled, known > 0, known != headBytesSeen else { return }
+        headBytesSeen = known
+        settle(head: scanner.pendingHead(), isWhole: false, emit: emit)
     }
 }

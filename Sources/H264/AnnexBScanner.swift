@@ -21,8 +21,18 @@ import Darwin
 ///
 /// NAL units that lie inside one pushed chunk share that chunk's storage (no copy); only a
 /// NAL unit spanning chunks is put together in a new buffer.
+///
+/// The NAL unit in progress (its start code seen, its end not yet) can be looked at before
+/// it ends: `pendingHead()` gives its first bytes, so a reader can tell from its header and
+/// slice header that the access unit before it is complete without waiting for the next
+/// start code. A NAL unit dropped for its size hands its first bytes to `dropped` for the
+/// same reason.
 public struct AnnexBScanner {
     public static let defaultMaxNALUnitSize = 8 << 20
+    /// Bytes of a NAL unit's body (header byte included) that `pendingHead()` and `dropped`
+    /// hand out at most: enough for any slice header's first 48 bytes of RBSP, even with an
+    /// emulation prevention byte after every two.
+    public static let headLength = 80
 
     public let maxNALUnitSize: Int
     /// Bytes thrown away: before the first start code, of oversized NAL units, and of NAL
@@ -32,6 +42,13 @@ public struct AnnexBScanner {
     public private(set) var oversizedNALUnits = 0
     /// Total bytes pushed.
     public private(set) var totalBytes = 0
+    /// Bytes of the NAL unit in progress known to be its own: from its header byte to its
+    /// last non-zero byte (zeros at the end of what arrived may begin the next start code).
+    /// 0 when no NAL unit is in progress or none of its body has arrived.
+    public private(set) var pendingBodyCount = 0
+    /// Bytes held for the NAL unit in progress (start code included), or zeros kept while
+    /// looking for a start code: what is lost if the input stops here for good.
+    public var pendingBytes: Int { pendingCount }
 
     /// Bytes kept from earlier chunks, as slices of them (not copied until a NAL unit that
     /// spans chunks completes). In sync: the NAL unit in progress, from the first zero of its
@@ -61,11 +78,13 @@ public struct AnnexBScanner {
         return out
     }
 
-    /// Pushes the next chunk; `emit` gets every NAL unit it completed, in order.
+    /// Pushes the next chunk; `emit` gets every NAL unit it completed, in order, and
+    /// `dropped` the first bytes (up to `headLength` of its body, header byte first) of every
+    /// NAL unit dropped for growing past `maxNALUnitSize`, in the same order.
     ///
     /// Positions below are "combined": `pending` followed by `chunk`, so index `P + i` is
     /// `chunk[i]` where `P == pendingCount`.
-    public mutating func push(_ chunk: [UInt8], emit: (NALUnit) -> Void) {
+    public mutating func push(_ chunk: [UInt8], emit: (NALUnit) -> Void, dropped: (ArraySlice<UInt8>) -> Void = { _ in }) {
         totalBytes += chunk.count
         guard !chunk.isEmpty else { return }
         let P = pendingCount
@@ -92,6 +111,9 @@ public struct AnnexBScanner {
                     if cut - nalStart > maxNALUnitSize {
                         oversizedNALUnits += 1
                         skippedBytes += cut - nalStart
+                        if cut > header {
+                            dropped(bytes(from: header, to: Swift.min(cut, header + Self.headLength), chunk: chunk, P: P))
+                        }
                     } else if cut > header {
                         emit(nalUnit(from: nalStart, to: cut, header: header, chunk: chunk, P: P))
                     } else {
@@ -107,6 +129,16 @@ public struct AnnexBScanner {
             }
             let end = P + count
             if inSync {
+                // The last non-zero byte from the header on: in this chunk, or (none there,
+                // and the NAL unit began in an earlier chunk) where it was before.
+                var last = end
+                let floor = Swift.max(header, P)
+                while last > floor && base[last - 1 - P] == 0 { last -= 1 }
+                if last > floor {
+                    pendingBodyCount = last - header
+                } else if header >= P {
+                    pendingBodyCount = 0
+                }
                 if nalStart >= P {
                     pending = [chunk[(nalStart - P)...]]
                 } else {
@@ -123,11 +155,13 @@ public struct AnnexBScanner {
                 if pendingCount > maxNALUnitSize && pendingCount - trailingZeros(Self.maxKeptZeros) > maxNALUnitSize {
                     // Too big to be real: drop it and look for the next start code.
                     oversizedNALUnits += 1
+                    if pendingBodyCount > 0 { dropped(pendingHead()) }
                     let zeros = trailingZeros(Self.maxKeptZeros)
                     skippedBytes += pendingCount - zeros
                     keepZeros(zeros)
                     inSync = false
                     headerIndex = 0
+                    pendingBodyCount = 0
                 }
             } else {
                 var zeros = 0
@@ -148,6 +182,7 @@ public struct AnnexBScanner {
             pendingCount = 0
             inSync = false
             headerIndex = 0
+            pendingBodyCount = 0
         }
         guard inSync, headerIndex < pendingCount else {
             skippedBytes += pendingCount
@@ -157,6 +192,33 @@ public struct AnnexBScanner {
         var end = bytes.count
         while end > headerIndex + 1 && bytes[end - 1] == 0 { end -= 1 }
         return NALUnit(wire: bytes[...], headerIndex: headerIndex, payloadEnd: end)
+    }
+
+    /// The first bytes of the NAL unit in progress that are known to be its own: its header
+    /// byte and what follows, up to `headLength` bytes or `pendingBodyCount`, whichever is
+    /// less (empty when `pendingBodyCount` is 0). Shares the kept bytes when they lie in one
+    /// piece, else a small copy. Not a NAL unit yet: more bytes may follow.
+    public func pendingHead() -> ArraySlice<UInt8> {
+        guard inSync, pendingBodyCount > 0 else { return [] }
+        let from = headerIndex, to = headerIndex + Swift.min(pendingBodyCount, Self.headLength)
+        var offset = 0
+        for part in pending {
+            if from >= offset && to <= offset + part.count {
+                return part[(part.startIndex + from - offset)..<(part.startIndex + to - offset)]
+            }
+            offset += part.count
+            if offset > from { break }
+        }
+        var out: [UInt8] = []
+        out.reserveCapacity(to - from)
+        offset = 0
+        for part in pending {
+            let lower = Swift.max(from, offset), upper = Swift.min(to, offset + part.count)
+            if lower < upper { out.append(contentsOf: part[(part.startIndex + lower - offset)..<(part.startIndex + upper - offset)]) }
+            offset += part.count
+            if offset >= to { break }
+        }
+        return out[...]
     }
 
     /// The byte at `index` of `pending` (only used near its end: start codes split by chunks).
@@ -201,6 +263,22 @@ public struct AnnexBScanner {
         out.reserveCapacity(pendingCount)
         for part in pending { out.append(contentsOf: part) }
         return out
+    }
+
+    /// The bytes `[from, to)` (combined positions): a slice of the chunk when they lie in
+    /// it, else a new buffer joining the pieces.
+    private func bytes(from: Int, to: Int, chunk: [UInt8], P: Int) -> ArraySlice<UInt8> {
+        if from >= P { return chunk[(from - P)..<(to - P)] }
+        var joined: [UInt8] = []
+        joined.reserveCapacity(to - from)
+        var offset = 0
+        for part in pending {
+            let lower = Swift.max(from, offset), upper = Swift.min(to, offset + part.count)
+            if lower < upper { joined.append(contentsOf: part[(part.startIndex + lower - offset)..<(part.startIndex + upper - offset)]) }
+            offset += part.count
+        }
+        if to > P { joined.append(contentsOf: chunk[0..<(to - P)]) }
+        return joined[...]
     }
 
     /// The bytes `[from, to)` (combined positions) as a NAL unit: a slice of the chunk or of

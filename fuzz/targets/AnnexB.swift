@@ -15,10 +15,15 @@ func fuzzAnnexB(_ bytes: [UInt8]) {
     var pieces = AnnexBParser(maxNALUnitSize: limit)
     var unitsPieces: [AccessUnit] = []
     var offset = 0
+    var out = 0
     while offset < body.count {
         let end = min(body.count, offset + chunk)
-        unitsPieces += pieces.push(Array(body[offset..<end]))
+        let units = pieces.push(Array(body[offset..<end]))
+        unitsPieces += units
         offset = end
+        // Every byte is out, in progress (the access unit still arriving) or skipped.
+        out += units.reduce(0) { $0 + $1.byteCount }
+        precondition(out + pieces.bytesInProgress + pieces.scanner.skippedBytes == offset, "bytes unaccounted for")
     }
     unitsPieces += pieces.finish()
 
