@@ -96,3 +96,17 @@ func inspect(_ path: String) throws -> (accessUnits: Int, firstTypes: [Int]) {
     let units = json["units"] as? [[String: Any]] ?? []
     return (json["accessUnits"] as? Int ?? -1, units.first?["nalTypes"] as? [Int] ?? [])
 }
+
+/// True when the last NAL unit of `bytes` is an end of stream or end of sequence (type 11 or
+/// 10): a producer that says its stream is over. `consume --from` exits 0 at such an end and
+/// 69 when the source went away without saying so and was not back within `--reconnect-timeout`.
+func endsWithEndOfStream(_ bytes: [UInt8]) -> Bool {
+    var i = bytes.count - 3
+    while i >= 0 && !(bytes[i] == 0 && bytes[i + 1] == 0 && bytes[i + 2] == 1) { i -= 1 }
+    guard i >= 0, i + 3 < bytes.count else { return false }
+    return [10, 11].contains(bytes[i + 3] & 0x1f)
+}
+
+/// The exit of `consume --from tcp://… --reconnect-timeout 0` once a server that sent
+/// `bytes` closed cleanly: 0 for a stream that said it ended, 69 for one that just stopped.
+func exitAfterCleanClose(of bytes: [UInt8]) -> Int32 { endsWithEndOfStream(bytes) ? 0 : 69 }

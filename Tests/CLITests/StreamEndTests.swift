@@ -79,7 +79,7 @@ import Testing
     /// Consumes `server`'s stream into a file, segments and a forward target at once; returns
     /// the three outputs (segments concatenated) and consume's stderr. With `resetWhen`, once
     /// the file holds that many bytes (the consumer has read that far), `reset` is called.
-    static func consume(_ server: String, resetWhen written: Int? = nil, reset: () -> Void = {}) throws -> (file: [UInt8], segments: [UInt8], forwarded: [UInt8], stderr: String) {
+    static func consume(_ server: String, expectedStatus: Int32, resetWhen written: Int? = nil, reset: () -> Void = {}) throws -> (file: [UInt8], segments: [UInt8], forwarded: [UInt8], stderr: String) {
         let target = try ForwardTarget()
         let dir = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -100,7 +100,7 @@ import Testing
         }
         let status = consumer.wait(timeout: 60)
         let stderr = consumer.stderr
-        #expect(status == 0, "\(stderr)")
+        #expect(status == expectedStatus, "\(stderr)")
         var segments: [UInt8] = []
         for name in try FileManager.default.contentsOfDirectory(atPath: segs.path).sorted() {
             #expect(name.hasSuffix(".h264"), "\(name) left unfinished")
@@ -119,9 +119,9 @@ import Testing
         #expect((entry == 0) == !input.hasSuffix("mid-GOP"), "\(input): first IDR with its parameter sets at \(entry)")
         let expected = Array(bytes[entry...])
         // The ending must not mark itself: no end-of-stream NAL unit to close the last one.
-        let endsMarked = bytes.suffix(5) == [0, 0, 0, 1, 0x0b] || bytes.suffix(4) == [0, 0, 1, 0x0b]
+        let endsMarked = endsWithEndOfStream(bytes)
         let server = try TestStreamServer(data: bytes)
-        let got = try Self.consume(server.endpoint)
+        let got = try Self.consume(server.endpoint, expectedStatus: exitAfterCleanClose(of: bytes))
         #expect(got.file == expected, "\(input): -o has \(got.file.count) of \(expected.count) bytes (\(units.count) access units, end marked: \(endsMarked))")
         #expect(got.segments == expected, "\(input): segments have \(got.segments.count) of \(expected.count) bytes")
         #expect(got.forwarded == expected, "\(input): forwarded \(got.forwarded.count) of \(expected.count) bytes")
@@ -142,7 +142,8 @@ import Testing
         let expected = Array(bytes[entry..<victim.offset])
         // Reset once the consumer has written everything before the victim: it has read
         // that far, so the reset cannot overtake the connection's start.
-        let got = try Self.consume(server.endpoint, resetWhen: expected.count) { server.reset() }
+        // A reset is a lost upstream: exit 69 once --reconnect-timeout (0) has passed.
+        let got = try Self.consume(server.endpoint, expectedStatus: 69, resetWhen: expected.count) { server.reset() }
         #expect(got.file == expected, "\(input): -o has \(got.file.count) bytes, expected \(expected.count)")
         #expect(got.segments == expected, "\(input): segments have \(got.segments.count) bytes, expected \(expected.count)")
         #expect(got.forwarded == expected, "\(input): forwarded \(got.forwarded.count) bytes, expected \(expected.count)")
