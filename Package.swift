@@ -52,15 +52,17 @@ let package = Package(
         // Helpers the tests share: running ffmpeg, ffprobe and friends; the conformance streams
         // (Tests/Fixtures/h264/) and their facts.
         .target(name: "TestSupport", path: "Tests/TestSupport"),
+        // Blocking client sockets for the tests that talk to a server on a real event loop.
+        .target(name: "LoopTestSupport", dependencies: ["EventLoop"], path: "Tests/LoopTestSupport"),
         .testTarget(name: "H264Tests", dependencies: ["H264", "TestSupport"]),
         .testTarget(name: "RelayTests", dependencies: ["Relay", "H264"]),
-        .testTarget(name: "EventLoopTests", dependencies: ["EventLoop", "H264"]),
-        .testTarget(name: "ServingTests", dependencies: ["Serving", "EventLoop", "H264"]),
+        .testTarget(name: "EventLoopTests", dependencies: ["EventLoop", "H264", "LoopTestSupport"]),
+        .testTarget(name: "ServingTests", dependencies: ["Serving", "EventLoop", "H264", "LoopTestSupport"]),
         .testTarget(name: "ConsumerTests", dependencies: ["Consumer", "H264"]),
         .testTarget(name: "OutputTests", dependencies: ["Output", "Relay", "H264", "TestSupport"]),
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "TestSupport"]),
         // The capture thread's hand-off to a real loop thread and server.
-        .testTarget(name: "ProducerTests", dependencies: ["Producer", "Serving", "EventLoop", "Relay", "H264", "Capture", "TestSupport"]),
+        .testTarget(name: "ProducerTests", dependencies: ["Producer", "Serving", "EventLoop", "Relay", "H264", "Capture", "TestSupport", "LoopTestSupport"]),
         .testTarget(name: "EncoderTests", dependencies: ["Encoder", "H264", "Capture", "TestSupport"]),
         // Screen capture under a real X server: each test starts its own Xvfb.
         .testTarget(name: "X11Tests", dependencies: ["Capture", "Encoder", "H264", "CXCBShm", "nalcast", "TestSupport"]),

@@ -269,6 +269,13 @@ public struct AnnexBScanner {
     /// it, else a new buffer joining the pieces.
     private func bytes(from: Int, to: Int, chunk: [UInt8], P: Int) -> ArraySlice<UInt8> {
         if from >= P { return chunk[(from - P)..<(to - P)] }
+        return joined(from: from, to: to, chunk: chunk, P: P)[...]
+    }
+
+    /// The bytes `[from, to)` (combined positions, `from` inside `pending`) copied into one
+    /// new buffer: the pending parts they cover, then the chunk's head when they reach into
+    /// it. Only for bytes that straddle pieces; callers slice a single piece instead.
+    private func joined(from: Int, to: Int, chunk: [UInt8], P: Int) -> [UInt8] {
         var joined: [UInt8] = []
         joined.reserveCapacity(to - from)
         var offset = 0
@@ -278,7 +285,7 @@ public struct AnnexBScanner {
             offset += part.count
         }
         if to > P { joined.append(contentsOf: chunk[0..<(to - P)]) }
-        return joined[...]
+        return joined
     }
 
     /// The bytes `[from, to)` (combined positions) as a NAL unit: a slice of the chunk or of
@@ -292,15 +299,7 @@ public struct AnnexBScanner {
             let base = part.startIndex
             return NALUnit(wire: part[(base + from)..<(base + to)], headerIndex: base + header, payloadEnd: base + to)
         }
-        var joined: [UInt8] = []
-        joined.reserveCapacity(to - from)
-        var offset = 0
-        for part in pending {
-            let lower = Swift.max(from, offset), upper = Swift.min(to, offset + part.count)
-            if lower < upper { joined.append(contentsOf: part[(part.startIndex + lower - offset)..<(part.startIndex + upper - offset)]) }
-            offset += part.count
-        }
-        if to > P { joined.append(contentsOf: chunk[0..<(to - P)]) }
-        return NALUnit(wire: joined[...], headerIndex: header - from, payloadEnd: joined.count)
+        let wire = joined(from: from, to: to, chunk: chunk, P: P)
+        return NALUnit(wire: wire[...], headerIndex: header - from, payloadEnd: wire.count)
     }
 }

@@ -1,5 +1,43 @@
 import Foundation
 
+/// A TCP socket listening on 127.0.0.1 (backlog 4) on a port the kernel picked: the start of
+/// every test peer that plays a server or a forward target. The caller closes the descriptor.
+func loopbackListener() throws -> (fd: Int32, port: UInt16) {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    var one: Int32 = 1
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, 4)
+    var addr = sockaddr_in()
+    addr.sin_family = sa_family_t(AF_INET)
+    addr.sin_port = 0
+    addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+    let r = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+    guard r == 0, listen(fd, 4) == 0 else {
+        close(fd)
+        throw POSIXError(.EADDRINUSE)
+    }
+    var bound = sockaddr_in()
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    _ = withUnsafeMutablePointer(to: &bound) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+    return (fd, UInt16(bigEndian: bound.sin_port))
+}
+
+/// Sends `data` to the connected socket `client` in chunks of the sizes `chunkSizes` cycles
+/// through (odd sizes split NAL units and start codes anywhere), sleeping `pause` after each;
+/// stops at the first send that fails. Returns how many bytes went out.
+func sendInChunks(_ data: [UInt8], to client: Int32, chunkSizes: [Int], pause: useconds_t = 0) -> Int {
+    var offset = 0
+    var k = 0
+    while offset < data.count {
+        let n = min(chunkSizes[k % chunkSizes.count], data.count - offset)
+        k += 1
+        let sent = data[offset..<(offset + n)].withUnsafeBytes { send(client, $0.baseAddress, n, Int32(MSG_NOSIGNAL)) }
+        if sent <= 0 { break }
+        offset += sent
+        if pause > 0 { usleep(pause) }
+    }
+    return offset
+}
+
 /// A one-shot TCP server for consume tests: accepts one reader on 127.0.0.1 and writes
 /// `data` in chunks of odd sizes (optionally paced), then closes.
 final class TestStreamServer: @unchecked Sendable {
@@ -9,37 +47,104 @@ final class TestStreamServer: @unchecked Sendable {
     var endpoint: String { "tcp://127.0.0.1:\(port)" }
 
     init(data: [UInt8], chunkSizes: [Int] = [1, 7, 13, 100, 1021, 4099, 65537], pause: useconds_t = 0) throws {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        self.fd = fd
-        var one: Int32 = 1
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, 4)
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_port = 0
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let r = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
-        guard r == 0, listen(fd, 4) == 0 else { throw POSIXError(.EADDRINUSE) }
-        var bound = sockaddr_in()
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &bound) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
-        port = UInt16(bigEndian: bound.sin_port)
+        (fd, port) = try loopbackListener()
         let listener = fd
         Thread {
             let client = accept(listener, nil, nil)
             guard client >= 0 else { return }
-            var offset = 0
-            var k = 0
-            while offset < data.count {
-                let n = min(chunkSizes[k % chunkSizes.count], data.count - offset)
-                k += 1
-                let sent = data[offset..<(offset + n)].withUnsafeBytes { send(client, $0.baseAddress, n, Int32(MSG_NOSIGNAL)) }
-                if sent <= 0 { break }
-                offset += sent
-                if pause > 0 { usleep(pause) }
-            }
+            _ = sendInChunks(data, to: client, chunkSizes: chunkSizes, pause: pause)
             close(client)
         }.start()
     }
+
+    deinit { close(fd) }
+}
+
+/// A forward target on 127.0.0.1: accepts one connection and reads it to its end.
+final class ForwardTarget: @unchecked Sendable {
+    // `fd` and `port` are set before the thread starts and never change; `data` is written
+    // by the thread before it signals `done` and read only after waiting for it.
+    let fd: Int32
+    let port: Int
+    private var data: [UInt8] = []
+    private let done = DispatchSemaphore(value: 0)
+
+    init() throws {
+        let (fd, port) = try loopbackListener()
+        self.fd = fd
+        self.port = Int(port)
+        Thread { [self] in
+            defer { self.done.signal() }
+            // Give up after a minute rather than hang the suite.
+            var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            guard poll(&pfd, 1, 60_000) > 0 else { return }
+            let client = accept(fd, nil, nil)
+            guard client >= 0 else { return }
+            defer { close(client) }
+            var buffer = [UInt8](repeating: 0, count: 65536)
+            while true {
+                var cfd = pollfd(fd: client, events: Int16(POLLIN), revents: 0)
+                guard poll(&cfd, 1, 60_000) > 0 else { return }
+                let n = read(client, &buffer, buffer.count)
+                if n <= 0 { return }
+                self.data += buffer[0..<n]
+            }
+        }.start()
+    }
+
+    /// Everything read, once the connection ended.
+    func received() -> [UInt8] {
+        done.wait()
+        return data
+    }
+
+    deinit { close(fd) }
+}
+
+/// A one-shot TCP server that writes `data` in odd chunk sizes, waits until the reader has
+/// acknowledged every byte and `reset()` was called, then resets the connection
+/// (SO_LINGER 0: RST, no FIN).
+final class ResettingServer: @unchecked Sendable {
+    // `fd` and `port` are set before the thread starts and never change; `delivered` is
+    // guarded by `lock`.
+    let fd: Int32
+    let port: UInt16
+    var endpoint: String { "tcp://127.0.0.1:\(port)" }
+    private let lock = NSLock()
+    private var delivered = false
+    private let go = DispatchSemaphore(value: 0)
+
+    init(data: [UInt8], chunkSizes: [Int] = [1, 7, 13, 100, 1021, 4099]) throws {
+        let fd: Int32
+        (fd, port) = try loopbackListener()
+        self.fd = fd
+        Thread { [self] in
+            let client = accept(fd, nil, nil)
+            guard client >= 0 else { return }
+            let offset = sendInChunks(data, to: client, chunkSizes: chunkSizes)
+            // A reset throws away what is still unsent or unacknowledged: wait until the
+            // send queue is empty (SIOCOUTQ, 0x5411), i.e. the reader's kernel has it all.
+            var queued: Int32 = 1
+            let deadline = Date().addingTimeInterval(30)
+            while queued > 0 && Date() < deadline {
+                _ = withUnsafeMutablePointer(to: &queued) { ioctl(client, 0x5411, $0) }
+                if queued > 0 { usleep(1_000) }
+            }
+            self.lock.lock()
+            self.delivered = offset == data.count && queued == 0
+            self.lock.unlock()
+            _ = self.go.wait(timeout: .now() + 60)
+            var linger = linger(l_onoff: 1, l_linger: 0)
+            setsockopt(client, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<linger>.size))
+            close(client)
+        }.start()
+    }
+
+    /// Lets the connection be reset (after every byte was acknowledged).
+    func reset() { go.signal() }
+
+    /// True once every byte was sent and acknowledged before the reset.
+    var sentAll: Bool { lock.lock(); defer { lock.unlock() }; return delivered }
 
     deinit { close(fd) }
 }

@@ -17,17 +17,9 @@ import Testing
         private let done = DispatchSemaphore(value: 0)
 
         init(read: useconds_t = 300_000, stall: useconds_t = 700_000) throws {
-            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            self.fd = fd
-            var addr = sockaddr_in()
-            addr.sin_family = sa_family_t(AF_INET)
-            addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-            let r = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
-            guard r == 0, listen(fd, 4) == 0 else { throw POSIXError(.EADDRINUSE) }
-            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-            _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
-            port = Int(UInt16(bigEndian: addr.sin_port))
-            let listener = fd
+            let (listener, port) = try loopbackListener()
+            fd = listener
+            self.port = Int(port)
             Thread { [self] in
                 var buffer = [UInt8](repeating: 0, count: 65536)
                 while !self.stopped {

@@ -1,6 +1,7 @@
 import EventLoop
 import Glibc
 import H264
+import LoopTestSupport
 import XCTest
 
 final class SocketTests: XCTestCase {

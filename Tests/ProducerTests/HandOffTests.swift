@@ -2,6 +2,7 @@ import Capture
 import EventLoop
 import Foundation
 import H264
+import LoopTestSupport
 import Producer
 import Relay
 import Serving
@@ -109,10 +110,8 @@ final class ReaderThread: Sendable {
 
     /// `started` runs once, when the first bytes arrive.
     init(endpoint: Endpoint, started: @escaping @Sendable () -> Void) throws {
-        let address = try SocketAddress.resolve(endpoint)[0]
-        let socket = try Socket(family: address.family)
-        try socket.setBlocking(true)
-        _ = try socket.connect(to: address)
+        // No receive timeout: the loop thread may stall for up to a minute on purpose.
+        let socket = try blockingClient(to: endpoint, receiveTimeout: nil)
         // The thread owns the descriptor from here on and closes it.
         let fd = dup(socket.fd)
         socket.close()

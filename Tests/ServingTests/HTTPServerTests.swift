@@ -1,4 +1,5 @@
 import EventLoop
+import LoopTestSupport
 import Serving
 import XCTest
 

@@ -1,19 +1,26 @@
 import EventLoop
 import Glibc
 
-/// A blocking client socket for the test thread, with a receive timeout so a broken server
-/// fails the test instead of hanging it.
-func blockingClient(to endpoint: Endpoint) throws -> Socket {
+// Blocking client sockets for test threads that talk to a server running on an event loop
+// (the EventLoop, Serving and Producer tests).
+
+/// A blocking client socket connected to `endpoint`. With a `receiveTimeout` (seconds, 20
+/// unless told) a read that waits longer fails as would-block, so that a broken server fails
+/// the test instead of hanging it; `nil` waits as long as it takes.
+public func blockingClient(to endpoint: Endpoint, receiveTimeout: Int? = 20) throws -> Socket {
     let address = try SocketAddress.resolve(endpoint)[0]
     let socket = try Socket(family: address.family)
     try socket.setBlocking(true)
-    var timeout = timeval(tv_sec: 20, tv_usec: 0)
-    setsockopt(socket.fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    if let receiveTimeout {
+        var timeout = timeval(tv_sec: receiveTimeout, tv_usec: 0)
+        setsockopt(socket.fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    }
     _ = try socket.connect(to: address)
     return socket
 }
 
-func writeAll(_ socket: Socket, _ bytes: [UInt8]) throws {
+/// Writes all of `bytes` to a blocking socket.
+public func writeAll(_ socket: Socket, _ bytes: [UInt8]) throws {
     var offset = 0
     while offset < bytes.count {
         let n = try bytes[offset...].withUnsafeBytes { try socket.write($0) } ?? 0
@@ -22,7 +29,7 @@ func writeAll(_ socket: Socket, _ bytes: [UInt8]) throws {
 }
 
 /// Reads until end of stream (or a reset after data, as for a server that closes with unread input).
-func readToEnd(_ socket: Socket) -> [UInt8] {
+public func readToEnd(_ socket: Socket) -> [UInt8] {
     var out: [UInt8] = []
     var buffer = [UInt8](repeating: 0, count: 64 << 10)
     while true {
