@@ -159,14 +159,17 @@ public struct Broadcaster: Sendable {
     public mutating func publish(_ accessUnit: AccessUnit) -> [BroadcastEvent] {
         let now = clock.nowNanoseconds
         published += 1
-        cache(QueuedAccessUnit(accessUnit, arrivalNs: now))
+        // One entry for the cache and every reader's queue: its wire list (SPS and PPS in
+        // front of an IDR) and byte count are worked out once, not once per reader.
+        let entry = QueuedAccessUnit(accessUnit, arrivalNs: now)
+        cache(entry)
         if accessUnit.isIDR {
             idrRequestPending = false
             idrRequestDeferred = false
         }
         var events: [BroadcastEvent] = []
         for id in readers.keys.sorted() {
-            let result = readers[id]!.queue.enqueue(accessUnit, arrivalNs: now)
+            let result = readers[id]!.queue.offer(entry, now: now)
             if result.didSkip {
                 events.append(.readerSkipped(id, accessUnits: result.skippedAccessUnits, bytes: result.skippedBytes))
             } else if result.skippedAccessUnits > 0 {
