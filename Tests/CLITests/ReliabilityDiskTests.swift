@@ -46,8 +46,8 @@ import Testing
         let dir = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let out = dir.appendingPathComponent("out.h264").path
-        let command = ["ulimit -f 64 && exec \"$0\" \"$@\"", Run.nalcast, "produce", "--frames", "60", "--no-realtime", "--size", "320x240",
-                       "--bitrate", "3M", "-o", out, "-q"]
+        let command = ["ulimit -f 8 && exec \"$0\" \"$@\"", Run.nalcast, "produce", "--frames", "60", "--no-realtime", "--size", "320x240",
+                       "-o", out, "-q"]
         let r = try Run.program("/bin/sh", ["-c"] + command, timeout: 60)
         #expect(r.status == 74, "exit \(r.status): \(r.stderr)")
         #expect(r.stderr.split(separator: "\n").filter { $0.contains("File too large") }.count == 1, "\(r.stderr)")
