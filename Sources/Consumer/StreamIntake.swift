@@ -80,6 +80,9 @@ public final class StreamIntake {
 
     private func startOver() {
         parser.reset()
+        // The next connection's own last access unit says how it ended: one that delivers
+        // nothing and closes has not ended its stream, whatever the one before did.
+        lastUnitEndedStream = false
         // The new scanner counts skipped bytes from zero.
         skippedSoFar = 0
         waitingForEntry = true
