@@ -231,7 +231,7 @@ final class ConsumeSession {
     }
 
     private func makeIntake(_ fanout: SinkFanout, _ clock: MediaClock.Source) -> sending StreamIntake {
-        StreamIntake(fanout: fanout, metrics: metrics, clock: clock, fallbackFrameRate: config.frameRate, maxNALUnitSize: config.maxNAL,
+        StreamIntake(fanout: fanout, metrics: metrics, clock: clock, fallbackFrameRate: config.frameRate.framesPerSecond, maxNALUnitSize: config.maxNAL,
                      observer: config.idrSpacingObserver(log: log))
     }
 
