@@ -174,7 +174,7 @@ public final class SegmentSink: AccessUnitSink {
         } while access(path, F_OK) == 0 || access(path + SegmentRecovery.partSuffix, F_OK) == 0
         let partPath = path + SegmentRecovery.partSuffix
         let fd = Glibc.open(partPath, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw SinkError(sink: name, message: "\(partPath): \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else { throw SinkError(sink: self.name, message: "\(partPath): \(String(cString: strerror(errno)))") }
         let indexFD = Glibc.open(partPath + ".idx", O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0o644)
         guard indexFD >= 0 else {
             let message = String(cString: strerror(errno))
