@@ -21,7 +21,9 @@ public enum JoinPolicy: String, Sendable, CaseIterable {
 
 public struct BroadcasterConfig: Sendable, Equatable {
     public var joinPolicy: JoinPolicy
-    public var readerLimits: ReaderQueueLimits
+    /// How far a reader may fall behind before it skips to the next IDR (the `--reader-*`
+    /// options): the bounds of its queue.
+    public var readerLimits: QueueLimits
     /// A reader with something to write that writes nothing for this long is closed.
     public var readerTimeoutNs: UInt64
     /// At most one IDR request per this interval.
@@ -34,7 +36,7 @@ public struct BroadcasterConfig: Sendable, Equatable {
 
     public init(
         joinPolicy: JoinPolicy = .idr,
-        readerLimits: ReaderQueueLimits = ReaderQueueLimits(),
+        readerLimits: QueueLimits = QueueLimits(),
         readerTimeoutNs: UInt64 = 10_000_000_000,
         idrMinIntervalNs: UInt64 = Nanoseconds.milliseconds(250),
         maxReaders: Int = 16,
