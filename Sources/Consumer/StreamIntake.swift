@@ -69,8 +69,7 @@ public final class StreamIntake {
     public func inputFailed() -> Int {
         lastConnectionEndedCleanly = false
         var dropped = 0
-        // Begun once a NAL header arrived: a few zeros or a bare start code are nothing yet.
-        if parser.assembler.nalUnitsInHand > 0 || parser.scanner.pendingBodyCount > 0 {
+        if parser.hasAccessUnitInProgress {
             metrics.unfinishedUnits.increment()
             dropped = parser.bytesInProgress
         }
