@@ -98,9 +98,7 @@ public final class FileReader: Sendable {
         let size = FileReader.chunkSize
         // Until `InputSniffer` can tell (a few bytes, at most its window), chunks of a pipe
         // wait here; a regular file was looked at when it was opened.
-        var sniffing = !sniffedAtOpen
-        var held: [[UInt8]] = []
-        var head: [UInt8] = []
+        var head: InputSniffer.Head? = sniffedAtOpen ? nil : InputSniffer.Head()
         while !stopping.load(ordering: .relaxed) {
             var got = 0
             let chunk = [UInt8](unsafeUninitializedCapacity: size) { buf, count in
@@ -116,19 +114,13 @@ public final class FileReader: Sendable {
             // A short read (a pipe gives 64 KiB at most) would pin the whole 256 KiB buffer
             // for as long as its access units are queued: keep an exact-size copy instead.
             let kept = got < size / 2 ? Array(chunk) : chunk
-            if sniffing {
-                if got > 0 {
-                    held.append(kept)
-                    head += kept.prefix(InputSniffer.window - head.count)
-                }
-                switch InputSniffer.identify(head, atEnd: got == 0) {
+            if head != nil {
+                switch head!.add(kept) {
                 case .notAnnexB(let format): return .notAnnexB(InputSniffer.explain(format, name: name))
                 case .needMore where got > 0: continue
                 case .annexB, .needMore:
-                    sniffing = false
-                    for c in held { intake.push(c) }
-                    held = []
-                    head = []
+                    for c in head!.chunks { intake.push(c) }
+                    head = nil
                 }
             } else if got > 0 {
                 intake.push(kept)
