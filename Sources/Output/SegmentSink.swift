@@ -230,10 +230,3 @@ public final class SegmentSink: AccessUnitSink {
         finisher.submit(.init(fd: segment.output.fd, indexFD: segment.indexFD, partPath: segment.partPath, info: info))
     }
 }
-
-/// `5.000`: seconds with millisecond precision, without Foundation.
-func formatSeconds(_ value: Double) -> String {
-    let ms = Int((max(0, value) * 1000).rounded())
-    let frac = String(ms % 1000)
-    return "\(ms / 1000)." + String(repeating: "0", count: 3 - frac.count) + frac
-}
