@@ -51,10 +51,14 @@ final class ProduceSession {
         let source = try makeSource(plan, log: libraryLog)
         let registry = MetricsRegistry()
         let outcome = Outcome()
-        let output = try makeOutput(live: source.isLive, registry: registry, outcome)
+        // Opened while SIGINT still ends the process: opening a FIFO waits for its reader.
+        let sink = try openOutput()
 
-        // Only the loop thread takes these signals: block them before any thread starts.
+        // Only the loop thread takes these signals: block them before any thread starts
+        // (the -o writer's is the first).
         EventLoop.setSignals([SIGINT, SIGTERM, SIGUSR1], blocked: true)
+        var output: SinkRunner?
+        if let sink { output = makeOutput(sink, live: source.isLive, registry: registry, outcome) }
         let loop = EventLoop()
         let control = CaptureControl()
         let serving = try wireServing(loop, control, registry, events)
@@ -74,14 +78,17 @@ final class ProduceSession {
         return { log.line($0) }
     }
 
-    /// `-o FILE|-`: a file output of its own thread. Behind a live source a slow reader of the
-    /// pipe skips to the next IDR; behind a file, capture waits for it. A reader that closes
-    /// the pipe is a line; a failed write (disk full) is an error line, said once, and exit 74.
-    private func makeOutput(live: Bool, registry: MetricsRegistry, _ outcome: Outcome) throws -> SinkRunner? {
+    /// `-o FILE|-`, created or truncated.
+    private func openOutput() throws -> sending FileSink? {
         guard let output = plan.output else { return nil }
+        do { return try FileSink(target: output) } catch { throw CommandError.io("-o \(error)") }
+    }
+
+    /// The `-o` sink's own thread. Behind a live source a slow reader of the pipe skips to the
+    /// next IDR; behind a file, capture waits for it. A reader that closes the pipe is a line;
+    /// a failed write (disk full) is an error line, said once, and exit 74.
+    private func makeOutput(_ sink: sending FileSink, live: Bool, registry: MetricsRegistry, _ outcome: Outcome) -> SinkRunner {
         let log = self.log
-        let sink: FileSink
-        do { sink = try FileSink(target: output) } catch { throw CommandError.io("-o \(error)") }
         return SinkRunner(
             sink: sink, queue: SinkQueue(policy: live ? .skipToEntry : .wait, highWater: 32 << 20),
             counters: SinkCounters(registry: registry, sink: sink.name)
