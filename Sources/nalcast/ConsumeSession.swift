@@ -255,11 +255,11 @@ final class ConsumeSession {
                 case .unreachable(let e, let reason):
                     log.line("cannot reach \(e) (\(reason)); retrying")
                     events?.emit("reconnecting", [("endpoint", e.description), ("reason", reason)])
-                case .disconnected(let e, let reason):
+                case .disconnected(let e, let reason, let retrying):
                     lastConnected = wallClockSeconds()
-                    log.line("disconnected from \(e) (\(reason)); reconnecting")
+                    log.line("disconnected from \(e) (\(reason))" + (retrying ? "; reconnecting" : ""))
                     events?.emit("disconnected", [("endpoint", e.description), ("reason", reason)])
-                    events?.emit("reconnecting", [("endpoint", e.description)])
+                    if retrying { events?.emit("reconnecting", [("endpoint", e.description)]) }
                 case .retrying(let e, let attempt, let reason, let downFor, let nextIn):
                     log.line(ConsumeReport.retrying(e, attempt: attempt, reason: reason, downFor: downFor, nextIn: nextIn))
                 case .gaveUp(let e, let everConnected, let reason):

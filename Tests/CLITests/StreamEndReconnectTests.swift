@@ -14,6 +14,21 @@ import Testing
         #expect(r.status == 69, "exit \(r.status): \(r.stderr)")
         #expect(r.stderr.contains("not back within --reconnect-timeout"), "\(r.stderr)")
     }
+
+    /// With `--reconnect-timeout 0` a connection's end is the run's end: the consumer does
+    /// not say it is reconnecting (nor emit `reconnecting`) before saying it is not.
+    @Test func noReconnectingWhenTheTimeoutIsZero() throws {
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let events = dir.appendingPathComponent("events.jsonl")
+        let server = try TestStreamServer(data: try Streams.ffmpeg(frames: 30, keyint: 10) + [0, 0, 0, 1, 0x0b])
+        let r = try Run.nalcast(["consume", "--from", server.endpoint, "--reconnect-timeout", "0", "-o", "/dev/null", "--events", events.path], timeout: 60)
+        #expect(r.status == 0, "exit \(r.status): \(r.stderr)")
+        #expect(r.stderr.contains("disconnected from \(server.endpoint) (closed by peer)\n"), "\(r.stderr)")
+        #expect(!r.stderr.contains("reconnecting;") && !r.stderr.contains("; reconnecting"), "\(r.stderr)")
+        let names = eventLines(events).compactMap { $0["event"] as? String }
+        #expect(names.contains("disconnected") && !names.contains("reconnecting"), "\(names)")
+    }
 }
 
 /// A TCP server on 127.0.0.1 that answers its n-th connection with `payloads[n]`, then closes
