@@ -27,6 +27,9 @@ public final class FileReader: Sendable {
     /// found when it is opened, before anything is created; a pipe is looked at by the
     /// reader thread and ends the run with `.notAnnexB`.
     public let notAnnexB: InputSniffer.Format?
+    /// A regular file's first bytes were looked at when it was opened: the reader thread
+    /// need not hold its first chunks back to look again.
+    private let sniffedAtOpen: Bool
 
     /// How reading ended.
     public enum End: Sendable, Equatable {
@@ -44,6 +47,7 @@ public final class FileReader: Sendable {
             owned = false
             name = "stdin"
             notAnnexB = nil
+            sniffedAtOpen = false
             return
         }
         let fd = open(path, O_RDONLY | O_CLOEXEC)
@@ -57,13 +61,17 @@ public final class FileReader: Sendable {
         owned = true
         name = path
         if (st.st_mode & S_IFMT) == S_IFREG {
-            // pread: the file offset stays at 0 for the reader thread.
+            // pread: the file offset stays at 0 for the reader thread. A whole window, or a
+            // file shorter than one, always gets a verdict.
             var head = [UInt8](repeating: 0, count: InputSniffer.window)
             let got = head.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
+            sniffedAtOpen = got >= 0
             if got >= 0, case .notAnnexB(let format) = InputSniffer.identify(head.prefix(got), atEnd: got < head.count) {
                 notAnnexB = format
                 return
             }
+        } else {
+            sniffedAtOpen = false
         }
         notAnnexB = nil
     }
@@ -71,7 +79,7 @@ public final class FileReader: Sendable {
     deinit { if owned { close(fd) } }
 
     /// Starts reading into `intake`, which from now on belongs to the reader thread. `onEnd`
-    /// runs on that thread at the end: nil at end of input or after `stop()`, else the error.
+    /// runs on that thread at the end, with how reading ended (`End`).
     public func start(intake: sending StreamIntake, onEnd: @escaping @Sendable (End) -> Void) {
         let t = OSThread(name: "nalcast-filereader") { [self] in
             let error = self.run(intake)
@@ -88,10 +96,9 @@ public final class FileReader: Sendable {
 
     private func run(_ intake: StreamIntake) -> End {
         let size = FileReader.chunkSize
-        // Until `InputSniffer` can tell (a few bytes, at most its window), chunks wait here.
-        var sniffing = true
-        var held: [[UInt8]] = []
-        var head: [UInt8] = []
+        // Until `InputSniffer` can tell (a few bytes, at most its window), chunks of a pipe
+        // wait here; a regular file was looked at when it was opened.
+        var head: InputSniffer.Head? = sniffedAtOpen ? nil : InputSniffer.Head()
         while !stopping.load(ordering: .relaxed) {
             var got = 0
             let chunk = [UInt8](unsafeUninitializedCapacity: size) { buf, count in
@@ -107,19 +114,13 @@ public final class FileReader: Sendable {
             // A short read (a pipe gives 64 KiB at most) would pin the whole 256 KiB buffer
             // for as long as its access units are queued: keep an exact-size copy instead.
             let kept = got < size / 2 ? Array(chunk) : chunk
-            if sniffing {
-                if got > 0 {
-                    held.append(kept)
-                    head += kept.prefix(InputSniffer.window - head.count)
-                }
-                switch InputSniffer.identify(head, atEnd: got == 0) {
+            if head != nil {
+                switch head!.add(kept) {
                 case .notAnnexB(let format): return .notAnnexB(InputSniffer.explain(format, name: name))
                 case .needMore where got > 0: continue
                 case .annexB, .needMore:
-                    sniffing = false
-                    for c in held { intake.push(c) }
-                    held = []
-                    head = []
+                    for c in head!.chunks { intake.push(c) }
+                    head = nil
                 }
             } else if got > 0 {
                 intake.push(kept)

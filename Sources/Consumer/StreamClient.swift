@@ -22,7 +22,9 @@ public final class StreamClient {
         case connected(Endpoint, attempts: Int)
         /// The first connect failed; retrying quietly.
         case unreachable(Endpoint, reason: String)
-        case disconnected(Endpoint, reason: String)
+        /// The connection ended; `retrying` unless `--reconnect-timeout` gives up at once
+        /// (then `.gaveUp` follows).
+        case disconnected(Endpoint, reason: String, retrying: Bool)
         /// Still down: attempt `attempt` failed, the next one in `nextIn` s. Rate-limited by
         /// `ReconnectBackoff.progressDue` (every 2 s at most), so silence never reads as a hang.
         case retrying(Endpoint, attempt: Int, reason: String, downFor: Double, nextIn: Double)
@@ -147,7 +149,7 @@ public final class StreamClient {
         }
         lastFailure = reason
         reportedDown = true
-        onEvent(.disconnected(endpoint, reason: reason))
+        onEvent(.disconnected(endpoint, reason: reason, retrying: !backoff.givesUp(now: monotonicNanoseconds())))
         scheduleRetry()
     }
 

@@ -69,8 +69,7 @@ public final class StreamIntake {
     public func inputFailed() -> Int {
         lastConnectionEndedCleanly = false
         var dropped = 0
-        // Begun once a NAL header arrived: a few zeros or a bare start code are nothing yet.
-        if parser.assembler.nalUnitsInHand > 0 || parser.scanner.pendingBodyCount > 0 {
+        if parser.hasAccessUnitInProgress {
             metrics.unfinishedUnits.increment()
             dropped = parser.bytesInProgress
         }
@@ -80,6 +79,9 @@ public final class StreamIntake {
 
     private func startOver() {
         parser.reset()
+        // The next connection's own last access unit says how it ended: one that delivers
+        // nothing and closes has not ended its stream, whatever the one before did.
+        lastUnitEndedStream = false
         // The new scanner counts skipped bytes from zero.
         skippedSoFar = 0
         waitingForEntry = true

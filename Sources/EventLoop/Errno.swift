@@ -75,8 +75,9 @@ public func waitUntilReady(_ fd: Int32, for events: Int32, timeout: Double) thro
     }
 }
 
-/// Seconds on the monotonic clock.
-func monotonicSeconds() -> Double {
+/// Seconds on a clock that never jumps (`CLOCK_MONOTONIC`): deadlines here, in `Connector`
+/// and in the commands.
+public func monotonicSeconds() -> Double {
     var ts = timespec()
     clock_gettime(CLOCK_MONOTONIC, &ts)
     return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9

@@ -34,7 +34,7 @@ public struct AccessUnitAssembler {
     /// The last parse error, for a log line.
     public private(set) var lastParseError: BitstreamError?
     /// Wire bytes of the NAL units in the access unit in hand (not yet complete).
-    public private(set) var bytesInHand = 0
+    public var bytesInHand: Int { current.reduce(0) { $0 + $1.wire.count } }
     /// NAL units in the access unit in hand.
     public var nalUnitsInHand: Int { current.count }
 
@@ -167,7 +167,6 @@ public struct AccessUnitAssembler {
             break
         }
         current.append(nal)
-        bytesInHand += nal.wire.count
     }
 
     /// The SPS and PPS NAL units a decoder needs to start at a picture using PPS `ppsId`.
@@ -192,7 +191,6 @@ public struct AccessUnitAssembler {
         }
         let unit = AccessUnit(nalUnits: current, isIDR: isIDR, resolution: resolution, timestamp: timestamp, parameterSets: sets)
         current = []
-        bytesInHand = 0
         sawVCL = false
         isIDR = false
         timestamp = nil

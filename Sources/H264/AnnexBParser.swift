@@ -37,6 +37,10 @@ public struct AnnexBParser {
     /// assembler holds and the bytes the scanner keeps. What a stream that stops here loses.
     public var bytesInProgress: Int { assembler.bytesInHand + scanner.pendingBytes }
 
+    /// True once an access unit has begun that is not out yet: a NAL unit of it is in the
+    /// assembler, or a NAL header has arrived. A few zeros or a bare start code are nothing yet.
+    public var hasAccessUnitInProgress: Bool { assembler.nalUnitsInHand > 0 || scanner.pendingBodyCount > 0 }
+
     /// Pushes bytes; `emit` gets each access unit they completed.
     public mutating func push(_ chunk: [UInt8], emit: (AccessUnit) -> Void) {
         // The scanner is moved out while it calls back into `add`, which changes the rest.

@@ -111,6 +111,27 @@ public enum InputSniffer {
         return atEnd || n >= window ? .notAnnexB(.noStartCode) : .needMore
     }
 
+    /// The first chunks of an input read in order, held until `identify` can tell what the
+    /// input is (a few bytes, at most `window`): what a reader of a pipe keeps back before
+    /// it parses anything.
+    public struct Head: Sendable {
+        /// The chunks added so far, in order, to be parsed once the input is known to be Annex-B.
+        public private(set) var chunks: [[UInt8]] = []
+        /// Their first `window` bytes.
+        private var prefix: [UInt8] = []
+
+        public init() {}
+
+        /// Holds `chunk` (empty: the input ended) and says what the input is so far.
+        public mutating func add(_ chunk: [UInt8]) -> Verdict {
+            if !chunk.isEmpty {
+                chunks.append(chunk)
+                prefix += chunk.prefix(InputSniffer.window - prefix.count)
+            }
+            return InputSniffer.identify(prefix, atEnd: chunk.isEmpty)
+        }
+    }
+
     /// One line for the user: what `name` is and what to do about it.
     ///
     ///     in.mp4 is an MP4 file, not an Annex-B H.264 stream: extract its video with

@@ -73,7 +73,7 @@ public final class ForwardSink: AccessUnitSink {
             report.units += batchUnits
             report.bytes += output!.offset - before
         } catch {
-            let reason = error.code == EAGAIN || error.code == EWOULDBLOCK ? "the remote stopped reading for \(formatSeconds(sendTimeout)) s" : "send: \(error.message)"
+            let reason = error.code == EAGAIN || error.code == EWOULDBLOCK ? "the remote stopped reading for \(MediaTime.seconds(sendTimeout).secondsText) s" : "send: \(error.message)"
             report.dropped += batchUnits
             lose(reason)
         }

@@ -174,7 +174,7 @@ public final class SegmentSink: AccessUnitSink {
         } while access(path, F_OK) == 0 || access(path + SegmentRecovery.partSuffix, F_OK) == 0
         let partPath = path + SegmentRecovery.partSuffix
         let fd = Glibc.open(partPath, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw SinkError(sink: name, message: "\(partPath): \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else { throw SinkError(sink: self.name, message: "\(partPath): \(String(cString: strerror(errno)))") }
         let indexFD = Glibc.open(partPath + ".idx", O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0o644)
         guard indexFD >= 0 else {
             let message = String(cString: strerror(errno))
@@ -229,11 +229,4 @@ public final class SegmentSink: AccessUnitSink {
         let info = SegmentInfo(path: segment.path, duration: max(.zero, end - segment.startTime), frames: segment.frames, bytes: segment.output.offset, reason: reason)
         finisher.submit(.init(fd: segment.output.fd, indexFD: segment.indexFD, partPath: segment.partPath, info: info))
     }
-}
-
-/// `5.000`: seconds with millisecond precision, without Foundation.
-func formatSeconds(_ value: Double) -> String {
-    let ms = Int((max(0, value) * 1000).rounded())
-    let frac = String(ms % 1000)
-    return "\(ms / 1000)." + String(repeating: "0", count: 3 - frac.count) + frac
 }

@@ -51,12 +51,4 @@ extension SkipQueue where Element == SinkItem {
     public mutating func offer(_ item: SinkItem) -> Offer.Outcome {
         offer(item, now: 0).outcome
     }
-
-    public var highWater: Int { limits.maxBytes }
-    public var lowWater: Int { limits.lowBytes }
-    public var bytes: Int { queuedBytes }
-    /// Access units skipped since the queue was made.
-    public var skippedUnits: Int { stats.skippedAccessUnits }
-    /// Times the queue started skipping.
-    public var skipEpisodes: Int { stats.skips }
 }

@@ -11,12 +11,12 @@ import Musl
 ///
 /// Life: `init` (starts the thread) → `push` from the reader thread → `finish` (drain, close,
 /// join). The reader never waits for the sink unless the queue's policy is `.wait`. When the
-/// sink fails (EPIPE on stdout), it is closed, `onClose` reports it once, and later items
+/// sink fails (EPIPE on stdout), it is closed, `onEvent` reports it once (`.closed`), and later items
 /// are dropped and counted.
 public final class SinkRunner: @unchecked Sendable {
     // @unchecked Sendable holds because: every mutable field below (`queue`, `finishing`,
     // `closed`, `done`, `thread`) is read and written only while `condition` is locked; `name`,
-    // `counters` and `onClose` are immutable and Sendable. The sink itself is not stored here:
+    // `counters` and `onEvent` are immutable and Sendable. The sink itself is not stored here:
     // it was given (`sending`) to the worker thread's closure and only that thread touches it.
     public let name: String
     public let counters: SinkCounters

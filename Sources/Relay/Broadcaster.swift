@@ -21,7 +21,9 @@ public enum JoinPolicy: String, Sendable, CaseIterable {
 
 public struct BroadcasterConfig: Sendable, Equatable {
     public var joinPolicy: JoinPolicy
-    public var readerLimits: ReaderQueueLimits
+    /// How far a reader may fall behind before it skips to the next IDR (the `--reader-*`
+    /// options): the bounds of its queue.
+    public var readerLimits: QueueLimits
     /// A reader with something to write that writes nothing for this long is closed.
     public var readerTimeoutNs: UInt64
     /// At most one IDR request per this interval.
@@ -34,7 +36,7 @@ public struct BroadcasterConfig: Sendable, Equatable {
 
     public init(
         joinPolicy: JoinPolicy = .idr,
-        readerLimits: ReaderQueueLimits = ReaderQueueLimits(),
+        readerLimits: QueueLimits = QueueLimits(),
         readerTimeoutNs: UInt64 = 10_000_000_000,
         idrMinIntervalNs: UInt64 = Nanoseconds.milliseconds(250),
         maxReaders: Int = 16,
@@ -159,14 +161,17 @@ public struct Broadcaster: Sendable {
     public mutating func publish(_ accessUnit: AccessUnit) -> [BroadcastEvent] {
         let now = clock.nowNanoseconds
         published += 1
-        cache(QueuedAccessUnit(accessUnit, arrivalNs: now))
+        // One entry for the cache and every reader's queue: its wire list (SPS and PPS in
+        // front of an IDR) and byte count are worked out once, not once per reader.
+        let entry = QueuedAccessUnit(accessUnit, arrivalNs: now)
+        cache(entry)
         if accessUnit.isIDR {
             idrRequestPending = false
             idrRequestDeferred = false
         }
         var events: [BroadcastEvent] = []
         for id in readers.keys.sorted() {
-            let result = readers[id]!.queue.enqueue(accessUnit, arrivalNs: now)
+            let result = readers[id]!.queue.offer(entry, now: now)
             if result.didSkip {
                 events.append(.readerSkipped(id, accessUnits: result.skippedAccessUnits, bytes: result.skippedBytes))
             } else if result.skippedAccessUnits > 0 {

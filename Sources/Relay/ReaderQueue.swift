@@ -1,9 +1,5 @@
 import H264
 
-/// How far a TCP reader may fall behind before it skips to the next IDR (the `--reader-*`
-/// options): the bounds of its `SkipQueue`.
-public typealias ReaderQueueLimits = QueueLimits
-
 /// One access unit waiting in a reader's queue. The NAL units are shared with every other
 /// reader's queue: nothing here copies a frame.
 public struct QueuedAccessUnit: Sendable {
@@ -52,15 +48,10 @@ extension QueuedAccessUnit: SkipQueueElement {
 public typealias ReaderQueue = SkipQueue<QueuedAccessUnit>
 
 extension SkipQueue where Element == QueuedAccessUnit {
-    public typealias EnqueueResult = Offer
-
     /// A reader's queue: waits for its first IDR, drops to the next one when over `limits`.
-    public init(limits: ReaderQueueLimits = ReaderQueueLimits(), now: UInt64) {
+    public init(limits: QueueLimits = QueueLimits(), now: UInt64) {
         self.init(policy: .dropToEntry, limits: limits, waitsForEntryPoint: true, now: now)
     }
-
-    /// True until an IDR enters the queue: at first (the reader has not started yet) and after a skip.
-    public var isWaitingForIDR: Bool { isWaitingForEntry }
 
     /// Offers one live access unit to the reader.
     public mutating func enqueue(_ accessUnit: AccessUnit, arrivalNs now: UInt64) -> Offer {

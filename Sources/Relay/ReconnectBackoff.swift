@@ -72,14 +72,19 @@ public struct ReconnectBackoff: Sendable {
         if disconnectedSince == nil { disconnectedSince = now }
     }
 
+    /// True when `nextDelay` at `now` gives up: down for `giveUpAfter` or longer (a loss not
+    /// noted yet counts from `now`, so `giveUpAfter` 0 gives up at once).
+    public func givesUp(now: UInt64) -> Bool {
+        guard let limit = config.giveUpAfter else { return false }
+        let down = Double(now &- (disconnectedSince ?? now)) / 1e9
+        return limit <= 0 || down >= limit
+    }
+
     /// The delay before the next attempt, in seconds, or nil when it is time to give up.
     /// `random` is a uniform value in 0...1 (0.5 means no jitter).
     public mutating func nextDelay(now: UInt64, random: Double) -> Double? {
         lost(at: now)
-        if let limit = config.giveUpAfter {
-            let down = Double(now &- (disconnectedSince ?? now)) / 1e9
-            if limit <= 0 || down >= limit { return nil }
-        }
+        if givesUp(now: now) { return nil }
         let exponent = Double(min(attempts, 62))
         let base = min(config.maximum, config.initial * pow2(exponent))
         attempts += 1

@@ -132,8 +132,6 @@ public struct SkipQueue<Element: SkipQueueElement>: Sendable {
     public private(set) var hasStarted: Bool
     public private(set) var queuedBytes = 0
     public private(set) var stats = SkipStats()
-    /// Bytes the owner reported written.
-    public private(set) var bytesWritten = 0
     /// Last time the reader made progress (bytes written), or the queue went from empty to not.
     public private(set) var lastProgressNs: UInt64
     /// Access units skipped since the last entry point: what the next gap marker says.
@@ -253,10 +251,7 @@ public struct SkipQueue<Element: SkipQueueElement>: Sendable {
 
     /// Records bytes written of the in-flight head; `finished` pops it.
     public mutating func didWrite(bytes: Int, finished: Bool, now: UInt64) {
-        if bytes > 0 {
-            bytesWritten += bytes
-            lastProgressNs = now
-        }
+        if bytes > 0 { lastProgressNs = now }
         guard finished else { return }
         precondition(isHeadInFlight, "nothing is being written")
         isHeadInFlight = false

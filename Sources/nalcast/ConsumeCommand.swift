@@ -80,8 +80,8 @@ enum ConsumeCommand: Command {
         /// Bytes queued per sink: 8 MiB for live input (room to ride out a stall), 512 KiB
         /// for files (the reader waits anyway; memory stays flat).
         var sinkQueue: Int = 8 << 20
-        var frameRate: Double = 30
-        var frameRateText = "30"
+        /// `--frame-rate`: counts media time for a file with neither timestamps nor a VUI rate.
+        var frameRate = FrameRate(30)
         var maxNAL: Int = AnnexBScanner.defaultMaxNALUnitSize
         var stopTimeout: Double = 5
         var stats = false
@@ -122,9 +122,7 @@ enum ConsumeCommand: Command {
             if let f = options.string("forward") { forward = try endpoint(f, option: "forward", portRequired: true) }
             reconnectTimeout = try options.duration("reconnect-timeout")
             sinkQueue = try options.value("sink-queue", default: input.isNetwork ? 8 << 20 : 512 << 10, ValueFormat.byteSize)
-            let rate = try options.value("frame-rate", default: FrameRate(30), expected: "expected a frame rate such as 30, 29.97 or 30000/1001") { FrameRate(parsing: $0) }
-            frameRate = rate.framesPerSecond
-            frameRateText = rate.description
+            frameRate = try options.value("frame-rate", default: FrameRate(30), expected: "expected a frame rate such as 30, 29.97 or 30000/1001") { FrameRate(parsing: $0) }
             maxNAL = max(4, try options.value("max-nal-size", default: AnnexBScanner.defaultMaxNALUnitSize, ValueFormat.byteSize))
             stopTimeout = try options.duration("stop-timeout", default: 5)
             stats = options.has("stats")
@@ -153,7 +151,7 @@ enum ConsumeCommand: Command {
 
         var lines: [String] {
             var out = ["from: \(input)"]
-            out.append("media time: timestamp SEI, else " + (input.isNetwork ? "arrival time" : "access units counted at the VUI frame rate, else \(frameRateText) fps"))
+            out.append("media time: timestamp SEI, else " + (input.isNetwork ? "arrival time" : "access units counted at the VUI frame rate, else \(frameRate) fps"))
             out.append("slow sinks: " + (input.isNetwork ? "skip to the next IDR past \(sinkQueue) bytes queued" : "the reader waits (file input), \(sinkQueue) bytes queued per sink"))
             if let o = output { out.append("output: \(o == "-" ? "stdout" : o)") }
             if let s = segments {

@@ -231,7 +231,7 @@ final class ConsumeSession {
     }
 
     private func makeIntake(_ fanout: SinkFanout, _ clock: MediaClock.Source) -> sending StreamIntake {
-        StreamIntake(fanout: fanout, metrics: metrics, clock: clock, fallbackFrameRate: config.frameRate, maxNALUnitSize: config.maxNAL,
+        StreamIntake(fanout: fanout, metrics: metrics, clock: clock, fallbackFrameRate: config.frameRate.framesPerSecond, maxNALUnitSize: config.maxNAL,
                      observer: config.idrSpacingObserver(log: log))
     }
 
@@ -255,11 +255,11 @@ final class ConsumeSession {
                 case .unreachable(let e, let reason):
                     log.line("cannot reach \(e) (\(reason)); retrying")
                     events?.emit("reconnecting", [("endpoint", e.description), ("reason", reason)])
-                case .disconnected(let e, let reason):
+                case .disconnected(let e, let reason, let retrying):
                     lastConnected = wallClockSeconds()
-                    log.line("disconnected from \(e) (\(reason)); reconnecting")
+                    log.line("disconnected from \(e) (\(reason))" + (retrying ? "; reconnecting" : ""))
                     events?.emit("disconnected", [("endpoint", e.description), ("reason", reason)])
-                    events?.emit("reconnecting", [("endpoint", e.description)])
+                    if retrying { events?.emit("reconnecting", [("endpoint", e.description)]) }
                 case .retrying(let e, let attempt, let reason, let downFor, let nextIn):
                     log.line(ConsumeReport.retrying(e, attempt: attempt, reason: reason, downFor: downFor, nextIn: nextIn))
                 case .gaveUp(let e, let everConnected, let reason):

@@ -61,20 +61,15 @@ enum InspectCommand: Command {
     /// Reads the first chunks until `InputSniffer` can tell; throws exit 65 with one line
     /// when the input is not Annex-B. Returns the chunks read and whether the input ended.
     static func sniff(_ input: InputFile, name: String, command: String) throws -> (chunks: [[UInt8]], ended: Bool) {
-        var chunks: [[UInt8]] = []
-        var head: [UInt8] = []
+        var head = InputSniffer.Head()
         while true {
             let chunk = try input.read()
             let ended = chunk.isEmpty
-            if !ended {
-                chunks.append(chunk)
-                head += chunk.prefix(InputSniffer.window - head.count)
-            }
-            switch InputSniffer.identify(head, atEnd: ended) {
-            case .annexB: return (chunks, ended)
+            switch head.add(chunk) {
+            case .annexB: return (head.chunks, ended)
             case .notAnnexB(let format):
                 throw CommandError(code: .dataError, message: "\(command): " + InputSniffer.explain(format, name: name))
-            case .needMore: if ended { return (chunks, ended) }
+            case .needMore: if ended { return (head.chunks, ended) }
             }
         }
     }

@@ -27,9 +27,11 @@ final class ProduceSession {
         self.log = Log(quiet: plan.quiet)
     }
 
-    /// How the capture thread ended, handed to the main thread after the join.
+    /// How the capture thread ended, handed to the main thread after the join, and whether
+    /// `-o` failed (from its writer thread).
     private final class Outcome: Sendable {
         let error = Mutex<(any Error)?>(nil)
+        let outputFailed = Atomic<Bool>(false)
     }
 
     /// What the loop runs besides the capture thread's hand-off. Everything here must
@@ -48,16 +50,20 @@ final class ProduceSession {
         let events = try plan.events.map { try EventLog(path: $0) }
         let source = try makeSource(plan, log: libraryLog)
         let registry = MetricsRegistry()
-        let output = try makeOutput(live: source.isLive, registry: registry)
+        let outcome = Outcome()
+        // Opened while SIGINT still ends the process: opening a FIFO waits for its reader.
+        let sink = try openOutput()
 
-        // Only the loop thread takes these signals: block them before any thread starts.
+        // Only the loop thread takes these signals: block them before any thread starts
+        // (the -o writer's is the first).
         EventLoop.setSignals([SIGINT, SIGTERM, SIGUSR1], blocked: true)
+        var output: SinkRunner?
+        if let sink { output = makeOutput(sink, live: source.isLive, registry: registry, outcome) }
         let loop = EventLoop()
         let control = CaptureControl()
         let serving = try wireServing(loop, control, registry, events)
         announce(Self.describe(source, plan: plan), serving)
 
-        let outcome = Outcome()
         let captureThread = startCapture(source, control, serving, output, outcome, events)
         withExtendedLifetime(serving) { loop.run() }
 
@@ -72,19 +78,27 @@ final class ProduceSession {
         return { log.line($0) }
     }
 
-    /// `-o FILE|-`: a file output of its own thread. Behind a live source a slow reader of the
-    /// pipe skips to the next IDR; behind a file, capture waits for it.
-    private func makeOutput(live: Bool, registry: MetricsRegistry) throws -> SinkRunner? {
+    /// `-o FILE|-`, created or truncated.
+    private func openOutput() throws -> sending FileSink? {
         guard let output = plan.output else { return nil }
+        do { return try FileSink(target: output) } catch { throw CommandError.io("-o \(error)") }
+    }
+
+    /// The `-o` sink's own thread. Behind a live source a slow reader of the pipe skips to the
+    /// next IDR; behind a file, capture waits for it. A reader that closes the pipe is a line;
+    /// a failed write (disk full) is an error line, said once, and exit 74.
+    private func makeOutput(_ sink: sending FileSink, live: Bool, registry: MetricsRegistry, _ outcome: Outcome) -> SinkRunner {
         let log = self.log
-        let sink: FileSink
-        do { sink = try FileSink(target: output) } catch { throw CommandError.io("-o \(error)") }
         return SinkRunner(
             sink: sink, queue: SinkQueue(policy: live ? .skipToEntry : .wait, highWater: 32 << 20),
-            counters: SinkCounters(registry: registry, sink: output == "-" ? "stdout" : "file")
+            counters: SinkCounters(registry: registry, sink: sink.name)
         ) { event in
-            if case .closed(_, let error?) = event {
-                log.line(error.peerClosed ? "\(error.sink): the reader closed the pipe" : error.description)
+            guard case .closed(_, let error?) = event else { return }
+            if error.peerClosed {
+                log.line("\(error.sink): the reader closed the pipe")
+            } else {
+                log.line(error.description, force: true)
+                outcome.outputFailed.store(true, ordering: .relaxed)
             }
         }
     }
@@ -238,6 +252,8 @@ final class ProduceSession {
             if let x11Error = error as? X11Error { throw commandError(x11Error) }
             throw CommandError(code: .software, message: "\(error)")
         }
+        // A failed -o was reported once, when it failed: exit 74 without saying it again.
+        if outcome.outputFailed.load(ordering: .relaxed) { return .ioError }
         return .ok
     }
 

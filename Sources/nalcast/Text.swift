@@ -73,13 +73,6 @@ func wallClockSeconds() -> Double {
     return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
 }
 
-/// Seconds on a clock that never jumps (CLOCK_MONOTONIC).
-func monotonicSeconds() -> Double {
-    var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
-}
-
 extension String {
     /// Padded with spaces on the right to `width`.
     func padded(_ width: Int) -> String { count >= width ? self : self + String(repeating: " ", count: width - count) }

@@ -39,4 +39,17 @@ import Testing
             try ConsumeProducerTests.checkSegment(path)
         }
     }
+
+    /// `produce -o FILE` on a full disk: the failed write is one error line, even with `-q`,
+    /// and the exit code is 74 (operations.md), not 0.
+    @Test func produceOutputDiskFullIsOneErrorAndExit74() throws {
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let out = dir.appendingPathComponent("out.h264").path
+        let command = ["ulimit -f 8 && exec \"$0\" \"$@\"", Run.nalcast, "produce", "--frames", "60", "--no-realtime", "--size", "320x240",
+                       "-o", out, "-q"]
+        let r = try Run.program("/bin/sh", ["-c"] + command, timeout: 60)
+        #expect(r.status == 74, "exit \(r.status): \(r.stderr)")
+        #expect(r.stderr.split(separator: "\n").filter { $0.contains("File too large") }.count == 1, "\(r.stderr)")
+    }
 }

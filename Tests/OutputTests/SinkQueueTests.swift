@@ -31,8 +31,8 @@ import Testing
         #expect(q.offer(Self.unit(idr: false, size: 100)) == .skipped)
         #expect(q.offer(Self.unit(idr: true, size: 100)) == .queued)
         #expect(!q.isSkipping)
-        #expect(q.skippedUnits == 3)
-        #expect(q.skipEpisodes == 1)
+        #expect(q.stats.skippedAccessUnits == 3)
+        #expect(q.stats.skips == 1)
         let rest = q.take(maxItems: 10)
         #expect(rest.count == 3)  // the P slice, the gap marker, the IDR
         guard case .gap(let skipped) = rest[rest.startIndex + 1] else {
@@ -45,7 +45,7 @@ import Testing
             return
         }
         #expect(resumed.resumes)
-        #expect(q.bytes == 0)
+        #expect(q.queuedBytes == 0)
     }
 
     @Test func waitingQueueReportsFullInsteadOfSkipping() {
@@ -53,7 +53,7 @@ import Testing
         #expect(q.offer(Self.unit(idr: true, size: 600)) == .queued)
         #expect(q.offer(Self.unit(idr: false, size: 600)) == .full)
         #expect(!q.isSkipping)
-        #expect(q.skippedUnits == 0)
+        #expect(q.stats.skippedAccessUnits == 0)
         _ = q.take(maxItems: 1)
         #expect(q.offer(Self.unit(idr: false, size: 600)) == .queued)
     }

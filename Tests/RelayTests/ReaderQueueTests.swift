@@ -40,7 +40,7 @@ final class ReaderQueueTests: XCTestCase {
 
     func testLagBoundSkipsToNextIDRKeepingParameterSets() {
         // 500 ms at 30 fps is 15 frames of lag: frame 16 over the bound with nothing written.
-        var queue = ReaderQueue(limits: ReaderQueueLimits(maxLagNs: Nanoseconds.milliseconds(500)), now: 0)
+        var queue = ReaderQueue(limits: QueueLimits(maxLagNs: Nanoseconds.milliseconds(500)), now: 0)
         for au in Fixture.stream(0..<15) { XCTAssertTrue(queue.enqueue(au, arrivalNs: 0).enqueued) }
         XCTAssertEqual(queue.lagNs, 14 * 3000 * 100_000 / 9)
         let over = queue.enqueue(Fixture.picture(16, idr: false), arrivalNs: 0)
@@ -48,7 +48,7 @@ final class ReaderQueueTests: XCTestCase {
         XCTAssertFalse(over.enqueued)
         XCTAssertEqual(over.skippedAccessUnits, 16)
         XCTAssertTrue(queue.isEmpty)
-        XCTAssertTrue(queue.isWaitingForIDR)
+        XCTAssertTrue(queue.isWaitingForEntry)
         XCTAssertEqual(queue.stats.skips, 1)
 
         // Nothing but an IDR gets in now; the IDR comes with SPS/PPS in front.
@@ -63,37 +63,37 @@ final class ReaderQueueTests: XCTestCase {
 
     func testSkipKeepsAQueuedIDRAndWhatFollows() {
         // A GOP of 10 frames: frames 0...16 span 533 ms; the newest IDR (10) and what follows are kept.
-        var queue = ReaderQueue(limits: ReaderQueueLimits(maxLagNs: Nanoseconds.milliseconds(500)), now: 0)
-        var last = ReaderQueue.EnqueueResult()
+        var queue = ReaderQueue(limits: QueueLimits(maxLagNs: Nanoseconds.milliseconds(500)), now: 0)
+        var last = ReaderQueue.Offer()
         for au in Fixture.stream(0..<17, gop: 10) { last = queue.enqueue(au, arrivalNs: 0) }
         XCTAssertTrue(last.didSkip)
         XCTAssertTrue(last.enqueued)
         XCTAssertEqual(last.skippedAccessUnits, 10)
-        XCTAssertFalse(queue.isWaitingForIDR)
+        XCTAssertFalse(queue.isWaitingForEntry)
         XCTAssertEqual(queue.queued.first?.accessUnit.timestamp?.sequence, 10)
         XCTAssertTrue(queue.queued.first!.isIDR)
     }
 
     func testLagFromArrivalTimeWithoutTimestamps() {
-        var queue = ReaderQueue(limits: ReaderQueueLimits(maxLagNs: Nanoseconds.milliseconds(500)), now: 0)
+        var queue = ReaderQueue(limits: QueueLimits(maxLagNs: Nanoseconds.milliseconds(500)), now: 0)
         XCTAssertTrue(queue.enqueue(Fixture.picture(0, idr: true, timestamp: false), arrivalNs: 0).enqueued)
         XCTAssertFalse(queue.enqueue(Fixture.picture(1, idr: false, timestamp: false), arrivalNs: Nanoseconds.milliseconds(500)).didSkip)
         XCTAssertTrue(queue.enqueue(Fixture.picture(2, idr: false, timestamp: false), arrivalNs: Nanoseconds.milliseconds(501)).didSkip)
     }
 
     func testByteBound() {
-        var queue = ReaderQueue(limits: ReaderQueueLimits(maxBytes: 1000), now: 0)
+        var queue = ReaderQueue(limits: QueueLimits(maxBytes: 1000), now: 0)
         XCTAssertTrue(queue.enqueue(Fixture.picture(0, idr: true, payload: 400), arrivalNs: 0).enqueued)
         XCTAssertTrue(queue.enqueue(Fixture.picture(1, idr: false, payload: 400), arrivalNs: 0).enqueued)
         XCTAssertLessThanOrEqual(queue.queuedBytes, 1000)
         let over = queue.enqueue(Fixture.picture(2, idr: false, payload: 400), arrivalNs: 0)
         XCTAssertTrue(over.didSkip)
         XCTAssertEqual(queue.queuedBytes, 0)
-        XCTAssertTrue(queue.isWaitingForIDR)
+        XCTAssertTrue(queue.isWaitingForEntry)
     }
 
     func testInFlightHeadIsNeverDropped() {
-        var queue = ReaderQueue(limits: ReaderQueueLimits(maxBytes: 1000), now: 0)
+        var queue = ReaderQueue(limits: QueueLimits(maxBytes: 1000), now: 0)
         _ = queue.enqueue(Fixture.picture(0, idr: true, payload: 400), arrivalNs: 0)
         let head = queue.beginWrite()
         XCTAssertNotNil(head)
@@ -112,11 +112,11 @@ final class ReaderQueueTests: XCTestCase {
     func testLowWatermarkDelaysResume() {
         // A reader stuck on a big head: the IDR that comes while the head is still queued and
         // 300 ms old (over the 250 ms low mark) is skipped too.
-        var queue = ReaderQueue(limits: ReaderQueueLimits(maxLagNs: Nanoseconds.milliseconds(500), lowWatermark: 0.5), now: 0)
+        var queue = ReaderQueue(limits: QueueLimits(maxLagNs: Nanoseconds.milliseconds(500), lowWatermark: 0.5), now: 0)
         for au in Fixture.stream(0..<10, gop: 100) { _ = queue.enqueue(au, arrivalNs: 0) }
         _ = queue.beginWrite()
         for au in Fixture.stream(10..<17, gop: 100) { _ = queue.enqueue(au, arrivalNs: 0) }
-        XCTAssertTrue(queue.isWaitingForIDR)
+        XCTAssertTrue(queue.isWaitingForEntry)
         XCTAssertEqual(queue.count, 1)
         XCTAssertFalse(queue.enqueue(Fixture.picture(20, idr: true), arrivalNs: 0).enqueued, "20 frames after the head: over the low mark")
         queue.didWrite(bytes: 100, finished: true, now: 1)
@@ -124,7 +124,7 @@ final class ReaderQueueTests: XCTestCase {
     }
 
     func testBacklogGetsGraceUntilCaughtUp() {
-        var queue = ReaderQueue(limits: ReaderQueueLimits(maxLagNs: Nanoseconds.milliseconds(500)), now: 0)
+        var queue = ReaderQueue(limits: QueueLimits(maxLagNs: Nanoseconds.milliseconds(500)), now: 0)
         let gop = Fixture.stream(0..<30).map { QueuedAccessUnit($0, arrivalNs: 0) }
         XCTAssertTrue(queue.enqueueBacklog(gop, now: 0))
         XCTAssertEqual(queue.count, 30)
