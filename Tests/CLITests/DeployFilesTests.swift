@@ -144,7 +144,7 @@ import Testing
         let consumer = try #require(yaml.commands.first { $0.origin == "compose consumer" })
         let metrics = try #require(consumer.arguments.firstIndex(of: "--metrics").map { consumer.arguments[$0 + 1] })
         let port = try #require(metrics.split(separator: ":").last.map(String.init))
-        let free = String(47000 + Int.random(in: 0..<2000))
+        let free = String(try freePort())
         let dir = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         // Before: nothing listens, the check fails.

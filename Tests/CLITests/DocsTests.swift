@@ -139,19 +139,20 @@ import Testing
     }
 
     @Test func operationsMetricTablesMatchRunningProcesses() throws {
-        let port = 47400 + Int.random(in: 0..<500)
+        // Two ports the kernel just gave out: a random pick collided with other tests' listeners.
+        let port = try freePort(), consumePort = try freePort()
         let dir = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let sock = dir.appendingPathComponent("s.sock").path
         let p = try Background(Run.nalcast, ["produce", "--size", "160x120", "--listen", "unix:\(sock)", "-o", dir.appendingPathComponent("o.h264").path,
                                              "--metrics", "tcp://127.0.0.1:\(port)"], environment: Deploy.environment())
         let c = try Background(Run.nalcast, ["consume", "--from", "unix:\(sock)", "--segments", dir.path, "--forward", "unix:\(dir.path)/nobody.sock",
-                                             "--metrics", "tcp://127.0.0.1:\(port + 1)"], environment: Deploy.environment())
+                                             "--metrics", "tcp://127.0.0.1:\(consumePort)"], environment: Deploy.environment())
         var produced: Set<String> = [], consumed: Set<String> = []
         for _ in 0..<50 where produced.isEmpty || consumed.isEmpty {
             usleep(100_000)
             if produced.isEmpty { produced = Self.servedMetrics(port) }
-            if consumed.isEmpty { consumed = Self.servedMetrics(port + 1) }
+            if consumed.isEmpty { consumed = Self.servedMetrics(consumePort) }
         }
         c.signal(SIGTERM)
         p.signal(SIGTERM)
