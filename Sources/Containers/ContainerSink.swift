@@ -18,7 +18,8 @@ import Musl
 /// - presentation time: the same for nalcast's own streams (the timestamp SEI: no
 ///   B-frames); for others, from the picture order count (`AccessUnitOrder`,
 ///   `PresentationTimeline`), so B-frames are presented in their order.
-/// A skip or a dropped frame stays a jump in time.
+/// A skip or a dropped frame stays a jump in time. The two fields of a field pair (two
+/// access units) are one packet: one sample, one frame, as containers count them.
 ///
 /// The header waits for the first entry point (an IDR with its SPS and PPS, which become
 /// the container's extradata); access units before it are not written and are counted as
@@ -49,6 +50,8 @@ public final class ContainerSink: AccessUnitSink {
     private let countedClock: Bool
     private var previousWasField = false
     private var presentationShift: Int64?
+    /// A first field waiting for its second.
+    private var pendingField: (unit: TimedUnit, info: AccessUnitOrder.Info)?
 
     /// Writes to standard output (`-o -`): a pipe takes ts, mkv and flv, not mp4.
     public convenience init(format: ContainerFormat, fallbackFrameRate: Double? = nil, countedClock: Bool = false) throws(SinkError) {
@@ -106,6 +109,7 @@ public final class ContainerSink: AccessUnitSink {
                 case .unit(let unit):
                     if try add(unit) { report.units += 1 } else { report.dropped += 1 }
                 case .discontinuity, .gap:
+                    flushPendingField()
                     afterDiscontinuity = true
                 }
             }
@@ -155,6 +159,7 @@ public final class ContainerSink: AccessUnitSink {
 
     /// Writes everything left and the trailer; the descriptor stays open.
     func finishContainer() throws(MuxError) {
+        flushPendingField()
         try writeSettled(finishing: true)
         if let held { try writePacket(held.nalUnits, held.times, duration: lastStep, keyframe: held.keyframe) }
         held = nil
@@ -177,9 +182,37 @@ public final class ContainerSink: AccessUnitSink {
         }
         // nalcast's own streams (timestamp SEI, no B-frames) present at their decode time.
         let info = unit.unit.timestamp == nil ? order.info(for: unit.unit) : nil
+        // The two fields of a pair become one packet (one sample, one frame), as a
+        // container holds them; a field without its pair is a packet of its own.
+        switch info?.structure {
+        case .firstField?:
+            flushPendingField()
+            pendingField = (unit, info!)
+        case .secondField? where pendingField != nil:
+            let first = pendingField!
+            pendingField = nil
+            push(first.unit, first.info, nalUnits: first.unit.nalUnits + unit.nalUnits)
+        default:
+            flushPendingField()
+            push(unit, info, nalUnits: unit.nalUnits)
+        }
+        return true
+    }
+
+    /// A first field whose second never came goes out alone.
+    private func flushPendingField() {
+        guard let field = pendingField else { return }
+        pendingField = nil
+        push(field.unit, field.info, nalUnits: field.unit.nalUnits)
+    }
+
+    /// One packet into the timeline: its decode time, its place in presentation order.
+    private func push(_ unit: TimedUnit, _ info: AccessUnitOrder.Info?, nalUnits: [NALUnit]) {
         // Decode time: step by step from media time, so that a jump (dropped frames, a skip)
         // stays a jump, and a clock that starts over (a reconnect to a restarted producer)
-        // goes on one step after the last instead of going back.
+        // goes on one step after the last instead of going back. A counted clock counts
+        // each field as a frame: after a field (or a field pair, which it counted twice)
+        // the step is halved.
         let media = unit.mediaTime.ticks
         var dts = media
         if let last = lastDts {
@@ -193,8 +226,7 @@ public final class ContainerSink: AccessUnitSink {
         lastMediaTime = media
         previousWasField = info.map { $0.structure != .frame } ?? false
         timeline.push(dts: dts, key: info?.key, startsRun: info?.startsOver ?? unit.unit.isIDR)
-        queued.append((unit.nalUnits, unit.unit.isIDR))
-        return true
+        queued.append((nalUnits, unit.unit.isIDR))
     }
 
     /// Writes every access unit whose times are settled, holding the last one back.
