@@ -60,6 +60,8 @@ public final class ContainerSink: AccessUnitSink {
 
     /// Creates (or truncates) `path`.
     public convenience init(format: ContainerFormat, path: String, fallbackFrameRate: Double? = nil, countedClock: Bool = false) throws(SinkError) {
+        // Without the FFmpeg libraries nothing is written: an existing file stays as it was.
+        if let problem = FFmpegLibraries.problem { throw SinkError(sink: "file", message: "\(path): \(problem)") }
         let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw SinkError(sink: "file", message: "\(path): \(String(cString: strerror(errno)))") }
         try self.init(format: format, fd: fd, ownsDescriptor: true, name: "file", label: path, fallbackFrameRate: fallbackFrameRate, countedClock: countedClock)

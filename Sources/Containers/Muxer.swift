@@ -52,10 +52,11 @@ final class Muxer {
     /// `fragmented`: an MP4 written in fragments, which needs no going back (a pipe will do).
     init(format: ContainerFormat, fd: Int32, fragmented: Bool = false) throws(MuxError) {
         guard let name = format.muxerName else { throw MuxError("\(format) is not a container") }
+        if let problem = FFmpegLibraries.problem { throw MuxError(problem) }
         self.format = format
         io = .allocate(capacity: 1)
         io.initialize(to: CAVFormat_fd_io(fd: fd, error: 0, written: 0))
-        av_log_set_level(AV_LOG_QUIET)  // errors come back as codes and say their one line here
+        CAVFormat_av_log_set_level(AV_LOG_QUIET)  // errors come back as codes and say their one line here
         let seekable = CAVFormat_fd_is_seekable(fd) != 0
         if format.needsSeekableOutput && !seekable && !fragmented {
             throw MuxError("\(format) needs a seekable file (it goes back to write its index): not a pipe or a terminal; use ts or mkv for a pipe")
@@ -63,19 +64,19 @@ final class Muxer {
         guard let pb = CAVFormat_fd_avio(io, seekable ? 1 : 0) else { throw MuxError("out of memory") }
         self.pb = pb
         var ctx: UnsafeMutablePointer<AVFormatContext>?
-        let rc = avformat_alloc_output_context2(&ctx, nil, name, nil)
+        let rc = CAVFormat_avformat_alloc_output_context2(&ctx, nil, name, nil)
         guard rc >= 0, let ctx else { throw MuxError("no \(name) muxer in this libavformat: \(Self.text(rc))") }
         context = ctx
         ctx.pointee.pb = pb
         strictDts = ctx.pointee.oformat.pointee.flags & AVFMT_TS_NONSTRICT == 0
-        guard let st = avformat_new_stream(ctx, nil), let pkt = av_packet_alloc() else { throw MuxError("out of memory") }
+        guard let st = CAVFormat_avformat_new_stream(ctx, nil), let pkt = CAVFormat_av_packet_alloc() else { throw MuxError("out of memory") }
         stream = st
         packet = pkt
     }
 
     deinit {
-        av_packet_free(&packet)
-        if let context { avformat_free_context(context) }
+        CAVFormat_av_packet_free(&packet)
+        if let context { CAVFormat_avformat_free_context(context) }
         CAVFormat_avio_free(&pb)
         io.deinitialize(count: 1)
         io.deallocate()
@@ -107,14 +108,14 @@ final class Muxer {
         }
         stream.pointee.time_base = Self.ninetyKHz
         if let frameRate, frameRate.isFinite, frameRate > 0, frameRate < 1000 {
-            let q = av_d2q(frameRate, 1_000_000)
+            let q = CAVFormat_av_d2q(frameRate, 1_000_000)
             stream.pointee.avg_frame_rate = q
             stream.pointee.r_frame_rate = q
         }
         var dictionary: OpaquePointer?
-        for (key, value) in options { av_dict_set(&dictionary, key, value, 0) }
-        let rc = avformat_write_header(context, &dictionary)
-        av_dict_free(&dictionary)
+        for (key, value) in options { CAVFormat_av_dict_set(&dictionary, key, value, 0) }
+        let rc = CAVFormat_avformat_write_header(context, &dictionary)
+        CAVFormat_av_dict_free(&dictionary)
         guard rc >= 0 else { throw failure("header", rc) }
         headerWritten = true
     }
@@ -128,7 +129,7 @@ final class Muxer {
         let size = buffer.count
         buffer.append(contentsOf: repeatElement(0, count: Int(CAVFormat_padding_size())))
         let rc: Int32 = buffer.withUnsafeMutableBufferPointer { bytes in
-            av_packet_unref(packet)
+            CAVFormat_av_packet_unref(packet)
             packet.pointee.data = bytes.baseAddress
             packet.pointee.size = Int32(size)
             packet.pointee.stream_index = 0
@@ -136,7 +137,7 @@ final class Muxer {
             packet.pointee.dts = dts
             packet.pointee.duration = duration
             packet.pointee.flags = keyframe ? AV_PKT_FLAG_KEY : 0
-            av_packet_rescale_ts(packet, Self.ninetyKHz, stream.pointee.time_base)
+            CAVFormat_av_packet_rescale_ts(packet, Self.ninetyKHz, stream.pointee.time_base)
             // Rounding to a coarser time base (Matroska's and FLV's milliseconds) may make
             // two decode times one: muxers that want them strictly rising get one tick more.
             if let last = lastDts, packet.pointee.dts <= last, strictDts || packet.pointee.dts < last {
@@ -144,7 +145,7 @@ final class Muxer {
             }
             if packet.pointee.pts < packet.pointee.dts { packet.pointee.pts = packet.pointee.dts }
             lastDts = packet.pointee.dts
-            let result = av_write_frame(context, packet)
+            let result = CAVFormat_av_write_frame(context, packet)
             packet.pointee.data = nil
             packet.pointee.size = 0
             return result
@@ -155,7 +156,7 @@ final class Muxer {
     /// Pushes what the output buffer holds to the descriptor (a pipe's reader sees it now).
     func flush() throws(MuxError) {
         guard let pb else { return }
-        avio_flush(pb)
+        CAVFormat_avio_flush(pb)
         if io.pointee.error != 0 { throw failure("write", -io.pointee.error) }
     }
 
@@ -163,11 +164,11 @@ final class Muxer {
     func finish() throws(MuxError) {
         guard let context else { return }
         defer {
-            avformat_free_context(context)
+            CAVFormat_avformat_free_context(context)
             self.context = nil
         }
         if headerWritten {
-            let rc = av_write_trailer(context)
+            let rc = CAVFormat_av_write_trailer(context)
             guard rc >= 0 else { throw failure("trailer", rc) }
         }
         try flush()
@@ -182,7 +183,7 @@ final class Muxer {
 
     static func text(_ rc: Int32) -> String {
         var chars = [CChar](repeating: 0, count: 128)
-        _ = av_strerror(rc, &chars, chars.count)
+        _ = CAVFormat_av_strerror(rc, &chars, chars.count)
         return String(decoding: chars.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 }

@@ -117,6 +117,9 @@ enum ConsumeCommand: Command {
             } catch {
                 throw CommandError.usage("consume: \(error)")
             }
+            if segments != nil {
+                try OutputChoice.requireLibraries(ContainerFormat.forPath(namer.pattern), what: "consume: --segment-name \(namer.pattern)")
+            }
             keep = try options.value("keep", ValueFormat.positiveInt)
             if let cmd = options.string("on-segment") {
                 let words = ChildProcess.split(cmd)
@@ -252,6 +255,19 @@ final class IDRSpacingCheck {
 enum OutputChoice {
     /// `--format`, else the extension of `-o` (`-` and unknown extensions: raw Annex-B).
     static func format(_ options: ParsedOptions, output: String?, command: String) throws -> ContainerFormat {
+        let format = try chosenFormat(options, output: output, command: command)
+        try requireLibraries(format, what: "\(command): -o \(output ?? "-")")
+        return format
+    }
+
+    /// A container needs the FFmpeg libraries, opened here on first use: without them the
+    /// run ends before anything is written (exit 69, the package to install named).
+    static func requireLibraries(_ format: ContainerFormat, what: String) throws {
+        guard format != .h264, let problem = FFmpegLibraries.problem else { return }
+        throw CommandError.unavailable("\(what): \(problem)")
+    }
+
+    private static func chosenFormat(_ options: ParsedOptions, output: String?, command: String) throws -> ContainerFormat {
         guard let text = options.string("format") else { return output.map(ContainerFormat.forPath) ?? .h264 }
         guard let format = ContainerFormat(name: text) else {
             throw CommandError.usage("\(command): --format \(text): expected \(ContainerFormat.optionValues)")
