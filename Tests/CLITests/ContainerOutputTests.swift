@@ -177,6 +177,52 @@ import TestSupport
         #expect(facts["nb_read_frames"] == "30")
     }
 
+    /// The FFmpeg libraries are opened (dlopen) only for a container: a raw Annex-B run never
+    /// loads them, which the dynamic loader's own trace (LD_DEBUG=libs) shows; an MP4 run does.
+    @Test func ffmpegLibrariesLoadOnlyForAContainer() throws {
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        var environment = ProcessInfo.processInfo.environment
+        environment["LD_DEBUG"] = "libs"
+        let raw = try Run.nalcast(["produce", "--frames", "5", "--no-realtime", "--size", "320x240", "-o", dir.appendingPathComponent("x.h264").path, "-q"],
+                                  environment: environment)
+        #expect(raw.status == 0, "\(raw.stderr)")
+        #expect(raw.stderr.contains("find library="), "no loader trace: \(raw.stderr.prefix(300))")
+        #expect(!raw.stderr.contains("libav"), "\(raw.stderr.split(separator: "\n").filter { $0.contains("libav") }.prefix(3))")
+        let mp4 = dir.appendingPathComponent("x.mp4").path
+        let container = try Run.nalcast(["produce", "--frames", "5", "--no-realtime", "--size", "320x240", "-o", mp4, "-q"], environment: environment)
+        #expect(container.status == 0)
+        #expect(container.stderr.contains("libavformat.so."))
+        #expect(try Self.probe(mp4)["nb_read_frames"] == "5")
+    }
+
+    /// Without libavformat (here: an empty file mounted over it, in a namespace of our own), a
+    /// container output is one line naming the package, exit 69, and the file is untouched;
+    /// raw Annex-B is written as ever.
+    @Test func missingFFmpegLibrariesRefuseOnlyContainers() throws {
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let cache = try Run.program("ldconfig", ["-p"]).text.split(separator: "\n")
+        let entry = try #require(cache.first { $0.contains("libavformat.so.") && $0.contains("x86-64") })
+        let library = String(entry.split(separator: " ").last!)
+        let mp4 = dir.appendingPathComponent("kept.mp4").path
+        try Data("kept".utf8).write(to: URL(fileURLWithPath: mp4))
+        let raw = dir.appendingPathComponent("x.h264").path
+        let script = """
+            mount --bind /dev/null \(library) || exit 99
+            "$0" produce --frames 5 --no-realtime --size 320x240 -o \(mp4) -q; echo "mp4=$?" >&2
+            "$0" produce --frames 5 --no-realtime --size 320x240 -o \(raw) -q; echo "h264=$?" >&2
+            """
+        let r = try Run.program("unshare", ["-rm", "sh", "-c", script, Run.nalcast])
+        let lines = r.stderr.split(separator: "\n").map(String.init)
+        #expect(lines.contains("mp4=69"), "\(r.stderr)")
+        #expect(lines.contains("h264=0"), "\(r.stderr)")
+        let refusal = lines.filter { $0.hasPrefix("nalcast:") }
+        #expect(refusal.count == 1 && refusal[0].contains("install the libavformat") && refusal[0].contains(mp4), "\(r.stderr)")
+        #expect(try String(contentsOfFile: mp4, encoding: .utf8) == "kept")
+        #expect((try FileManager.default.attributesOfItem(atPath: raw)[.size] as? Int ?? 0) > 0)
+    }
+
     /// MP4 cannot go to a pipe (its index is written last, by going back): one line, 64.
     @Test func mp4ToAPipeIsRefused() throws {
         let r = try Run.nalcast(["produce", "--frames", "5", "--no-realtime", "--size", "320x240", "-o", "-", "--format", "mp4", "-q"])
