@@ -21,6 +21,9 @@ RUN apt-get update \
         libxcb-shm0-dev=1.15-1 \
         libxcb-xfixes0-dev=1.15-1 \
         libxcb-randr0-dev=1.15-1 \
+        libavformat-dev=7:5.1.9-0+deb12u1 \
+        libavcodec-dev=7:5.1.9-0+deb12u1 \
+        libavutil-dev=7:5.1.9-0+deb12u1 \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY Package.swift ./
@@ -31,7 +34,14 @@ RUN swift build -c release --static-swift-stdlib \
 
 FROM debian:bookworm-slim AS runtime
 # runtime-packages: exactly what `ldd nalcast` lists beyond the base image (libc6,
-# libgcc-s1 and libstdc++6 are part of every bookworm base and follow its security updates).
+# libgcc-s1 and libstdc++6 are part of every bookworm base and follow its security updates),
+# then the packages of the libraries nalcast opens with dlopen only when it writes a
+# container (MP4, MPEG-TS, Matroska, FLV: Sources/CAVFormat/shim.h), named on this line,
+# which DeployFilesTests reads and checks against the SONAMEs in the binary:
+# dlopen: libavformat.so.59 libavcodec.so.59 libavutil.so.57
+# libavformat59 pulls in some 110 more packages (Debian's libavcodec59 links every codec
+# library it was built with); acceptable for the image. Without them nalcast still serves
+# and writes Annex-B, and a container output exits 69 naming libavformat59.
 RUN apt-get update \
     && apt-get install -y --no-install-recommends \
         libx264-164=2:0.164.3095+gitbaee400-3 \
@@ -46,6 +56,9 @@ RUN apt-get update \
         libxdmcp6=1:1.1.2-3 \
         libbsd0=0.11.7-2 \
         libmd0=1.0.4-2 \
+        libavformat59=7:5.1.9-0+deb12u1 \
+        libavcodec59=7:5.1.9-0+deb12u1 \
+        libavutil57=7:5.1.9-0+deb12u1 \
     && rm -rf /var/lib/apt/lists/* \
     && useradd --system --uid 10001 --user-group --home-dir /var/lib/nalcast --create-home --shell /usr/sbin/nologin nalcast \
     && install -d -o nalcast -g nalcast /var/lib/nalcast/segments

@@ -29,6 +29,14 @@ let package = Package(
             providers: [.apt(["libxcb-shm0-dev", "libxcb-xfixes0-dev", "libxcb-randr0-dev"])]
         ),
 
+        .systemLibrary(
+            name: "CAVFormat",
+            // No pkgConfig: the muxers need libavformat, libavcodec (AVPacket) and libavutil
+            // (av_malloc), which the module map links; the headers are in the multiarch
+            // include directory the compiler searches anyway.
+            providers: [.apt(["libavformat-dev", "libavcodec-dev", "libavutil-dev"])]
+        ),
+
         .systemLibrary(name: "CLinux"),  // glibc's <malloc.h> (mallopt): no library to link
 
         // Pure Swift layers.
@@ -47,7 +55,10 @@ let package = Package(
         // Where access units go (files, stdout, segments, a forward endpoint), for produce and consume.
         .target(name: "Output", dependencies: ["H264", "Relay", "EventLoop"]),
         .target(name: "Consumer", dependencies: ["H264", "Relay", "EventLoop", "Output"]),
-        .executableTarget(name: "nalcast", dependencies: ["CLinux", "H264", "Relay", "EventLoop", "Capture", "Encoder", "Serving", "Producer", "Consumer", "Output"]),
+        // Container files (MP4, MPEG-TS, Matroska, FLV) through libavformat's muxers: one more
+        // AccessUnitSink, packets copied, never re-encoded.
+        .target(name: "Containers", dependencies: ["CAVFormat", "H264", "Output"]),
+        .executableTarget(name: "nalcast", dependencies: ["CLinux", "H264", "Relay", "EventLoop", "Capture", "Encoder", "Serving", "Producer", "Consumer", "Output", "Containers"]),
 
         // Helpers the tests share: running ffmpeg, ffprobe and friends; the conformance streams
         // (Tests/Fixtures/h264/) and their facts.

@@ -18,6 +18,11 @@ public struct SequenceParameterSet: Sendable, Hashable {
     public var picOrderCntType: Int
     public var log2MaxPicOrderCntLsb = 0
     public var deltaPicOrderAlwaysZero = false
+    /// pic_order_cnt_type 1: offset_for_non_ref_pic, offset_for_top_to_bottom_field and the
+    /// expected deltas of one cycle of reference frames (8.2.1.2).
+    public var offsetForNonRefPic: Int32 = 0
+    public var offsetForTopToBottomField: Int32 = 0
+    public var offsetsForRefFrame: [Int32] = []
     public var maxNumRefFrames: Int
     public var gapsInFrameNumAllowed: Bool
     public var widthInMbs: Int
@@ -107,10 +112,10 @@ public struct SequenceParameterSet: Sendable, Hashable {
             log2MaxPicOrderCntLsb = 4 + (try r.ue("log2_max_pic_order_cnt_lsb_minus4", max: 12))
         } else if picOrderCntType == 1 {
             deltaPicOrderAlwaysZero = try r.flag("delta_pic_order_always_zero_flag")
-            _ = try r.se("offset_for_non_ref_pic")
-            _ = try r.se("offset_for_top_to_bottom_field")
+            offsetForNonRefPic = try r.se("offset_for_non_ref_pic")
+            offsetForTopToBottomField = try r.se("offset_for_top_to_bottom_field")
             let cycle = try r.ue("num_ref_frames_in_pic_order_cnt_cycle", max: 255)
-            for _ in 0..<cycle { _ = try r.se("offset_for_ref_frame") }
+            for _ in 0..<cycle { offsetsForRefFrame.append(try r.se("offset_for_ref_frame")) }
         }
         maxNumRefFrames = try r.ue("max_num_ref_frames", max: 16)
         gapsInFrameNumAllowed = try r.flag("gaps_in_frame_num_value_allowed_flag")

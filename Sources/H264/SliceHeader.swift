@@ -15,6 +15,11 @@ public struct SliceHeader: Sendable, Hashable {
     public var deltaPicOrderCntBottom: Int32?
     public var deltaPicOrderCnt: (Int32?, Int32?) = (nil, nil)
     public var redundantPicCnt = 0
+    /// memory_management_control_operation 5 in dec_ref_pic_marking(): all reference
+    /// pictures are dropped and picture order counts start over after this picture, as after
+    /// an IDR. False when the header ends before dec_ref_pic_marking() (a truncated read).
+    /// Not part of `==`: it does not decide where a picture begins.
+    public var memoryManagementReset = false
 
     public var isIDR: Bool { nalType == .idrSlice }
 
@@ -70,6 +75,73 @@ public struct SliceHeader: Sendable, Hashable {
             }
         }
         if pps.redundantPicCntPresent { redundantPicCnt = try r.ue("redundant_pic_cnt", max: 127) }
+        memoryManagementReset = (try? Self.readMemoryManagementReset(&r, header: header, sliceType: sliceType, sps: sps, pps: pps)) ?? false
+    }
+
+    /// Reads on from the end of the fields above through ref_pic_list_modification() and
+    /// pred_weight_table() to dec_ref_pic_marking() (7.3.3.1-7.3.3.3): is there an MMCO 5?
+    private static func readMemoryManagementReset(
+        _ r: inout BitReader, header: NALHeader, sliceType: Int, sps: SequenceParameterSet, pps: PictureParameterSet
+    ) throws -> Bool {
+        let kind = sliceType % 5  // 0 P, 1 B, 2 I, 3 SP, 4 SI
+        let isB = kind == 1
+        let isP = kind == 0 || kind == 3
+        var refL0 = pps.numRefIdxL0DefaultActive
+        var refL1 = pps.numRefIdxL1DefaultActive
+        if isB { try r.skip(1, "direct_spatial_mv_pred_flag") }
+        if isP || isB {
+            if try r.flag("num_ref_idx_active_override_flag") {
+                refL0 = 1 + (try r.ue("num_ref_idx_l0_active_minus1", max: 31))
+                if isB { refL1 = 1 + (try r.ue("num_ref_idx_l1_active_minus1", max: 31)) }
+            }
+        }
+        // ref_pic_list_modification()
+        if kind != 2 && kind != 4 {
+            for _ in 0..<(isB ? 2 : 1) where try r.flag("ref_pic_list_modification_flag") {
+                var count = 0
+                while true {
+                    let idc = try r.ue("modification_of_pic_nums_idc", max: 5)
+                    if idc == 3 { break }
+                    _ = try r.ue("abs_diff_pic_num_minus1 or long_term_pic_num")
+                    count += 1
+                    guard count <= 66 else { throw BitstreamError.outOfRange(field: "modification_of_pic_nums_idc", value: Int64(count)) }
+                }
+            }
+        }
+        // pred_weight_table()
+        if (pps.weightedPred && isP) || (pps.weightedBipredIdc == 1 && isB) {
+            _ = try r.ue("luma_log2_weight_denom", max: 7)
+            let chroma = sps.chromaArrayType != 0
+            if chroma { _ = try r.ue("chroma_log2_weight_denom", max: 7) }
+            for count in (isB ? [refL0, refL1] : [refL0]) {
+                for _ in 0..<count {
+                    if try r.flag("luma_weight_flag") {
+                        _ = try r.se("luma_weight")
+                        _ = try r.se("luma_offset")
+                    }
+                    if chroma, try r.flag("chroma_weight_flag") {
+                        for _ in 0..<4 { _ = try r.se("chroma_weight/offset") }
+                    }
+                }
+            }
+        }
+        // dec_ref_pic_marking()
+        guard header.refIdc != 0 else { return false }
+        if header.type == .idrSlice { return false }  // no_output_of_prior_pics_flag, long_term_reference_flag
+        guard try r.flag("adaptive_ref_pic_marking_mode_flag") else { return false }
+        for _ in 0..<100 {
+            let op = try r.ue("memory_management_control_operation", max: 6)
+            switch op {
+            case 0: return false
+            case 5: return true
+            case 1, 2, 6: _ = try r.ue("difference_of_pic_nums_minus1 / long_term_pic_num / long_term_frame_idx")
+            case 3:
+                _ = try r.ue("difference_of_pic_nums_minus1")
+                _ = try r.ue("long_term_frame_idx")
+            default: _ = try r.ue("max_long_term_frame_idx_plus1")  // 4
+            }
+        }
+        return false
     }
 
     /// True when `self` is the first VCL NAL unit of a new primary coded picture, given the

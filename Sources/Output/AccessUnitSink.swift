@@ -1,11 +1,11 @@
 /// Where access units go, for `produce -o` and for every output of `consume`: standard
 /// output or a file (`FileSink`), segment files (`SegmentSink`), a remote endpoint
-/// (`ForwardSink`).
+/// (`ForwardSink`), a container file (`ContainerSink`, in the `Containers` module).
 ///
 /// A sink gets whole access units in stream order, each placed in media time
 /// (`TimedUnit.mediaTime`, 90 kHz ticks), with markers for what was lost on the way
-/// (`SinkItem.discontinuity`, `.gap`): all a container writer needs as well, which is the
-/// seam for one: it is one more sink (timestamps from `mediaTime`, its header with the
+/// (`SinkItem.discontinuity`, `.gap`): all a container writer needs as well, which is how
+/// `ContainerSink` is one more sink (timestamps from `mediaTime`, its header with the
 /// first entry point's parameter sets, its trailer in `close`).
 ///
 /// A sink is used by one thread only, its `SinkRunner`'s worker: it may block in `write`

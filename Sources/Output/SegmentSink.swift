@@ -15,6 +15,24 @@ import Musl
 /// `NAME.part.idx` (see `SegmentRecovery`); when it ends it is flushed, `fsync`ed and renamed
 /// to `NAME` (by a `SegmentFinisher`, while the next segment is being written), then
 /// `--on-segment` runs and `--keep` deletes the oldest finished files.
+/// Writes one segment in a container instead of Annex-B (`--segment-name NAME.mp4|.ts|.mkv`),
+/// over the `.part` file's descriptor. Made per segment by a `SegmentWriterFactory` from the
+/// `Containers` module: this module links no libavformat.
+public protocol SegmentWriter: AnyObject {
+    /// Takes the next access unit (the first one is the segment's entry point).
+    func append(_ unit: TimedUnit) throws(SinkError)
+    /// Writes what is ready and returns the length of the file's complete prefix: what
+    /// stays good if the process dies now (whole fragments, whole packets); 0 while there
+    /// is no picture in it.
+    func flush() throws(SinkError) -> Int
+    /// Writes the rest and the trailer, and returns the file's length. The descriptor stays
+    /// open: the finisher syncs and closes it.
+    func finish() throws(SinkError) -> Int
+}
+
+/// Makes the writer of one segment: the `.part` file's descriptor and path.
+public typealias SegmentWriterFactory = @Sendable (_ fd: Int32, _ path: String) throws(SinkError) -> any SegmentWriter
+
 public final class SegmentSink: AccessUnitSink {
     public struct Config: Sendable {
         public var directory: String
@@ -26,8 +44,12 @@ public final class SegmentSink: AccessUnitSink {
         public var hook: [String]?
         /// fsync each segment (and the directory) before renaming it.
         public var sync: Bool
+        /// A container for each segment; nil: Annex-B as received.
+        public var writer: SegmentWriterFactory?
 
-        public init(directory: String, namer: SegmentNamer, planner: SegmentPlanner.Config, keep: Int? = nil, hook: [String]? = nil, sync: Bool = true) {
+        public init(directory: String, namer: SegmentNamer, planner: SegmentPlanner.Config, keep: Int? = nil, hook: [String]? = nil, sync: Bool = true,
+                    writer: SegmentWriterFactory? = nil) {
+            self.writer = writer
             self.directory = directory
             self.namer = namer
             self.planner = planner
@@ -69,6 +91,8 @@ public final class SegmentSink: AccessUnitSink {
 
     private struct OpenSegment {
         var output: FileOutput
+        /// The container writer, when segments are not Annex-B.
+        var writer: (any SegmentWriter)?
         let indexFD: Int32
         let path: String
         let partPath: String
@@ -154,7 +178,11 @@ public final class SegmentSink: AccessUnitSink {
             try open(at: received)
         case .append:
             guard current != nil else { return false }
-            current!.output.add(received.nalUnits)
+            if let writer = current!.writer {
+                try writer.append(received)
+            } else {
+                current!.output.add(received.nalUnits)
+            }
             current!.frames += 1
             let step = received.mediaTime - current!.lastTime
             if step > .zero { current!.lastStep = step }
@@ -183,7 +211,23 @@ public final class SegmentSink: AccessUnitSink {
         }
         var segment = OpenSegment(output: FileOutput(fd: fd), indexFD: indexFD, path: path, partPath: partPath, startTime: received.mediaTime, lastTime: received.mediaTime)
         // A segment starts with SPS and PPS: put them in front of an IDR that lacks them.
-        segment.output.add(received.unit.nalUnitsForEntry)
+        if let make = config.writer {
+            var entry = received
+            entry.resumes = true
+            do {
+                let writer = try make(fd, partPath)
+                try writer.append(entry)
+                segment.writer = writer
+            } catch {
+                Glibc.close(fd)
+                Glibc.close(indexFD)
+                unlink(partPath)
+                unlink(partPath + ".idx")
+                throw error
+            }
+        } else {
+            segment.output.add(received.unit.nalUnitsForEntry)
+        }
         segment.frames = 1
         current = segment
         onEvent(.opened(path: path))
@@ -191,6 +235,7 @@ public final class SegmentSink: AccessUnitSink {
 
     /// Writes what is pending in the open segment, then records the new length in its index.
     private func flushCurrent() throws(SinkError) {
+        if current?.writer != nil { return try flushWriter() }
         guard current != nil, current!.output.hasPending else { return }
         do {
             try current!.output.flush()
@@ -220,13 +265,57 @@ public final class SegmentSink: AccessUnitSink {
         current!.recordedFrames = current!.frames
     }
 
+    /// A container segment: its writer writes what is ready; the index records the
+    /// complete prefix. A failed write cuts the file back to the last complete prefix (or
+    /// removes it when there was none), and the segment writes no more.
+    private func flushWriter() throws(SinkError) {
+        guard let writer = current!.writer else { return }
+        let complete: Int
+        do {
+            complete = try writer.flush()
+        } catch {
+            let partPath = current!.partPath
+            current!.writer = nil
+            if current!.recordedOffset == 0 {
+                Glibc.close(current!.output.fd)
+                Glibc.close(current!.indexFD)
+                unlink(current!.partPath)
+                unlink(current!.partPath + ".idx")
+                current = nil
+            } else {
+                _ = ftruncate(current!.output.fd, off_t(current!.recordedOffset))
+                current!.frames = current!.recordedFrames
+            }
+            throw SinkError(sink: name, message: "write \(partPath): \(error.message)")
+        }
+        guard complete > current!.recordedOffset else { return }
+        var value = UInt64(complete).littleEndian
+        let n = withUnsafeBytes(of: &value) { Glibc.write(current!.indexFD, $0.baseAddress, 8) }
+        if n != 8 { throw SinkError(sink: name, message: "write \(current!.partPath).idx: \(String(cString: strerror(errno)))") }
+        current!.recordedOffset = complete
+        current!.recordedFrames = current!.frames
+    }
+
     private func closeCurrent(reason: String, nextStart: MediaTime?) throws(SinkError) {
         try flushCurrent()
         if let error = finisher.takeError() { throw error }
         guard let segment = current else { return }
         current = nil
+        var bytes = segment.output.offset
+        var failure: SinkError?
+        if let writer = segment.writer {
+            do {
+                bytes = try writer.finish()
+            } catch {
+                // The trailer could not be written: keep what was complete.
+                _ = ftruncate(segment.output.fd, off_t(segment.recordedOffset))
+                bytes = segment.recordedOffset
+                failure = SinkError(sink: name, message: "write \(segment.partPath): \(error.message)")
+            }
+        }
         let end = nextStart ?? (segment.lastTime + segment.lastStep)
-        let info = SegmentInfo(path: segment.path, duration: max(.zero, end - segment.startTime), frames: segment.frames, bytes: segment.output.offset, reason: reason)
+        let info = SegmentInfo(path: segment.path, duration: max(.zero, end - segment.startTime), frames: segment.frames, bytes: bytes, reason: reason)
         finisher.submit(.init(fd: segment.output.fd, indexFD: segment.indexFD, partPath: segment.partPath, info: info))
+        if let failure { throw failure }
     }
 }

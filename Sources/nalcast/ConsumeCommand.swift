@@ -1,6 +1,7 @@
 import Capture
 import CLinux
 import Consumer
+import Containers
 import Output
 import EventLoop
 #if canImport(Glibc)
@@ -18,11 +19,12 @@ enum ConsumeCommand: Command {
     static let usage = "nalcast consume [--from tcp://HOST:PORT|unix:PATH|FILE|-] [-o FILE|-] [--segments DIR] [--forward tcp://HOST:PORT] [OPTIONS]"
     static let specs: [OptionSpec] = [
         OptionSpec(name: "from", value: "SOURCE", help: "tcp://HOST:PORT, unix:PATH, a file, or - for stdin", defaultText: "tcp://127.0.0.1:7264"),
-        OptionSpec(name: "output", value: "FILE", help: "write the stream (as received, from the first IDR) to FILE or - for stdout", short: "o"),
+        OptionSpec(name: "output", value: "FILE", help: "write the stream from the first IDR to FILE or - for stdout: .mp4, .ts, .mkv, .flv in that container with its timing, anything else as received (Annex-B)", short: "o"),
+        OptionSpec(name: "format", value: "FORMAT", help: "the container of -o: mp4, ts, mkv, flv or h264 (raw Annex-B); mp4 needs a seekable file", defaultText: "from the -o extension, else h264"),
         OptionSpec(name: "segments", value: "DIR", help: "write rotating segment files into DIR, each starting at an IDR"),
         OptionSpec(name: "segment-duration", value: "DURATION", help: "start a new segment at the first IDR after this much media time; make it a multiple of the IDR spacing", defaultText: "6s"),
         OptionSpec(name: "segment-max-bytes", value: "SIZE", help: "also start one at the first IDR once a segment holds SIZE bytes"),
-        OptionSpec(name: "segment-name", value: "PATTERN", help: "file names: strftime fields and %n (sequence number)", defaultText: SegmentNamer.defaultPattern),
+        OptionSpec(name: "segment-name", value: "PATTERN", help: "file names: strftime fields and %n (sequence number); ending in .mp4 (fragmented), .ts, .mkv or .flv: segments in that container, else Annex-B", defaultText: SegmentNamer.defaultPattern),
         OptionSpec(name: "keep", value: "N", help: "keep only the newest N finished segments"),
         OptionSpec(name: "on-segment", value: "CMD", help: "run CMD PATH (no shell) for each finished segment; NALCAST_SEGMENT_* in its environment"),
         OptionSpec(name: "fsync", value: nil, help: "fsync each segment before renaming it (--no-fsync: faster, not crash-safe)", defaultText: "on"),
@@ -68,6 +70,8 @@ enum ConsumeCommand: Command {
     struct Config {
         var input: Input
         var output: String?
+        /// `--format`, else from `-o`'s extension.
+        var outputFormat = ContainerFormat.h264
         var segments: String?
         var segmentDuration: Double = ConsumeCommand.defaultSegmentDuration
         var segmentMaxBytes: Int?
@@ -103,6 +107,7 @@ enum ConsumeCommand: Command {
                 input = .file(from)
             }
             output = options.string("output")
+            outputFormat = try OutputChoice.format(options, output: output, command: "consume")
             segments = options.string("segments")
             if let s = segments, s.isEmpty { throw CommandError.usage("consume: --segments needs a directory") }
             segmentDuration = try options.duration("segment-duration", default: ConsumeCommand.defaultSegmentDuration, above: true)
@@ -111,6 +116,9 @@ enum ConsumeCommand: Command {
                 namer = try SegmentNamer(pattern: options.string("segment-name") ?? SegmentNamer.defaultPattern)
             } catch {
                 throw CommandError.usage("consume: \(error)")
+            }
+            if segments != nil {
+                try OutputChoice.requireLibraries(ContainerFormat.forPath(namer.pattern), what: "consume: --segment-name \(namer.pattern)")
             }
             keep = try options.value("keep", ValueFormat.positiveInt)
             if let cmd = options.string("on-segment") {
@@ -153,12 +161,12 @@ enum ConsumeCommand: Command {
             var out = ["from: \(input)"]
             out.append("media time: timestamp SEI, else " + (input.isNetwork ? "arrival time" : "access units counted at the VUI frame rate, else \(frameRate) fps"))
             out.append("slow sinks: " + (input.isNetwork ? "skip to the next IDR past \(sinkQueue) bytes queued" : "the reader waits (file input), \(sinkQueue) bytes queued per sink"))
-            if let o = output { out.append("output: \(o == "-" ? "stdout" : o)") }
+            if let o = output { out.append("output: \(o == "-" ? "stdout" : o) (\(OutputChoice.describe(outputFormat)))") }
             if let s = segments {
                 out.append("segments: \(s)")
                 out.append("segment duration: \(formatSeconds(segmentDuration)) s")
                 out.append("segment max bytes: \(segmentMaxBytes.map(String.init) ?? "none")")
-                out.append("segment name: \(namer.pattern) (e.g. \(namer.name(time: Int(wallClockSeconds()), sequence: 1)))")
+                out.append("segment name: \(namer.pattern) (e.g. \(namer.name(time: Int(wallClockSeconds()), sequence: 1)); \(OutputChoice.describe(ContainerFormat.forPath(namer.pattern))))")
                 out.append("keep: \(keep.map(String.init) ?? "all")")
                 out.append("on segment: \(hook?.joined(separator: " ") ?? "none")")
                 out.append("fsync: \(fsync ? "on" : "off")")
@@ -240,5 +248,45 @@ final class IDRSpacingCheck {
     static func segmentLength(asked: Double, idrSpacing spacing: Double) -> Double? {
         let actual = Swift.max(1, ((asked - 1e-6) / spacing).rounded(.up)) * spacing
         return actual - asked > Swift.max(0.1, asked * 0.02) ? actual : nil
+    }
+}
+
+/// `-o FILE|-` and `--format` of `produce` and `consume`: which sink writes it.
+enum OutputChoice {
+    /// `--format`, else the extension of `-o` (`-` and unknown extensions: raw Annex-B).
+    static func format(_ options: ParsedOptions, output: String?, command: String) throws -> ContainerFormat {
+        let format = try chosenFormat(options, output: output, command: command)
+        try requireLibraries(format, what: "\(command): -o \(output ?? "-")")
+        return format
+    }
+
+    /// A container needs the FFmpeg libraries, opened here on first use: without them the
+    /// run ends before anything is written (exit 69, the package to install named).
+    static func requireLibraries(_ format: ContainerFormat, what: String) throws {
+        guard format != .h264, let problem = FFmpegLibraries.problem else { return }
+        throw CommandError.unavailable("\(what): \(problem)")
+    }
+
+    private static func chosenFormat(_ options: ParsedOptions, output: String?, command: String) throws -> ContainerFormat {
+        guard let text = options.string("format") else { return output.map(ContainerFormat.forPath) ?? .h264 }
+        guard let format = ContainerFormat(name: text) else {
+            throw CommandError.usage("\(command): --format \(text): expected \(ContainerFormat.optionValues)")
+        }
+        guard output != nil else { throw CommandError.usage("\(command): --format needs -o FILE|-") }
+        if output == "-", let refusal = format.refusal(forDescriptor: 1) {
+            throw CommandError.usage("\(command): -o - --format \(format): \(refusal)")
+        }
+        return format
+    }
+
+    /// `mp4 (MP4, timed)`, `h264 (Annex-B as received)`.
+    static func describe(_ format: ContainerFormat) -> String {
+        format == .h264 ? "h264: Annex-B as received" : "\(format) container"
+    }
+
+    /// The sink for `-o target`: `FileSink` for raw Annex-B, else a `ContainerSink`.
+    static func sink(target: String, format: ContainerFormat, fallbackFrameRate: Double?, countedClock: Bool = false) throws(SinkError) -> sending any AccessUnitSink {
+        if format == .h264 { return try FileSink(target: target) }
+        return try ContainerSink(format: format, target: target, fallbackFrameRate: fallbackFrameRate, countedClock: countedClock)
     }
 }

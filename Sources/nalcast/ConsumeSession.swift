@@ -1,4 +1,5 @@
 import Consumer
+import Containers
 import EventLoop
 import H264
 import Output
@@ -121,9 +122,15 @@ final class ConsumeSession {
         }
         var runners: [SinkRunner] = []
         if let output = config.output {
-            let sink: FileSink
-            do { sink = try FileSink(target: output) } catch { throw CommandError.io(error.message) }
-            runners.append(runner(sink, name: sink.name))
+            let sink: any AccessUnitSink
+            do {
+                sink = try OutputChoice.sink(target: output, format: config.outputFormat, fallbackFrameRate: config.frameRate.framesPerSecond,
+                                             countedClock: !config.input.isNetwork)
+            } catch {
+                throw CommandError.io(error.message)
+            }
+            let name = sink.name
+            runners.append(runner(sink, name: name))
         }
         if let directory = config.segments {
             let sink = try makeSegmentSink(directory)
@@ -166,7 +173,9 @@ final class ConsumeSession {
         let segmentConfig = SegmentSink.Config(
             directory: directory, namer: config.namer,
             planner: SegmentPlanner.Config(segmentDuration: .seconds(config.segmentDuration), maxBytes: config.segmentMaxBytes),
-            keep: config.keep, hook: config.hook, sync: config.fsync)
+            keep: config.keep, hook: config.hook, sync: config.fsync,
+            writer: ContainerSegmentWriter.factory(ContainerFormat.forPath(config.namer.pattern), fallbackFrameRate: config.frameRate.framesPerSecond,
+                                                   countedClock: !config.input.isNetwork))
         let sink: SegmentSink
         do {
             sink = try SegmentSink(config: segmentConfig, recovered: &recovered) { event in

@@ -1,4 +1,5 @@
 import Capture
+import Containers
 import Encoder
 import EventLoop
 #if canImport(Glibc)
@@ -36,7 +37,8 @@ enum ProduceCommand: Command {
         OptionSpec(name: "keyint", value: "N|TIME", help: "distance between IDRs: N frames, as in x264 and FFmpeg (60), or a time (2s, 500ms)", defaultText: "2s"),
         OptionSpec(name: "threads", value: "N", help: "encoder threads (0: auto)", defaultText: "0"),
         // Output
-        OptionSpec(name: "output", value: "FILE", help: "also write the stream to FILE (- for stdout); without --listen, only there", short: "o"),
+        OptionSpec(name: "output", value: "FILE", help: "also write the stream to FILE (- for stdout): .mp4, .ts, .mkv, .flv in that container, anything else Annex-B; without --listen, only there", short: "o"),
+        OptionSpec(name: "format", value: "FORMAT", help: "the container of -o: mp4, ts, mkv, flv or h264 (raw Annex-B); mp4 needs a seekable file", defaultText: "from the -o extension, else h264"),
         OptionSpec(name: "listen", value: "ADDR", help: "serve readers on tcp://HOST:PORT or unix:PATH", defaultText: "tcp://127.0.0.1:7264 unless -o is given"),
         OptionSpec(name: "allow-remote", value: nil, help: "allow --listen on a non-loopback address (the stream may show your screen)"),
         OptionSpec(name: "join", value: "POLICY", help: "where a new reader starts: idr (fresh IDR at once), gop (cached GOP), next (next IDR)", defaultText: "idr"),
@@ -82,6 +84,8 @@ enum ProduceCommand: Command {
         /// `--keyint` as given: a time, or nil when it counted frames.
         var keyintSeconds: Double?
         var output: String?
+        /// `--format`, else from `-o`'s extension.
+        var outputFormat = ContainerFormat.h264
         var listen: Endpoint?
         var broadcaster = BroadcasterConfig()
         var metrics: Endpoint?
@@ -116,7 +120,7 @@ enum ProduceCommand: Command {
             if let m = capture.maxSize { out.append("max-size: \(m)") }
             if let f = capture.frameLimit { out.append("frames: \(f)") }
             if let d = capture.durationLimit { out.append("duration: \(d)s") }
-            out.append("output: \(output ?? "none")")
+            out.append("output: \(output.map { "\($0 == "-" ? "stdout" : $0) (\(OutputChoice.describe(outputFormat)))" } ?? "none")")
             out.append("listen: \(listen?.description ?? "none")")
             if listen != nil {
                 let b = broadcaster
@@ -210,6 +214,7 @@ enum ProduceCommand: Command {
         capture.encoder = encoder
 
         let output = o.string("output")
+        let outputFormat = try OutputChoice.format(o, output: output, command: "produce")
         let listenText = o.string("listen") ?? (output == nil ? "tcp://127.0.0.1:\(Endpoint.defaultPort)" : nil)
         var listen: Endpoint?
         if let listenText {
@@ -245,6 +250,7 @@ enum ProduceCommand: Command {
             source: source, sourceText: sourceText, realtime: realtime, capture: capture, keyintSeconds: keyintSeconds,
             output: output, listen: listen, broadcaster: broadcaster, metrics: metrics, events: events,
             quiet: o.has("quiet"), warnings: warnings)
+        plan.outputFormat = outputFormat
         switch source {
         case .testPattern(let w, let h): plan.frame = (w, h, .i420)
         case .raw(_, let w, let h, let format, _): plan.frame = (w, h, format)

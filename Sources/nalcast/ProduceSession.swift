@@ -78,16 +78,20 @@ final class ProduceSession {
         return { log.line($0) }
     }
 
-    /// `-o FILE|-`, created or truncated.
-    private func openOutput() throws -> sending FileSink? {
+    /// `-o FILE|-`, created or truncated: Annex-B, or a container (`--format`, the extension).
+    private func openOutput() throws -> sending (any AccessUnitSink)? {
         guard let output = plan.output else { return nil }
-        do { return try FileSink(target: output) } catch { throw CommandError.io("-o \(error)") }
+        do {
+            return try OutputChoice.sink(target: output, format: plan.outputFormat, fallbackFrameRate: nil)
+        } catch {
+            throw CommandError.io("-o \(error)")
+        }
     }
 
     /// The `-o` sink's own thread. Behind a live source a slow reader of the pipe skips to the
     /// next IDR; behind a file, capture waits for it. A reader that closes the pipe is a line;
     /// a failed write (disk full) is an error line, said once, and exit 74.
-    private func makeOutput(_ sink: sending FileSink, live: Bool, registry: MetricsRegistry, _ outcome: Outcome) -> SinkRunner {
+    private func makeOutput(_ sink: sending any AccessUnitSink, live: Bool, registry: MetricsRegistry, _ outcome: Outcome) -> SinkRunner {
         let log = self.log
         return SinkRunner(
             sink: sink, queue: SinkQueue(policy: live ? .skipToEntry : .wait, highWater: 32 << 20),

@@ -200,7 +200,9 @@ import Testing
     }
 
     /// The runtime stage lists the packages of the libraries the binary links (beyond the
-    /// base system), pinned at the versions this bookworm machine builds against.
+    /// base system) and of those it opens with dlopen to write containers (the Dockerfile's
+    /// `# dlopen:` line, which must name every libav* SONAME the binary carries), pinned at
+    /// the versions this bookworm machine builds against.
     @Test func runtimePackagesMatchWhatTheBinaryLinks() throws {
         let dockerfile = try Deploy.text("Dockerfile")
         let stages = dockerfile.components(separatedBy: "\nFROM ")
@@ -221,8 +223,26 @@ import Testing
             guard let arrow = parts.firstIndex(of: "=>"), arrow + 1 < parts.count, parts[arrow + 1].hasPrefix("/") else { return nil }
             return String(parts[arrow + 1])
         }
+        // The libraries opened at run time: named once, on the Dockerfile's `# dlopen:` line.
+        let dlopenLine = try #require(runtime.split(separator: "\n").first { $0.hasPrefix("# dlopen:") }, "no # dlopen: line in the runtime stage")
+        let dlopened = dlopenLine.dropFirst("# dlopen:".count).split(separator: " ").map(String.init)
+        #expect(dlopened.contains { $0.hasPrefix("libavformat.so.") })
+        // The SONAMEs the binary asks dlopen for are string literals in it: each one is listed.
+        let literals = try Run.program("grep", ["-aoE", "libav(format|codec|util)\\.so\\.[0-9]+", Run.nalcast]).text.split(separator: "\n").map(String.init)
+        for prefix in ["libavformat.so.", "libavcodec.so.", "libavutil.so."] {
+            let sonames = Set(literals.filter { $0.hasPrefix(prefix) })
+            #expect(!sonames.isEmpty, "no \(prefix)N in the binary")
+            #expect(sonames.isSubset(of: Set(dlopened)), "the binary opens \(sonames.sorted()), the Dockerfile's dlopen line names \(dlopened)")
+        }
+        let ldconfig = try Run.program("ldconfig", ["-p"]).text.split(separator: "\n")
+        var dlopenedPaths: [String] = []
+        for soname in dlopened {
+            let line = try #require(ldconfig.first { $0.trimmingCharacters(in: .whitespaces).hasPrefix(soname + " ") }, "\(soname): not installed here")
+            dlopenedPaths.append(String(line.split(separator: " ").last!))
+        }
+
         var owners: Set<String> = []
-        for lib in libraries {
+        for lib in libraries + dlopenedPaths {
             // Merged /usr: dpkg knows a library by the path its package ships, /lib or /usr/lib.
             let candidates = [lib, "/usr" + lib, URL(fileURLWithPath: lib).resolvingSymlinksInPath().path]
             for path in candidates {
@@ -233,6 +253,9 @@ import Testing
             }  // owned by no package: the Swift toolchain's (debug build)
         }
         #expect(owners.contains("libx264-164"), "ldd found: \(owners)")
+        #expect(owners.contains("libavformat59"), "dlopen: \(owners)")
+        // Linked, they would cost every run (the codec libraries, 25 MB more resident).
+        #expect(!libraries.contains { $0.contains("/libav") }, "the binary links \(libraries.filter { $0.contains("/libav") })")
         let base: Set<String> = ["libc6", "libgcc-s1", "libstdc++6"]
         #expect(owners.subtracting(base) == Set(listed.keys), "the binary links \(owners.subtracting(base).sorted()), the Dockerfile lists \(listed.keys.sorted())")
         for (package, version) in listed {

@@ -1,0 +1,235 @@
+#ifndef CAVFORMAT_SHIM_H
+#define CAVFORMAT_SHIM_H
+// FFmpeg's muxers (libavformat) for nalcast's container output, over a file descriptor
+// nalcast opened itself: no libavformat protocol is used, only the muxers.
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
+#include <libavcodec/avcodec.h>
+#include <libavformat/avformat.h>
+#include <libavformat/avio.h>
+#include <libavutil/dict.h>
+#include <libavutil/error.h>
+#include <libavutil/log.h>
+#include <libavutil/macros.h>
+#include <libavutil/mathematics.h>
+#include <libavutil/mem.h>
+#include <dlfcn.h>
+
+// The FFmpeg libraries are not linked: they are opened with dlopen the first time a container
+// is written, so that every other run of nalcast (raw Annex-B, serving, inspect) does not map
+// libavformat and the hundred codec libraries Debian's libavcodec depends on. Only the struct
+// layouts and constants come from the headers; each function nalcast calls is a wrapper below
+// that looks its symbol up once and keeps the pointer. The SONAMEs come from the headers'
+// major versions, so the libraries opened are the ones the layouts were compiled against.
+#define CAVFORMAT_SONAME_avutil "libavutil.so." AV_STRINGIFY(LIBAVUTIL_VERSION_MAJOR)
+#define CAVFORMAT_SONAME_avcodec "libavcodec.so." AV_STRINGIFY(LIBAVCODEC_VERSION_MAJOR)
+#define CAVFORMAT_SONAME_avformat "libavformat.so." AV_STRINGIFY(LIBAVFORMAT_VERSION_MAJOR)
+
+// libavformat's SONAME and major version (Debian's package is libavformat<major>, which
+// brings libavcodec and libavutil): for the message when they are missing.
+static inline const char *CAVFormat_soname(void) { return CAVFORMAT_SONAME_avformat; }
+static inline int CAVFormat_major(void) { return LIBAVFORMAT_VERSION_MAJOR; }
+
+enum { CAVFORMAT_AVUTIL = 0, CAVFORMAT_AVCODEC = 1, CAVFORMAT_AVFORMAT = 2 };
+
+// The handle of one library, opened on first use; NULL when it cannot be opened. Racing
+// threads may both call dlopen, which hands back the same handle (counted twice: harmless).
+static inline void *CAVFormat_library(int which) {
+    static void *handles[3];
+    static int tried[3];
+    if (__atomic_load_n(&tried[which], __ATOMIC_ACQUIRE)) return __atomic_load_n(&handles[which], __ATOMIC_RELAXED);
+    static const char *const names[3] = { CAVFORMAT_SONAME_avutil, CAVFORMAT_SONAME_avcodec, CAVFORMAT_SONAME_avformat };
+    void *handle = dlopen(names[which], RTLD_NOW | RTLD_LOCAL);
+    __atomic_store_n(&handles[which], handle, __ATOMIC_RELAXED);
+    __atomic_store_n(&tried[which], 1, __ATOMIC_RELEASE);
+    return handle;
+}
+
+// 1 when the three libraries open and have every function below; else 0, with what failed
+// (dlerror's text or the missing symbol) copied into `why`. Call it before writing anything.
+static inline int CAVFormat_load(char *why, int size);
+
+// One function's pointer, looked up once (NULL when missing: the wrappers then fail softly,
+// but CAVFormat_load has refused the container before any of them runs).
+#define CAVFORMAT_FN(lib, name) \
+    static __typeof__(&name) fn_ = NULL; \
+    if (!__atomic_load_n(&fn_, __ATOMIC_ACQUIRE)) { \
+        void *h_ = CAVFormat_library(lib); \
+        __atomic_store_n(&fn_, h_ ? (__typeof__(&name))dlsym(h_, #name) : NULL, __ATOMIC_RELEASE); \
+    } \
+    __typeof__(&name) f_ = __atomic_load_n(&fn_, __ATOMIC_ACQUIRE)
+
+// libavutil
+static inline void *CAVFormat_av_malloc(size_t size) { CAVFORMAT_FN(CAVFORMAT_AVUTIL, av_malloc); return f_ ? f_(size) : NULL; }
+static inline void *CAVFormat_av_mallocz(size_t size) { CAVFORMAT_FN(CAVFORMAT_AVUTIL, av_mallocz); return f_ ? f_(size) : NULL; }
+static inline void CAVFormat_av_free(void *p) { CAVFORMAT_FN(CAVFORMAT_AVUTIL, av_free); if (f_) f_(p); }
+static inline void CAVFormat_av_freep(void *p) { CAVFORMAT_FN(CAVFORMAT_AVUTIL, av_freep); if (f_) f_(p); }
+static inline void CAVFormat_av_log_set_level(int level) { CAVFORMAT_FN(CAVFORMAT_AVUTIL, av_log_set_level); if (f_) f_(level); }
+static inline AVRational CAVFormat_av_d2q(double d, int max) {
+    CAVFORMAT_FN(CAVFORMAT_AVUTIL, av_d2q);
+    if (f_) return f_(d, max);
+    AVRational zero = { 0, 1 };
+    return zero;
+}
+static inline int CAVFormat_av_dict_set(AVDictionary **pm, const char *key, const char *value, int flags) {
+    CAVFORMAT_FN(CAVFORMAT_AVUTIL, av_dict_set); return f_ ? f_(pm, key, value, flags) : AVERROR(ENOSYS);
+}
+static inline void CAVFormat_av_dict_free(AVDictionary **m) { CAVFORMAT_FN(CAVFORMAT_AVUTIL, av_dict_free); if (f_) f_(m); }
+static inline int CAVFormat_av_strerror(int errnum, char *buf, size_t size) {
+    CAVFORMAT_FN(CAVFORMAT_AVUTIL, av_strerror);
+    if (f_) return f_(errnum, buf, size);
+    if (size > 0) snprintf(buf, size, "error %d", errnum);
+    return 0;
+}
+
+// libavcodec
+static inline AVPacket *CAVFormat_av_packet_alloc(void) { CAVFORMAT_FN(CAVFORMAT_AVCODEC, av_packet_alloc); return f_ ? f_() : NULL; }
+static inline void CAVFormat_av_packet_free(AVPacket **pkt) { CAVFORMAT_FN(CAVFORMAT_AVCODEC, av_packet_free); if (f_) f_(pkt); }
+static inline void CAVFormat_av_packet_unref(AVPacket *pkt) { CAVFORMAT_FN(CAVFORMAT_AVCODEC, av_packet_unref); if (f_) f_(pkt); }
+static inline void CAVFormat_av_packet_rescale_ts(AVPacket *pkt, AVRational from, AVRational to) {
+    CAVFORMAT_FN(CAVFORMAT_AVCODEC, av_packet_rescale_ts); if (f_) f_(pkt, from, to);
+}
+
+// libavformat
+static inline int CAVFormat_avformat_alloc_output_context2(AVFormatContext **ctx, const AVOutputFormat *oformat, const char *format_name, const char *filename) {
+    CAVFORMAT_FN(CAVFORMAT_AVFORMAT, avformat_alloc_output_context2); return f_ ? f_(ctx, oformat, format_name, filename) : AVERROR(ENOSYS);
+}
+static inline void CAVFormat_avformat_free_context(AVFormatContext *s) { CAVFORMAT_FN(CAVFORMAT_AVFORMAT, avformat_free_context); if (f_) f_(s); }
+static inline AVStream *CAVFormat_avformat_new_stream(AVFormatContext *s, const AVCodec *c) {
+    CAVFORMAT_FN(CAVFORMAT_AVFORMAT, avformat_new_stream); return f_ ? f_(s, c) : NULL;
+}
+static inline int CAVFormat_avformat_write_header(AVFormatContext *s, AVDictionary **options) {
+    CAVFORMAT_FN(CAVFORMAT_AVFORMAT, avformat_write_header); return f_ ? f_(s, options) : AVERROR(ENOSYS);
+}
+static inline int CAVFormat_av_write_frame(AVFormatContext *s, AVPacket *pkt) {
+    CAVFORMAT_FN(CAVFORMAT_AVFORMAT, av_write_frame); return f_ ? f_(s, pkt) : AVERROR(ENOSYS);
+}
+static inline int CAVFormat_av_write_trailer(AVFormatContext *s) { CAVFORMAT_FN(CAVFORMAT_AVFORMAT, av_write_trailer); return f_ ? f_(s) : AVERROR(ENOSYS); }
+static inline AVIOContext *CAVFormat_avio_alloc_context(unsigned char *buffer, int buffer_size, int write_flag, void *opaque,
+        int (*read_packet)(void *, uint8_t *, int), int (*write_packet)(void *, uint8_t *, int), int64_t (*seek)(void *, int64_t, int)) {
+    CAVFORMAT_FN(CAVFORMAT_AVFORMAT, avio_alloc_context); return f_ ? f_(buffer, buffer_size, write_flag, opaque, read_packet, write_packet, seek) : NULL;
+}
+static inline void CAVFormat_avio_context_free(AVIOContext **s) { CAVFORMAT_FN(CAVFORMAT_AVFORMAT, avio_context_free); if (f_) f_(s); }
+static inline void CAVFormat_avio_flush(AVIOContext *s) { CAVFORMAT_FN(CAVFORMAT_AVFORMAT, avio_flush); if (f_) f_(s); }
+
+static inline int CAVFormat_load(char *why, int size) {
+    static const struct { int lib; const char *name; } needed[] = {
+        { CAVFORMAT_AVUTIL, "av_malloc" }, { CAVFORMAT_AVUTIL, "av_mallocz" }, { CAVFORMAT_AVUTIL, "av_free" },
+        { CAVFORMAT_AVUTIL, "av_freep" }, { CAVFORMAT_AVUTIL, "av_log_set_level" }, { CAVFORMAT_AVUTIL, "av_d2q" },
+        { CAVFORMAT_AVUTIL, "av_dict_set" }, { CAVFORMAT_AVUTIL, "av_dict_free" }, { CAVFORMAT_AVUTIL, "av_strerror" },
+        { CAVFORMAT_AVCODEC, "av_packet_alloc" }, { CAVFORMAT_AVCODEC, "av_packet_free" }, { CAVFORMAT_AVCODEC, "av_packet_unref" },
+        { CAVFORMAT_AVCODEC, "av_packet_rescale_ts" },
+        { CAVFORMAT_AVFORMAT, "avformat_alloc_output_context2" }, { CAVFORMAT_AVFORMAT, "avformat_free_context" },
+        { CAVFORMAT_AVFORMAT, "avformat_new_stream" }, { CAVFORMAT_AVFORMAT, "avformat_write_header" },
+        { CAVFORMAT_AVFORMAT, "av_write_frame" }, { CAVFORMAT_AVFORMAT, "av_write_trailer" },
+        { CAVFORMAT_AVFORMAT, "avio_alloc_context" }, { CAVFORMAT_AVFORMAT, "avio_context_free" }, { CAVFORMAT_AVFORMAT, "avio_flush" },
+    };
+    static const char *const names[3] = { CAVFORMAT_SONAME_avutil, CAVFORMAT_SONAME_avcodec, CAVFORMAT_SONAME_avformat };
+    for (int lib = 0; lib < 3; lib++) {
+        if (!CAVFormat_library(lib)) {
+            const char *error = dlerror();
+            snprintf(why, (size_t)size, "%s", error ? error : names[lib]);
+            return 0;
+        }
+    }
+    for (size_t i = 0; i < sizeof needed / sizeof needed[0]; i++) {
+        if (!dlsym(CAVFormat_library(needed[i].lib), needed[i].name)) {
+            snprintf(why, (size_t)size, "%s: no %s", names[needed[i].lib], needed[i].name);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+// The state behind an AVIOContext that writes to our own fd: the C callbacks below need a
+// plain struct as their opaque pointer, and keep the errno of a failed call for our message.
+typedef struct CAVFormat_fd_io {
+    int fd;
+    int error;        // errno of the first failed write or seek, 0 while all is well
+    int64_t written;  // bytes handed to write(2) so far
+} CAVFormat_fd_io;
+
+// AVIOContext's write callback is a C function pointer: write(2) all of it, EINTR retried.
+static inline int CAVFormat_fd_write(void *opaque, uint8_t *buf, int size) {
+    CAVFormat_fd_io *io = (CAVFormat_fd_io *)opaque;
+    if (io->error) return AVERROR(io->error);
+    int done = 0;
+    while (done < size) {
+        ssize_t n = write(io->fd, buf + done, (size_t)(size - done));
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            io->error = errno;
+            return AVERROR(io->error);
+        }
+        done += (int)n;
+        io->written += n;
+    }
+    return size;
+}
+
+// AVIOContext's seek callback, C too; AVSEEK_SIZE (a macro) asks for the file's size.
+static inline int64_t CAVFormat_fd_seek(void *opaque, int64_t offset, int whence) {
+    CAVFormat_fd_io *io = (CAVFormat_fd_io *)opaque;
+    if (whence & AVSEEK_SIZE) {
+        struct stat st;
+        return fstat(io->fd, &st) == 0 ? (int64_t)st.st_size : AVERROR(errno);
+    }
+    off_t at = lseek(io->fd, (off_t)offset, whence & ~AVSEEK_FORCE);
+    if (at < 0) {
+        io->error = errno;
+        return AVERROR(io->error);
+    }
+    return (int64_t)at;
+}
+
+// True for a regular file, the only output an MP4 muxer can go back into (moov, mdat size).
+static inline int CAVFormat_fd_is_seekable(int fd) {
+    struct stat st;
+    return fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && lseek(fd, 0, SEEK_CUR) >= 0;
+}
+
+// avio_alloc_context wants an av_malloc'ed buffer and the two callbacks above; Swift cannot
+// name C functions as pointers as simply, so the whole set-up is here.
+static inline AVIOContext *CAVFormat_fd_avio(CAVFormat_fd_io *io, int seekable) {
+    const int size = 64 * 1024;
+    unsigned char *buffer = (unsigned char *)CAVFormat_av_malloc(size);
+    if (!buffer) return NULL;
+    AVIOContext *pb = CAVFormat_avio_alloc_context(buffer, size, 1, io, NULL, CAVFormat_fd_write, seekable ? CAVFormat_fd_seek : NULL);
+    if (!pb) {
+        CAVFormat_av_free(buffer);
+        return NULL;
+    }
+    pb->seekable = seekable ? AVIO_SEEKABLE_NORMAL : 0;
+    return pb;
+}
+
+// The buffer is ours to free (av_freep through a field), then the context.
+static inline void CAVFormat_avio_free(AVIOContext **pb) {
+    if (!pb || !*pb) return;
+    CAVFormat_av_freep(&(*pb)->buffer);
+    CAVFormat_avio_context_free(pb);
+}
+
+// Extradata must come from av_malloc with AV_INPUT_BUFFER_PADDING_SIZE zeroed bytes after it.
+static inline int CAVFormat_set_extradata(AVCodecParameters *par, const uint8_t *data, int size) {
+    uint8_t *copy = (uint8_t *)CAVFormat_av_mallocz((size_t)size + AV_INPUT_BUFFER_PADDING_SIZE);
+    if (!copy) return AVERROR(ENOMEM);
+    memcpy(copy, data, (size_t)size);
+    CAVFormat_av_freep(&par->extradata);
+    par->extradata = copy;
+    par->extradata_size = size;
+    return 0;
+}
+
+// AV_INPUT_BUFFER_PADDING_SIZE is a macro: packet buffers need that many zeros at their end.
+static inline int CAVFormat_padding_size(void) { return AV_INPUT_BUFFER_PADDING_SIZE; }
+
+// av_strerror into a buffer; AVERROR(EPIPE) and friends are macros Swift does not import.
+static inline int CAVFormat_errno_of(int averror) { return averror < 0 && averror > -4096 ? -averror : 0; }
+
+#endif

@@ -1,0 +1,41 @@
+import Output
+
+/// One segment of `--segments DIR --segment-name NAME.mp4|.ts|.mkv|.flv` in its container:
+/// a `ContainerSink` over the segment's `.part` descriptor (which the segment sink owns).
+/// MP4 segments are fragmented (a fragment at every IDR and at least every second, written
+/// as it closes), so that what a killed `consume` leaves in a `.part` is playable up to its
+/// last complete fragment, which is the prefix the segment index records.
+public final class ContainerSegmentWriter: SegmentWriter {
+    private let sink: ContainerSink
+
+    public init(format: ContainerFormat, fd: Int32, path: String, fallbackFrameRate: Double?, countedClock: Bool) throws(SinkError) {
+        sink = try ContainerSink(format: format, fd: fd, ownsDescriptor: false, name: "segments", label: path,
+                                 fallbackFrameRate: fallbackFrameRate, countedClock: countedClock, fragmented: true)
+    }
+
+    /// The factory for `SegmentSink.Config.writer`; nil for Annex-B segments.
+    public static func factory(_ format: ContainerFormat, fallbackFrameRate: Double?, countedClock: Bool) -> SegmentWriterFactory? {
+        guard format != .h264 else { return nil }
+        return { (fd: Int32, path: String) throws(SinkError) -> any SegmentWriter in
+            try ContainerSegmentWriter(format: format, fd: fd, path: path, fallbackFrameRate: fallbackFrameRate, countedClock: countedClock)
+        }
+    }
+
+    public func append(_ unit: TimedUnit) throws(SinkError) {
+        _ = try sink.accept(unit)
+    }
+
+    public func flush() throws(SinkError) -> Int {
+        try sink.writeOut()
+        return sink.bytesWritten > sink.headerBytes ? sink.bytesWritten : 0
+    }
+
+    public func finish() throws(SinkError) -> Int {
+        do {
+            try sink.finishContainer()
+        } catch {
+            throw SinkError(sink: "segments", message: error.message, peerClosed: false)
+        }
+        return sink.bytesWritten
+    }
+}

@@ -1,0 +1,189 @@
+import CAVFormat
+import H264
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// Why a container could not be written: one line, and the errno when a write failed.
+public struct MuxError: Error, CustomStringConvertible, Sendable {
+    public let message: String
+    /// The errno of a failed write or seek on the output (EPIPE: the reader went away).
+    public let code: Int32?
+    public init(_ message: String, code: Int32? = nil) {
+        self.message = message
+        self.code = code
+    }
+    public var description: String { message }
+}
+
+/// One H.264 stream into a libavformat muxer, written through an `AVIOContext` over a file
+/// descriptor nalcast opened (a file, a `.part` file, standard output, a pipe): the packets
+/// are the access units' bytes, copied, never decoded or re-encoded.
+///
+/// What the muxers want (FFmpeg 5.1), and what this does for them:
+/// - mp4 and Matroska: the SPS and PPS as extradata before the header. Given in Annex-B
+///   form, they convert them to avcC and every packet to length-prefixed NAL units
+///   themselves.
+/// - MPEG-TS: Annex-B packets as they are, at 1/90000.
+/// - FLV: 1/1000, and pts (composition time) with dts.
+/// - every muxer: dts rising strictly (MPEG-TS, mp4) or at least not falling (Matroska, FLV
+///   round to milliseconds), pts not before dts; keyframes flagged.
+/// Times come in at 90 kHz and are rescaled to the stream's time base after the header
+/// (which is when a muxer picks it).
+///
+/// Not thread-safe: one sink worker thread uses it.
+final class Muxer {
+    let format: ContainerFormat
+    private var context: UnsafeMutablePointer<AVFormatContext>?
+    private var pb: UnsafeMutablePointer<AVIOContext>?
+    private let io: UnsafeMutablePointer<CAVFormat_fd_io>
+    private var stream: UnsafeMutablePointer<AVStream>?
+    private var packet: UnsafeMutablePointer<AVPacket>?
+    private var buffer: [UInt8] = []
+    private var lastDts: Int64?
+    private var strictDts = true
+    private(set) var headerWritten = false
+    private static var ninetyKHz: AVRational { AVRational(num: 1, den: 90_000) }
+
+    /// Sets up `format`'s muxer over `fd` (not owned: the caller closes it).
+    /// `fragmented`: an MP4 written in fragments, which needs no going back (a pipe will do).
+    init(format: ContainerFormat, fd: Int32, fragmented: Bool = false) throws(MuxError) {
+        guard let name = format.muxerName else { throw MuxError("\(format) is not a container") }
+        if let problem = FFmpegLibraries.problem { throw MuxError(problem) }
+        self.format = format
+        io = .allocate(capacity: 1)
+        io.initialize(to: CAVFormat_fd_io(fd: fd, error: 0, written: 0))
+        CAVFormat_av_log_set_level(AV_LOG_QUIET)  // errors come back as codes and say their one line here
+        let seekable = CAVFormat_fd_is_seekable(fd) != 0
+        if format.needsSeekableOutput && !seekable && !fragmented {
+            throw MuxError("\(format) needs a seekable file (it goes back to write its index): not a pipe or a terminal; use ts or mkv for a pipe")
+        }
+        guard let pb = CAVFormat_fd_avio(io, seekable ? 1 : 0) else { throw MuxError("out of memory") }
+        self.pb = pb
+        var ctx: UnsafeMutablePointer<AVFormatContext>?
+        let rc = CAVFormat_avformat_alloc_output_context2(&ctx, nil, name, nil)
+        guard rc >= 0, let ctx else { throw MuxError("no \(name) muxer in this libavformat: \(Self.text(rc))") }
+        context = ctx
+        ctx.pointee.pb = pb
+        strictDts = ctx.pointee.oformat.pointee.flags & AVFMT_TS_NONSTRICT == 0
+        guard let st = CAVFormat_avformat_new_stream(ctx, nil), let pkt = CAVFormat_av_packet_alloc() else { throw MuxError("out of memory") }
+        stream = st
+        packet = pkt
+    }
+
+    deinit {
+        CAVFormat_av_packet_free(&packet)
+        if let context { CAVFormat_avformat_free_context(context) }
+        CAVFormat_avio_free(&pb)
+        io.deinitialize(count: 1)
+        io.deallocate()
+    }
+
+    /// Bytes handed to the output so far.
+    var bytesWritten: Int { Int(io.pointee.written) }
+
+    /// The stream's description and the container's header: the SPS and PPS of the first
+    /// entry point (Annex-B, start codes included), the picture size, the nominal frame
+    /// rate when known.
+    func writeHeader(parameterSets: [NALUnit], resolution: Resolution?, frameRate: Double?, options: [(String, String)] = []) throws(MuxError) {
+        guard let context, let stream else { throw MuxError("closed") }
+        let par = stream.pointee.codecpar!
+        par.pointee.codec_type = AVMEDIA_TYPE_VIDEO
+        par.pointee.codec_id = AV_CODEC_ID_H264
+        if let resolution {
+            par.pointee.width = Int32(clamping: resolution.width)
+            par.pointee.height = Int32(clamping: resolution.height)
+        }
+        var extradata: [UInt8] = []
+        for nal in parameterSets {
+            extradata.append(contentsOf: [0, 0, 0, 1])
+            extradata.append(contentsOf: nal.body)
+        }
+        if !extradata.isEmpty {
+            let rc = extradata.withUnsafeBufferPointer { CAVFormat_set_extradata(par, $0.baseAddress, Int32($0.count)) }
+            guard rc >= 0 else { throw MuxError("out of memory") }
+        }
+        stream.pointee.time_base = Self.ninetyKHz
+        if let frameRate, frameRate.isFinite, frameRate > 0, frameRate < 1000 {
+            let q = CAVFormat_av_d2q(frameRate, 1_000_000)
+            stream.pointee.avg_frame_rate = q
+            stream.pointee.r_frame_rate = q
+        }
+        var dictionary: OpaquePointer?
+        for (key, value) in options { CAVFormat_av_dict_set(&dictionary, key, value, 0) }
+        let rc = CAVFormat_avformat_write_header(context, &dictionary)
+        CAVFormat_av_dict_free(&dictionary)
+        guard rc >= 0 else { throw failure("header", rc) }
+        headerWritten = true
+    }
+
+    /// One access unit as one packet. Times in 90 kHz ticks; `duration` 0 when unknown.
+    func write(_ nalUnits: [NALUnit], pts: Int64, dts: Int64, duration: Int64, keyframe: Bool) throws(MuxError) {
+        guard let context, let stream, let packet else { throw MuxError("closed") }
+        buffer.removeAll(keepingCapacity: true)
+        for nal in nalUnits where !nal.wire.isEmpty { buffer.append(contentsOf: nal.wire) }
+        guard !buffer.isEmpty else { return }
+        let size = buffer.count
+        buffer.append(contentsOf: repeatElement(0, count: Int(CAVFormat_padding_size())))
+        let rc: Int32 = buffer.withUnsafeMutableBufferPointer { bytes in
+            CAVFormat_av_packet_unref(packet)
+            packet.pointee.data = bytes.baseAddress
+            packet.pointee.size = Int32(size)
+            packet.pointee.stream_index = 0
+            packet.pointee.pts = pts
+            packet.pointee.dts = dts
+            packet.pointee.duration = duration
+            packet.pointee.flags = keyframe ? AV_PKT_FLAG_KEY : 0
+            CAVFormat_av_packet_rescale_ts(packet, Self.ninetyKHz, stream.pointee.time_base)
+            // Rounding to a coarser time base (Matroska's and FLV's milliseconds) may make
+            // two decode times one: muxers that want them strictly rising get one tick more.
+            if let last = lastDts, packet.pointee.dts <= last, strictDts || packet.pointee.dts < last {
+                packet.pointee.dts = strictDts ? last + 1 : last
+            }
+            if packet.pointee.pts < packet.pointee.dts { packet.pointee.pts = packet.pointee.dts }
+            lastDts = packet.pointee.dts
+            let result = CAVFormat_av_write_frame(context, packet)
+            packet.pointee.data = nil
+            packet.pointee.size = 0
+            return result
+        }
+        guard rc >= 0 else { throw failure("write", rc) }
+    }
+
+    /// Pushes what the output buffer holds to the descriptor (a pipe's reader sees it now).
+    func flush() throws(MuxError) {
+        guard let pb else { return }
+        CAVFormat_avio_flush(pb)
+        if io.pointee.error != 0 { throw failure("write", -io.pointee.error) }
+    }
+
+    /// The trailer (an MP4's index), and the output buffer flushed. Nothing after this.
+    func finish() throws(MuxError) {
+        guard let context else { return }
+        defer {
+            CAVFormat_avformat_free_context(context)
+            self.context = nil
+        }
+        if headerWritten {
+            let rc = CAVFormat_av_write_trailer(context)
+            guard rc >= 0 else { throw failure("trailer", rc) }
+        }
+        try flush()
+    }
+
+    /// The error of a libavformat call: the output's errno when a write or seek failed.
+    private func failure(_ step: String, _ rc: Int32) -> MuxError {
+        let code = io.pointee.error != 0 ? io.pointee.error : CAVFormat_errno_of(rc)
+        if io.pointee.error != 0 { return MuxError("write: \(String(cString: strerror(code)))", code: code) }
+        return MuxError("\(format) \(step): \(Self.text(rc))", code: code == 0 ? nil : code)
+    }
+
+    static func text(_ rc: Int32) -> String {
+        var chars = [CChar](repeating: 0, count: 128)
+        _ = CAVFormat_av_strerror(rc, &chars, chars.count)
+        return String(decoding: chars.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+}
