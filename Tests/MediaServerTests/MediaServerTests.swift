@@ -21,7 +21,7 @@ import TestSupport
     /// A scratch directory for the clients' files and logs, removed at the end of the test.
     final class Scratch {
         let url: URL
-        init() throws { url = try MediaServerDirectory.make("test") }
+        init() throws { url = try MediaServerDirectory.make("media-test") }
         deinit { MediaServerDirectory.discard(url) }
         func file(_ name: String) -> URL { url.appendingPathComponent(name) }
         /// An FFmpeg client run in the background, its stderr in `NAME.log`.
