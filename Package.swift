@@ -81,6 +81,9 @@ let package = Package(
         .testTarget(name: "ReliabilityTests", dependencies: ["H264", "Capture"]),
         // End-to-end: runs the built `nalcast` binary against real peers (ffmpeg, ffprobe, ...).
         .testTarget(name: "CLITests", dependencies: ["nalcast", "TestSupport"]),
+        // The real media servers the push and relay tests start (nginx-rtmp, srt-live-transmit,
+        // GStreamer's RTSP server; TestSupport runs them), proven with FFmpeg as the client.
+        .testTarget(name: "MediaServerTests", dependencies: ["TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,0 +1,198 @@
+import Foundation
+import Testing
+import TestSupport
+
+/// The media servers the push and relay tests start (TestSupport's `RTMPServer`, `SRTListener`,
+/// `RTSPServer`), each proven with FFmpeg as the client: FFmpeg pushes 3 s of a 320x240 test
+/// pattern at 30 fps (90 frames, an IDR every second) in real time, and what the server hands on
+/// or writes is counted and decoded by FFmpeg. Then each server is killed mid-stream and started
+/// again on the same port, and takes the next push whole. No timing is asserted; the timeouts
+/// are generous for a loaded machine.
+@Suite(.serialized) struct MediaServerTests {
+    static let frames = 90
+
+    /// FFmpeg pushing `seconds` of the test pattern in real time to `output`.
+    static func push(_ output: [String], seconds: Int = 3) -> [String] {
+        ["-hide_banner", "-nostdin", "-loglevel", "error", "-re",
+         "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=30", "-t", String(seconds),
+         "-c:v", "libx264", "-g", "30", "-pix_fmt", "yuv420p"] + output
+    }
+
+    /// A scratch directory for the clients' files and logs, removed at the end of the test.
+    final class Scratch {
+        let url: URL
+        init() throws { url = try MediaServerDirectory.make("media-test") }
+        deinit { MediaServerDirectory.discard(url) }
+        func file(_ name: String) -> URL { url.appendingPathComponent(name) }
+        /// An FFmpeg client run in the background, its stderr in `NAME.log`.
+        func client(_ name: String, _ arguments: [String]) throws -> ServerProcess {
+            let process = ServerProcess(name: name, logURL: file("\(name).log"))
+            try process.start("ffmpeg", arguments, directory: url)
+            return process
+        }
+    }
+
+    /// A publish of 3 s through `server` under `key`, read back by a player that was there first:
+    /// every frame comes out, at 320x240, and decodes without an error.
+    static func checkRTMPRoundTrip(_ server: RTMPServer, key: String, run: Int, _ scratch: Scratch) throws {
+        let read = scratch.file("read-\(run).flv")
+        let publishes = server.publishes(key)
+        let reader = try server.startPlayer(key, into: read, log: scratch.file("reader-\(run).log"))
+        defer { reader.stop() }
+        let publisher = try scratch.client("publisher-\(run)", push(["-f", "flv", server.url(key)]))
+        defer { publisher.stop() }
+        #expect(publisher.waitForExit(timeout: 120) == 0, "\(publisher.logTail())\n\(server.log)")
+        #expect(server.waitForPublish(key, count: publishes + 1), "\(server.log)")
+        // The player ends a few seconds after the publish (its idle timeout).
+        #expect(reader.waitForExit(timeout: 60) == 0, "\(reader.logTail())")
+        let video = try MediaProbe.video(read.path)
+        #expect(video == MediaProbe.Video(frames: frames, width: 320, height: 240),
+                "read back \(String(describing: video))\n\(reader.logTail())\n\(server.log)")
+        #expect(try MediaProbe.decodeErrors(read.path) == "")
+    }
+
+    /// Sizes of the system nginx's logs (nil when absent), which the tests' nginx must leave alone.
+    static func systemLogSizes() -> [Int?] {
+        ["/var/log/nginx/access.log", "/var/log/nginx/error.log"].map { path in
+            var info = stat()
+            return stat(path, &info) == 0 ? Int(info.st_size) : nil
+        }
+    }
+
+    @Test func rtmpServerPlaysBackWhatIsPublished() throws {
+        let systemLogs = Self.systemLogSizes()
+        let scratch = try Scratch()
+        let server = try RTMPServer()
+        try Self.checkRTMPRoundTrip(server, key: "test", run: 1, scratch)
+        // Stopped, nothing of it is left: the process is gone, the port free.
+        let pid = server.process.processIdentifier
+        server.stop()
+        #expect(kill(pid, 0) != 0)
+        #expect(!ServerProcess.portInUse(server.port, .tcp))
+        #expect(!server.log.contains("[emerg]"), "\(server.log)")
+        // Its logs went to its directory: the access log names the publish and the play.
+        #expect(server.accessLog.contains("PUBLISH \"live\" \"test\"") && server.accessLog.contains("PLAY \"live\" \"test\""),
+                "\(server.log)")
+        #expect(Self.systemLogSizes() == systemLogs)
+    }
+
+    /// nginx needs nothing of root: run as `nobody` (when the tests run as root, which can
+    /// switch), it serves the same.
+    @Test(.enabled(if: getuid() == 0, "only root can run it as another user"))
+    func rtmpServerRunsAsAnUnprivilegedUser() throws {
+        let scratch = try Scratch()
+        let server = try RTMPServer(runAs: "nobody")
+        let status = (try? String(contentsOfFile: "/proc/\(server.process.processIdentifier)/status", encoding: .utf8)) ?? ""
+        let uid = status.split(separator: "\n").first { $0.hasPrefix("Uid:") }?.split(whereSeparator: { $0 == "\t" || $0 == " " }).dropFirst().first
+        #expect(uid.map(String.init) == String(server.user!.uid), "\(status)")
+        try Self.checkRTMPRoundTrip(server, key: "nobody", run: 1, scratch)
+    }
+
+    @Test func rtmpServerKilledMidStreamComesBackOnTheSamePort() throws {
+        let scratch = try Scratch()
+        let server = try RTMPServer()
+        let publisher = try scratch.client("long-publisher", Self.push(["-f", "flv", server.url("live")], seconds: 120))
+        defer { publisher.stop() }
+        try #require(server.waitForPublish("live", timeout: 60), "\(server.log)\n\(publisher.logTail())")
+        let first = server.process.processIdentifier
+        server.kill()
+        #expect(!ServerProcess.portInUse(server.port, .tcp))
+        // The publisher sees its server die and gives up (FFmpeg does not reconnect).
+        let status = publisher.waitForExit(timeout: 60)
+        #expect(status != nil && status != 0, "\(publisher.logTail())")
+
+        try server.start()
+        #expect(server.process.processIdentifier != first)
+        #expect(server.process.starts == 2)
+        try Self.checkRTMPRoundTrip(server, key: "live", run: 2, scratch)
+    }
+
+    /// FFmpeg's SRT caller URL for `listener`. `linger=5`: in SRT's live mode a closing sender
+    /// drops what it has not sent yet (SRTO_LINGER is 0 there), and x264's lookahead hands
+    /// FFmpeg its last second of frames at once at the end: without it about 40 frames go.
+    static func srtCaller(_ listener: SRTListener) -> String { listener.url + "?mode=caller&linger=5" }
+
+    /// FFmpeg's SRT caller pushing MPEG-TS: the listener's file holds about the 90 frames (SRT's
+    /// live mode drops packets that come too late, which a loaded machine can make happen), at
+    /// 320x240, decoding cleanly.
+    static func checkSRTPush(_ listener: SRTListener, run: Int, _ scratch: Scratch) throws {
+        let publisher = try scratch.client("publisher-\(run)", push(["-f", "mpegts", Self.srtCaller(listener)]))
+        defer { publisher.stop() }
+        #expect(publisher.waitForExit(timeout: 120) == 0, "\(publisher.logTail())\n\(listener.log)")
+        #expect(listener.waitForCaller(count: run), "\(listener.log)")
+        listener.stop()  // srt-live-transmit flushes its output on SIGTERM
+        let video = try MediaProbe.video(listener.output.path, format: "mpegts")
+        #expect(video.map { (80...frames).contains($0.frames) && $0.width == 320 && $0.height == 240 } == true,
+                "received \(listener.receivedBytes) bytes: \(String(describing: video))\n\(listener.log)")
+        #expect(try MediaProbe.decodeErrors(listener.output.path, format: "mpegts") == "")
+    }
+
+    @Test func srtListenerWritesWhatACallerPushes() throws {
+        let scratch = try Scratch()
+        let listener = try SRTListener()
+        try Self.checkSRTPush(listener, run: 1, scratch)
+        #expect(!ServerProcess.portInUse(listener.port, .udp))
+    }
+
+    @Test func srtListenerKilledMidStreamComesBackOnTheSamePort() throws {
+        let scratch = try Scratch()
+        let listener = try SRTListener()
+        let publisher = try scratch.client("long-publisher", Self.push(["-f", "mpegts", Self.srtCaller(listener)], seconds: 120))
+        defer { publisher.stop() }
+        try #require(listener.waitForCaller(timeout: 60), "\(listener.log)\n\(publisher.logTail())")
+        #expect(listener.waitForBytes(20_000, timeout: 60), "\(listener.log)")
+        listener.kill()
+        let first = listener.output
+        #expect(listener.receivedBytes >= 20_000)
+        #expect(!ServerProcess.portInUse(listener.port, .udp))
+        // The caller finds its peer gone (SRT's idle timeout) and gives up.
+        let status = publisher.waitForExit(timeout: 60)
+        #expect(status != nil && status != 0, "\(publisher.logTail())")
+
+        try listener.restart()
+        #expect(listener.outputs.count == 2 && listener.output != first)
+        try Self.checkSRTPush(listener, run: 2, scratch)
+    }
+
+    /// FFmpeg publishing over RTSP (RTP interleaved on TCP): the recording holds about the 90
+    /// frames (the first may go while the server sets up), at 320x240, decoding cleanly.
+    static func checkRTSPPublish(_ server: RTSPServer, publish: Int, _ scratch: Scratch) throws {
+        let ended = server.endedPublishes
+        let publisher = try scratch.client("publisher-\(publish)", push(["-f", "rtsp", "-rtsp_transport", "tcp", server.url]))
+        defer { publisher.stop() }
+        #expect(publisher.waitForExit(timeout: 120) == 0, "\(publisher.logTail())\n\(server.log)")
+        #expect(server.waitForPublishEnd(count: ended + 1), "\(server.log)")
+        let recordings = server.recordings
+        try #require(recordings.count == publish, "\(recordings)\n\(server.log)")
+        let file = recordings[publish - 1].path
+        let video = try MediaProbe.video(file, format: "h264")
+        #expect(video.map { (75...frames).contains($0.frames) && $0.width == 320 && $0.height == 240 } == true,
+                "recorded \(String(describing: video))\n\(server.log)")
+        #expect(try MediaProbe.decodeErrors(file, format: "h264") == "")
+    }
+
+    @Test(arguments: [RTSPServer.Backend.gstreamer, .ffmpeg])
+    func rtspServerRecordsAPublish(_ backend: RTSPServer.Backend) throws {
+        let scratch = try Scratch()
+        let server = try RTSPServer(backend: backend)
+        try Self.checkRTSPPublish(server, publish: 1, scratch)
+        server.stop()
+        #expect(!ServerProcess.portInUse(server.port, .tcp))
+    }
+
+    @Test func rtspServerKilledMidStreamComesBackOnTheSamePort() throws {
+        let scratch = try Scratch()
+        let server = try RTSPServer()
+        let publisher = try scratch.client("long-publisher", Self.push(["-f", "rtsp", "-rtsp_transport", "tcp", server.url], seconds: 120))
+        defer { publisher.stop() }
+        try #require(server.waitForPublish(timeout: 60), "\(server.log)\n\(publisher.logTail())")
+        #expect(server.waitForRecordedBytes(20_000, timeout: 60), "\(server.log)")
+        server.kill()
+        #expect(!ServerProcess.portInUse(server.port, .tcp))
+        let status = publisher.waitForExit(timeout: 60)
+        #expect(status != nil && status != 0, "\(publisher.logTail())")
+
+        try server.start()
+        try Self.checkRTSPPublish(server, publish: 2, scratch)
+    }
+}

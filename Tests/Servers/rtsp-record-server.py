@@ -1,0 +1,81 @@
+#!/usr/bin/python3
+"""An RTSP server that takes publishes of H.264 (ANNOUNCE, SETUP, RECORD, with RTP
+interleaved on the RTSP connection), for nalcast's tests: GStreamer's RTSP server
+(gir1.2-gst-rtsp-server-1.0, python3-gi), run with Debian's /usr/bin/python3.
+
+usage: rtsp-record-server.py PORT PATH PREFIX
+
+Listens on 127.0.0.1:PORT and takes publishes to PATH (such as /live), one after another
+or at once, each written to a file of its own, PREFIX + "NN.h264" (NN = 01, 02... in the
+order they are announced): the H.264 as received, in Annex B byte-stream form, written
+unbuffered so that a kill loses nothing already received. One line per event on stderr:
+"listening on rtsp://...", "publish N started: FILE", "publish N ended". Exits on SIGTERM
+or SIGINT.
+"""
+import signal
+import sys
+
+import gi
+
+gi.require_version("Gst", "1.0")
+gi.require_version("GstRtsp", "1.0")
+gi.require_version("GstRtspServer", "1.0")
+from gi.repository import GLib, Gst, GstRtsp, GstRtspServer  # noqa: E402
+
+# depay0 names the stream the ANNOUNCE's SDP describes; h264parse turns the depayloaded
+# access units into Annex B with SPS and PPS in front of every IDR.
+PIPELINE = (
+    "( rtph264depay name=depay0 ! h264parse config-interval=-1 "
+    "! video/x-h264,stream-format=byte-stream,alignment=au "
+    "! filesink name=sink sync=false async=false buffer-mode=unbuffered )"
+)
+
+
+def log(line):
+    print(line, file=sys.stderr, flush=True)
+
+
+def main():
+    if len(sys.argv) != 4:
+        log(__doc__)
+        return 64
+    port, path, prefix = sys.argv[1], sys.argv[2], sys.argv[3]
+    Gst.init(None)
+
+    server = GstRtspServer.RTSPServer()
+    server.set_address("127.0.0.1")
+    server.set_service(port)
+
+    factory = GstRtspServer.RTSPMediaFactory()
+    factory.set_transport_mode(GstRtspServer.RTSPTransportMode.RECORD)
+    factory.set_protocols(GstRtsp.RTSPLowerTrans.TCP)
+    factory.set_launch(PIPELINE)
+    factory.set_latency(200)
+
+    publishes = [0]
+
+    def constructed(_factory, media):
+        publishes[0] += 1
+        number = publishes[0]
+        name = "%s%02d.h264" % (prefix, number)
+        media.get_element().get_by_name("sink").set_property("location", name)
+        log("publish %d started: %s" % (number, name))
+        media.connect("unprepared", lambda _media: log("publish %d ended" % number))
+
+    factory.connect("media-constructed", constructed)
+    server.get_mount_points().add_factory(path, factory)
+    if server.attach(None) == 0:
+        log("error: cannot listen on 127.0.0.1:%s" % port)
+        return 69
+
+    loop = GLib.MainLoop()
+    GLib.unix_signal_add(GLib.PRIORITY_DEFAULT, signal.SIGTERM, loop.quit)
+    GLib.unix_signal_add(GLib.PRIORITY_DEFAULT, signal.SIGINT, loop.quit)
+    log("listening on rtsp://127.0.0.1:%s%s" % (port, path))
+    loop.run()
+    log("stopped")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

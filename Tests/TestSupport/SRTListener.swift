@@ -1,0 +1,96 @@
+import Foundation
+
+/// An SRT listener on a free loopback UDP port: `srt-live-transmit` (Debian's srt-tools)
+/// receiving from one caller at a time and writing the bytes it gets (MPEG-TS, as pushed) to
+/// a file of this run, `received-N.ts` in a private temp directory. When a caller leaves it
+/// listens again (srt-live-transmit's auto-reconnect), appending to the same file; `kill()`
+/// and `start()` (or `restart()`) take it down and up on the same port, each run with a file
+/// of its own (`outputs`).
+///
+/// srt-live-transmit writes to its stdout through a buffer of a few KB: what a caller sent is
+/// all in the file once the listener has stopped (`stop()`: SIGTERM, on which it exits
+/// cleanly); while it runs, or after `kill()`, the last few KB may be missing.
+public final class SRTListener {
+    public let port: UInt16
+    public let directory: URL
+    public let process: ServerProcess
+    /// Extra SRT socket options for the listener URI (srt-live-transmit names: `latency` in ms,
+    /// `passphrase`, `streamid`...).
+    public let options: [String: String]
+    public private(set) var outputs: [URL] = []
+
+    /// Starts the listener on `port` (a free one by default) and waits until it is bound.
+    public init(port: UInt16? = nil, options: [String: String] = [:]) throws {
+        directory = try MediaServerDirectory.make("srt")
+        self.port = try port ?? FreePort.udp()
+        self.options = options
+        process = ServerProcess(name: "srt-live-transmit", logURL: directory.appendingPathComponent("srt-live-transmit.log"))
+        try start()
+    }
+
+    deinit {
+        process.stop(timeout: 2)
+        MediaServerDirectory.discard(directory)
+    }
+
+    /// What a caller connects to: `srt://127.0.0.1:PORT` (FFmpeg: add `?mode=caller`, its default).
+    public var url: String { "srt://127.0.0.1:\(port)" }
+
+    /// The listener's URI for srt-live-transmit.
+    var listenerURI: String {
+        let query = (["mode": "listener"].merging(options) { $1 }).sorted { $0.key < $1.key }
+            .map { "\($0.key)=\($0.value)" }.joined(separator: "&")
+        return "srt://127.0.0.1:\(port)?\(query)"
+    }
+
+    /// Starts srt-live-transmit (again) with a fresh output file and waits until it is bound.
+    public func start(timeout: Double = 30) throws {
+        let output = directory.appendingPathComponent("received-\(outputs.count + 1).ts")
+        outputs.append(output)
+        try process.start("srt-live-transmit", [listenerURI, "file://con"], stdout: output, directory: directory)
+        try process.waitUntilListening(port: port, .udp, timeout: timeout)
+    }
+
+    /// SIGKILL, as a crash: the caller loses its connection.
+    public func kill() { process.kill() }
+
+    /// SIGTERM (srt-live-transmit flushes its output and exits), SIGKILL if it lingers.
+    public func stop() { process.stop() }
+
+    /// SIGKILL, then the listener again on the same port, writing a new file.
+    public func restart() throws {
+        process.kill()
+        try start()
+    }
+
+    /// The file of the current (or last) run.
+    public var output: URL { outputs.last! }
+
+    /// What the current (or last) run received so far.
+    public var received: Data { (try? Data(contentsOf: output)) ?? Data() }
+
+    /// Bytes in the file of the current (or last) run.
+    public var receivedBytes: Int {
+        var info = stat()
+        return stat(output.path, &info) == 0 ? Int(info.st_size) : 0
+    }
+
+    /// Waits until `count` callers have connected (in every run so far).
+    @discardableResult
+    public func waitForCaller(count: Int = 1, timeout: Double = 30) -> Bool {
+        process.waitForLog("Accepted SRT source connection", count: count, timeout: timeout)
+    }
+
+    /// Waits until at least `bytes` have reached the file of the current run.
+    @discardableResult
+    public func waitForBytes(_ bytes: Int, timeout: Double = 30) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while receivedBytes < bytes {
+            if Date() >= deadline || !process.isRunning { return receivedBytes >= bytes }
+            usleep(20_000)
+        }
+        return true
+    }
+
+    public var log: String { process.logTail() }
+}
