@@ -240,22 +240,9 @@ public final class SegmentSink: AccessUnitSink {
         do {
             try current!.output.flush()
         } catch {
-            // Cut the segment back to the last access unit written whole (a full disk, EFBIG),
-            // so that it closes as a complete file with what was good; with nothing good in
-            // it, remove it.
+            // A full disk, EFBIG: keep what was written whole.
             let message = "write \(current!.partPath): \(error.message)"
-            if current!.recordedOffset == 0 {
-                Glibc.close(current!.output.fd)
-                Glibc.close(current!.indexFD)
-                unlink(current!.partPath)
-                unlink(current!.partPath + ".idx")
-                current = nil
-                throw SinkError(sink: name, message: message)
-            }
-            if ftruncate(current!.output.fd, off_t(current!.recordedOffset)) == 0 {
-                current!.output = FileOutput(fd: current!.output.fd, offset: current!.recordedOffset)
-                current!.frames = current!.recordedFrames
-            }
+            cutBackToComplete()
             throw SinkError(sink: name, message: message)
         }
         var value = UInt64(current!.output.offset).littleEndian
@@ -263,6 +250,24 @@ public final class SegmentSink: AccessUnitSink {
         if n != 8 { throw SinkError(sink: name, message: "write \(current!.partPath).idx: \(String(cString: strerror(errno)))") }
         current!.recordedOffset = current!.output.offset
         current!.recordedFrames = current!.frames
+    }
+
+    /// After a failed write: a segment with nothing complete in it is removed with its index;
+    /// else it is cut back to the last complete prefix the index recorded, so that it closes
+    /// as a complete file with what was good.
+    private func cutBackToComplete() {
+        guard current!.recordedOffset > 0 else {
+            Glibc.close(current!.output.fd)
+            Glibc.close(current!.indexFD)
+            unlink(current!.partPath)
+            unlink(current!.partPath + ".idx")
+            current = nil
+            return
+        }
+        if ftruncate(current!.output.fd, off_t(current!.recordedOffset)) == 0 {
+            current!.output = FileOutput(fd: current!.output.fd, offset: current!.recordedOffset)
+            current!.frames = current!.recordedFrames
+        }
     }
 
     /// A container segment: its writer writes what is ready; the index records the
@@ -276,16 +281,7 @@ public final class SegmentSink: AccessUnitSink {
         } catch {
             let partPath = current!.partPath
             current!.writer = nil
-            if current!.recordedOffset == 0 {
-                Glibc.close(current!.output.fd)
-                Glibc.close(current!.indexFD)
-                unlink(current!.partPath)
-                unlink(current!.partPath + ".idx")
-                current = nil
-            } else {
-                _ = ftruncate(current!.output.fd, off_t(current!.recordedOffset))
-                current!.frames = current!.recordedFrames
-            }
+            cutBackToComplete()
             throw SinkError(sink: name, message: "write \(partPath): \(error.message)")
         }
         guard complete > current!.recordedOffset else { return }
