@@ -32,8 +32,6 @@ public final class ContainerSink: AccessUnitSink {
     private let fd: Int32
     private let ownsDescriptor: Bool
     private let fallbackFrameRate: Double?
-    /// The muxer's options (`movflags` for fragmented MP4 segments).
-    private let options: [(String, String)]
     private var order = AccessUnitOrder()
     private var timeline = PresentationTimeline()
     /// Access units pushed to the timeline, not yet written, in decode order.
@@ -85,17 +83,12 @@ public final class ContainerSink: AccessUnitSink {
          fragmented: Bool = false) throws(SinkError) {
         self.name = name
         self.countedClock = countedClock
-        // Fragmented MP4: a fragment at every IDR and at least every second, written as it
-        // closes (a killed writer loses at most the last one); no index at the end needed.
-        let options: [(String, String)] = fragmented && format == .mp4
-            ? [("movflags", "frag_keyframe+empty_moov+default_base_moof"), ("frag_duration", "1000000")] : []
-        self.options = options
         self.format = format
         self.fd = fd
         self.ownsDescriptor = ownsDescriptor
         self.fallbackFrameRate = fallbackFrameRate
         do {
-            muxer = try Muxer(format: format, fd: fd, fragmented: !options.isEmpty)
+            muxer = try Muxer(format: format, fd: fd, fragmented: fragmented)
         } catch {
             if ownsDescriptor { _ = Glibc.close(fd) }
             throw SinkError(sink: name, message: "\(label): \(error.message)")
@@ -178,7 +171,7 @@ public final class ContainerSink: AccessUnitSink {
             let sets = parameterSets.isEmpty ? unit.unit.parameterSets : parameterSets
             let sps = sets.first { $0.type == .sps }.flatMap { try? SequenceParameterSet($0) }
             try muxer.writeHeader(parameterSets: sets, resolution: unit.unit.resolution ?? sps?.resolution,
-                                  frameRate: sps?.frameRate ?? fallbackFrameRate, options: options)
+                                  frameRate: sps?.frameRate ?? fallbackFrameRate)
             try muxer.flush()
             headerBytes = muxer.bytesWritten
         }

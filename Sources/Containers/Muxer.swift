@@ -46,12 +46,17 @@ final class Muxer {
     private var lastDts: Int64?
     private var strictDts = true
     private(set) var headerWritten = false
+    /// An MP4 written in fragments (`init`'s `fragmented`): its header asks for them.
+    private let fragmentedMP4: Bool
     private static var ninetyKHz: AVRational { AVRational(num: 1, den: 90_000) }
 
     /// Sets up `format`'s muxer over `fd` (not owned: the caller closes it).
-    /// `fragmented`: an MP4 written in fragments, which needs no going back (a pipe will do).
+    /// `fragmented`: an MP4 written in fragments, which needs no going back (a pipe will do):
+    /// one at every IDR and at least every second, each written as it closes, so a killed
+    /// writer loses at most the last one. Other formats ignore it.
     init(format: ContainerFormat, fd: Int32, fragmented: Bool = false) throws(MuxError) {
         guard let name = format.muxerName else { throw MuxError("\(format) is not a container") }
+        fragmentedMP4 = fragmented && format == .mp4
         if let problem = FFmpegLibraries.problem { throw MuxError(problem) }
         self.format = format
         io = .allocate(capacity: 1)
@@ -88,7 +93,7 @@ final class Muxer {
     /// The stream's description and the container's header: the SPS and PPS of the first
     /// entry point (Annex-B, start codes included), the picture size, the nominal frame
     /// rate when known.
-    func writeHeader(parameterSets: [NALUnit], resolution: Resolution?, frameRate: Double?, options: [(String, String)] = []) throws(MuxError) {
+    func writeHeader(parameterSets: [NALUnit], resolution: Resolution?, frameRate: Double?) throws(MuxError) {
         guard let context, let stream else { throw MuxError("closed") }
         let par = stream.pointee.codecpar!
         par.pointee.codec_type = AVMEDIA_TYPE_VIDEO
@@ -113,7 +118,10 @@ final class Muxer {
             stream.pointee.r_frame_rate = q
         }
         var dictionary: OpaquePointer?
-        for (key, value) in options { CAVFormat_av_dict_set(&dictionary, key, value, 0) }
+        if fragmentedMP4 {
+            CAVFormat_av_dict_set(&dictionary, "movflags", "frag_keyframe+empty_moov+default_base_moof", 0)
+            CAVFormat_av_dict_set(&dictionary, "frag_duration", "1000000", 0)
+        }
         let rc = CAVFormat_avformat_write_header(context, &dictionary)
         CAVFormat_av_dict_free(&dictionary)
         guard rc >= 0 else { throw failure("header", rc) }
