@@ -1,5 +1,6 @@
 import CAVFormat
 import H264
+import Output
 
 #if canImport(Glibc)
 import Glibc
@@ -126,6 +127,16 @@ final class Muxer {
         CAVFormat_av_dict_free(&dictionary)
         guard rc >= 0 else { throw failure("header", rc) }
         headerWritten = true
+    }
+
+    /// The header for a stream that starts at `unit`, an entry point: its SPS and PPS (or
+    /// those it was known to use) as extradata, its picture size and the SPS's frame rate
+    /// (`fallbackFrameRate` when the SPS gives none).
+    func writeHeader(entry unit: TimedUnit, fallbackFrameRate: Double?) throws(MuxError) {
+        let parameterSets = unit.nalUnits.filter { $0.type == .sps || $0.type == .pps }
+        let sets = parameterSets.isEmpty ? unit.unit.parameterSets : parameterSets
+        let sps = sets.first { $0.type == .sps }.flatMap { try? SequenceParameterSet($0) }
+        try writeHeader(parameterSets: sets, resolution: unit.unit.resolution ?? sps?.resolution, frameRate: sps?.frameRate ?? fallbackFrameRate)
     }
 
     /// One access unit as one packet. Times in 90 kHz ticks; `duration` 0 when unknown.
