@@ -210,21 +210,8 @@ final class ConsumeSession {
 
     /// One `--forward` target.
     private func makeForwardSink(_ target: ForwardChoice, name: String, _ ending: Ending) -> sending ForwardSink {
-        let log = self.log
-        let events = self.events
-        return target.makeSink(name: name, fallbackFrameRate: config.frameRate.framesPerSecond, countedClock: !config.input.isNetwork) { event in
-            switch event {
-            case .connected(let target):
-                ending.forwardsConnected.withLock { _ = $0.insert(name) }
-                log.line("forwarding to \(target)")
-                events?.emit("forward-connected", [("sink", name), ("endpoint", target)])
-            case .disconnected(let target, let reason):
-                log.line("forward to \(target) is down (\(reason)); retrying, dropping until it is back")
-                events?.emit("forward-disconnected", [("sink", name), ("endpoint", target), ("reason", reason)])
-            case .retrying(let target, let attempt, let reason, let nextIn):
-                log.line(ConsumeReport.forwardRetrying(target, attempt: attempt, reason: reason, nextIn: nextIn))
-            }
-        }
+        target.makeSink(name: name, fallbackFrameRate: config.frameRate.framesPerSecond, countedClock: !config.input.isNetwork,
+                        onEvent: ForwardChoice.reporter(name: name, log: log, events: events) { ending.forwardsConnected.withLock { _ = $0.insert(name) } })
     }
 
     /// SIGINT, SIGTERM: stop reading, let the sinks finish.

@@ -68,4 +68,22 @@ enum ForwardChoice: CustomStringConvertible {
             return ForwardSink(name: name, transport: PushTransport(push, fallbackFrameRate: fallbackFrameRate, countedClock: countedClock), onEvent: onEvent)
         }
     }
+
+    /// What a forward target's events become: a log line each, an event, and `onConnect`
+    /// (`consume` keeps which targets connected at least once, for its exit code).
+    static func reporter(name: String, log: Log, events: EventLog?, onConnect: (@Sendable () -> Void)? = nil) -> @Sendable (ForwardSink.Event) -> Void {
+        { event in
+            switch event {
+            case .connected(let target):
+                onConnect?()
+                log.line("forwarding to \(target)")
+                events?.emit("forward-connected", [("sink", name), ("endpoint", target)])
+            case .disconnected(let target, let reason):
+                log.line("forward to \(target) is down (\(reason)); retrying, dropping until it is back")
+                events?.emit("forward-disconnected", [("sink", name), ("endpoint", target), ("reason", reason)])
+            case .retrying(let target, let attempt, let reason, let nextIn):
+                log.line(ConsumeReport.forwardRetrying(target, attempt: attempt, reason: reason, nextIn: nextIn))
+            }
+        }
+    }
 }
