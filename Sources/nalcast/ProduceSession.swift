@@ -210,6 +210,7 @@ final class ProduceSession {
         var where_: [String] = []
         if let listen = serving.server?.boundEndpoint { where_.append("serving \(listen)") }
         if let output = plan.output { where_.append("writing \(output == "-" ? "stdout" : output)") }
+        for target in plan.forwards { where_.append("pushing to \(target)") }
         log.line("capturing \(input); \(where_.joined(separator: ", "))")
     }
 
