@@ -80,6 +80,7 @@ let package = Package(
         // Fuzz findings replayed (inputs in fuzz/regressions/).
         .testTarget(name: "ReliabilityTests", dependencies: ["H264", "Capture"]),
         // End-to-end: runs the built `nalcast` binary against real peers (ffmpeg, ffprobe, ...).
+        .testTarget(name: "ContainersTests", dependencies: ["Containers", "Output", "H264", "TestSupport"]),
         .testTarget(name: "CLITests", dependencies: ["nalcast", "TestSupport"]),
         // The real media servers the push and relay tests start (nginx-rtmp, srt-live-transmit,
         // GStreamer's RTSP server; TestSupport runs them), proven with FFmpeg as the client.

@@ -1,7 +1,8 @@
 #ifndef CAVFORMAT_SHIM_H
 #define CAVFORMAT_SHIM_H
-// FFmpeg's muxers (libavformat) for nalcast's container output, over a file descriptor
-// nalcast opened itself: no libavformat protocol is used, only the muxers.
+// FFmpeg's muxers (libavformat) for nalcast's container output: files go through a file
+// descriptor nalcast opened itself; pushes to a server (RTMP, SRT, RTSP, UDP) go through
+// libavformat's own protocols, each blocking call bounded by an interrupt callback.
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -19,6 +20,7 @@
 #include <libavutil/mathematics.h>
 #include <libavutil/mem.h>
 #include <dlfcn.h>
+#include <time.h>
 
 // The FFmpeg libraries are not linked: they are opened with dlopen the first time a container
 // is written, so that every other run of nalcast (raw Annex-B, serving, inspect) does not map
@@ -80,6 +82,7 @@ static inline int CAVFormat_av_dict_set(AVDictionary **pm, const char *key, cons
     CAVFORMAT_FN(CAVFORMAT_AVUTIL, av_dict_set); return f_ ? f_(pm, key, value, flags) : AVERROR(ENOSYS);
 }
 static inline void CAVFormat_av_dict_free(AVDictionary **m) { CAVFORMAT_FN(CAVFORMAT_AVUTIL, av_dict_free); if (f_) f_(m); }
+static inline char *CAVFormat_av_strdup(const char *s) { CAVFORMAT_FN(CAVFORMAT_AVUTIL, av_strdup); return f_ ? f_(s) : NULL; }
 static inline int CAVFormat_av_strerror(int errnum, char *buf, size_t size) {
     CAVFORMAT_FN(CAVFORMAT_AVUTIL, av_strerror);
     if (f_) return f_(errnum, buf, size);
@@ -116,18 +119,29 @@ static inline AVIOContext *CAVFormat_avio_alloc_context(unsigned char *buffer, i
 }
 static inline void CAVFormat_avio_context_free(AVIOContext **s) { CAVFORMAT_FN(CAVFORMAT_AVFORMAT, avio_context_free); if (f_) f_(s); }
 static inline void CAVFormat_avio_flush(AVIOContext *s) { CAVFORMAT_FN(CAVFORMAT_AVFORMAT, avio_flush); if (f_) f_(s); }
+static inline int CAVFormat_avio_open2(AVIOContext **s, const char *url, int flags, const AVIOInterruptCB *cb, AVDictionary **options) {
+    CAVFORMAT_FN(CAVFORMAT_AVFORMAT, avio_open2); return f_ ? f_(s, url, flags, cb, options) : AVERROR(ENOSYS);
+}
+static inline int CAVFormat_avio_closep(AVIOContext **s) { CAVFORMAT_FN(CAVFORMAT_AVFORMAT, avio_closep); return f_ ? f_(s) : AVERROR(ENOSYS); }
+static inline int CAVFormat_avformat_network_init(void) { CAVFORMAT_FN(CAVFORMAT_AVFORMAT, avformat_network_init); return f_ ? f_() : AVERROR(ENOSYS); }
+static inline const char *CAVFormat_avio_find_protocol_name(const char *url) {
+    CAVFORMAT_FN(CAVFORMAT_AVFORMAT, avio_find_protocol_name); return f_ ? f_(url) : NULL;
+}
 
 static inline int CAVFormat_load(char *why, int size) {
     static const struct { int lib; const char *name; } needed[] = {
         { CAVFORMAT_AVUTIL, "av_malloc" }, { CAVFORMAT_AVUTIL, "av_mallocz" }, { CAVFORMAT_AVUTIL, "av_free" },
         { CAVFORMAT_AVUTIL, "av_freep" }, { CAVFORMAT_AVUTIL, "av_log_set_level" }, { CAVFORMAT_AVUTIL, "av_d2q" },
         { CAVFORMAT_AVUTIL, "av_dict_set" }, { CAVFORMAT_AVUTIL, "av_dict_free" }, { CAVFORMAT_AVUTIL, "av_strerror" },
+        { CAVFORMAT_AVUTIL, "av_strdup" },
         { CAVFORMAT_AVCODEC, "av_packet_alloc" }, { CAVFORMAT_AVCODEC, "av_packet_free" }, { CAVFORMAT_AVCODEC, "av_packet_unref" },
         { CAVFORMAT_AVCODEC, "av_packet_rescale_ts" },
         { CAVFORMAT_AVFORMAT, "avformat_alloc_output_context2" }, { CAVFORMAT_AVFORMAT, "avformat_free_context" },
         { CAVFORMAT_AVFORMAT, "avformat_new_stream" }, { CAVFORMAT_AVFORMAT, "avformat_write_header" },
         { CAVFORMAT_AVFORMAT, "av_write_frame" }, { CAVFORMAT_AVFORMAT, "av_write_trailer" },
         { CAVFORMAT_AVFORMAT, "avio_alloc_context" }, { CAVFORMAT_AVFORMAT, "avio_context_free" }, { CAVFORMAT_AVFORMAT, "avio_flush" },
+        { CAVFORMAT_AVFORMAT, "avio_open2" }, { CAVFORMAT_AVFORMAT, "avio_closep" }, { CAVFORMAT_AVFORMAT, "avformat_network_init" },
+        { CAVFORMAT_AVFORMAT, "avio_find_protocol_name" },
     };
     static const char *const names[3] = { CAVFORMAT_SONAME_avutil, CAVFORMAT_SONAME_avcodec, CAVFORMAT_SONAME_avformat };
     for (int lib = 0; lib < 3; lib++) {
@@ -231,5 +245,46 @@ static inline int CAVFormat_padding_size(void) { return AV_INPUT_BUFFER_PADDING_
 
 // av_strerror into a buffer; AVERROR(EPIPE) and friends are macros Swift does not import.
 static inline int CAVFormat_errno_of(int averror) { return averror < 0 && averror > -4096 ? -averror : 0; }
+
+// The deadline of a push's blocking calls (connect, handshake, a write the server does not
+// take): libavformat's protocols poll the interrupt callback while they wait, and give up
+// with AVERROR_EXIT once it returns 1. `deadline_ns` is CLOCK_MONOTONIC nanoseconds, 0 for
+// none; `stop` ends every wait at once. Written by the one thread that uses the muxer.
+typedef struct CAVFormat_interrupt {
+    int64_t deadline_ns;
+    int stop;
+    int fired;  // set when the callback said stop: the call failed because time ran out
+} CAVFormat_interrupt;
+
+static inline int CAVFormat_interrupt_check(void *opaque) {
+    CAVFormat_interrupt *state = (CAVFormat_interrupt *)opaque;
+    if (state->stop) return state->fired = 1;
+    if (state->deadline_ns == 0) return 0;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if ((int64_t)now.tv_sec * 1000000000 + now.tv_nsec < state->deadline_ns) return 0;
+    return state->fired = 1;
+}
+
+// The AVIOInterruptCB for `state` (a C function pointer, set here for Swift).
+static inline AVIOInterruptCB CAVFormat_interrupt_callback(CAVFormat_interrupt *state) {
+    AVIOInterruptCB cb = { CAVFormat_interrupt_check, state };
+    return cb;
+}
+
+// The URL a muxer with its own protocol (RTSP) opens, av_strdup'ed as avformat wants it.
+static inline int CAVFormat_set_url(AVFormatContext *s, const char *url) {
+    char *copy = CAVFormat_av_strdup(url);
+    if (!copy) return AVERROR(ENOMEM);
+    CAVFormat_av_freep(&s->url);
+    s->url = copy;
+    return 0;
+}
+
+// True when the output format opens its own connection (no AVIOContext wanted): RTSP.
+static inline int CAVFormat_format_has_no_file(const AVFormatContext *s) { return (s->oformat->flags & AVFMT_NOFILE) != 0; }
+
+// AVERROR_EXIT is a macro Swift does not import.
+static inline int CAVFormat_error_exit(void) { return AVERROR_EXIT; }
 
 #endif

@@ -8,18 +8,7 @@ import Musl
 #endif
 
 /// `-o FILE.mp4|.ts|.mkv|.flv` (or `--format`) of `produce` and `consume`: the access units
-/// into a container, with true timing, next to `FileSink`'s raw Annex-B.
-///
-/// Timing, per access unit:
-/// - decode time: its media time (`TimedUnit.mediaTime`: the timestamp SEI's `pts_90k`,
-///   else the access units counted at the VUI frame rate, else the arrival time), kept
-///   strictly rising; after a discontinuity (a reconnect: a new stream whose clock may
-///   start over) the times go on from where they were; a counted field is half a step;
-/// - presentation time: the same for nalcast's own streams (the timestamp SEI: no
-///   B-frames); for others, from the picture order count (`AccessUnitOrder`,
-///   `PresentationTimeline`), so B-frames are presented in their order.
-/// A skip or a dropped frame stays a jump in time. The two fields of a field pair (two
-/// access units) are one packet: one sample, one frame, as containers count them.
+/// into a container, with true timing (`PacketTimer`), next to `FileSink`'s raw Annex-B.
 ///
 /// The header waits for the first entry point (an IDR with its SPS and PPS, which become
 /// the container's extradata); access units before it are not written and are counted as
@@ -32,24 +21,7 @@ public final class ContainerSink: AccessUnitSink {
     private let fd: Int32
     private let ownsDescriptor: Bool
     private let fallbackFrameRate: Double?
-    private var order = AccessUnitOrder()
-    private var timeline = PresentationTimeline()
-    /// Access units pushed to the timeline, not yet written, in decode order.
-    private var queued: [(nalUnits: [NALUnit], keyframe: Bool)] = []
-    private var queuedHead = 0
-    /// The packet waiting for the next one's decode time (its duration).
-    private var held: (nalUnits: [NALUnit], times: PresentationTimeline.Times, keyframe: Bool)?
-    private var lastStep: Int64 = 3000
-    /// Decode times: the last one given, the media time it came from.
-    private var lastDts: Int64?
-    private var lastMediaTime: Int64 = 0
-    private var afterDiscontinuity = false
-    /// See `init(format:target:fallbackFrameRate:countedClock:)`.
-    private let countedClock: Bool
-    private var previousWasField = false
-    private var presentationShift: Int64?
-    /// A first field waiting for its second.
-    private var pendingField: (unit: TimedUnit, info: AccessUnitOrder.Info)?
+    private var timer: PacketTimer
 
     /// Writes to standard output (`-o -`): a pipe takes ts, mkv and flv, not mp4.
     public convenience init(format: ContainerFormat, fallbackFrameRate: Double? = nil, countedClock: Bool = false) throws(SinkError) {
@@ -82,7 +54,7 @@ public final class ContainerSink: AccessUnitSink {
     init(format: ContainerFormat, fd: Int32, ownsDescriptor: Bool, name: String, label: String, fallbackFrameRate: Double?, countedClock: Bool,
          fragmented: Bool = false) throws(SinkError) {
         self.name = name
-        self.countedClock = countedClock
+        timer = PacketTimer(countedClock: countedClock, waitsForDuration: true)
         self.format = format
         self.fd = fd
         self.ownsDescriptor = ownsDescriptor
@@ -104,8 +76,7 @@ public final class ContainerSink: AccessUnitSink {
                 case .unit(let unit):
                     if try add(unit) { report.units += 1 } else { report.dropped += 1 }
                 case .discontinuity, .gap:
-                    flushPendingField()
-                    afterDiscontinuity = true
+                    timer.discontinuity()
                 }
             }
             try writeSettled(finishing: false)
@@ -154,10 +125,7 @@ public final class ContainerSink: AccessUnitSink {
 
     /// Writes everything left and the trailer; the descriptor stays open.
     func finishContainer() throws(MuxError) {
-        flushPendingField()
         try writeSettled(finishing: true)
-        if let held { try writePacket(held.nalUnits, held.times, duration: lastStep, keyframe: held.keyframe) }
-        held = nil
         try muxer.finish()
     }
 
@@ -166,92 +134,20 @@ public final class ContainerSink: AccessUnitSink {
     private func add(_ unit: TimedUnit) throws(MuxError) -> Bool {
         if !muxer.headerWritten {
             guard unit.isEntryPoint else { return false }
-            let nals = unit.nalUnits
-            let parameterSets = nals.filter { $0.type == .sps || $0.type == .pps }
-            let sets = parameterSets.isEmpty ? unit.unit.parameterSets : parameterSets
-            let sps = sets.first { $0.type == .sps }.flatMap { try? SequenceParameterSet($0) }
-            try muxer.writeHeader(parameterSets: sets, resolution: unit.unit.resolution ?? sps?.resolution,
-                                  frameRate: sps?.frameRate ?? fallbackFrameRate)
+            try muxer.writeHeader(entry: unit, fallbackFrameRate: fallbackFrameRate)
             try muxer.flush()
             headerBytes = muxer.bytesWritten
         }
-        // nalcast's own streams (timestamp SEI, no B-frames) present at their decode time.
-        let info = unit.unit.timestamp == nil ? order.info(for: unit.unit) : nil
-        // The two fields of a pair become one packet (one sample, one frame), as a
-        // container holds them; a field without its pair is a packet of its own.
-        switch info?.structure {
-        case .firstField?:
-            flushPendingField()
-            pendingField = (unit, info!)
-        case .secondField? where pendingField != nil:
-            let first = pendingField!
-            pendingField = nil
-            push(first.unit, first.info, nalUnits: first.unit.nalUnits + unit.nalUnits)
-        default:
-            flushPendingField()
-            push(unit, info, nalUnits: unit.nalUnits)
-        }
+        timer.add(unit)
         return true
     }
 
-    /// A first field whose second never came goes out alone.
-    private func flushPendingField() {
-        guard let field = pendingField else { return }
-        pendingField = nil
-        push(field.unit, field.info, nalUnits: field.unit.nalUnits)
-    }
-
-    /// One packet into the timeline: its decode time, its place in presentation order.
-    private func push(_ unit: TimedUnit, _ info: AccessUnitOrder.Info?, nalUnits: [NALUnit]) {
-        // Decode time: step by step from media time, so that a jump (dropped frames, a skip)
-        // stays a jump, and a clock that starts over (a reconnect to a restarted producer)
-        // goes on one step after the last instead of going back. A counted clock counts
-        // each field as a frame: after a field (or a field pair, which it counted twice)
-        // the step is halved.
-        let media = unit.mediaTime.ticks
-        var dts = media
-        if let last = lastDts {
-            var step = media &- lastMediaTime
-            if step <= 0 && afterDiscontinuity { step = lastStep }
-            if countedClock && previousWasField && unit.unit.timestamp == nil { step /= 2 }
-            dts = last &+ max(step, 1)
-        }
-        afterDiscontinuity = false
-        lastDts = dts
-        lastMediaTime = media
-        previousWasField = info.map { $0.structure != .frame } ?? false
-        timeline.push(dts: dts, key: info?.key, startsRun: info?.startsOver ?? unit.unit.isIDR)
-        queued.append((nalUnits, unit.unit.isIDR))
-    }
-
-    /// Writes every access unit whose times are settled, holding the last one back.
+    /// Writes every packet whose times are settled (all of them when `finishing`).
     private func writeSettled(finishing: Bool) throws(MuxError) {
-        while let times = timeline.pop(finishing: finishing) {
-            let next = queued[queuedHead]
-            queuedHead += 1
-            if let held {
-                let step = times.dts - held.times.dts
-                if step > 0 { lastStep = step }
-                try writePacket(held.nalUnits, held.times, duration: max(step, 0), keyframe: held.keyframe)
-            }
-            held = (next.nalUnits, times, next.keyframe)
+        let muxer = self.muxer
+        try timer.take(finishing: finishing) { (packet) throws(MuxError) in
+            try muxer.write(packet.nalUnits, pts: packet.pts, dts: packet.dts, duration: packet.duration, keyframe: packet.keyframe)
         }
-        if queuedHead == queued.count {
-            queued.removeAll(keepingCapacity: true)
-            queuedHead = 0
-        } else if queuedHead >= 64 {
-            queued.removeFirst(queuedHead)
-            queuedHead = 0
-        }
-    }
-
-    /// Writes one packet. Times move back by the first packet's pts - dts (the reordering
-    /// delay of a stream with B-frames), so that presentation starts at the first decode
-    /// time (0 for a file) and decode times start before it, as in FFmpeg's own files.
-    private func writePacket(_ nalUnits: [NALUnit], _ times: PresentationTimeline.Times, duration: Int64, keyframe: Bool) throws(MuxError) {
-        let shift = presentationShift ?? (times.pts - times.dts)
-        presentationShift = shift
-        try muxer.write(nalUnits, pts: times.pts - shift, dts: times.dts - shift, duration: duration, keyframe: keyframe)
     }
 
     private func sinkError(_ error: MuxError) -> SinkError {

@@ -1,5 +1,6 @@
 import CAVFormat
 import H264
+import Output
 
 #if canImport(Glibc)
 import Glibc
@@ -20,15 +21,18 @@ public struct MuxError: Error, CustomStringConvertible, Sendable {
 }
 
 /// One H.264 stream into a libavformat muxer, written through an `AVIOContext` over a file
-/// descriptor nalcast opened (a file, a `.part` file, standard output, a pipe): the packets
-/// are the access units' bytes, copied, never decoded or re-encoded.
+/// descriptor nalcast opened (a file, a `.part` file, standard output, a pipe), or pushed to
+/// a server through libavformat's own protocols (`init(push:)`): the packets are the access
+/// units' bytes, copied, never decoded or re-encoded.
 ///
 /// What the muxers want (FFmpeg 5.1), and what this does for them:
 /// - mp4 and Matroska: the SPS and PPS as extradata before the header. Given in Annex-B
 ///   form, they convert them to avcC and every packet to length-prefixed NAL units
-///   themselves.
+///   themselves. FLV (RTMP) does the same.
 /// - MPEG-TS: Annex-B packets as they are, at 1/90000.
 /// - FLV: 1/1000, and pts (composition time) with dts.
+/// - RTSP: the SPS and PPS go into the SDP it announces (from the extradata); it opens its
+///   own connection from the context's URL.
 /// - every muxer: dts rising strictly (MPEG-TS, mp4) or at least not falling (Matroska, FLV
 ///   round to milliseconds), pts not before dts; keyframes flagged.
 /// Times come in at 90 kHz and are rescaled to the stream's time base after the header
@@ -36,9 +40,13 @@ public struct MuxError: Error, CustomStringConvertible, Sendable {
 ///
 /// Not thread-safe: one sink worker thread uses it.
 final class Muxer {
-    let format: ContainerFormat
+    /// What messages call it: the container (`mp4`, `ts`) or the pushed format.
+    let label: String
     private var context: UnsafeMutablePointer<AVFormatContext>?
     private var pb: UnsafeMutablePointer<AVIOContext>?
+    /// True when `pb` is our AVIOContext over a descriptor (freed here), false when
+    /// libavformat opened it for a URL (closed with `avio_closep`).
+    private let ownIO: Bool
     private let io: UnsafeMutablePointer<CAVFormat_fd_io>
     private var stream: UnsafeMutablePointer<AVStream>?
     private var packet: UnsafeMutablePointer<AVPacket>?
@@ -48,6 +56,11 @@ final class Muxer {
     private(set) var headerWritten = false
     /// An MP4 written in fragments (`init`'s `fragmented`): its header asks for them.
     private let fragmentedMP4: Bool
+    /// Options for `avformat_write_header` beyond the fragmenting ones (a push's).
+    private let headerOptions: [(String, String)]
+    /// The deadline of a push's blocking calls; nil for a descriptor, which never waits on
+    /// a server.
+    private let interrupt: UnsafeMutablePointer<CAVFormat_interrupt>?
     private static var ninetyKHz: AVRational { AVRational(num: 1, den: 90_000) }
 
     /// Sets up `format`'s muxer over `fd` (not owned: the caller closes it).
@@ -57,8 +70,11 @@ final class Muxer {
     init(format: ContainerFormat, fd: Int32, fragmented: Bool = false) throws(MuxError) {
         guard let name = format.muxerName else { throw MuxError("\(format) is not a container") }
         fragmentedMP4 = fragmented && format == .mp4
+        label = format.description
+        headerOptions = []
+        interrupt = nil
+        ownIO = true
         if let problem = FFmpegLibraries.problem { throw MuxError(problem) }
-        self.format = format
         io = .allocate(capacity: 1)
         io.initialize(to: CAVFormat_fd_io(fd: fd, error: 0, written: 0))
         CAVFormat_av_log_set_level(AV_LOG_QUIET)  // errors come back as codes and say their one line here
@@ -68,27 +84,79 @@ final class Muxer {
         }
         guard let pb = CAVFormat_fd_avio(io, seekable ? 1 : 0) else { throw MuxError("out of memory") }
         self.pb = pb
+        try makeContext(name)
+        context!.pointee.pb = pb
+    }
+
+    /// Sets up the `muxer` (flv, mpegts, rtsp) for a push to `url`, and connects: libavformat
+    /// opens the URL with `protocolOptions` (the RTSP muxer connects in `writeHeader`,
+    /// with the header options). Every blocking call gives up at the deadline set in
+    /// `interrupt` (owned by the caller, alive as long as this muxer).
+    init(push url: String, muxer name: String, label: String, protocolOptions: [(String, String)], headerOptions: [(String, String)],
+         interrupt: UnsafeMutablePointer<CAVFormat_interrupt>) throws(MuxError) {
+        self.label = label
+        fragmentedMP4 = false
+        self.headerOptions = headerOptions
+        self.interrupt = interrupt
+        ownIO = false
+        if let problem = FFmpegLibraries.problem { throw MuxError(problem) }
+        io = .allocate(capacity: 1)
+        io.initialize(to: CAVFormat_fd_io(fd: -1, error: 0, written: 0))
+        CAVFormat_av_log_set_level(AV_LOG_QUIET)
+        _ = Self.networkReady
+        try makeContext(name)
+        let ctx = context!
+        ctx.pointee.interrupt_callback = CAVFormat_interrupt_callback(interrupt)
+        guard CAVFormat_set_url(ctx, url) >= 0 else { throw MuxError("out of memory") }
+        if CAVFormat_format_has_no_file(ctx) == 0 {
+            var dictionary = Self.dictionary(protocolOptions)
+            var cb = CAVFormat_interrupt_callback(interrupt)
+            var opened: UnsafeMutablePointer<AVIOContext>?
+            let rc = CAVFormat_avio_open2(&opened, url, AVIO_FLAG_WRITE, &cb, &dictionary)
+            CAVFormat_av_dict_free(&dictionary)
+            guard rc >= 0, let opened else { throw failure("connect", rc) }
+            pb = opened
+            ctx.pointee.pb = opened
+        }
+    }
+
+    /// `avformat_network_init`, once: TLS (rtmps) wants it before the first connection.
+    private static let networkReady: Bool = CAVFormat_avformat_network_init() >= 0
+
+    private func makeContext(_ name: String) throws(MuxError) {
         var ctx: UnsafeMutablePointer<AVFormatContext>?
         let rc = CAVFormat_avformat_alloc_output_context2(&ctx, nil, name, nil)
         guard rc >= 0, let ctx else { throw MuxError("no \(name) muxer in this libavformat: \(Self.text(rc))") }
         context = ctx
-        ctx.pointee.pb = pb
         strictDts = ctx.pointee.oformat.pointee.flags & AVFMT_TS_NONSTRICT == 0
         guard let st = CAVFormat_avformat_new_stream(ctx, nil), let pkt = CAVFormat_av_packet_alloc() else { throw MuxError("out of memory") }
         stream = st
         packet = pkt
     }
 
+    private static func dictionary(_ options: [(String, String)]) -> OpaquePointer? {
+        var dictionary: OpaquePointer?
+        for (key, value) in options { CAVFormat_av_dict_set(&dictionary, key, value, 0) }
+        return dictionary
+    }
+
     deinit {
         CAVFormat_av_packet_free(&packet)
-        if let context { CAVFormat_avformat_free_context(context) }
-        CAVFormat_avio_free(&pb)
+        if let context {
+            // An RTSP muxer that never got its trailer still holds its connection: the
+            // trailer (TEARDOWN, bounded by the interrupt deadline) closes it.
+            if headerWritten && !ownIO && CAVFormat_format_has_no_file(context) != 0 { _ = CAVFormat_av_write_trailer(context) }
+            CAVFormat_avformat_free_context(context)
+        }
+        if ownIO { CAVFormat_avio_free(&pb) } else { _ = CAVFormat_avio_closep(&pb) }
         io.deinitialize(count: 1)
         io.deallocate()
     }
 
     /// Bytes handed to the output so far.
-    var bytesWritten: Int { Int(io.pointee.written) }
+    var bytesWritten: Int { ownIO ? Int(io.pointee.written) : packetBytes }
+    /// The access units' bytes handed to the muxer (a push's measure of what it sent).
+    private var packetBytes = 0
 
     /// The stream's description and the container's header: the SPS and PPS of the first
     /// entry point (Annex-B, start codes included), the picture size, the nominal frame
@@ -117,7 +185,7 @@ final class Muxer {
             stream.pointee.avg_frame_rate = q
             stream.pointee.r_frame_rate = q
         }
-        var dictionary: OpaquePointer?
+        var dictionary = Self.dictionary(headerOptions)
         if fragmentedMP4 {
             CAVFormat_av_dict_set(&dictionary, "movflags", "frag_keyframe+empty_moov+default_base_moof", 0)
             CAVFormat_av_dict_set(&dictionary, "frag_duration", "1000000", 0)
@@ -128,6 +196,16 @@ final class Muxer {
         headerWritten = true
     }
 
+    /// The header for a stream that starts at `unit`, an entry point: its SPS and PPS (or
+    /// those it was known to use) as extradata, its picture size and the SPS's frame rate
+    /// (`fallbackFrameRate` when the SPS gives none).
+    func writeHeader(entry unit: TimedUnit, fallbackFrameRate: Double?) throws(MuxError) {
+        let parameterSets = unit.nalUnits.filter { $0.type == .sps || $0.type == .pps }
+        let sets = parameterSets.isEmpty ? unit.unit.parameterSets : parameterSets
+        let sps = sets.first { $0.type == .sps }.flatMap { try? SequenceParameterSet($0) }
+        try writeHeader(parameterSets: sets, resolution: unit.unit.resolution ?? sps?.resolution, frameRate: sps?.frameRate ?? fallbackFrameRate)
+    }
+
     /// One access unit as one packet. Times in 90 kHz ticks; `duration` 0 when unknown.
     func write(_ nalUnits: [NALUnit], pts: Int64, dts: Int64, duration: Int64, keyframe: Bool) throws(MuxError) {
         guard let context, let stream, let packet else { throw MuxError("closed") }
@@ -135,6 +213,7 @@ final class Muxer {
         for nal in nalUnits where !nal.wire.isEmpty { buffer.append(contentsOf: nal.wire) }
         guard !buffer.isEmpty else { return }
         let size = buffer.count
+        packetBytes += size
         buffer.append(contentsOf: repeatElement(0, count: Int(CAVFormat_padding_size())))
         let rc: Int32 = buffer.withUnsafeMutableBufferPointer { bytes in
             CAVFormat_av_packet_unref(packet)
@@ -165,7 +244,11 @@ final class Muxer {
     func flush() throws(MuxError) {
         guard let pb else { return }
         CAVFormat_avio_flush(pb)
-        if io.pointee.error != 0 { throw failure("write", -io.pointee.error) }
+        if ownIO {
+            if io.pointee.error != 0 { throw failure("write", -io.pointee.error) }
+        } else if pb.pointee.error < 0 {
+            throw failure("write", pb.pointee.error)
+        }
     }
 
     /// The trailer (an MP4's index), and the output buffer flushed. Nothing after this.
@@ -186,7 +269,10 @@ final class Muxer {
     private func failure(_ step: String, _ rc: Int32) -> MuxError {
         let code = io.pointee.error != 0 ? io.pointee.error : CAVFormat_errno_of(rc)
         if io.pointee.error != 0 { return MuxError("write: \(String(cString: strerror(code)))", code: code) }
-        return MuxError("\(format) \(step): \(Self.text(rc))", code: code == 0 ? nil : code)
+        if let interrupt, interrupt.pointee.fired != 0 {
+            return MuxError("\(step): timed out", code: ETIMEDOUT)
+        }
+        return MuxError("\(label) \(step): \(Self.text(rc))", code: code == 0 ? nil : code)
     }
 
     static func text(_ rc: Int32) -> String {

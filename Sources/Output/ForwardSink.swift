@@ -8,44 +8,50 @@ import Glibc
 import Musl
 #endif
 
-/// `--forward tcp://HOST:PORT`: sends the stream to a remote reader.
+/// `--forward TARGET`: sends the stream to a remote, over whatever `ForwardTransport` speaks
+/// to it (raw Annex-B over TCP or a unix socket, `SocketTransport`; a container pushed to a
+/// media server, `PushTransport` in the `Containers` module).
 ///
-/// Runs on its runner's worker thread with a blocking socket. While the remote is down,
-/// access units are dropped (and counted) and a connection is tried again when the backoff
-/// says so (100 ms doubling to 5 s, with jitter), at the pace access units arrive; once
-/// connected, sending resumes at the next entry point (IDR with SPS/PPS). A remote that
-/// stops reading blocks only this thread, for at most `sendTimeout`, then counts as gone;
-/// meanwhile the runner's queue fills and skips, and the other sinks are not affected.
+/// Runs on its runner's worker thread; the transport blocks, each of its calls bounded in
+/// time. While the remote is down, access units are dropped (and counted) and a connection
+/// is tried again when the backoff says so (100 ms doubling to 5 s, with jitter), at the next
+/// entry point (IDR with SPS/PPS) after that, which is where a connection starts. A remote
+/// that stops reading blocks only this thread, for at most the transport's send timeout,
+/// then counts as gone; meanwhile the runner's queue fills and skips, and the other sinks
+/// are not affected.
 public final class ForwardSink: AccessUnitSink {
     public enum Event: Sendable {
-        case connected(Endpoint)
-        case disconnected(Endpoint, reason: String)
+        /// `target` is the transport's `target`: credentials never appear in it.
+        case connected(target: String)
+        case disconnected(target: String, reason: String)
         /// Still down: attempt `attempt` failed, the next one in `nextIn` s (at most one per
         /// 2 s, `ReconnectBackoff.progressDue`).
-        case retrying(Endpoint, attempt: Int, reason: String, nextIn: Double)
+        case retrying(target: String, attempt: Int, reason: String, nextIn: Double)
     }
 
-    public let name = "forward"
-    public let endpoint: Endpoint
-    private let connectTimeout: Double
-    private let sendTimeout: Double
+    public let name: String
+    private let transport: any ForwardTransport
     private var backoff: ReconnectBackoff
-    private var socket: Socket?
-    private var output: FileOutput?
+    private var connected = false
     private var needEntry = true
     private var nextAttempt: UInt64 = 0
-    private var everConnected = false
     private var reportedDown = false
     private var lastFailure = ""
     private var random = SystemRandomNumberGenerator()
     private let onEvent: @Sendable (Event) -> Void
 
-    public init(endpoint: Endpoint, connectTimeout: Double = 2, sendTimeout: Double = 5, backoff: ReconnectBackoff.Config = .init(), onEvent: @escaping @Sendable (Event) -> Void) {
-        self.endpoint = endpoint
-        self.connectTimeout = connectTimeout
-        self.sendTimeout = sendTimeout
+    public init(name: String = "forward", transport: sending any ForwardTransport, backoff: ReconnectBackoff.Config = .init(),
+                onEvent: @escaping @Sendable (Event) -> Void) {
+        self.name = name
+        self.transport = transport
         self.backoff = ReconnectBackoff(config: backoff)
         self.onEvent = onEvent
+    }
+
+    /// Raw Annex-B to `endpoint` (`tcp://HOST:PORT`, `unix:PATH`).
+    public convenience init(endpoint: Endpoint, connectTimeout: Double = 2, sendTimeout: Double = 5, backoff: ReconnectBackoff.Config = .init(),
+                            onEvent: @escaping @Sendable (Event) -> Void) {
+        self.init(transport: SocketTransport(endpoint: endpoint, connectTimeout: connectTimeout, sendTimeout: sendTimeout), backoff: backoff, onEvent: onEvent)
     }
 
     public func write(_ items: ArraySlice<SinkItem>) throws(SinkError) -> WriteReport {
@@ -55,66 +61,75 @@ public final class ForwardSink: AccessUnitSink {
             switch item {
             case .discontinuity, .gap:
                 needEntry = true
+                if connected { transport.discontinuity() }
             case .unit(let received):
-                if output == nil { connectIfDue() }
-                guard output != nil, !needEntry || received.isEntryPoint else {
+                if !connected && received.isEntryPoint { connectIfDue(at: received) }
+                guard connected, !needEntry || received.isEntryPoint else {
                     report.dropped += 1
                     continue
                 }
-                output!.add(needEntry ? received.unit.nalUnitsForEntry : received.nalUnits)
+                var unit = received
+                if needEntry { unit.resumes = true }
+                do {
+                    try transport.send(unit, entry: needEntry)
+                } catch {
+                    report.dropped += batchUnits + 1
+                    batchUnits = 0
+                    lose(error.description)
+                    continue
+                }
                 needEntry = false
                 batchUnits += 1
             }
         }
-        guard output != nil, output!.hasPending else { return report }
-        let before = output!.offset
+        guard connected, batchUnits > 0 else { return report }
         do {
-            try output!.flush()
+            report.bytes += try transport.flush()
             report.units += batchUnits
-            report.bytes += output!.offset - before
         } catch {
-            let reason = error.code == EAGAIN || error.code == EWOULDBLOCK ? "the remote stopped reading for \(MediaTime.seconds(sendTimeout).secondsText) s" : "send: \(error.message)"
             report.dropped += batchUnits
-            lose(reason)
+            lose(error.description)
         }
         return report
     }
 
     public func close() throws(SinkError) {
-        socket?.close()
-        socket = nil
-        output = nil
+        guard connected else { return }
+        connected = false
+        do {
+            try transport.close(finishing: true)
+        } catch {
+            throw SinkError(sink: name, message: "\(transport.target): \(error.description)")
+        }
     }
 
-    private func connectIfDue() {
+    /// Connects when the backoff allows; `first`, an entry point, is where the stream starts.
+    private func connectIfDue(at first: TimedUnit) {
         let now = monotonicNanoseconds()
         guard now >= nextAttempt else { return }
         do {
-            let connected = try connect()
-            socket = connected
-            output = FileOutput(fd: connected.fd, isSocket: true)
+            try transport.open(first: first)
+            connected = true
             needEntry = true
             backoff.connected()
-            everConnected = true
             reportedDown = false
-            onEvent(.connected(endpoint))
+            onEvent(.connected(target: transport.target))
         } catch {
             lastFailure = error.description
             if !reportedDown {
                 reportedDown = true
-                onEvent(.disconnected(endpoint, reason: error.description))
+                onEvent(.disconnected(target: transport.target, reason: error.description))
             }
             schedule(now: now)
         }
     }
 
     private func lose(_ reason: String) {
-        socket?.close()
-        socket = nil
-        output = nil
+        try? transport.close(finishing: false)
+        connected = false
         needEntry = true
         reportedDown = true
-        onEvent(.disconnected(endpoint, reason: reason))
+        onEvent(.disconnected(target: transport.target, reason: reason))
         schedule(now: monotonicNanoseconds())
     }
 
@@ -122,13 +137,58 @@ public final class ForwardSink: AccessUnitSink {
         let delay = backoff.nextDelay(now: now, random: Double.random(in: 0...1, using: &random)) ?? 5
         nextAttempt = now + UInt64(delay * 1e9)
         if reportedDown && backoff.progressDue(now: now) {
-            onEvent(.retrying(endpoint, attempt: backoff.attempts, reason: lastFailure, nextIn: delay))
+            onEvent(.retrying(target: transport.target, attempt: backoff.attempts, reason: lastFailure, nextIn: delay))
         }
     }
+}
 
-    /// A connect bounded by `connectTimeout` (`Connector.connect`); the socket is then
-    /// blocking, with `SO_SNDTIMEO` = `sendTimeout`.
-    private func connect() throws(ForwardError) -> Socket {
+/// One way of reaching a forward's remote: `ForwardSink` opens it at an entry point when its
+/// backoff allows, sends access units, flushes them per batch, and closes it when a call
+/// fails or the stream ends. Every call is bounded in time (a dead remote never hangs the
+/// thread). Used by one thread, the sink's.
+public protocol ForwardTransport: AnyObject {
+    /// Where it goes, for logs, events and metrics: never with credentials.
+    var target: String { get }
+    /// Connects; `first` (an entry point, sent next) may be needed to describe the stream.
+    func open(first: TimedUnit) throws(ForwardError)
+    /// One access unit; `entry`: the first of this connection, carrying its SPS and PPS.
+    func send(_ unit: TimedUnit, entry: Bool) throws(ForwardError)
+    /// Pushes out what `send` buffered; the bytes of the access units sent since the last
+    /// flush.
+    func flush() throws(ForwardError) -> Int
+    /// Something was lost before the next access unit (a skip, the input reconnecting).
+    func discontinuity()
+    /// Ends the connection: `finishing` at the end of the stream (say so to the remote,
+    /// write what is left), else after a failure (just drop it).
+    func close(finishing: Bool) throws(ForwardError)
+}
+
+/// Why a forward's remote could not be reached or written, one line.
+public struct ForwardError: Error, CustomStringConvertible, Sendable {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}
+
+/// Raw Annex-B over TCP or a unix socket, as `produce --listen` serves it.
+///
+/// A connect bounded by `connectTimeout` (`Connector.connect`); the socket is then blocking,
+/// with `SO_SNDTIMEO` = `sendTimeout`: a remote that stops reading for that long is gone.
+public final class SocketTransport: ForwardTransport {
+    public let endpoint: Endpoint
+    private let connectTimeout: Double
+    private let sendTimeout: Double
+    private var socket: Socket?
+    private var output: FileOutput?
+
+    public init(endpoint: Endpoint, connectTimeout: Double = 2, sendTimeout: Double = 5) {
+        self.endpoint = endpoint
+        self.connectTimeout = connectTimeout
+        self.sendTimeout = sendTimeout
+    }
+
+    public var target: String { endpoint.description }
+
+    public func open(first: TimedUnit) throws(ForwardError) {
         do {
             let socket = try Connector.connect(to: endpoint, timeout: connectTimeout)
             try socket.setBlocking(true)
@@ -138,15 +198,34 @@ public final class ForwardSink: AccessUnitSink {
             if family == AF_INET || family == AF_INET6 {
                 try? socket.setOption(level: Int32(IPPROTO_TCP), name: TCP_NODELAY, value: 1)
             }
-            return socket
+            self.socket = socket
+            output = FileOutput(fd: socket.fd, isSocket: true)
         } catch {
             throw ForwardError("\(error)")
         }
     }
-}
 
-/// Why the remote could not be reached, one line.
-struct ForwardError: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
+    public func send(_ unit: TimedUnit, entry: Bool) throws(ForwardError) {
+        output?.add(unit.nalUnits)
+    }
+
+    public func flush() throws(ForwardError) -> Int {
+        guard output != nil, output!.hasPending else { return 0 }
+        let before = output!.offset
+        do {
+            try output!.flush()
+        } catch {
+            throw ForwardError(error.code == EAGAIN || error.code == EWOULDBLOCK
+                ? "the remote stopped reading for \(MediaTime.seconds(sendTimeout).secondsText) s" : "send: \(error.message)")
+        }
+        return output!.offset - before
+    }
+
+    public func discontinuity() {}
+
+    public func close(finishing: Bool) throws(ForwardError) {
+        socket?.close()
+        socket = nil
+        output = nil
+    }
 }

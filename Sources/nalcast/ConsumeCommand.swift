@@ -16,7 +16,7 @@ import Synchronization
 enum ConsumeCommand: Command {
     static let name = "consume"
     static let summary = "Read an H.264 stream and write it to stdout, segment files and/or a remote."
-    static let usage = "nalcast consume [--from tcp://HOST:PORT|unix:PATH|FILE|-] [-o FILE|-] [--segments DIR] [--forward tcp://HOST:PORT] [OPTIONS]"
+    static let usage = "nalcast consume [--from tcp://HOST:PORT|unix:PATH|FILE|-] [-o FILE|-] [--segments DIR] [--forward URL]... [OPTIONS]"
     static let specs: [OptionSpec] = [
         OptionSpec(name: "from", value: "SOURCE", help: "tcp://HOST:PORT, unix:PATH, a file, or - for stdin", defaultText: "tcp://127.0.0.1:7264"),
         OptionSpec(name: "output", value: "FILE", help: "write the stream from the first IDR to FILE or - for stdout: .mp4, .ts, .mkv, .flv in that container with its timing, anything else as received (Annex-B)", short: "o"),
@@ -28,7 +28,7 @@ enum ConsumeCommand: Command {
         OptionSpec(name: "keep", value: "N", help: "keep only the newest N finished segments"),
         OptionSpec(name: "on-segment", value: "CMD", help: "run CMD PATH (no shell) for each finished segment; NALCAST_SEGMENT_* in its environment"),
         OptionSpec(name: "fsync", value: nil, help: "fsync each segment before renaming it (--no-fsync: faster, not crash-safe)", defaultText: "on"),
-        OptionSpec(name: "forward", value: "ENDPOINT", help: "send the stream to tcp://HOST:PORT (or unix:PATH), reconnecting"),
+        OptionSpec(name: "forward", value: "URL", help: "send the stream on, reconnecting, to tcp://HOST:PORT or unix:PATH (Annex-B), rtmp://HOST[:PORT]/APP/KEY, srt://HOST:PORT[?streamid=ID], rtsp://HOST[:PORT]/PATH or udp://HOST:PORT; repeatable", repeatable: true),
         OptionSpec(name: "reconnect-timeout", value: "DURATION", help: "give up after being disconnected this long (0: on the first disconnect)", defaultText: "keep trying"),
         OptionSpec(name: "sink-queue", value: "SIZE", help: "bytes queued per sink; a live sink that falls further behind skips to the next IDR (a file reader waits)", defaultText: "8M live, 512k for files"),
         OptionSpec(name: "frame-rate", value: "FPS", help: "media time for files without timestamp SEI or VUI frame rate (30, 29.97, 30000/1001)", defaultText: "30"),
@@ -79,7 +79,7 @@ enum ConsumeCommand: Command {
         var keep: Int?
         var hook: [String]?
         var fsync = true
-        var forward: Endpoint?
+        var forwards: [ForwardChoice] = []
         var reconnectTimeout: Double?
         /// Bytes queued per sink: 8 MiB for live input (room to ride out a stall), 512 KiB
         /// for files (the reader waits anyway; memory stays flat).
@@ -127,7 +127,7 @@ enum ConsumeCommand: Command {
                 hook = words
             }
             fsync = !options.isOff("fsync")
-            if let f = options.string("forward") { forward = try endpoint(f, option: "forward", portRequired: true) }
+            forwards = try options.strings("forward").map { try ForwardChoice.parse($0, command: "consume") }
             reconnectTimeout = try options.duration("reconnect-timeout")
             sinkQueue = try options.value("sink-queue", default: input.isNetwork ? 8 << 20 : 512 << 10, ValueFormat.byteSize)
             frameRate = try options.value("frame-rate", default: FrameRate(30), expected: "expected a frame rate such as 30, 29.97 or 30000/1001") { FrameRate(parsing: $0) }
@@ -141,8 +141,8 @@ enum ConsumeCommand: Command {
             }
             events = options.string("events")
             dryRun = options.has("dry-run")
-            guard output != nil || segments != nil || forward != nil else {
-                throw CommandError.usage("consume: nothing to write: give -o FILE|-, --segments DIR or --forward ENDPOINT")
+            guard output != nil || segments != nil || !forwards.isEmpty else {
+                throw CommandError.usage("consume: nothing to write: give -o FILE|-, --segments DIR or --forward URL")
             }
             if output == "-" && events == "-" { throw CommandError.usage("consume: -o - and --events - both want stdout") }
             if segments == nil && (segmentMaxBytes != nil || keep != nil || hook != nil) {
@@ -171,8 +171,8 @@ enum ConsumeCommand: Command {
                 out.append("on segment: \(hook?.joined(separator: " ") ?? "none")")
                 out.append("fsync: \(fsync ? "on" : "off")")
             }
-            if let f = forward { out.append("forward: \(f)") }
-            if input.isNetwork || forward != nil {
+            for f in forwards { out.append("forward: \(f) (\(f.carries))") }
+            if input.isNetwork || !forwards.isEmpty {
                 out.append("reconnect: 100ms doubling to 5s with jitter, give up " + (reconnectTimeout.map { "after \(formatSeconds($0)) s" } ?? "never"))
             }
             out.append("metrics: \(metrics?.description ?? "off")")

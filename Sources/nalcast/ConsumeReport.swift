@@ -12,7 +12,7 @@ enum ConsumeReport {
         "\(endpoint): attempt \(attempt) failed (\(reason)), down for \(fixed(downFor, 1)) s; next try in \(fixed(nextIn, 1)) s"
     }
 
-    static func forwardRetrying(_ endpoint: Endpoint, attempt: Int, reason: String, nextIn: Double) -> String {
+    static func forwardRetrying(_ endpoint: String, attempt: Int, reason: String, nextIn: Double) -> String {
         "forward to \(endpoint): attempt \(attempt) failed (\(reason)); next try in \(fixed(nextIn, 1)) s, dropping until then"
     }
 
@@ -26,7 +26,7 @@ enum ConsumeReport {
     }
 
     /// The forward target lost access units: "forward to X: N of M access units dropped (never connected)".
-    static func forwardLoss(_ endpoint: Endpoint, lost: UInt64, of total: UInt64, everConnected: Bool) -> String {
+    static func forwardLoss(_ endpoint: String, lost: UInt64, of total: UInt64, everConnected: Bool) -> String {
         "forward to \(endpoint): \(lost) of \(total) access units dropped (\(everConnected ? "while it was down or behind" : "never connected"))"
     }
 

@@ -44,8 +44,9 @@ final class ConsumeSession {
         let loop: EventLoop
         let outcome = Mutex<Outcome?>(nil)
         let failedSinks = Mutex<[String]>([])
-        /// Set once `--forward` has connected: a target that never answered fails the run.
-        let forwardConnected = Atomic<Bool>(false)
+        /// The `--forward` targets (by sink name) that have connected at least once: a target
+        /// that never answered fails the run.
+        let forwardsConnected = Mutex<Set<String>>([])
 
         init(loop: EventLoop) { self.loop = loop }
 
@@ -116,7 +117,7 @@ final class ConsumeSession {
         let policy: SinkQueue.Policy = config.input.isNetwork ? .skipToEntry : .wait
         let registry = metrics.registry
         let queueBytes = config.sinkQueue
-        let onRunnerEvent = runnerEvents(ending, sinkCount: (config.output != nil ? 1 : 0) + (config.segments != nil ? 1 : 0) + (config.forward != nil ? 1 : 0))
+        let onRunnerEvent = runnerEvents(ending, sinkCount: (config.output != nil ? 1 : 0) + (config.segments != nil ? 1 : 0) + config.forwards.count)
         func runner(_ sink: sending AccessUnitSink, name: String) -> SinkRunner {
             SinkRunner(sink: sink, queue: SinkQueue(policy: policy, highWater: queueBytes), counters: SinkCounters(registry: registry, sink: name), onEvent: onRunnerEvent)
         }
@@ -136,8 +137,8 @@ final class ConsumeSession {
             let sink = try makeSegmentSink(directory)
             runners.append(runner(sink, name: sink.name))
         }
-        if let remote = config.forward {
-            let sink = makeForwardSink(remote, ending)
+        for (index, target) in config.forwards.enumerated() {
+            let sink = makeForwardSink(target, name: ForwardChoice.sinkName(index, of: config.forwards.count), ending)
             runners.append(runner(sink, name: sink.name))
         }
         return SinkFanout(runners: runners)
@@ -207,23 +208,10 @@ final class ConsumeSession {
         return sink
     }
 
-    /// `--forward tcp://HOST:PORT`.
-    private func makeForwardSink(_ remote: Endpoint, _ ending: Ending) -> sending ForwardSink {
-        let log = self.log
-        let events = self.events
-        return ForwardSink(endpoint: remote) { event in
-            switch event {
-            case .connected(let e):
-                ending.forwardConnected.store(true, ordering: .relaxed)
-                log.line("forwarding to \(e)")
-                events?.emit("forward-connected", [("endpoint", e.description)])
-            case .disconnected(let e, let reason):
-                log.line("forward to \(e) is down (\(reason)); retrying, dropping until it is back")
-                events?.emit("forward-disconnected", [("endpoint", e.description), ("reason", reason)])
-            case .retrying(let e, let attempt, let reason, let nextIn):
-                log.line(ConsumeReport.forwardRetrying(e, attempt: attempt, reason: reason, nextIn: nextIn))
-            }
-        }
+    /// One `--forward` target.
+    private func makeForwardSink(_ target: ForwardChoice, name: String, _ ending: Ending) -> sending ForwardSink {
+        target.makeSink(name: name, fallbackFrameRate: config.frameRate.framesPerSecond, countedClock: !config.input.isNetwork,
+                        onEvent: ForwardChoice.reporter(name: name, log: log, events: events) { ending.forwardsConnected.withLock { _ = $0.insert(name) } })
     }
 
     /// SIGINT, SIGTERM: stop reading, let the sinks finish.
@@ -344,16 +332,19 @@ final class ConsumeSession {
         events?.emit("stopped", [("accessUnits", Int(metrics.accessUnits.value)), ("bytes", Int(metrics.bytes.value))])
         events?.flush()
 
-        // What the forward target missed, said once at the end; a target that never
+        // What each forward target missed, said once at the end; a target that never
         // answered fails the run (69).
         var forwardFailed = false
-        if let remote = config.forward, let runner = fanout.runners.first(where: { $0.name == "forward" }) {
+        let connected = ending.forwardsConnected.withLock { $0 }
+        for (index, target) in config.forwards.enumerated() {
+            let name = ForwardChoice.sinkName(index, of: config.forwards.count)
+            guard let runner = fanout.runners.first(where: { $0.name == name }) else { continue }
             let c = runner.counters
             let lost = c.droppedUnits.value + c.skippedUnits.value
             if lost > 0 {
-                let everConnected = ending.forwardConnected.load(ordering: .relaxed)
-                log.line(ConsumeReport.forwardLoss(remote, lost: lost, of: lost + c.writtenUnits.value, everConnected: everConnected), force: true)
-                forwardFailed = !everConnected
+                let everConnected = connected.contains(name)
+                log.line(ConsumeReport.forwardLoss(target.description, lost: lost, of: lost + c.writtenUnits.value, everConnected: everConnected), force: true)
+                if !everConnected { forwardFailed = true }
             }
         }
 

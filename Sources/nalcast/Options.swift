@@ -13,6 +13,8 @@ struct OptionSpec: Sendable {
     var short: Character? = nil
     /// Shown in `--help`.
     var defaultText: String? = nil
+    /// May be given more than once (`--forward A --forward B`): `ParsedOptions.strings`.
+    var repeatable = false
 
     var takesValue: Bool { value != nil }
     /// The environment variable that can also give this option: `NALCAST_SEGMENT_DURATION`.
@@ -27,9 +29,13 @@ struct ParsedOptions {
     /// Where each value came from, for `--dry-run` and error messages.
     private(set) var sources: [String: String] = [:]
     private(set) var positionals: [String] = []
+    /// Every value of a repeatable option, in order.
+    private(set) var lists: [String: [String]] = [:]
 
     func has(_ flag: String) -> Bool { flags.contains(flag) }
     func string(_ name: String) -> String? { values[name] }
+    /// All the values of a repeatable option (the environment's one when none was given).
+    func strings(_ name: String) -> [String] { lists[name] ?? values[name].map { [$0] } ?? [] }
 
     /// The option and its value as the user gave them, for messages: `--keyint 60`, or
     /// `NALCAST_KEYINT=60` when the environment gave it.
@@ -134,6 +140,7 @@ struct ParsedOptions {
                     i += 1
                 }
                 out.values[spec.name] = inlineValue
+                if spec.repeatable { out.lists[spec.name, default: []].append(inlineValue!) }
                 out.sources[spec.name] = "command line"
             } else {
                 guard inlineValue == nil || ["1", "true", "yes", "on"].contains(inlineValue!.lowercased()) else {

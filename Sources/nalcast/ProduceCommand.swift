@@ -38,6 +38,7 @@ enum ProduceCommand: Command {
         OptionSpec(name: "threads", value: "N", help: "encoder threads (0: auto)", defaultText: "0"),
         // Output
         OptionSpec(name: "output", value: "FILE", help: "also write the stream to FILE (- for stdout): .mp4, .ts, .mkv, .flv in that container, anything else Annex-B; without --listen, only there", short: "o"),
+        OptionSpec(name: "forward", value: "URL", help: "also push the stream, reconnecting, to rtmp://HOST[:PORT]/APP/KEY, srt://HOST:PORT[?streamid=ID], rtsp://HOST[:PORT]/PATH, udp://HOST:PORT, or tcp://HOST:PORT / unix:PATH (Annex-B); repeatable; without --listen, only there", repeatable: true),
         OptionSpec(name: "format", value: "FORMAT", help: "the container of -o: mp4, ts, mkv, flv or h264 (raw Annex-B); mp4 needs a seekable file", defaultText: "from the -o extension, else h264"),
         OptionSpec(name: "listen", value: "ADDR", help: "serve readers on tcp://HOST:PORT or unix:PATH", defaultText: "tcp://127.0.0.1:7264 unless -o is given"),
         OptionSpec(name: "allow-remote", value: nil, help: "allow --listen on a non-loopback address (the stream may show your screen)"),
@@ -86,6 +87,7 @@ enum ProduceCommand: Command {
         var output: String?
         /// `--format`, else from `-o`'s extension.
         var outputFormat = ContainerFormat.h264
+        var forwards: [ForwardChoice] = []
         var listen: Endpoint?
         var broadcaster = BroadcasterConfig()
         var metrics: Endpoint?
@@ -121,6 +123,7 @@ enum ProduceCommand: Command {
             if let f = capture.frameLimit { out.append("frames: \(f)") }
             if let d = capture.durationLimit { out.append("duration: \(d)s") }
             out.append("output: \(output.map { "\($0 == "-" ? "stdout" : $0) (\(OutputChoice.describe(outputFormat)))" } ?? "none")")
+            for f in forwards { out.append("forward: \(f) (\(f.carries))") }
             out.append("listen: \(listen?.description ?? "none")")
             if listen != nil {
                 let b = broadcaster
@@ -215,7 +218,8 @@ enum ProduceCommand: Command {
 
         let output = o.string("output")
         let outputFormat = try OutputChoice.format(o, output: output, command: "produce")
-        let listenText = o.string("listen") ?? (output == nil ? "tcp://127.0.0.1:\(Endpoint.defaultPort)" : nil)
+        let forwards = try o.strings("forward").map { try ForwardChoice.parse($0, command: "produce") }
+        let listenText = o.string("listen") ?? (output == nil && forwards.isEmpty ? "tcp://127.0.0.1:\(Endpoint.defaultPort)" : nil)
         var listen: Endpoint?
         if let listenText {
             do {
@@ -251,6 +255,7 @@ enum ProduceCommand: Command {
             output: output, listen: listen, broadcaster: broadcaster, metrics: metrics, events: events,
             quiet: o.has("quiet"), warnings: warnings)
         plan.outputFormat = outputFormat
+        plan.forwards = forwards
         switch source {
         case .testPattern(let w, let h): plan.frame = (w, h, .i420)
         case .raw(_, let w, let h, let format, _): plan.frame = (w, h, format)

@@ -57,8 +57,10 @@ final class ProduceSession {
         // Only the loop thread takes these signals: block them before any thread starts
         // (the -o writer's is the first).
         EventLoop.setSignals([SIGINT, SIGTERM, SIGUSR1], blocked: true)
-        var output: SinkRunner?
-        if let sink { output = makeOutput(sink, live: source.isLive, registry: registry, outcome) }
+        var runners: [SinkRunner] = []
+        if let sink { runners.append(makeOutput(sink, live: source.isLive, registry: registry, outcome)) }
+        runners += makeForwards(live: source.isLive, registry: registry, events)
+        let output = runners.isEmpty ? nil : SinkFanout(runners: runners)
         let loop = EventLoop()
         let control = CaptureControl()
         let serving = try wireServing(loop, control, registry, events)
@@ -103,6 +105,20 @@ final class ProduceSession {
             } else {
                 log.line(error.description, force: true)
                 outcome.outputFailed.store(true, ordering: .relaxed)
+            }
+        }
+    }
+
+    /// `--forward` targets, each on its own thread: behind a live source a target that is
+    /// slow or down skips to the next IDR and never holds capture up.
+    private func makeForwards(live: Bool, registry: MetricsRegistry, _ events: EventLog?) -> [SinkRunner] {
+        let log = self.log
+        return plan.forwards.enumerated().map { index, target in
+            let name = ForwardChoice.sinkName(index, of: plan.forwards.count)
+            let sink = target.makeSink(name: name, fallbackFrameRate: nil, countedClock: false, onEvent: ForwardChoice.reporter(name: name, log: log, events: events))
+            return SinkRunner(sink: sink, queue: SinkQueue(policy: live ? .skipToEntry : .wait, highWater: 8 << 20),
+                              counters: SinkCounters(registry: registry, sink: name)) { event in
+                if case .closed(_, let error?) = event { log.line(error.description, force: true) }
             }
         }
     }
@@ -194,12 +210,13 @@ final class ProduceSession {
         var where_: [String] = []
         if let listen = serving.server?.boundEndpoint { where_.append("serving \(listen)") }
         if let output = plan.output { where_.append("writing \(output == "-" ? "stdout" : output)") }
+        for target in plan.forwards { where_.append("pushing to \(target)") }
         log.line("capturing \(input); \(where_.joined(separator: ", "))")
     }
 
     /// The capture thread: everything from frames to access units happens there, and each
     /// access unit goes to the server's mailbox and to the output.
-    private func startCapture(_ source: sending any FrameSource, _ control: CaptureControl, _ serving: LoopSide, _ writer: SinkRunner?,
+    private func startCapture(_ source: sending any FrameSource, _ control: CaptureControl, _ serving: LoopSide, _ writer: SinkFanout?,
                               _ outcome: Outcome, _ events: EventLog?) -> OSThread {
         let mailbox = serving.server?.mailbox
         let ended = serving.captureEnded
@@ -208,7 +225,7 @@ final class ProduceSession {
             handOff?.hand(unit)
             if let writer {
                 writer.push(.unit(TimedUnit(encoded: unit)))
-                if writer.isClosed && mailbox == nil { control.stop() }
+                if mailbox == nil && writer.runners.allSatisfy(\.isClosed) { control.stop() }
             }
         }
         return OSThread(name: "nalcast-capture") {
@@ -239,10 +256,11 @@ final class ProduceSession {
 
     /// After the capture thread is joined: the timers and `--metrics` stop, `-o` writes
     /// what it holds.
-    private func drain(_ serving: LoopSide, _ writer: SinkRunner?) {
+    private func drain(_ serving: LoopSide, _ writer: SinkFanout?) {
         serving.statusTimer.stop()
         serving.metricsServer?.close()
-        writer?.finish(timeout: 5)
+        let late = writer?.finish(timeout: 5) ?? []
+        if !late.isEmpty { log.line("gave up waiting for: \(late.joined(separator: ", "))", force: true) }
         status.end()
     }
 

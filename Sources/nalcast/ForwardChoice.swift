@@ -1,0 +1,89 @@
+import Containers
+import EventLoop
+import Output
+
+/// One `--forward` target of `consume` or `produce`: raw Annex-B to `tcp://HOST:PORT` or
+/// `unix:PATH` (what `produce --listen` serves), or a push to a media server through
+/// libavformat (`rtmp://`, `rtmps://`, `srt://`, `rtsp://`, `udp://`). What it prints is
+/// the credential-free form.
+enum ForwardChoice: CustomStringConvertible {
+    case socket(Endpoint)
+    case push(PushTarget)
+
+    /// The forms, for help and errors.
+    static let forms = "tcp://HOST:PORT, unix:PATH, rtmp://HOST[:PORT]/APP/KEY, srt://HOST:PORT[?streamid=ID], rtsp://HOST[:PORT]/PATH or udp://HOST:PORT"
+
+    /// Parses one `--forward` value; a push needs the FFmpeg libraries (exit 69 without).
+    static func parse(_ text: String, command: String) throws -> ForwardChoice {
+        do {
+            if let push = try PushTarget(url: text) {
+                if let problem = FFmpegLibraries.problem { throw CommandError.unavailable("\(command): --forward \(push): \(problem)") }
+                return .push(push)
+            }
+        } catch let error as PushTargetError {
+            throw CommandError.usage("\(command): --forward: \(error)")
+        }
+        guard text.hasPrefix("tcp://") || text.hasPrefix("unix:") else {
+            throw CommandError.usage("\(command): --forward \(text.prefix { $0 != ":" }): expected \(forms)")
+        }
+        do {
+            return .socket(try Endpoint(parsing: text, portRequired: true))
+        } catch {
+            throw CommandError.usage("\(command): --forward: \(error)")
+        }
+    }
+
+    var description: String {
+        switch self {
+        case .socket(let endpoint): endpoint.description
+        case .push(let push): push.description
+        }
+    }
+
+    /// What it sends: `Annex-B` or the container and protocol.
+    var carries: String {
+        switch self {
+        case .socket: "raw Annex-B"
+        case .push(let push):
+            switch push.kind {
+            case .rtmp: "FLV over RTMP"
+            case .srt: "MPEG-TS over SRT"
+            case .rtsp: "RTSP publish, RTP over TCP"
+            case .udp: "MPEG-TS over UDP"
+            }
+        }
+    }
+
+    /// The sink's name in logs, events and metrics: `forward`, or `forward1`… when there
+    /// are several.
+    static func sinkName(_ index: Int, of count: Int) -> String { count == 1 ? "forward" : "forward\(index + 1)" }
+
+    /// A forward sink for this target. `countedClock`: media time counted at the frame rate
+    /// (a file read by `consume`).
+    func makeSink(name: String, fallbackFrameRate: Double?, countedClock: Bool, onEvent: @escaping @Sendable (ForwardSink.Event) -> Void) -> sending ForwardSink {
+        switch self {
+        case .socket(let endpoint):
+            return ForwardSink(name: name, transport: SocketTransport(endpoint: endpoint), onEvent: onEvent)
+        case .push(let push):
+            return ForwardSink(name: name, transport: PushTransport(push, fallbackFrameRate: fallbackFrameRate, countedClock: countedClock), onEvent: onEvent)
+        }
+    }
+
+    /// What a forward target's events become: a log line each, an event, and `onConnect`
+    /// (`consume` keeps which targets connected at least once, for its exit code).
+    static func reporter(name: String, log: Log, events: EventLog?, onConnect: (@Sendable () -> Void)? = nil) -> @Sendable (ForwardSink.Event) -> Void {
+        { event in
+            switch event {
+            case .connected(let target):
+                onConnect?()
+                log.line("forwarding to \(target)")
+                events?.emit("forward-connected", [("sink", name), ("endpoint", target)])
+            case .disconnected(let target, let reason):
+                log.line("forward to \(target) is down (\(reason)); retrying, dropping until it is back")
+                events?.emit("forward-disconnected", [("sink", name), ("endpoint", target), ("reason", reason)])
+            case .retrying(let target, let attempt, let reason, let nextIn):
+                log.line(ConsumeReport.forwardRetrying(target, attempt: attempt, reason: reason, nextIn: nextIn))
+            }
+        }
+    }
+}

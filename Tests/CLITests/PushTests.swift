@@ -1,0 +1,210 @@
+import Foundation
+import Testing
+import TestSupport
+
+/// `--forward` to real media servers started here on free loopback ports: nginx with its
+/// RTMP module, srt-live-transmit as an SRT listener, GStreamer's RTSP server taking a
+/// publish, FFmpeg reading MPEG-TS from UDP. What comes out of each is probed and decoded
+/// with FFmpeg: frame count, picture size, timestamps, no decode error.
+@Suite(.serialized) struct PushTests {
+    static let frames = 90
+    static let size = (width: 320, height: 240)
+
+    /// `nalcast produce` of the test pattern, `frames` at 30 fps in real time, pushed to `targets`.
+    static func produce(_ targets: [String], frames: Int = frames, extra: [String] = []) throws -> Run.Result {
+        try Run.nalcast(["produce", "--source", "testsrc", "--size", "\(size.width)x\(size.height)", "--fps", "30",
+                         "--frames", String(frames), "--keyint", "1s"] + targets.flatMap { ["--forward", $0] } + extra, timeout: 120)
+    }
+
+    /// An SRT listener with 1 s of latency: SRT's live mode drops what comes later than the
+    /// latency, which a loaded test machine can make happen at the default 120 ms.
+    static func srtListener() throws -> SRTListener { try SRTListener(options: ["latency": "1000"]) }
+
+    static func packets(_ path: String) throws -> [(pts: Double, dts: Double, key: Bool)] {
+        let r = try Tool.run(["ffprobe", "-v", "error", "-select_streams", "v:0", "-show_entries", "packet=pts_time,dts_time,flags", "-of", "csv=p=0", path])
+        return r.stdout.split(separator: "\n").compactMap { line in
+            let f = line.split(separator: ",", omittingEmptySubsequences: false)
+            guard f.count >= 3, let pts = Double(f[0]), let dts = Double(f[1]) else { return nil }
+            return (pts, dts, f[2].hasPrefix("K"))
+        }
+    }
+
+    /// Decode times rising strictly, the first packet a keyframe.
+    static func checkTimeline(_ path: String, _ context: String) throws {
+        let p = try packets(path)
+        #expect(p.first?.key == true, "\(context): the first packet is not a keyframe")
+        let falls = zip(p, p.dropFirst()).filter { $1.dts <= $0.dts }.count
+        #expect(falls == 0, "\(context): decode times fall or repeat \(falls) times")
+    }
+
+    @Test func rtmpPushPlaysBackEveryFrame() throws {
+        let server = try RTMPServer()
+        let scratch = try MediaServerDirectory.make("push-rtmp")
+        defer { MediaServerDirectory.discard(scratch) }
+        let read = scratch.appendingPathComponent("read.flv")
+        let player = try server.startPlayer("s3cret-key", into: read, log: scratch.appendingPathComponent("player.log"))
+        defer { player.stop() }
+        let r = try Self.produce([server.url("s3cret-key")], extra: ["--events", scratch.appendingPathComponent("events.jsonl").path])
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(r.stderr.contains("forwarding to rtmp://127.0.0.1:\(server.port)/live/****"), "\(r.stderr)")
+        #expect(server.waitForPublish("s3cret-key"), "\(server.log)")
+        #expect(player.waitForExit(timeout: 60) == 0, "\(player.logTail())")
+        let video = try MediaProbe.video(read.path)
+        #expect(video == MediaProbe.Video(frames: Self.frames, width: Self.size.width, height: Self.size.height), "\(String(describing: video))\n\(server.log)")
+        #expect(try MediaProbe.decodeErrors(read.path) == "")
+        try Self.checkTimeline(read.path, "rtmp")
+        // The stream key is a password: not in the log, not in the events.
+        let events = (try? String(contentsOf: scratch.appendingPathComponent("events.jsonl"), encoding: .utf8)) ?? ""
+        #expect(events.contains("forward-connected"), "\(events)")
+        #expect(!r.stderr.contains("s3cret") && !events.contains("s3cret"), "\(r.stderr)\n\(events)")
+    }
+
+    @Test func srtPushWithAStreamIdIsReceivedWhole() throws {
+        let listener = try Self.srtListener()
+        let r = try Self.produce([listener.url + "?streamid=publish:screen:alice:pw123"])
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(r.stderr.contains("forwarding to srt://127.0.0.1:\(listener.port)?streamid=***"), "\(r.stderr)")
+        #expect(!r.stderr.contains("pw123"))
+        listener.stop()
+        let video = try MediaProbe.video(listener.output.path)
+        #expect(video == MediaProbe.Video(frames: Self.frames, width: Self.size.width, height: Self.size.height), "\(String(describing: video))\n\(listener.log)")
+        #expect(try MediaProbe.decodeErrors(listener.output.path) == "")
+        try Self.checkTimeline(listener.output.path, "srt")
+    }
+
+    @Test func rtspPublishIsRecorded() throws {
+        let server = try RTSPServer(backend: .gstreamer)
+        let r = try Self.produce(["rtsp://user:hunter2@127.0.0.1:\(server.port)\(server.path)"])
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(!r.stderr.contains("hunter2"), "\(r.stderr)")
+        #expect(server.waitForPublishEnd(timeout: 30), "\(server.log)")
+        guard let recording = server.recordings.last else {
+            Issue.record("no recording\n\(server.log)")
+            return
+        }
+        let video = try MediaProbe.video(recording.path)
+        // RTP over TCP loses nothing; the server's recording starts at the first IDR.
+        #expect(video?.frames == Self.frames, "\(String(describing: video))\n\(server.log)")
+        #expect(video?.width == Self.size.width && video?.height == Self.size.height)
+        #expect(try MediaProbe.decodeErrors(recording.path) == "")
+    }
+
+    @Test func udpTransportStreamReachesAReader() throws {
+        let port = try FreePort.udp()
+        let scratch = try MediaServerDirectory.make("push-udp")
+        defer { MediaServerDirectory.discard(scratch) }
+        let out = scratch.appendingPathComponent("udp.ts")
+        let reader = ServerProcess(name: "ffmpeg udp reader", logURL: scratch.appendingPathComponent("reader.log"))
+        try reader.start("ffmpeg", ["-hide_banner", "-nostdin", "-loglevel", "error", "-timeout", "4000000",
+                                    "-i", "udp://127.0.0.1:\(port)?timeout=4000000", "-map", "0:v:0", "-c", "copy", "-f", "mpegts", out.path],
+                         directory: scratch)
+        defer { reader.stop() }
+        try reader.waitUntilListening(port: port, .udp, timeout: 30)
+        let r = try Self.produce(["udp://127.0.0.1:\(port)"])
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(reader.waitForExit(timeout: 60) != nil, "\(reader.logTail())")
+        let video = try MediaProbe.video(out.path)
+        // Loopback datagrams are not lost here, but UDP promises nothing: most of them.
+        #expect((video?.frames ?? 0) >= Self.frames * 9 / 10, "\(String(describing: video))\n\(reader.logTail())")
+        #expect(try MediaProbe.decodeErrors(out.path) == "")
+    }
+
+    /// Two targets, one of them never there: the other gets every frame, and the dead one
+    /// costs nothing but its own lines.
+    @Test func aDeadTargetDoesNotDisturbTheOther() throws {
+        let listener = try Self.srtListener()
+        let dead = try FreePort.tcp()
+        let r = try Self.produce(["rtmp://127.0.0.1:\(dead)/live/x", listener.url])
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(r.stderr.contains("forward to rtmp://127.0.0.1:\(dead)/live/**** is down"), "\(r.stderr)")
+        listener.stop()
+        let video = try MediaProbe.video(listener.output.path)
+        #expect(video?.frames == Self.frames, "\(String(describing: video))\n\(r.stderr)")
+    }
+
+    /// A server that accepts the connection and never answers: the interrupt deadline ends
+    /// every wait, the run ends when its frames are done, and says why the target failed.
+    @Test func aSilentServerCannotHangTheRun() throws {
+        let (fd, port) = try loopbackListener()
+        defer { close(fd) }
+        let r = try Self.produce(["rtmp://127.0.0.1:\(port)/live/x"], frames: 60)
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(r.stderr.contains("timed out"), "\(r.stderr)")
+    }
+
+    /// The SRT listener killed mid-stream and started again: the push comes back by itself,
+    /// at an IDR, and its timestamps go on rising from where they were.
+    @Test func srtServerRestartMidStreamResumesWithRisingTimestamps() throws {
+        let listener = try Self.srtListener()
+        let producer = try Background(Run.nalcast, ["produce", "--source", "testsrc", "--size", "320x240", "--fps", "30",
+                                                    "--frames", "300", "--keyint", "1s", "--forward", listener.url])
+        defer { producer.signal(SIGKILL) }
+        #expect(listener.waitForBytes(50_000, timeout: 30), "\(listener.log)\n\(producer.stderr)")
+        try listener.restart()
+        #expect(listener.waitForCaller(count: 1, timeout: 30), "\(listener.log)\n\(producer.stderr)")
+        #expect(producer.wait(timeout: 60) == 0, "\(producer.stderr)")
+        listener.stop()
+        let first = listener.outputs[0].path, second = listener.outputs[1].path
+        let before = try Self.packets(first), after = try Self.packets(second)
+        #expect(after.count >= 60, "\(after.count) packets after the restart\n\(producer.stderr)")
+        try Self.checkTimeline(second, "after the restart")
+        #expect(try MediaProbe.decodeErrors(second) == "")
+        if let last = before.last?.dts, let next = after.first?.dts {
+            #expect(next > last, "timestamps went back after the reconnect: \(last) then \(next)")
+        } else {
+            Issue.record("no packets: \(before.count) before, \(after.count) after")
+        }
+        #expect(producer.stderr.contains("forward to srt://127.0.0.1:\(listener.port) is down"), "\(producer.stderr)")
+    }
+
+    @Test func rtmpServerRestartMidStreamComesBackClean() throws {
+        let server = try RTMPServer()
+        let scratch = try MediaServerDirectory.make("push-rtmp-restart")
+        defer { MediaServerDirectory.discard(scratch) }
+        let producer = try Background(Run.nalcast, ["produce", "--source", "testsrc", "--size", "320x240", "--fps", "30",
+                                                    "--frames", "360", "--keyint", "1s", "--forward", server.url("k")])
+        defer { producer.signal(SIGKILL) }
+        #expect(server.waitForPublish("k"), "\(server.log)")
+        usleep(1_500_000)
+        let publishes = server.publishes("k")
+        try server.restart()
+        let read = scratch.appendingPathComponent("after.flv")
+        let player = try server.startPlayer("k", into: read, log: scratch.appendingPathComponent("player.log"))
+        defer { player.stop() }
+        #expect(server.waitForPublish("k", count: publishes + 1, timeout: 30), "\(server.log)\n\(producer.stderr)")
+        #expect(producer.wait(timeout: 60) == 0, "\(producer.stderr)")
+        #expect(player.waitForExit(timeout: 60) == 0, "\(player.logTail())")
+        let video = try MediaProbe.video(read.path)
+        #expect((video?.frames ?? 0) >= 60, "\(String(describing: video))\n\(producer.stderr)\n\(server.log)")
+        #expect(try MediaProbe.decodeErrors(read.path) == "")
+        try Self.checkTimeline(read.path, "after the restart")
+        #expect(producer.stderr.contains("is down"), "\(producer.stderr)")
+        #expect(producer.stderr.components(separatedBy: "forwarding to rtmp://").count - 1 >= 2, "\(producer.stderr)")
+    }
+
+    @Test func consumeForwardsWhatItReadsAndSaysWhatATargetMissed() throws {
+        let listener = try Self.srtListener()
+        let dead = try FreePort.udp()
+        let input = try temporaryDirectory().appendingPathComponent("in.h264")
+        let made = try Run.nalcast(["produce", "--source", "testsrc", "--size", "320x240", "--fps", "30", "--frames", "60", "--keyint", "1s", "-o", input.path])
+        #expect(made.status == 0, "\(made.stderr)")
+        let r = try Run.nalcast(["consume", "--from", input.path, "--forward", listener.url, "--forward", "srt://127.0.0.1:\(dead)?passphrase=verysecret123"])
+        // A target that never answered fails the run (69), after the other got everything.
+        #expect(r.status == 69, "\(r.stderr)")
+        #expect(r.stderr.contains("60 of 60 access units dropped (never connected)"), "\(r.stderr)")
+        #expect(!r.stderr.contains("verysecret123"), "\(r.stderr)")
+        listener.stop()
+        #expect(try MediaProbe.video(listener.output.path)?.frames == 60, "\(listener.log)")
+    }
+
+    @Test func badPushURLsAreOneLineAndExit64() throws {
+        for (url, says) in [("rtmp://127.0.0.1/live", "needs an application and a stream key"),
+                            ("srt://127.0.0.1", "needs a port"), ("udp://:5000", "needs a host"),
+                            ("rtsp://127.0.0.1:99999/x", "bad port"), ("http://example.com/x", "expected tcp://")] {
+            let r = try Run.nalcast(["consume", "--from", "-", "--forward", url])
+            #expect(r.status == 64, "\(url): \(r.stderr)")
+            #expect(r.stderr.contains(says), "\(url): \(r.stderr)")
+            #expect(r.stderr.split(separator: "\n").count == 1, "\(url): \(r.stderr)")
+        }
+    }
+}
