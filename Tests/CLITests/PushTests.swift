@@ -182,6 +182,28 @@ import TestSupport
         #expect(producer.stderr.components(separatedBy: "forwarding to rtmp://").count - 1 >= 2, "\(producer.stderr)")
     }
 
+    /// GStreamer's RTSP server killed mid-publish and started again: nalcast announces again
+    /// and records on, from an IDR, decoding cleanly.
+    @Test func rtspServerRestartMidStreamComesBack() throws {
+        let server = try RTSPServer(backend: .gstreamer)
+        let producer = try Background(Run.nalcast, ["produce", "--source", "testsrc", "--size", "320x240", "--fps", "30",
+                                                    "--frames", "300", "--keyint", "1s", "--forward", server.url])
+        defer { producer.signal(SIGKILL) }
+        #expect(server.waitForRecordedBytes(20_000, timeout: 30), "\(server.log)\n\(producer.stderr)")
+        try server.restart()
+        #expect(server.waitForPublish(count: 1, timeout: 30), "\(server.log)\n\(producer.stderr)")
+        #expect(producer.wait(timeout: 60) == 0, "\(producer.stderr)")
+        #expect(server.waitForPublishEnd(count: 1, timeout: 30), "\(server.log)")
+        guard server.recordings.count >= 2, let after = server.recordings.last else {
+            Issue.record("\(server.recordings.count) recordings\n\(server.log)\n\(producer.stderr)")
+            return
+        }
+        let video = try MediaProbe.video(after.path)
+        #expect((video?.frames ?? 0) >= 60, "\(String(describing: video))\n\(producer.stderr)")
+        #expect(try MediaProbe.decodeErrors(after.path) == "")
+        #expect(producer.stderr.contains("is down"), "\(producer.stderr)")
+    }
+
     @Test func consumeForwardsWhatItReadsAndSaysWhatATargetMissed() throws {
         let listener = try Self.srtListener()
         let dead = try FreePort.udp()
