@@ -5,13 +5,15 @@ import Musl
 #endif
 
 /// Segment file names from a pattern: strftime fields (local time) plus `%n`, the segment's
-/// sequence number (five digits, zero-padded). Default `%Y%m%d-%H%M%S-%n.h264`.
+/// sequence number (five digits, zero-padded). Default `%Y%m%d-%H%M%S-%n.mp4`: the name's
+/// extension picks the container (`ContainerFormat.forPath`), and MP4 is what players,
+/// browsers and editors open; `.h264` names keep the Annex-B stream as received.
 ///
 /// A name never leaves its directory: the pattern may not contain `/`, a `/` that a field
 /// produces (`%D`) becomes `-`, and `.`/`..` or names ending in `.part`/`.idx` (ours) are
 /// refused.
 public struct SegmentNamer: Sendable {
-    public static let defaultPattern = "%Y%m%d-%H%M%S-%n.h264"
+    public static let defaultPattern = "%Y%m%d-%H%M%S-%n.mp4"
     public let pattern: String
 
     public init(pattern: String = SegmentNamer.defaultPattern) throws(SegmentNameError) {

@@ -298,19 +298,30 @@ public final class SegmentSink: AccessUnitSink {
         guard let segment = current else { return }
         current = nil
         var bytes = segment.output.offset
+        var frames = segment.frames
         var failure: SinkError?
         if let writer = segment.writer {
             do {
                 bytes = try writer.finish()
             } catch {
-                // The trailer could not be written: keep what was complete.
+                // The rest could not be written (an MP4 fragment is held until it closes, so
+                // a full disk often shows only here): keep what was complete, and when nothing
+                // was, remove the file rather than give a finished name to a header.
+                failure = SinkError(sink: name, message: "write \(segment.partPath): \(error.message)")
+                guard segment.recordedOffset > 0 else {
+                    Glibc.close(segment.output.fd)
+                    Glibc.close(segment.indexFD)
+                    unlink(segment.partPath)
+                    unlink(segment.partPath + ".idx")
+                    throw failure!
+                }
                 _ = ftruncate(segment.output.fd, off_t(segment.recordedOffset))
                 bytes = segment.recordedOffset
-                failure = SinkError(sink: name, message: "write \(segment.partPath): \(error.message)")
+                frames = segment.recordedFrames
             }
         }
         let end = nextStart ?? (segment.lastTime + segment.lastStep)
-        let info = SegmentInfo(path: segment.path, duration: max(.zero, end - segment.startTime), frames: segment.frames, bytes: bytes, reason: reason)
+        let info = SegmentInfo(path: segment.path, duration: max(.zero, end - segment.startTime), frames: frames, bytes: bytes, reason: reason)
         finisher.submit(.init(fd: segment.output.fd, indexFD: segment.indexFD, partPath: segment.partPath, info: info))
         if let failure { throw failure }
     }

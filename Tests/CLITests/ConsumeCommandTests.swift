@@ -135,12 +135,13 @@ import Testing
     }
 
     /// `-o - | head -c 100000`: the pipe closes, the consumer goes on segmenting, exit 0.
+    /// (Annex-B segments, so that together they are the input byte for byte.)
     @Test func closedStdoutPipeLeavesTheSegmentsGoingOn() throws {
         let stream = try Streams.ffmpeg(frames: 150, keyint: 30, bitrate: "4M")
         let dir = try temporaryDirectory()
         let input = try inputFile(stream, in: dir)
         let segs = dir.appendingPathComponent("segs").path
-        let script = "\"$0\" consume --from \"$1\" -o - --segments \"$2\" --segment-duration 1s | head -c 100000 > /dev/null; echo \"${PIPESTATUS[0]}\""
+        let script = "\"$0\" consume --from \"$1\" -o - --segments \"$2\" --segment-duration 1s --segment-name '%n.h264' | head -c 100000 > /dev/null; echo \"${PIPESTATUS[0]}\""
         let r = try Run.program("/bin/bash", ["-c", script, Run.nalcast, input.path, segs], timeout: 60)
         #expect(r.text.trimmingCharacters(in: .whitespacesAndNewlines) == "0", "\(r.text) \(r.stderr)")
         #expect(r.stderr.contains("stdout: the reader went away"), "\(r.stderr)")

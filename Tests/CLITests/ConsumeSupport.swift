@@ -184,8 +184,10 @@ struct Decoded {
     let frames: Int
     let errors: String
 
+    /// `path`: Annex-B, or a container segment (`.mp4`, `.ts`, `.mkv`: ffprobe finds its demuxer).
     init(_ path: String) throws {
-        let r = try Run.program("ffprobe", ["-v", "error", "-f", "h264", "-count_frames", "-count_packets",
+        let raw = isContainer(path) ? [] : ["-f", "h264"]
+        let r = try Run.program("ffprobe", ["-v", "error"] + raw + ["-count_frames", "-count_packets",
                                             "-show_entries", "stream=nb_read_frames,nb_read_packets", "-of", "csv=p=0", path])
         let fields = r.text.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: ",").compactMap { Int($0) }
         frames = fields.first ?? -1
@@ -194,9 +196,31 @@ struct Decoded {
     }
 }
 
-/// The first access unit's NAL types and the access-unit count, from `nalcast inspect`.
+/// True for the names `consume` writes in a container (the default `.mp4` segments, `.ts`,
+/// `.mkv`, `.flv`); `.h264` and other names hold Annex-B.
+func isContainer(_ path: String) -> Bool {
+    ["mp4", "ts", "mkv", "flv"].contains(URL(fileURLWithPath: path).pathExtension)
+}
+
+/// The Annex-B stream inside a container file, its packets copied out by FFmpeg (the raw
+/// H.264 muxer puts the parameter sets in band, as a stream carries them).
+func annexB(ofContainer path: String) throws -> Data {
+    let r = try Run.program("ffmpeg", ["-nostdin", "-v", "error", "-i", path, "-map", "0:v:0", "-c", "copy", "-f", "h264", "-"])
+    guard r.status == 0 else { throw AnnexBCopyFailed(path: path, reason: r.stderr) }
+    return r.stdout
+}
+
+struct AnnexBCopyFailed: Error, CustomStringConvertible {
+    let path: String
+    let reason: String
+    var description: String { "ffmpeg could not copy the H.264 out of \(path): \(reason)" }
+}
+
+/// The first access unit's NAL types and the access-unit count, from `nalcast inspect`; a
+/// container segment is inspected through the Annex-B copy of its packets.
 func inspect(_ path: String) throws -> (accessUnits: Int, firstTypes: [Int]) {
-    let r = try Run.nalcast(["inspect", "--json", path])
+    let r = isContainer(path) ? try Run.nalcast(["inspect", "--json", "-"], stdin: try annexB(ofContainer: path))
+                              : try Run.nalcast(["inspect", "--json", path])
     let json = try JSONSerialization.jsonObject(with: r.stdout) as? [String: Any] ?? [:]
     let units = json["units"] as? [[String: Any]] ?? []
     return (json["accessUnits"] as? Int ?? -1, units.first?["nalTypes"] as? [Int] ?? [])

@@ -251,6 +251,36 @@ import TestSupport
         #expect(try Data(contentsOf: URL(fileURLWithPath: out)) == Data(contentsOf: URL(fileURLWithPath: stream.path)))
     }
 
+    /// `-o` of produce and consume picks the container by the name's extension, in any
+    /// case (.mp4/.m4v/.mov, .ts/.m2ts/.mts, .mkv, .flv), else raw Annex-B; `--format`
+    /// wins over the name, both ways. ffprobe names what was written.
+    @Test(arguments: ["produce", "consume"])
+    func outputContainerFollowsTheNameOrFormat(_ command: String) throws {
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let stream = ConformanceStream.named("HCAFR1_HHI.264")
+        let cases: [(name: String, format: String?, expected: String?)] = [
+            ("a.mp4", nil, "mov,mp4,m4a,3gp,3g2,mj2"), ("b.M4V", nil, "mov,mp4,m4a,3gp,3g2,mj2"), ("c.mov", nil, "mov,mp4,m4a,3gp,3g2,mj2"),
+            ("d.ts", nil, "mpegts"), ("e.m2ts", nil, "mpegts"), ("f.mkv", nil, "matroska,webm"), ("g.flv", nil, "flv"),
+            ("h.h264", nil, nil), ("i.264", nil, nil), ("j.bin", nil, nil),
+            ("k.bin", "ts", "mpegts"), ("l.h264", "mp4", "mov,mp4,m4a,3gp,3g2,mj2"), ("m.mp4", "h264", nil), ("n.ts", "mkv", "matroska,webm"),
+        ]
+        for c in cases {
+            let out = dir.appendingPathComponent(c.name).path
+            let source = command == "produce" ? ["produce", "--frames", "10", "--no-realtime", "--size", "320x240"] : ["consume", "--from", stream.path]
+            let r = try Run.nalcast(source + ["-o", out, "-q"] + (c.format.map { ["--format", $0] } ?? []))
+            #expect(r.status == 0, "\(command) -o \(c.name) \(c.format ?? ""): \(r.stderr)")
+            let bytes = try Data(contentsOf: URL(fileURLWithPath: out))
+            if let expected = c.expected {
+                #expect(try Self.probe(out)["format_name"] == expected, "\(command) -o \(c.name) \(c.format ?? "")")
+            } else if command == "consume" {
+                #expect(bytes == (try Data(contentsOf: URL(fileURLWithPath: stream.path))), "\(c.name): raw Annex-B, as received")
+            } else {
+                #expect(bytes.prefix(4) == Data([0, 0, 0, 1]), "\(c.name): raw Annex-B starts with a start code: \([UInt8](bytes.prefix(8)))")
+            }
+        }
+    }
+
     /// A write that fails (disk full) is one error line and exit 74, not a crash.
     @Test func aFailedWriteIsOneLineAndExit74() throws {
         let stream = ConformanceStream.named("FRExt3_Panasonic.avc")

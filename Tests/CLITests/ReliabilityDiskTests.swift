@@ -16,8 +16,11 @@ import Testing
     /// One clear error (exit 74 naming EFBIG's "File too large"); the segments finished before
     /// are intact; the one being written is cut back to its last whole access unit (or removed
     /// when nothing in it was whole), never left as `.part`; stdout gets the whole stream.
-    @Test(arguments: [("100", ["--sink-queue", "8k"]), ("64", [])])
-    func segmentDiskFullIsOneErrorAndStdoutGoesOn(limitKB: String, extra: [String]) throws {
+    /// For MP4 segments (the default: the muxer holds a fragment until it closes, so the
+    /// failure often comes as the segment ends) and Annex-B ones (`.h264`).
+    @Test(arguments: [("100", ["--sink-queue", "8k"]), ("64", [])], [[], ["--segment-name", "%n.h264"]])
+    func segmentDiskFullIsOneErrorAndStdoutGoesOn(limit: (kb: String, extra: [String]), name: [String]) throws {
+        let (limitKB, extra) = (limit.kb, limit.extra + name)
         let dir = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let input = try Self.input(dir)

@@ -1,6 +1,8 @@
 """segment: cutting a ~1 GB Annex-B file into 5 s segments at IDRs.
 
-nalcast (`consume --from FILE --segments DIR --segment-duration 5s`, fsync'ed per segment
+nalcast (`consume --from FILE --segments DIR --segment-duration 5s --segment-name
+'%Y%m%d-%H%M%S-%n.h264'`: raw Annex-B segments, named so since MP4 became the default, which
+keeps the figures comparable with the C program and FFmpeg's h264 segments; fsync'ed per segment
 as DESIGN.md requires, and once more with --no-fsync) against FFmpeg's segment muxer and
 a C scan-and-write program (c/segment.c: read 1 MiB + memchr, cut at the first IDR after
 150 access units, no fsync: the limit; and once more with --fsync, the same durability as
@@ -82,7 +84,7 @@ def cases(ctx: Context) -> list:
         if not why:
             key = "nalcast" if not extra else "nalcast-nofsync"
             c.argv = [ctx.nalcast.path, "consume", "--from", path, "--segments", dirs[key],
-                      "--segment-duration", "5s", "--quiet", *extra]
+                      "--segment-duration", "5s", "--segment-name", "%Y%m%d-%H%M%S-%n.h264", "--quiet", *extra]
     for c, key, pattern in zip(contenders, keys, patterns):
         c.measure = _runner(ctx, c, dirs[key])
         c.check = _check(dirs[key], size, pattern)
