@@ -217,7 +217,8 @@ def _launch(ctx: Context, c: Contender, stderr_path: Path) -> Sample:
     except (OSError, ValueError):
         return Sample(0, 0, 0, status=p.returncode or -1, extra={"error": "launcher wrote no result"})
     code = os.waitstatus_to_exitcode(wstatus)
-    return Sample(wall_ns / 1e9, (ut + st) / 1e6, rss, status=code)
+    # user and system time apart too: a case may show them (Case.figures)
+    return Sample(wall_ns / 1e9, (ut + st) / 1e6, rss, status=code, extra={"user_s": ut / 1e6, "sys_s": st / 1e6})
 
 
 def _last_line(path: Optional[Path]) -> str:
