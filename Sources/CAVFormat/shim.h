@@ -210,7 +210,7 @@ static inline int CAVFormat_fd_is_seekable(int fd) {
 // avio_alloc_context wants an av_malloc'ed buffer and the two callbacks above; Swift cannot
 // name C functions as pointers as simply, so the whole set-up is here.
 static inline AVIOContext *CAVFormat_fd_avio(CAVFormat_fd_io *io, int seekable) {
-    const int size = 64 * 1024;
+    const int size = 256 * 1024;  // a 1080p IDR or a fragment in a few writes, not dozens
     unsigned char *buffer = (unsigned char *)CAVFormat_av_malloc(size);
     if (!buffer) return NULL;
     AVIOContext *pb = CAVFormat_avio_alloc_context(buffer, size, 1, io, NULL, CAVFormat_fd_write, seekable ? CAVFormat_fd_seek : NULL);
