@@ -290,10 +290,12 @@ public struct HTTPResponse: Sendable {
         switch status {
         case 200: "OK"
         case 400: "Bad Request"
+        case 403: "Forbidden"
         case 404: "Not Found"
         case 405: "Method Not Allowed"
         case 411: "Length Required"
         case 413: "Content Too Large"
+        case 426: "Upgrade Required"
         case 431: "Request Header Fields Too Large"
         default: "Error"
         }

@@ -3,7 +3,7 @@ import Glibc
 #endif
 
 /// The libFuzzer entry point. One binary holds every target (the module is compiled once);
-/// `NALCAST_FUZZ_TARGET` picks which one runs: annexb, paramsets, sei, y4m.
+/// `NALCAST_FUZZ_TARGET` picks which one runs: annexb, paramsets, sei, y4m, websocket.
 ///
 /// A target must not trap on any input: a trap, an out-of-bounds access (ASan) or a leak is a
 /// finding. Thrown errors and nil results are the expected answer to bad bytes.
@@ -15,12 +15,13 @@ public func fuzzOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
     case .paramsets: fuzzParameterSets(bytes)
     case .sei: fuzzSEI(bytes)
     case .y4m: fuzzY4M(bytes)
+    case .websocket: fuzzWebSocket(bytes)
     }
     return 0
 }
 
 enum FuzzTarget: String, CaseIterable {
-    case annexb, paramsets, sei, y4m
+    case annexb, paramsets, sei, y4m, websocket
 
     static let selected: FuzzTarget = {
         guard let name = getenv("NALCAST_FUZZ_TARGET").map({ String(cString: $0) }), let target = FuzzTarget(rawValue: name) else {
