@@ -60,8 +60,6 @@ import Testing
     }
 
     @Test func theFileHoldsAMediaServerAndAProducerPushingIntoIt() throws {
-        let text = try Deploy.text(Self.file)
-        #expect(!text.contains("../shared"))
         let (services, _) = try Self.load()
         #expect(Set(services.keys) == ["mediamtx", "producer"], "\(services.keys.sorted())")
         let server = try #require(services["mediamtx"])
