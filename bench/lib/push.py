@@ -1,9 +1,11 @@
 """push: a live 1080p30 stream read from TCP and pushed over RTMP to a local nginx-rtmp.
 
-One source for both contenders: `nalcast produce --source testsrc --listen` (1080p30
-ultrafast, IDR every 2 s, 6 Mbit/s), whose timestamp SEI carries each picture's capture
-time and sequence number. Each run starts its own nginx (RTMP module, `live on`, on a free
-loopback port, from a generated nginx.conf in out/push/), its own source, then:
+One source for both contenders: `nalcast produce --source raw:- --listen` encoding the
+encode benchmark's raw testsrc2 frames (cycled), written to its stdin at 30 fps by a feeder
+thread (ultrafast, zerolatency, IDR every 2 s, 6 Mbit/s CBR: testsrc2 fills the bitrate,
+nalcast's own test pattern would make 0.5 Mbit/s). Its timestamp SEI carries each picture's
+capture time and sequence number. Each run starts its own nginx (RTMP module, `live on`,
+on a free loopback port, from a generated nginx.conf in out/push/), its own source, then:
 
 - a direct reader of the source's TCP stream (the floor: capture -> last byte over TCP,
   no forwarder, no server), in this process;
@@ -18,12 +20,14 @@ loopback port, from a generated nginx.conf in out/push/), its own source, then:
 After a warm-up, over a window (20 s), every picture the player gets is matched to its
 capture time (SEI) and to its arrival at the direct reader (SEI sequence number):
 `latency` is capture -> last byte at the RTMP player, `added` is RTMP arrival minus
-direct TCP arrival of the same picture (what the forwarder and nginx add). CPU is the
-forwarder's user+sys over the window (/proc/PID/stat), RSS its peak (VmHWM) at the end.
+direct TCP arrival of the same picture (what the forwarder and nginx add), `lost` the
+pictures the direct reader got and the player did not. CPU is the forwarder's time on a
+CPU over the window (the sum of its threads' /proc schedstat, in ns), RSS its peak (VmHWM).
 """
 
 from __future__ import annotations
 
+import mmap
 import os
 import socket
 import struct
@@ -33,6 +37,8 @@ import time
 from pathlib import Path
 from typing import Optional
 
+import encode
+import latency
 from harness import Case, Context, Contender, Sample, has_program
 from live import (SEI_UUID, BenchError, Procs, ThreadReader, connect, cpu_s, free_port, median, pct,
                   rss_kib, stderr_tail, unescape, wait_listening, wait_serving)
@@ -41,8 +47,8 @@ NAME = "push"
 ABOUT = "live 1080p30 from TCP pushed over RTMP to nginx-rtmp: capture -> RTMP player, CPU, RSS vs FFmpeg"
 
 FPS, KBPS = 30, 6000
-FULL = dict(w=1920, h=1080, preset="ultrafast", warm=3.0, window=20.0, runs=3)
-QUICK = dict(w=320, h=240, preset="ultrafast", warm=1.0, window=1.0, runs=1)
+FULL = dict(w=1920, h=1080, raw_frames=300, preset="ultrafast", warm=3.0, window=20.0, runs=3)
+QUICK = dict(w=320, h=240, raw_frames=30, preset="ultrafast", warm=1.0, window=1.0, runs=1)
 RTMP_MODULE = Path("/usr/lib/nginx/modules/ngx_rtmp_module.so")
 KEY = "bench"
 
@@ -385,19 +391,45 @@ def _measure(kind: str, p: dict):
     return measure
 
 
+def task_cpu_ns(pid: int) -> int:
+    """CPU time of a live process in nanoseconds: the sum over its threads of
+    /proc/PID/task/TID/schedstat (time on a CPU). /proc/PID/stat counts 10 ms ticks, too
+    coarse for a forwarder that spends under 1 % of a core; a thread that ends in between
+    takes its time with it (both forwarders keep theirs for the whole run)."""
+    total = 0
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                total += int(f.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            pass
+    return total
+
+
 def _run(ctx: Context, kind: str, p: dict) -> Sample:
     d = ctx.dir("push", f"nginx-{kind}")
     logs = ctx.dir("logs")
     src_log, fwd_log = logs / f"push-source-{kind}.stderr", logs / f"push-{kind}.stderr"
     w, h = p["w"], p["h"]
-    with Procs() as procs:
+    raw_path = encode._raw(ctx, dict(w=w, h=h, frames=p["raw_frames"]))
+    frame_bytes = w * h * 3 // 2
+    with open(raw_path, "rb") as f, Procs() as procs:
+        raw = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)
         rport = _start_nginx(procs, d)
-        source = procs.start([ctx.nalcast.path, "produce", "--source", "testsrc", "--size", f"{w}x{h}",
-                              "--fps", FPS, "--preset", p["preset"], "--keyint", "2s", "--bitrate", f"{KBPS}k",
-                              "--vbv-ms", 600, "--listen", "tcp://127.0.0.1:0"], stderr=src_log)
+        source = procs.start([ctx.nalcast.path, "produce", "--source", "raw:-", "--input-size", f"{w}x{h}",
+                              "--pix-fmt", "i420", "--input-fps", FPS, "--fps", FPS, "--preset", p["preset"],
+                              "--keyint", "2s", "--bitrate", f"{KBPS}k", "--vbv-ms", 600,
+                              "--listen", "tcp://127.0.0.1:0"], stderr=src_log, stdin=subprocess.PIPE)
         sport = wait_serving(source, src_log)
         direct = ThreadReader(connect(sport))
         direct.start()
+        # frames at 30 fps for longer than the run needs: the source never ends mid-window
+        n = int((p["warm"] + p["window"] + 30) * FPS)
+        feeder = threading.Thread(target=latency._feed, args=(os.dup(source.stdin.fileno()), raw, frame_bytes,
+                                                              p["raw_frames"], n, [], []), daemon=True)
+        source.stdin.close()
+        source.stdin = None
+        feeder.start()
         player = RtmpPlayer(rport, "live", KEY)  # nginx holds it until the publish starts
         player.start()
         time.sleep(0.3)
@@ -407,16 +439,19 @@ def _run(ctx: Context, kind: str, p: dict) -> Sample:
                              f"forwarder exit {fwd.poll()}: {stderr_tail(fwd_log)})")
         time.sleep(p["warm"])
         try:
-            cpu0, t0, w0 = cpu_s(fwd.pid), time.time_ns(), time.monotonic()
+            cpu0, t0, w0 = task_cpu_ns(fwd.pid), time.time_ns(), time.monotonic()
             time.sleep(p["window"])
-            cpu1, t1, wall = cpu_s(fwd.pid), time.time_ns(), time.monotonic() - w0
+            cpu1, t1, wall = task_cpu_ns(fwd.pid), time.time_ns(), time.monotonic() - w0
             hwm = rss_kib(fwd.pid)[1]
+            life_cpu = cpu_s(fwd.pid)
         except (OSError, ValueError, IndexError):
             raise BenchError(f"forwarder gone (exit {fwd.poll()}: {stderr_tail(fwd_log)})")
         alive = fwd.poll() is None
         player.stop()
         direct.stop()
         code = Procs.stop(fwd)
+        Procs.stop(source)  # the feeder's next write fails: it ends
+        feeder.join(5)
     if not alive:
         raise BenchError(f"forwarder exited {code} during the window: {stderr_tail(fwd_log)}")
     if player.error:
@@ -431,16 +466,21 @@ def _run(ctx: Context, kind: str, p: dict) -> Sample:
     added = [(m.done_ns - arrived[m.seq]) / 1e6 for m in videos if m.seq in arrived]
     direct_lat = [(q.done_ns - q.capture_ns) / 1e6 for q in direct.stream.pictures
                   if q.seq is not None and t0 <= q.done_ns <= t1]
-    seqs = [m.seq for m in videos]
-    missing = sum(b - a - 1 for a, b in zip(seqs, seqs[1:]) if b > a + 1)
+    # lost on the way: pictures the direct reader got, between the player's first and last
+    # of the window, that the player never got (frames the source itself dropped under
+    # load are gaps for both readers, and not counted)
+    got = {m.seq for m in player.videos}
+    first, last = videos[0].seq, videos[-1].seq
+    lost = sum(1 for s in arrived if first <= s <= last and s not in got)
     if not added:
         raise BenchError("no picture of the RTMP player seen by the direct reader")
     extra = dict(median_ms=median(lat), p99_ms=pct(lat, 0.99), max_ms=max(lat),
                  added_median_ms=median(added), added_p99_ms=pct(added, 0.99),
                  direct_median_ms=median(direct_lat) if direct_lat else None,
-                 cpu_pct=100 * (cpu1 - cpu0) / wall, frames=len(videos), missing=missing,
+                 cpu_pct=(cpu1 - cpu0) / 1e7 / wall, life_cpu_s=life_cpu, frames=len(videos), lost=lost,
+                 mbit_s=sum(m.size for m in videos) * 8 / 1e6 / wall,
                  latencies_ms=[round(x, 3) for x in lat], added_ms=[round(x, 3) for x in added])
-    return Sample(wall, cpu1 - cpu0, hwm, extra=extra)
+    return Sample(wall, (cpu1 - cpu0) / 1e9, hwm, extra=extra)
 
 
 def _wait(cond, timeout: float) -> bool:
@@ -462,11 +502,13 @@ def cases(ctx: Context) -> list:
         Contender("ffmpeg -c copy -f flv", measure=_measure("ffmpeg", p), role="ffmpeg", skip=skip_f),
         Contender("nalcast consume --forward", measure=_measure("nalcast", p), skip=skip, usage_error_skips=True),
     ]
-    case = Case(NAME, f"push rtmp {p['w']}x{p['h']}", "", p["window"] * FPS, contenders,
+    # the source's input (the encode benchmark's raw testsrc2 frames), made before any run
+    warm = [] if skip else [encode._raw(ctx, dict(w=p["w"], h=p["h"], frames=p["raw_frames"]))]
+    case = Case(NAME, f"push rtmp {p['w']}x{p['h']}", "", p["window"] * FPS, contenders, warm=warm,
                 runs=ctx.runs_for(p["runs"]),
                 figures=[("median_ms", "median", "{:.1f} ms"), ("p99_ms", "p99", "{:.1f} ms"),
                          ("added_median_ms", "added", "{:.1f} ms"), ("added_p99_ms", "added p99", "{:.1f} ms"),
-                         ("cpu_pct", "CPU", "{:.2f} %"), ("missing", "missing", "{:.0f}")])
+                         ("cpu_pct", "CPU", "{:.2f} %"), ("mbit_s", "stream", "{:.1f} Mbit/s"), ("lost", "lost", "{:.0f}")])
     case.notes.append(f"{case.label}: live testsrc {p['preset']} from `nalcast produce --listen`, read from TCP by "
                       f"the contender and pushed to nginx-rtmp; over {p['window']:g} s after {p['warm']:g} s: "
                       "capture (SEI) -> last byte of its video message at an RTMP player (median, p99), "
