@@ -16,6 +16,8 @@ on a free loopback port, from a generated nginx.conf in out/push/), its own sour
   nalcast: `nalcast consume --from tcp://127.0.0.1:P --forward rtmp://127.0.0.1:R/live/KEY --quiet`
   ffmpeg:  `ffmpeg -fflags nobuffer -flags low_delay -probesize 32 -analyzeduration 0
             -f h264 -framerate 30 -i tcp://127.0.0.1:P -c copy -f flv rtmp://127.0.0.1:R/live/KEY`
+  and, for reference, not the same work: the source pushing itself (`produce --forward`),
+  no TCP hop, its CPU and RSS those of the encoder.
 
 After a warm-up, over a window (20 s), every picture the player gets is matched to its
 capture time (SEI) and to its arrival at the direct reader (SEI sequence number):
@@ -416,10 +418,12 @@ def _run(ctx: Context, kind: str, p: dict) -> Sample:
     with open(raw_path, "rb") as f, Procs() as procs:
         raw = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)
         rport = _start_nginx(procs, d)
+        url = f"rtmp://127.0.0.1:{rport}/live/{KEY}"
         source = procs.start([ctx.nalcast.path, "produce", "--source", "raw:-", "--input-size", f"{w}x{h}",
                               "--pix-fmt", "i420", "--input-fps", FPS, "--fps", FPS, "--preset", p["preset"],
                               "--keyint", "2s", "--bitrate", f"{KBPS}k", "--vbv-ms", 600,
-                              "--listen", "tcp://127.0.0.1:0"], stderr=src_log, stdin=subprocess.PIPE)
+                              "--listen", "tcp://127.0.0.1:0", *(["--forward", url] if kind == "produce" else [])],
+                             stderr=src_log, stdin=subprocess.PIPE)
         sport = wait_serving(source, src_log)
         direct = ThreadReader(connect(sport))
         direct.start()
@@ -433,7 +437,10 @@ def _run(ctx: Context, kind: str, p: dict) -> Sample:
         player = RtmpPlayer(rport, "live", KEY)  # nginx holds it until the publish starts
         player.start()
         time.sleep(0.3)
-        fwd = procs.start(_forwarder(ctx, kind, sport, f"rtmp://127.0.0.1:{rport}/live/{KEY}"), stderr=fwd_log)
+        if kind == "produce":  # the encoder pushes itself: no relay, its CPU includes the encoding
+            fwd, fwd_log = source, src_log
+        else:
+            fwd = procs.start(_forwarder(ctx, kind, sport, url), stderr=fwd_log)
         if not _wait(lambda: player.videos or player.error or fwd.poll() is not None, 15) or not player.videos:
             raise BenchError(f"no video at the RTMP player (player: {player.error}; "
                              f"forwarder exit {fwd.poll()}: {stderr_tail(fwd_log)})")
@@ -501,6 +508,9 @@ def cases(ctx: Context) -> list:
     contenders = [
         Contender("ffmpeg -c copy -f flv", measure=_measure("ffmpeg", p), role="ffmpeg", skip=skip_f),
         Contender("nalcast consume --forward", measure=_measure("nalcast", p), skip=skip, usage_error_skips=True),
+        # not a contender of the same work: the encoder pushing itself, without the TCP hop
+        Contender("(nalcast produce --forward, encoder)", measure=_measure("produce", p), skip=skip,
+                  usage_error_skips=True),
     ]
     # the source's input (the encode benchmark's raw testsrc2 frames), made before any run
     warm = [] if skip else [encode._raw(ctx, dict(w=p["w"], h=p["h"], frames=p["raw_frames"]))]
