@@ -154,10 +154,10 @@ def _amf_decode(b: bytes) -> list:
 
 
 class VideoMessage:
-    __slots__ = ("done_ns", "size", "key", "seq", "capture_ns")
+    __slots__ = ("done_ns", "size", "key", "seq", "capture_ns", "ts")
 
-    def __init__(self, done_ns: int, size: int, key: bool):
-        self.done_ns, self.size, self.key = done_ns, size, key
+    def __init__(self, done_ns: int, size: int, key: bool, ts: int):
+        self.done_ns, self.size, self.key, self.ts = done_ns, size, key, ts
         self.seq = self.capture_ns = None
 
 
@@ -274,12 +274,12 @@ class RtmpPlayer(threading.Thread):
             self._pos = i
             if len(st[4]) >= length:
                 payload, st[4] = bytes(st[4]), None
-                self._message(typ, sid, payload, t)
+                self._message(typ, sid, payload, t, st[0])
         if self._pos > (1 << 20):
             del self._buf[:self._pos]
             self._pos = 0
 
-    def _message(self, typ: int, sid: int, payload: bytes, t: int) -> None:
+    def _message(self, typ: int, sid: int, payload: bytes, t: int, ts: int) -> None:
         if typ == 1:  # set chunk size
             self._in_chunk = struct.unpack(">I", payload[:4])[0] & 0x7FFFFFFF
         elif typ == 5:  # window acknowledgement size
@@ -298,7 +298,7 @@ class RtmpPlayer(threading.Thread):
             if payload[1] == 0 and len(payload) > 9:  # AVCDecoderConfigurationRecord
                 self._length_size = (payload[9] & 3) + 1
             elif payload[1] == 1:
-                m = VideoMessage(t, len(payload), payload[0] >> 4 == 1)
+                m = VideoMessage(t, len(payload), payload[0] >> 4 == 1, ts)
                 self._nals(m, payload, 5)
                 self.videos.append(m)
 
@@ -481,11 +481,14 @@ def _run(ctx: Context, kind: str, p: dict) -> Sample:
     lost = sum(1 for s in arrived if first <= s <= last and s not in got)
     if not added:
         raise BenchError("no picture of the RTMP player seen by the direct reader")
+    # the FLV timestamps nginx passes on (ms): a step of 33 or 34 at 30 fps, never backwards
+    steps = [b.ts - a.ts for a, b in zip(videos, videos[1:])]
     extra = dict(median_ms=median(lat), p99_ms=pct(lat, 0.99), max_ms=max(lat),
                  added_median_ms=median(added), added_p99_ms=pct(added, 0.99),
                  direct_median_ms=median(direct_lat) if direct_lat else None,
                  cpu_pct=(cpu1 - cpu0) / 1e7 / wall, life_cpu_s=life_cpu, frames=len(videos), lost=lost,
                  mbit_s=sum(m.size for m in videos) * 8 / 1e6 / wall,
+                 ts_step_ms=median(steps) if steps else None, ts_backwards=sum(1 for x in steps if x <= 0),
                  latencies_ms=[round(x, 3) for x in lat], added_ms=[round(x, 3) for x in added])
     return Sample(wall, (cpu1 - cpu0) / 1e9, hwm, extra=extra)
 
@@ -518,7 +521,8 @@ def cases(ctx: Context) -> list:
                 runs=ctx.runs_for(p["runs"]),
                 figures=[("median_ms", "median", "{:.1f} ms"), ("p99_ms", "p99", "{:.1f} ms"),
                          ("added_median_ms", "added", "{:.1f} ms"), ("added_p99_ms", "added p99", "{:.1f} ms"),
-                         ("cpu_pct", "CPU", "{:.2f} %"), ("mbit_s", "stream", "{:.1f} Mbit/s"), ("lost", "lost", "{:.0f}")])
+                         ("cpu_pct", "CPU", "{:.2f} %"), ("mbit_s", "stream", "{:.1f} Mbit/s"), ("lost", "lost", "{:.0f}"),
+                         ("ts_step_ms", "FLV step", "{:.1f} ms"), ("ts_backwards", "backwards", "{:.0f}")])
     case.notes.append(f"{case.label}: raw testsrc2 frames fed at {FPS} fps to `nalcast produce --listen` "
                       f"({p['preset']}, {KBPS} kbit/s), read from TCP by the contender and pushed to nginx-rtmp; "
                       f"over {p['window']:g} s after {p['warm']:g} s: "
