@@ -50,7 +50,7 @@ ABOUT = "live 1080p30 from TCP pushed over RTMP to nginx-rtmp: capture -> RTMP p
 
 FPS, KBPS = 30, 6000
 FULL = dict(w=1920, h=1080, raw_frames=300, preset="ultrafast", warm=3.0, window=20.0, runs=3)
-QUICK = dict(w=320, h=240, raw_frames=30, preset="ultrafast", warm=1.0, window=1.0, runs=1)
+QUICK = dict(w=320, h=240, raw_frames=30, preset="ultrafast", warm=0.3, window=0.7, runs=1)
 RTMP_MODULE = Path("/usr/lib/nginx/modules/ngx_rtmp_module.so")
 KEY = "bench"
 
