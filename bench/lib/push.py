@@ -173,14 +173,15 @@ class RtmpPlayer(threading.Thread):
         self.port, self.app, self.key = port, app, key
         self.videos: list = []
         self.error: Optional[str] = None
-        self.playing = threading.Event()
         self._halt = threading.Event()
         self.sock: Optional[socket.socket] = None
         # chunk stream state
         self._buf = bytearray()
         self._pos = 0
         self._in_chunk = 128
-        self._streams: dict = {}  # csid -> [ts, length, type, sid, payload, ext]
+        # csid -> [timestamp, length, type, stream id, payload so far (None between
+        # messages), extended timestamp in use, last timestamp delta]
+        self._streams: dict = {}
         self._received = 0
         self._acked = 0
         self._window = 0
@@ -295,9 +296,7 @@ class RtmpPlayer(threading.Thread):
                 self._results[int(v[1])] = v
             elif v and v[0] == "onStatus":
                 info = v[3] if len(v) > 3 and isinstance(v[3], dict) else {}
-                if str(info.get("code", "")).startswith("NetStream.Play.Start"):
-                    self.playing.set()
-                elif info.get("level") == "error":
+                if info.get("level") == "error":
                     self.error = f"nginx: {info.get('code')} {info.get('description', '')}"
         elif typ == 9 and len(payload) >= 5 and payload[0] & 0x0F == 7:
             if payload[1] == 0 and len(payload) > 9:  # AVCDecoderConfigurationRecord
