@@ -208,7 +208,7 @@ final class ProduceSession {
     /// `capturing test pattern 640x360 at 30 fps; serving tcp://…, writing stdout`.
     private func announce(_ input: String, _ serving: LoopSide) {
         var where_: [String] = []
-        if let listen = serving.server?.boundEndpoint { where_.append("serving \(listen)") }
+        if let listen = serving.server?.listenEndpoint { where_.append("serving \(listen)") }
         if let output = plan.output { where_.append("writing \(output == "-" ? "stdout" : output)") }
         for target in plan.forwards { where_.append("pushing to \(target)") }
         log.line("capturing \(input); \(where_.joined(separator: ", "))")
