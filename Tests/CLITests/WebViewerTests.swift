@@ -1,0 +1,185 @@
+import Foundation
+import Testing
+
+/// `produce --web`: headless Chromium opens nalcast's own page (Tests/Browser/web_check.py
+/// drives it with Selenium and reads `window.nalcastViewer` and the canvas), the stream at
+/// `/ws` refuses another origin, and a WebSocket viewer that never reads costs a TCP reader
+/// nothing. Chromium, chromedriver and the venv with selenium as for PlaybackTests.
+@Suite(.serialized) struct WebViewerTests {
+    /// A producer of the test pattern with `--web` on a port of the kernel's (or `port`), and
+    /// the page's URL from its startup line.
+    static func producer(_ extra: [String], port: Int = 0, size: String = "640x360") throws -> (Background, String) {
+        let p = try Background(Run.nalcast, ["produce", "--source", "testsrc", "--size", size, "--web", "tcp://127.0.0.1:\(port)"] + extra)
+        guard p.waitFor("the page on "), let url = p.stderr.split(separator: " ").first(where: { $0.hasPrefix("http://") }) else {
+            p.signal(SIGKILL)
+            p.wait()
+            throw Failure("no page announced: \(p.stderr)")
+        }
+        return (p, String(url.split(separator: "\n")[0]))
+    }
+
+    struct Failure: Error, CustomStringConvertible {
+        let description: String
+        init(_ description: String) { self.description = description }
+    }
+
+    static func events(_ url: URL) -> [[String: Any]] {
+        ((try? String(contentsOf: url, encoding: .utf8)) ?? "").split(separator: "\n").compactMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }
+    }
+
+    /// Where the test pattern's colour bars are in a 640x360 picture: eight bars of 80
+    /// columns over the top two thirds; yellow is the second, blue the seventh. The white
+    /// bar that sweeps across them is 20 columns wide, so of two points 60 columns apart in
+    /// one bar at least one shows the bar's colour.
+    static let yellow = (points: [[90, 40], [150, 40]], rgb: [192, 186, 0])
+    static let blue = (points: [[490, 40], [550, 40]], rgb: [0, 6, 191])
+
+    /// Whether `pixel` is `rgb` within 24 per channel (BT.601 or BT.709, as the decoder
+    /// guesses), or the sweeping white bar.
+    static func matches(_ pixel: [Int], _ rgb: [Int]) -> Bool {
+        pixel.count == 3 && zip(pixel, rgb).allSatisfy { abs($0 - $1) <= 24 }
+    }
+    static func white(_ pixel: [Int]) -> Bool { pixel.count == 3 && pixel.allSatisfy { $0 >= 220 } }
+
+    static func checkBars(_ pixels: [[Int]], _ context: String) {
+        for (offset, bar) in [(0, yellow), (2, blue)] {
+            let pair = Array(pixels.dropFirst(offset).prefix(2))
+            #expect(pair.count == 2 && pair.contains { matches($0, bar.rgb) } && pair.allSatisfy { matches($0, bar.rgb) || white($0) },
+                    "\(context): \(pair) where the bar is \(bar.rgb)")
+        }
+    }
+
+    static var points: String { String(decoding: try! JSONSerialization.data(withJSONObject: yellow.points + blue.points), as: UTF8.self) }
+
+    /// The page plays: frames painted, 640x360, a latency between 0 and 2 s, the colour bars
+    /// where the test pattern draws them, a codec string read from the SPS (High profile).
+    @Test(.enabled(if: PlaybackTests.chromiumMissing == nil, "\(PlaybackTests.chromiumMissing ?? "")"))
+    func chromiumPlaysThePage() throws {
+        let (producer, url) = try Self.producer([])
+        defer {
+            producer.signal(SIGINT)
+            producer.wait()
+        }
+        let r = try Run.program(PlaybackTests.venvPython, [PlaybackTests.browserTools.appendingPathComponent("web_check.py").path, url, Self.points], timeout: 120)
+        #expect(r.status == 0, "\(r.text) \(r.stderr)")
+        let seen = try #require(try JSONSerialization.jsonObject(with: r.stdout) as? [String: Any], "\(r.text) \(r.stderr)")
+        #expect((seen["painted"] as? Int ?? 0) >= 30, "\(seen)")
+        #expect(seen["width"] as? Int == 640 && seen["height"] as? Int == 360, "\(seen)")
+        let latency = seen["latencyMs"] as? Double ?? -1
+        #expect(latency > 0 && latency < 2000, "\(seen)")
+        #expect((seen["codec"] as? String)?.hasPrefix("avc1.64") == true, "\(seen)")
+        #expect(seen["errors"] as? Int == 0 && seen["problem"] is NSNull, "\(seen)")
+        Self.checkBars(seen["pixels"] as? [[Int]] ?? [], "the canvas")
+    }
+
+    /// A page of another origin (the same server by another name: `localhost` against
+    /// `127.0.0.1`) cannot open the stream: the upgrade is answered 403 and no reader joins.
+    @Test func anotherOriginIsRefused() throws {
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let events = dir.appendingPathComponent("events.jsonl")
+        let (producer, url) = try Self.producer(["--events", events.path])
+        defer {
+            producer.signal(SIGINT)
+            producer.wait()
+        }
+        func upgrade(origin: String?) throws -> String {
+            var args = ["-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "2", "-H", "Connection: Upgrade", "-H", "Upgrade: websocket",
+                        "-H", "Sec-WebSocket-Version: 13", "-H", "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ=="]
+            if let origin { args += ["-H", "Origin: \(origin)"] }
+            return try Run.program("curl", args + [url + "ws"]).text
+        }
+        let port = url.split(separator: ":").last!.dropLast()
+        #expect(try upgrade(origin: "http://localhost:\(port)") == "403")
+        #expect(try upgrade(origin: "http://example.com") == "403")
+        #expect(Self.events(events).filter { $0["event"] as? String == "reader-joined" }.isEmpty)
+        // The page's own origin is let in (curl gives up reading the stream after 2 s).
+        #expect(try upgrade(origin: "http://127.0.0.1:\(port)") == "101")
+        let deadline = Date().addingTimeInterval(5)
+        while !Self.events(events).contains(where: { $0["event"] as? String == "reader-joined" }) && Date() < deadline { usleep(50_000) }
+        #expect(Self.events(events).contains { ($0["peer"] as? String)?.hasSuffix("(websocket)") == true }, "\(Self.events(events))")
+    }
+
+    /// A WebSocket viewer that never reads a byte: the TCP reader beside it still gets every
+    /// picture (FFmpeg decodes 150 without an error), and the viewer is the one that skips.
+    @Test func aViewerThatNeverReadsCostsATCPReaderNothing() throws {
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let events = dir.appendingPathComponent("events.jsonl")
+        let tcpPort = try freePort()
+        // An IDR every 5 frames: the test pattern compresses so well that the kernel's buffers
+        // would otherwise hide the viewer's lag for a long while.
+        let (producer, url) = try Self.producer(["--listen", "tcp://127.0.0.1:\(tcpPort)", "--events", events.path, "--keyint", "5"], size: "1280x720")
+        defer {
+            producer.signal(SIGINT)
+            producer.wait()
+        }
+        let port = url.split(separator: ":").last!.dropLast()
+        // Upgrades, then sleeps with the socket open: nothing it is sent is ever read.
+        let silent = try Background("/usr/bin/python3", ["-c", """
+            import socket, time
+            s = socket.socket()
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            s.connect(("127.0.0.1", \(port)))
+            s.sendall(b"GET /ws HTTP/1.1\\r\\nHost: 127.0.0.1:\(port)\\r\\nConnection: Upgrade\\r\\nUpgrade: websocket\\r\\n"
+                      b"Sec-WebSocket-Version: 13\\r\\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\\r\\n\\r\\n")
+            time.sleep(60)
+            """])
+        defer {
+            silent.signal(SIGKILL)
+            silent.wait()
+        }
+        let deadline = Date().addingTimeInterval(10)
+        while !Self.events(events).contains(where: { ($0["peer"] as? String)?.hasSuffix("(websocket)") == true }) && Date() < deadline { usleep(50_000) }
+        let viewer = try #require(Self.events(events).first { ($0["peer"] as? String)?.hasSuffix("(websocket)") == true }?["reader"] as? Int,
+                                  "the viewer never joined: \(Self.events(events))")
+        let r = try Run.program("ffmpeg", ["-hide_banner", "-v", "error", "-f", "h264", "-i", "tcp://127.0.0.1:\(tcpPort)", "-frames:v", "150", "-f", "framemd5", "-"], timeout: 60)
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(r.stderr.isEmpty, "\(r.stderr)")
+        #expect(r.text.split(separator: "\n").filter { !$0.hasPrefix("#") }.count == 150)
+        let skipped = { (all: [[String: Any]]) in all.contains { $0["event"] as? String == "reader-skipped" && $0["reader"] as? Int == viewer } }
+        let until = Date().addingTimeInterval(20)
+        while !skipped(Self.events(events)) && Date() < until { usleep(100_000) }
+        let all = Self.events(events)
+        let tcpReader = all.first { $0["event"] as? String == "reader-joined" && ($0["reader"] as? Int) != viewer }?["reader"] as? Int
+        #expect(tcpReader != nil)
+        #expect(skipped(all), "\(all)")
+        #expect(!all.contains { $0["event"] as? String == "reader-skipped" && $0["reader"] as? Int == tcpReader }, "\(all)")
+    }
+
+    /// The producer stops and comes back on the same port at another size: the page connects
+    /// again by itself and paints the new size.
+    @Test(.enabled(if: PlaybackTests.chromiumMissing == nil, "\(PlaybackTests.chromiumMissing ?? "")"))
+    func thePageSurvivesARestartAtAnotherSize() throws {
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let port = try freePort()
+        var (producer, url) = try Self.producer([], port: port)
+        defer {
+            producer.signal(SIGINT)
+            producer.wait()
+        }
+        let output = dir.appendingPathComponent("check.jsonl")
+        let goal = #"{"connects": 2, "width": 320, "height": 240, "painted": 60}"#
+        let check = try Background(PlaybackTests.venvPython, [PlaybackTests.browserTools.appendingPathComponent("web_check.py").path, url, "[]", goal],
+                                   stdoutTo: output)
+        defer {
+            check.signal(SIGKILL)
+            check.wait()
+        }
+        func lines() -> [[String: Any]] { Self.events(output) }
+        let deadline = Date().addingTimeInterval(90)
+        while lines().isEmpty && check.process.isRunning && Date() < deadline { usleep(100_000) }
+        let first = try #require(lines().first, "the page never played: \(check.stderr)")
+        #expect(first["width"] as? Int == 640, "\(first)")
+        producer.signal(SIGINT)
+        #expect(producer.wait() == 0)
+        (producer, _) = try Self.producer([], port: port, size: "320x240")
+        #expect(check.wait(timeout: 90) == 0, "\(lines()) \(check.stderr)")
+        let last = try #require(lines().last)
+        #expect(last["width"] as? Int == 320 && last["height"] as? Int == 240 && (last["connects"] as? Int ?? 0) >= 2, "\(last)")
+        #expect(last["errors"] as? Int == 0, "\(last)")
+    }
+}
