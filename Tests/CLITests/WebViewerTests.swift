@@ -183,3 +183,51 @@ import Testing
         #expect(last["errors"] as? Int == 0, "\(last)")
     }
 }
+
+extension WebViewerTests {
+    /// A viewer's own frames (Tests/Browser/ws_client.py): a ping gets its pong between
+    /// messages, an unmasked frame closes that viewer alone with 1002 while the other goes on
+    /// receiving, a close is echoed and the connection ends. The first message is a keyframe.
+    @Test func viewerFramesAreAnsweredAndAProtocolErrorClosesOnlyThatViewer() throws {
+        let (producer, url) = try Self.producer([])
+        defer {
+            producer.signal(SIGINT)
+            producer.wait()
+        }
+        let port = String(url.split(separator: ":").last!.dropLast())
+        let r = try Run.program("/usr/bin/python3", [PlaybackTests.browserTools.appendingPathComponent("ws_client.py").path, port], timeout: 60)
+        #expect(r.status == 0, "\(r.text) \(r.stderr)")
+        let seen = try #require(try JSONSerialization.jsonObject(with: r.stdout) as? [String: Any], "\(r.text) \(r.stderr)")
+        #expect(seen["status"] as? String == "HTTP/1.1 101 Switching Protocols")
+        #expect(seen["first"] as? [Int] == [2, 1, 3], "\(seen)")
+        #expect(seen["pong"] as? String == "are you there")
+        #expect(seen["broken"] as? Int == 1002)
+        #expect(seen["after"] as? Int == 5)
+        let closed = seen["closed"] as? [Any] ?? []
+        #expect(closed.first as? Int == 1000 && closed.last as? Bool == true, "\(seen)")
+    }
+
+    /// `--max-readers` counts TCP readers and viewers together: with one TCP reader
+    /// connected and a limit of 1, an upgrade gets 503 and is counted as refused.
+    @Test func maxReadersCountsViewersAndTCPReaders() throws {
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let events = dir.appendingPathComponent("events.jsonl")
+        let tcpPort = try freePort()
+        let (producer, url) = try Self.producer(["--listen", "tcp://127.0.0.1:\(tcpPort)", "--max-readers", "1", "--events", events.path])
+        defer {
+            producer.signal(SIGINT)
+            producer.wait()
+        }
+        let reader = try StreamReaderClient("tcp://127.0.0.1:\(tcpPort)")
+        let deadline = Date().addingTimeInterval(10)
+        while !Self.events(events).contains(where: { $0["event"] as? String == "reader-joined" }) && Date() < deadline { usleep(50_000) }
+        let r = try Run.program("curl", ["-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "5", "-H", "Connection: Upgrade", "-H", "Upgrade: websocket",
+                                         "-H", "Sec-WebSocket-Version: 13", "-H", "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==", url + "ws"])
+        #expect(r.text == "503")
+        usleep(200_000)
+        let refused = Self.events(events).filter { $0["event"] as? String == "reader-refused" }
+        #expect(refused.count == 1 && (refused.first?["peer"] as? String)?.hasSuffix("(websocket)") == true, "\(refused)")
+        #expect(!reader.finish().isEmpty)
+    }
+}
