@@ -88,6 +88,11 @@ public final class StreamServer {
     /// Readers connected now, of both framings (loop thread).
     public var readerCount: Int { readers.count }
 
+    /// Take WebSocket viewers only when their `Host` names this machine (`localhost`,
+    /// 127.0.0.0/8, `[::1]`), else 403: set for a loopback page, it defeats DNS rebinding
+    /// (a foreign name resolved to 127.0.0.1 makes `Origin` and `Host` agree).
+    public var viewersOnlyFromLoopbackHosts = false
+
     /// Called on the loop thread when the encoder should make an IDR.
     public var onRequestIDR: () -> Void = {}
     public var onEvent: (Event) -> Void = { _ in }
@@ -265,6 +270,9 @@ public final class StreamServer {
         case .failure(let failure): return refuse(socket, failure.response)
         case .success(let accepted): handshake = accepted
         }
+        if viewersOnlyFromLoopbackHosts, !StreamServer.isLoopbackHost(request.header("host") ?? "") {
+            return refuse(socket, HTTPResponse(status: 403, body: "Host is not this machine: open the page as http://127.0.0.1:PORT/ or http://localhost:PORT/\n"))
+        }
         guard !draining else { return refuse(socket, HTTPResponse(status: 503, body: "the stream has ended\n")) }
         let outcome = broadcaster.addReader()
         guard let id = outcome.id else {
@@ -274,6 +282,17 @@ public final class StreamServer {
         }
         let viewer = WebSocketViewer(response: handshake.response, bytesAfterHead: rest, bytesSent: metrics.bytesSent)
         join(id, socket: socket, peer: peer, viewer: viewer, outcome.events)
+    }
+
+    /// Whether a `Host` header (`name[:port]`) names this machine: `localhost`, 127.0.0.0/8,
+    /// `[::1]`.
+    public static func isLoopbackHost(_ host: String) -> Bool {
+        let host = host.lowercased()
+        if host == "[::1]" || host.hasPrefix("[::1]:") { return true }
+        let name = host.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
+        if name == "localhost" { return true }
+        let parts = name.split(separator: ".", omittingEmptySubsequences: false)
+        return parts.count == 4 && parts[0] == "127" && parts.allSatisfy { UInt8($0) != nil }
     }
 
     /// Answers an upgrade that does not become a reader, and closes once that is written.

@@ -174,6 +174,8 @@ final class ProduceSession {
             response.headers.append(("Cache-Control", "no-cache"))
             return response
         }
+        // A loopback page refuses names that are not this machine's (DNS rebinding).
+        stream.viewersOnlyFromLoopbackHosts = endpoint.isLoopback
         server.routes.add("GET", "/ws", handler: stream.webSocketRoute)
         return server
     }

@@ -75,7 +75,8 @@ import Testing
     }
 
     /// A page of another origin (the same server by another name: `localhost` against
-    /// `127.0.0.1`) cannot open the stream: the upgrade is answered 403 and no reader joins.
+    /// `127.0.0.1`, or another site) cannot open the stream, nor one whose `Host` is not this
+    /// machine's: the upgrade is answered 403 and no reader joins.
     @Test func anotherOriginIsRefused() throws {
         let dir = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -85,15 +86,18 @@ import Testing
             producer.signal(SIGINT)
             producer.wait()
         }
-        func upgrade(origin: String?) throws -> String {
+        func upgrade(origin: String?, host: String? = nil) throws -> String {
             var args = ["-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "2", "-H", "Connection: Upgrade", "-H", "Upgrade: websocket",
                         "-H", "Sec-WebSocket-Version: 13", "-H", "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ=="]
             if let origin { args += ["-H", "Origin: \(origin)"] }
+            if let host { args += ["-H", "Host: \(host)"] }
             return try Run.program("curl", args + [url + "ws"]).text
         }
         let port = url.split(separator: ":").last!.dropLast()
         #expect(try upgrade(origin: "http://localhost:\(port)") == "403")
         #expect(try upgrade(origin: "http://example.com") == "403")
+        // DNS rebinding: a foreign name that resolves to 127.0.0.1 makes Host and Origin agree.
+        #expect(try upgrade(origin: "http://rebound.example:\(port)", host: "rebound.example:\(port)") == "403")
         #expect(Self.events(events).filter { $0["event"] as? String == "reader-joined" }.isEmpty)
         // The page's own origin is let in (curl gives up reading the stream after 2 s).
         #expect(try upgrade(origin: "http://127.0.0.1:\(port)") == "101")
