@@ -194,7 +194,7 @@ public final class StreamServer {
         // Small kernel buffers: lag must show in our queue, where it can be skipped.
         try? socket.configureForStreaming()
         let connection = Connection(loop: loop, socket: socket)
-        connection.onProgress = { [unowned self] progress in self.progressed(id, progress) }
+        connection.onProgress = { [unowned self] progress in self.progressed(id, progress, viewer) }
         connection.onClose = { [unowned self] reason in self.closed(id, reason: reason.description) }
         readers[id] = Reader(connection: connection, viewer: viewer)
         metrics.readersJoined.increment()
@@ -306,11 +306,11 @@ public final class StreamServer {
         connection.closeAfterFlush()
     }
 
-    private func progressed(_ id: ReaderID, _ progress: Connection.Progress) {
+    private func progressed(_ id: ReaderID, _ progress: Connection.Progress, _ viewer: WebSocketViewer?) {
         metrics.bytesSent.increment(by: UInt64(progress.bytes))
         // A viewer's items are access units and control frames; only the former are the
         // broadcaster's.
-        let units = readers[id]?.viewer?.finished(items: progress.finishedItems) ?? progress.finishedItems
+        let units = viewer?.finished(items: progress.finishedItems) ?? progress.finishedItems
         broadcaster.didWrite(id, bytes: progress.bytes, finished: units > 0)
         if units > 0 { metrics.accessUnitsSent.increment(by: UInt64(units)) }
         if progress.finishedItems > 0 { pump(id) }
