@@ -97,7 +97,7 @@ public enum ViewerPage {
               second = now;
             }
             say(`${viewer.width}x${viewer.height}  ${viewer.fps.toFixed(1)} fps  ` +
-                (viewer.latencyMs === null ? 'latency unknown' : `latency ${viewer.latencyMs} ms (capture to paint)`));
+                (viewer.latencyMs === null ? 'latency unknown' : `latency ${viewer.latencyMs.toFixed(1)} ms (capture to paint)`));
           }
 
           function failed(error) {
