@@ -1,13 +1,16 @@
 """Opens nalcast's own page (produce --web) in headless Chromium and prints what it saw, as JSON.
 
     web_check.py PAGE_URL POINTS_JSON [WAIT_FOR_JSON]
+    web_check.py PAGE_URL --problem
 
 Waits (up to 60 s) until the page has painted 30 frames, then reads the colours at
 POINTS_JSON (a list of [x, y] in the canvas' own pixels) from its canvas and prints
 window.nalcastViewer with "pixels" added. With WAIT_FOR_JSON (an object of figures, e.g.
 {"connects": 2, "width": 320}), it then goes on reading the page's figures every 100 ms and
 prints them once each figure named is at least (numbers) or equal to (others) the value
-given: what a test that restarts the producer waits for. It prints {"error": ...,
+given: what a test that restarts the producer waits for. With --problem it waits (up to
+20 s) only for the page to state a problem (window.nalcastViewer.problem), and prints the
+figures: what a page that cannot decode must do. It prints {"error": ...,
 "viewer": ...} with exit 1 when the page never gets there. Debian's chromium and
 chromium-driver; selenium from the venv scripts/setup makes, given both paths.
 """
@@ -53,7 +56,8 @@ def at_least(viewer, goal):
 
 
 def main() -> int:
-    url, points = sys.argv[1], json.loads(sys.argv[2])
+    url, problem = sys.argv[1], sys.argv[2] == "--problem"
+    points = [] if problem else json.loads(sys.argv[2])
     goal = json.loads(sys.argv[3]) if len(sys.argv) > 3 else None
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
@@ -62,6 +66,10 @@ def main() -> int:
     driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
     try:
         driver.get(url)
+        if problem:
+            viewer, ok = wait(driver, lambda v: v.get("problem") is not None, 20)
+            print(json.dumps(viewer if ok else {"error": "no problem stated in 20 s", "viewer": viewer}))
+            return 0 if ok else 1
         viewer, ok = wait(driver, lambda v: v.get("painted", 0) >= 30, 60)
         if not ok:
             print(json.dumps({"error": "fewer than 30 frames painted in 60 s", "viewer": viewer}))

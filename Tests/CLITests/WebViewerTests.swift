@@ -189,6 +189,31 @@ import Testing
 }
 
 extension WebViewerTests {
+    /// This machine's first IPv4 address that is not loopback, if any.
+    static let outsideAddress: String? = {
+        let r = try? Run.program("hostname", ["-I"])
+        return r?.text.split(separator: " ").map(String.init).first { $0.contains(".") && !$0.hasPrefix("127.") }
+    }()
+
+    /// Opened over plain http from an address that is not loopback, the page has no WebCodecs
+    /// (not a secure context) and says what to do: a TLS reverse proxy.
+    @Test(.enabled(if: PlaybackTests.chromiumMissing == nil && outsideAddress != nil, "needs Chromium and a non-loopback address"))
+    func withoutWebCodecsThePageSaysWhy() throws {
+        let p = try Background(Run.nalcast, ["produce", "--source", "testsrc", "--size", "320x240", "--web", "tcp://\(Self.outsideAddress!):0", "--allow-remote"])
+        defer {
+            p.signal(SIGINT)
+            p.wait()
+        }
+        try #require(p.waitFor("the page on "), "\(p.stderr)")
+        let url = try #require(p.stderr.split(whereSeparator: { $0 == " " || $0 == "\n" }).first { $0.hasPrefix("http://") })
+        let r = try Run.program(PlaybackTests.venvPython, [PlaybackTests.browserTools.appendingPathComponent("web_check.py").path, String(url), "--problem"], timeout: 60)
+        #expect(r.status == 0, "\(r.text) \(r.stderr)")
+        let seen = try #require(try JSONSerialization.jsonObject(with: r.stdout) as? [String: Any], "\(r.text) \(r.stderr)")
+        let problem = seen["problem"] as? String ?? ""
+        #expect(problem.contains("secure context") && problem.contains("TLS (https) reverse proxy"), "\(seen)")
+        #expect(seen["connects"] as? Int == 0 && seen["painted"] as? Int == 0, "\(seen)")
+    }
+
     /// A viewer's own frames (Tests/Browser/ws_client.py): a ping gets its pong between
     /// messages, an unmasked frame closes that viewer alone with 1002 while the other goes on
     /// receiving, a close is echoed and the connection ends. The first message is a keyframe.
