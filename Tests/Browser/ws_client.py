@@ -7,13 +7,15 @@ Against produce --web on 127.0.0.1:PORT, prints one JSON object:
   first       version, flags of its first message (1, 3: a keyframe with a capture time);
   pong        the payload of the pong to its ping, as text;
   broken      the close code the second viewer gets for an unmasked frame (1002);
-  after       binary messages the first viewer got after the second was closed;
+  after       binary messages the first viewer got after the second was closed and 20
+              more sent random bytes (seeded) and hung up;
   closed      the code echoed to the first viewer's close (1000), and whether the server
               then closed the connection (eof).
 """
 
 import json
 import os
+import random
 import socket
 import struct
 import sys
@@ -94,6 +96,11 @@ def main():
     close, _ = b.until(0x8)
     result["broken"] = struct.unpack(">H", close[:2])[0]
     b.eof()
+    rng = random.Random(14)
+    for _ in range(20):
+        c = Viewer()
+        c.sock.sendall(bytes(rng.randrange(256) for _ in range(rng.randrange(1, 200))))
+        c.sock.close()
     after = 0
     while after < 5:
         op, _ = a.frame()

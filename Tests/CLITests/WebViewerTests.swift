@@ -215,8 +215,9 @@ extension WebViewerTests {
     }
 
     /// A viewer's own frames (Tests/Browser/ws_client.py): a ping gets its pong between
-    /// messages, an unmasked frame closes that viewer alone with 1002 while the other goes on
-    /// receiving, a close is echoed and the connection ends. The first message is a keyframe.
+    /// messages, an unmasked frame closes that viewer alone with 1002 and viewers sending
+    /// random bytes come and go while the other goes on receiving, a close is echoed and the
+    /// connection ends. The first message is a keyframe.
     @Test func viewerFramesAreAnsweredAndAProtocolErrorClosesOnlyThatViewer() throws {
         let (producer, url) = try Self.producer([])
         defer {
@@ -234,6 +235,7 @@ extension WebViewerTests {
         #expect(seen["after"] as? Int == 5)
         let closed = seen["closed"] as? [Any] ?? []
         #expect(closed.first as? Int == 1000 && closed.last as? Bool == true, "\(seen)")
+        #expect(producer.process.isRunning, "\(producer.stderr)")
     }
 
     /// `--max-readers` counts TCP readers and viewers together: with one TCP reader
