@@ -4,8 +4,8 @@ import Relay
 
 /// Serves the encoded stream to every connected reader: the loop side of `nalcast produce`.
 ///
-/// A reader is a socket and its framing (`ReaderFraming`): raw Annex-B for a reader of the
-/// `--listen` socket, one WebSocket binary message per access unit (`AccessUnitMessage`) for
+/// A reader is a socket and its framing: raw Annex-B for a reader of the `--listen` socket,
+/// one WebSocket binary message per access unit (`AccessUnitMessage`, `WebSocketViewer`) for
 /// a viewer of the browser page, handed over by an `HTTPServer` route (`webSocketRoute`)
 /// after the upgrade. Both kinds are readers of the same `Broadcaster`: the same join at an
 /// IDR, skip to the next IDR when behind, timeout, and `maxReaders` counting both.
@@ -200,7 +200,7 @@ public final class StreamServer {
         metrics.readersJoined.increment()
         metrics.readers.set(Double(readers.count))
         onEvent(.readerJoined(id, peer: peer))
-        if let viewer { viewer.begin(id, connection) }
+        viewer?.begin(connection)
         connection.start()
         handle(events)
         pump(id)

@@ -41,7 +41,7 @@ final class WebSocketViewer {
     }
 
     /// Sends the `101` and starts listening to the viewer's frames; before `connection.start()`.
-    func begin(_ id: ReaderID, _ connection: Connection) {
+    func begin(_ connection: Connection) {
         self.connection = connection
         writeControl(response)
         response = []
