@@ -89,8 +89,9 @@ public final class StreamServer {
     public var readerCount: Int { readers.count }
 
     /// Take WebSocket viewers only when their `Host` names this machine (`localhost`,
-    /// 127.0.0.0/8, `[::1]`), else 403: set for a loopback page, it defeats DNS rebinding
-    /// (a foreign name resolved to 127.0.0.1 makes `Origin` and `Host` agree).
+    /// 127.0.0.0/8, `[::1]`) or they come through a reverse proxy (`X-Forwarded-Proto`),
+    /// else 403: set for a loopback page, it defeats DNS rebinding (a foreign name resolved
+    /// to 127.0.0.1 makes `Origin` and `Host` agree).
     public var viewersOnlyFromLoopbackHosts = false
 
     /// Called on the loop thread when the encoder should make an IDR.
@@ -270,7 +271,9 @@ public final class StreamServer {
         case .failure(let failure): return refuse(socket, failure.response)
         case .success(let accepted): handshake = accepted
         }
-        if viewersOnlyFromLoopbackHosts, !StreamServer.isLoopbackHost(request.header("host") ?? "") {
+        // A TLS reverse proxy (X-Forwarded-Proto, which no page can set) forwards its own
+        // name: DNS rebinding cannot reach it without a certificate for the foreign name.
+        if viewersOnlyFromLoopbackHosts, request.header("x-forwarded-proto") == nil, !StreamServer.isLoopbackHost(request.header("host") ?? "") {
             return refuse(socket, HTTPResponse(status: 403, body: "Host is not this machine: open the page as http://127.0.0.1:PORT/ or http://localhost:PORT/\n"))
         }
         guard !draining else { return refuse(socket, HTTPResponse(status: 503, body: "the stream has ended\n")) }

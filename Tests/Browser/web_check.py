@@ -61,7 +61,9 @@ def main() -> int:
     goal = json.loads(sys.argv[3]) if len(sys.argv) > 3 else None
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
-    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--mute-audio"):
+    # The TLS proxy test serves the page with a certificate of its own making.
+    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--mute-audio",
+                 "--ignore-certificate-errors"):
         options.add_argument(flag)
     driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
     try:

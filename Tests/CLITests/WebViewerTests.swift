@@ -262,3 +262,80 @@ extension WebViewerTests {
         #expect(!reader.finish().isEmpty)
     }
 }
+
+extension WebViewerTests {
+    /// The TLS reverse proxy of docs/usage.md, for viewers on other machines: `nginx`
+    /// terminates https (a self-signed certificate made here) on this machine's outside
+    /// address and proxies the page and its WebSocket to a loopback `--web`.
+    static func nginxConfig(dir: URL, listen: String, web: String) -> String {
+        """
+        master_process off;
+        daemon off;
+        error_log \(dir.path)/error.log;
+        pid \(dir.path)/nginx.pid;
+        events {}
+        http {
+            access_log off;
+            client_body_temp_path \(dir.path);
+            proxy_temp_path \(dir.path);
+            fastcgi_temp_path \(dir.path);
+            uwsgi_temp_path \(dir.path);
+            scgi_temp_path \(dir.path);
+            map $http_upgrade $connection_upgrade { default upgrade; '' close; }
+            server {
+                listen \(listen) ssl;
+                ssl_certificate \(dir.path)/cert.pem;
+                ssl_certificate_key \(dir.path)/key.pem;
+                location / {
+                    proxy_pass http://\(web);
+                    proxy_http_version 1.1;
+                    proxy_set_header Host $http_host;
+                    proxy_set_header X-Forwarded-Proto $scheme;
+                    proxy_set_header Upgrade $http_upgrade;
+                    proxy_set_header Connection $connection_upgrade;
+                    proxy_buffering off;
+                    proxy_read_timeout 1h;
+                }
+            }
+        }
+        """
+    }
+
+    /// Over https from the outside address, through nginx, the page is a secure context: it
+    /// decodes and paints the test pattern, its WebSocket accepted as the page's own origin
+    /// (`X-Forwarded-Proto: https`).
+    @Test(.enabled(if: PlaybackTests.chromiumMissing == nil && outsideAddress != nil && FileManager.default.isExecutableFile(atPath: "/usr/sbin/nginx"),
+                   "needs Chromium, nginx and a non-loopback address"))
+    func chromiumPlaysThePageThroughATLSProxy() throws {
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let address = Self.outsideAddress!
+        let cert = try Run.program("openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=\(address)",
+                                               "-addext", "subjectAltName=IP:\(address)", "-keyout", dir.appendingPathComponent("key.pem").path,
+                                               "-out", dir.appendingPathComponent("cert.pem").path])
+        try #require(cert.status == 0, "\(cert.stderr)")
+        let (producer, url) = try Self.producer([])
+        defer {
+            producer.signal(SIGINT)
+            producer.wait()
+        }
+        let web = String(url.dropFirst("http://".count).dropLast())
+        let tlsPort = try freePort()
+        let config = dir.appendingPathComponent("nginx.conf")
+        try Self.nginxConfig(dir: dir, listen: "\(address):\(tlsPort)", web: web).write(to: config, atomically: true, encoding: .utf8)
+        let nginx = try Background("/usr/sbin/nginx", ["-p", dir.path, "-c", config.path])
+        defer {
+            // Without a master process nginx waits for its proxied connections on SIGTERM.
+            nginx.signal(SIGKILL)
+            nginx.wait()
+        }
+        let page = "https://\(address):\(tlsPort)/"
+        let deadline = Date().addingTimeInterval(10)
+        while (try? Run.program("curl", ["-sk", "-o", "/dev/null", page]).status) != 0 && Date() < deadline { usleep(100_000) }
+        let r = try Run.program(PlaybackTests.venvPython, [PlaybackTests.browserTools.appendingPathComponent("web_check.py").path, page, Self.points], timeout: 120)
+        #expect(r.status == 0, "\(r.text) \(r.stderr) nginx: \((try? String(contentsOf: dir.appendingPathComponent("error.log"), encoding: .utf8)) ?? "")")
+        let seen = try #require(try JSONSerialization.jsonObject(with: r.stdout) as? [String: Any], "\(r.text) \(r.stderr)")
+        #expect((seen["painted"] as? Int ?? 0) >= 30 && seen["width"] as? Int == 640, "\(seen)")
+        Self.checkBars(seen["pixels"] as? [[Int]] ?? [], "through the proxy")
+    }
+}
