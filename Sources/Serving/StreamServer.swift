@@ -348,7 +348,8 @@ public final class StreamServer {
                 if let reader = readers.removeValue(forKey: id) {
                     reader.connection.close()
                     metrics.readers.set(Double(readers.count))
-                    onEvent(.readerClosed(id, reason: "no progress for \(Double(config.broadcaster.readerTimeoutNs) / 1e9) s"))
+                    let stalled = "no progress for \(Double(config.broadcaster.readerTimeoutNs) / 1e9) s"
+                    onEvent(.readerClosed(id, reason: reader.viewer?.closeReason.map { "\($0), then \(stalled)" } ?? stalled))
                 }
             }
         }

@@ -339,3 +339,51 @@ extension WebViewerTests {
         Self.checkBars(seen["pixels"] as? [[Int]] ?? [], "through the proxy")
     }
 }
+
+extension WebViewerTests {
+    /// `--web` takes a loopback address unless `--allow-remote` is given, as `--listen` does.
+    @Test func webOnAnOutsideAddressNeedsAllowRemote() throws {
+        let refused = try Run.nalcast(["produce", "--web", "tcp://0.0.0.0:8080", "--dry-run"])
+        #expect(refused.status == 64)
+        #expect(refused.stderr.contains("--web tcp://0.0.0.0:8080 is not a loopback address: add --allow-remote"), "\(refused.stderr)")
+        let allowed = try Run.nalcast(["produce", "--web", "tcp://0.0.0.0:8080", "--allow-remote", "--dry-run"])
+        #expect(allowed.status == 0, "\(allowed.stderr)")
+        #expect(allowed.text.contains("web: tcp://0.0.0.0:8080") && allowed.text.contains("listen: none"), "\(allowed.text)")
+    }
+
+    /// A viewer that pings without reading gets no pile of pongs: past 32 control frames
+    /// queued it is closed ("pings not read"), once its reader timeout has passed at the latest.
+    @Test func aViewerThatPingsWithoutReadingIsClosed() throws {
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let events = dir.appendingPathComponent("events.jsonl")
+        let (producer, url) = try Self.producer(["--events", events.path, "--keyint", "5", "--reader-timeout", "2s"], size: "1280x720")
+        defer {
+            producer.signal(SIGINT)
+            producer.wait()
+        }
+        let port = url.split(separator: ":").last!.dropLast()
+        let pinger = try Background("/usr/bin/python3", ["-c", """
+            import os, socket, time
+            s = socket.socket()
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            s.connect(("127.0.0.1", \(port)))
+            s.sendall(b"GET /ws HTTP/1.1\\r\\nHost: 127.0.0.1:\(port)\\r\\nConnection: Upgrade\\r\\nUpgrade: websocket\\r\\n"
+                      b"Sec-WebSocket-Version: 13\\r\\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\\r\\n\\r\\n")
+            time.sleep(1.5)
+            for _ in range(64):
+                mask = os.urandom(4)
+                s.sendall(bytes([0x89, 0x80 | 4]) + mask + bytes(b ^ mask[i] for i, b in enumerate(b"ping")))
+            time.sleep(60)
+            """])
+        defer {
+            pinger.signal(SIGKILL)
+            pinger.wait()
+        }
+        let closed = { Self.events(events).first { $0["event"] as? String == "reader-closed" } }
+        let deadline = Date().addingTimeInterval(20)
+        while closed() == nil && Date() < deadline { usleep(100_000) }
+        let event = try #require(closed(), "\(Self.events(events)) \(pinger.stderr)")
+        #expect((event["reason"] as? String)?.hasPrefix("websocket: pings not read") == true, "\(event)")
+    }
+}
