@@ -193,6 +193,14 @@ public struct Broadcaster: Sendable {
         return readers[id]!.queue.beginWrite()
     }
 
+    /// The head access unit itself, now in flight, for an owner that frames it (a WebSocket
+    /// viewer's message header needs its keyframe flag and timestamp): writes
+    /// `nalUnits` and reports with `didWrite`. Nil when the queue is empty.
+    public mutating func nextUnitToWrite(_ id: ReaderID) -> QueuedAccessUnit? {
+        guard readers[id] != nil else { return nil }
+        return readers[id]!.queue.startWrite()
+    }
+
     /// Reports bytes written to the reader; `finished` when the in-flight access unit is all out.
     public mutating func didWrite(_ id: ReaderID, bytes: Int, finished: Bool) {
         guard readers[id] != nil else { return }

@@ -297,6 +297,7 @@ public struct HTTPResponse: Sendable {
         case 413: "Content Too Large"
         case 426: "Upgrade Required"
         case 431: "Request Header Fields Too Large"
+        case 503: "Service Unavailable"
         default: "Error"
         }
     }

@@ -4,6 +4,12 @@ import Relay
 
 /// Serves the encoded stream to every connected reader: the loop side of `nalcast produce`.
 ///
+/// A reader is a socket and its framing: raw Annex-B for a reader of the `--listen` socket,
+/// one WebSocket binary message per access unit (`AccessUnitMessage`, `WebSocketViewer`) for
+/// a viewer of the browser page, handed over by an `HTTPServer` route (`webSocketRoute`)
+/// after the upgrade. Both kinds are readers of the same `Broadcaster`: the same join at an
+/// IDR, skip to the next IDR when behind, timeout, and `maxReaders` counting both.
+///
 /// The capture thread hands access units over through `mailbox` (`send(.accessUnit(au))`)
 /// and never waits; the `Broadcaster` decides what each reader gets (join policy, lag and
 /// byte bounds, timeouts) and each reader's `Connection` writes it straight from the shared
@@ -29,11 +35,12 @@ public final class StreamServer {
     }
 
     public struct Config: Sendable {
-        public var listen: Endpoint
+        /// Where raw Annex-B readers connect; nil for WebSocket viewers only.
+        public var listen: Endpoint?
         public var broadcaster: BroadcasterConfig
         /// How long readers may take to drain their queues when capture ends.
         public var drainTimeout: Double
-        public init(listen: Endpoint, broadcaster: BroadcasterConfig = BroadcasterConfig(), drainTimeout: Double = 2) {
+        public init(listen: Endpoint?, broadcaster: BroadcasterConfig = BroadcasterConfig(), drainTimeout: Double = 2) {
             self.listen = listen
             self.broadcaster = broadcaster
             self.drainTimeout = drainTimeout
@@ -71,10 +78,21 @@ public final class StreamServer {
 
     public let config: Config
     public let metrics: Metrics
-    /// Where it listens (with the kernel's port for port 0).
-    public var boundEndpoint: Endpoint { listener.boundEndpoint }
-    /// Readers connected now (loop thread).
-    public var readerCount: Int { connections.count }
+    /// Where it listens (with the kernel's port for port 0); nil without `listen`.
+    public var listenEndpoint: Endpoint? { listener?.boundEndpoint }
+    /// Where it listens, for a server made with `listen`.
+    public var boundEndpoint: Endpoint {
+        guard let listener else { preconditionFailure("a StreamServer without listen has no endpoint") }
+        return listener.boundEndpoint
+    }
+    /// Readers connected now, of both framings (loop thread).
+    public var readerCount: Int { readers.count }
+
+    /// Take WebSocket viewers only when their `Host` names this machine (`localhost`,
+    /// 127.0.0.0/8, `[::1]`) or they come through a reverse proxy (`X-Forwarded-Proto`),
+    /// else 403: set for a loopback page, it defeats DNS rebinding (a foreign name resolved
+    /// to 127.0.0.1 makes `Origin` and `Host` agree).
+    public var viewersOnlyFromLoopbackHosts = false
 
     /// Called on the loop thread when the encoder should make an IDR.
     public var onRequestIDR: () -> Void = {}
@@ -83,9 +101,11 @@ public final class StreamServer {
     public var onFinished: () -> Void = {}
 
     private let loop: EventLoop
-    private var listener: Listener!
+    private var listener: Listener?
     private var broadcaster: Broadcaster
-    private var connections: [ReaderID: Connection] = [:]
+    private var readers: [ReaderID: Reader] = [:]
+    /// Upgrade requests being answered with an error, until the answer is written.
+    private var refusals: [ObjectIdentifier: Connection] = [:]
     /// Hands data from the capture thread to the loop: `send` never blocks.
     public private(set) var mailbox: Mailbox<Message>!
     private var ticker: LoopTimer?
@@ -103,7 +123,9 @@ public final class StreamServer {
         self.config = config
         self.metrics = metrics
         self.broadcaster = Broadcaster(config: config.broadcaster, clock: clock)
-        self.listener = try Listener(loop: loop, endpoint: config.listen) { [unowned self] socket in self.accept(socket) }
+        if let listen = config.listen {
+            self.listener = try Listener(loop: loop, endpoint: listen) { [unowned self] socket in self.accept(socket) }
+        }
         // Bounded so a stalled loop cannot grow memory: at 30 fps, 256 access units is 8 s.
         self.mailbox = Mailbox(loop: loop, capacity: 256) { [unowned self] messages in self.receive(messages) }
     }
@@ -111,7 +133,7 @@ public final class StreamServer {
     /// Starts accepting readers and the timer for timeouts and deferred IDR requests.
     public func start() {
         loop.preconditionOnLoop()
-        listener.start()
+        listener?.start()
         let timer = LoopTimer(loop: loop) { [unowned self] in self.handle(self.broadcaster.tick()) }
         timer.start(after: 0.1, repeating: 0.1)
         ticker = timer
@@ -132,7 +154,7 @@ public final class StreamServer {
             case .accessUnit(let unit):
                 guard !draining else { continue }
                 handle(broadcaster.publish(unit))
-                for id in connections.keys { pump(id) }
+                for id in readers.keys { pump(id) }
             case .captureEnded:
                 beginDrain()
             }
@@ -140,6 +162,17 @@ public final class StreamServer {
     }
 
     // MARK: - Readers
+
+    /// A reader's socket and how its bytes are framed. Loop-owned.
+    private final class Reader {
+        let connection: Connection
+        /// The WebSocket side of a viewer; nil for a raw Annex-B reader.
+        let viewer: WebSocketViewer?
+        init(connection: Connection, viewer: WebSocketViewer?) {
+            self.connection = connection
+            self.viewer = viewer
+        }
+    }
 
     private func accept(_ socket: Socket) {
         let peer = (try? socket.peerAddress().description) ?? "?"
@@ -154,23 +187,32 @@ public final class StreamServer {
             socket.close()
             return
         }
+        join(id, socket: socket, peer: peer, viewer: nil, outcome.events)
+    }
+
+    /// Starts a reader the `Broadcaster` accepted as `id`.
+    private func join(_ id: ReaderID, socket: Socket, peer: String, viewer: WebSocketViewer?, _ events: [BroadcastEvent]) {
         // Small kernel buffers: lag must show in our queue, where it can be skipped.
         try? socket.configureForStreaming()
         let connection = Connection(loop: loop, socket: socket)
-        connection.onProgress = { [unowned self] progress in self.progressed(id, progress) }
+        connection.onProgress = { [unowned self] progress in self.progressed(id, progress, viewer) }
         connection.onClose = { [unowned self] reason in self.closed(id, reason: reason.description) }
-        connections[id] = connection
-        connection.start()
+        readers[id] = Reader(connection: connection, viewer: viewer)
         metrics.readersJoined.increment()
-        metrics.readers.set(Double(connections.count))
+        metrics.readers.set(Double(readers.count))
         onEvent(.readerJoined(id, peer: peer))
-        handle(outcome.events)
+        viewer?.begin(connection)
+        connection.start()
+        handle(events)
         pump(id)
     }
 
     /// Writes queued access units to the reader until the socket takes no more.
     private func pump(_ id: ReaderID) {
-        guard let connection = connections[id], connection.isIdle else { return }
+        guard let reader = readers[id] else { return }
+        if let viewer = reader.viewer { return pumpViewer(id, reader.connection, viewer) }
+        let connection = reader.connection
+        guard connection.isIdle else { return }
         while let nals = broadcaster.nextToWrite(id) {
             let progress = connection.write(nals)
             metrics.bytesSent.increment(by: UInt64(progress.bytes))
@@ -191,21 +233,98 @@ public final class StreamServer {
         }
     }
 
-    private func progressed(_ id: ReaderID, _ progress: Connection.Progress) {
-        metrics.bytesSent.increment(by: UInt64(progress.bytes))
-        broadcaster.didWrite(id, bytes: progress.bytes, finished: progress.finishedItems > 0)
-        if progress.finishedItems > 0 {
-            metrics.accessUnitsSent.increment(by: UInt64(progress.finishedItems))
-            pump(id)
+    /// Writes queued access units to a WebSocket viewer, one message each, behind whatever
+    /// control frames it has queued; at the end of a drain, a close frame (1001).
+    private func pumpViewer(_ id: ReaderID, _ connection: Connection, _ viewer: WebSocketViewer) {
+        guard !viewer.isClosing else { return }
+        while !viewer.isUnitInFlight, let unit = broadcaster.nextUnitToWrite(id) {
+            let progress = viewer.write(unit)
+            metrics.bytesSent.increment(by: UInt64(progress.bytes))
+            let units = viewer.finished(items: progress.finishedItems)
+            broadcaster.didWrite(id, bytes: progress.bytes, finished: units > 0)
+            guard units > 0 else { break }
+            metrics.accessUnitsSent.increment()
+        }
+        if draining && !viewer.isUnitInFlight && broadcaster.queue(of: id)?.count ?? 0 == 0 && !ended.contains(id) {
+            ended.insert(id)
+            viewer.end()
         }
     }
 
+    // MARK: - WebSocket viewers
+
+    /// The `.takeOver` handler of the browser page's stream route (`GET /ws`): see
+    /// `acceptViewer`.
+    public var webSocketRoute: HTTPRoutes.Handler {
+        .takeOver { [unowned self] request, socket, rest in self.acceptViewer(request, socket: socket, bytesAfterHead: rest) }
+    }
+
+    /// Takes over an upgrade request an `HTTPServer` handed on: a valid one from the page's
+    /// own origin (`WebSocketHandshake`) becomes a reader, answered `101`, then one message
+    /// per access unit; an invalid one gets its error status (403 for another origin), and
+    /// one past `maxReaders` or after the stream ended a 503, then the socket closes.
+    public func acceptViewer(_ request: HTTPRequest, socket: Socket, bytesAfterHead rest: [UInt8]) {
+        loop.preconditionOnLoop()
+        let peer = ((try? socket.peerAddress().description) ?? "?") + " (websocket)"
+        let handshake: WebSocketHandshake
+        switch WebSocketHandshake.validate(request) {
+        case .failure(let failure): return refuse(socket, failure.response)
+        case .success(let accepted): handshake = accepted
+        }
+        // A TLS reverse proxy (X-Forwarded-Proto, which no page can set) forwards its own
+        // name: DNS rebinding cannot reach it without a certificate for the foreign name.
+        if viewersOnlyFromLoopbackHosts, request.header("x-forwarded-proto") == nil, !StreamServer.isLoopbackHost(request.header("host") ?? "") {
+            return refuse(socket, HTTPResponse(status: 403, body: "Host is not this machine: open the page as http://127.0.0.1:PORT/ or http://localhost:PORT/\n"))
+        }
+        guard !draining else { return refuse(socket, HTTPResponse(status: 503, body: "the stream has ended\n")) }
+        let outcome = broadcaster.addReader()
+        guard let id = outcome.id else {
+            metrics.readersRefused.increment()
+            onEvent(.readerRefused(peer: peer))
+            return refuse(socket, HTTPResponse(status: 503, body: "too many readers\n"))
+        }
+        let viewer = WebSocketViewer(response: handshake.response, bytesAfterHead: rest, bytesSent: metrics.bytesSent)
+        join(id, socket: socket, peer: peer, viewer: viewer, outcome.events)
+    }
+
+    /// Whether a `Host` header (`name[:port]`) names this machine: `localhost`, 127.0.0.0/8,
+    /// `[::1]`.
+    public static func isLoopbackHost(_ host: String) -> Bool {
+        let host = host.lowercased()
+        if host == "[::1]" || host.hasPrefix("[::1]:") { return true }
+        let name = host.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
+        if name == "localhost" { return true }
+        let parts = name.split(separator: ".", omittingEmptySubsequences: false)
+        return parts.count == 4 && parts[0] == "127" && parts.allSatisfy { UInt8($0) != nil }
+    }
+
+    /// Answers an upgrade that does not become a reader, and closes once that is written.
+    private func refuse(_ socket: Socket, _ response: HTTPResponse) {
+        let connection = Connection(loop: loop, socket: socket)
+        let key = ObjectIdentifier(connection)
+        refusals[key] = connection
+        connection.onClose = { [unowned self] _ in self.refusals[key] = nil }
+        connection.start()
+        connection.write(chunks: [response.bytes[...]])
+        connection.closeAfterFlush()
+    }
+
+    private func progressed(_ id: ReaderID, _ progress: Connection.Progress, _ viewer: WebSocketViewer?) {
+        metrics.bytesSent.increment(by: UInt64(progress.bytes))
+        // A viewer's items are access units and control frames; only the former are the
+        // broadcaster's.
+        let units = viewer?.finished(items: progress.finishedItems) ?? progress.finishedItems
+        broadcaster.didWrite(id, bytes: progress.bytes, finished: units > 0)
+        if units > 0 { metrics.accessUnitsSent.increment(by: UInt64(units)) }
+        if progress.finishedItems > 0 { pump(id) }
+    }
+
     private func closed(_ id: ReaderID, reason: String) {
-        guard connections.removeValue(forKey: id) != nil else { return }
+        guard let reader = readers.removeValue(forKey: id) else { return }
         broadcaster.removeReader(id)
-        metrics.readers.set(Double(connections.count))
-        onEvent(.readerClosed(id, reason: reason))
-        if draining && connections.isEmpty { finish() }
+        metrics.readers.set(Double(readers.count))
+        onEvent(.readerClosed(id, reason: reader.viewer?.closeReason ?? reason))
+        if draining && readers.isEmpty { finish() }
     }
 
     private func handle(_ events: [BroadcastEvent]) {
@@ -226,10 +345,11 @@ public final class StreamServer {
                 metrics.skippedAccessUnits.increment(by: UInt64(units))
             case .readerTimedOut(let id):
                 metrics.readersTimedOut.increment()
-                if let connection = connections.removeValue(forKey: id) {
-                    connection.close()
-                    metrics.readers.set(Double(connections.count))
-                    onEvent(.readerClosed(id, reason: "no progress for \(Double(config.broadcaster.readerTimeoutNs) / 1e9) s"))
+                if let reader = readers.removeValue(forKey: id) {
+                    reader.connection.close()
+                    metrics.readers.set(Double(readers.count))
+                    let stalled = "no progress for \(Double(config.broadcaster.readerTimeoutNs) / 1e9) s"
+                    onEvent(.readerClosed(id, reason: reader.viewer?.closeReason.map { "\($0), then \(stalled)" } ?? stalled))
                 }
             }
         }
@@ -240,9 +360,9 @@ public final class StreamServer {
     private func beginDrain() {
         guard !draining else { return }
         draining = true
-        listener.close()
-        if connections.isEmpty { return finish() }
-        for id in connections.keys { pump(id) }
+        listener?.close()
+        if readers.isEmpty { return finish() }
+        for id in readers.keys { pump(id) }
         let timer = LoopTimer(loop: loop) { [unowned self] in self.finish() }
         timer.start(after: config.drainTimeout)
         drainTimer = timer
@@ -253,11 +373,13 @@ public final class StreamServer {
         finished = true
         ticker?.stop()
         drainTimer?.stop()
-        for (id, connection) in connections {
-            connection.close()
+        for (id, reader) in readers {
+            reader.connection.close()
             broadcaster.removeReader(id)
         }
-        connections = [:]
+        readers = [:]
+        for connection in refusals.values { connection.close() }
+        refusals = [:]
         metrics.readers.set(0)
         onFinished()
     }

@@ -11,7 +11,10 @@
 ///   as section 4.4 asks, so a client can retry with a version nalcast speaks);
 /// - exactly one `Sec-WebSocket-Key`, canonical base64 of 16 bytes (else 400);
 /// - `Origin`, when present, equal to the page's own origin: `http://` + the request's
-///   `Host` (case-insensitive, `:80` implied), else 403. This is the defence against another
+///   `Host` (case-insensitive, `:80` implied), else 403; behind a TLS reverse proxy that
+///   says so with `X-Forwarded-Proto: https`, `https://` + `Host` (`:443` implied). A page
+///   cannot set that header on its WebSocket request, so only a proxy (or a client that is
+///   no browser) sends it. This is the defence against another
 ///   web site's page, running in the viewer's browser, opening the stream: browsers always
 ///   send `Origin` with a WebSocket request and scripts cannot forge it. A request without
 ///   `Origin` is accepted: it cannot come from a browser page, and non-browser clients
@@ -87,7 +90,8 @@ public struct WebSocketHandshake: Sendable, Equatable {
         guard version == "13" else { return .failure(.unsupportedVersion(version)) }
         let keys = request.headers.filter { $0.name == "sec-websocket-key" }
         guard keys.count == 1, Base64.decode(keys[0].value)?.count == 16 else { return .failure(.badKey) }
-        if let origin = request.header("origin"), !sameOrigin(origin, host: host) { return .failure(.foreignOrigin(origin)) }
+        let scheme = request.header("x-forwarded-proto")?.lowercased() == "https" ? "https" : "http"
+        if let origin = request.header("origin"), !sameOrigin(origin, host: host, scheme: scheme) { return .failure(.foreignOrigin(origin)) }
         return .success(WebSocketHandshake(key: keys[0].value))
     }
 
@@ -114,14 +118,16 @@ public struct WebSocketHandshake: Sendable, Equatable {
         }
     }
 
-    /// Whether `origin` is `http://HOST` for the request's `Host`, ignoring case and an
-    /// explicit default port on either side.
-    static func sameOrigin(_ origin: String, host: String) -> Bool {
+    /// Whether `origin` is `SCHEME://HOST` for the request's `Host` (`scheme` http, or https
+    /// behind a TLS proxy), ignoring case and an explicit default port on either side.
+    static func sameOrigin(_ origin: String, host: String, scheme: String = "http") -> Bool {
+        let defaultPort = scheme == "https" ? ":443" : ":80"
         func withoutDefaultPort(_ authority: String) -> String {
-            authority.hasSuffix(":80") ? String(authority.dropLast(3)) : authority
+            authority.hasSuffix(defaultPort) ? String(authority.dropLast(defaultPort.count)) : authority
         }
         let origin = origin.lowercased()
-        guard origin.hasPrefix("http://") else { return false }
-        return withoutDefaultPort(String(origin.dropFirst(7))) == withoutDefaultPort(host.lowercased())
+        let prefix = scheme + "://"
+        guard origin.hasPrefix(prefix) else { return false }
+        return withoutDefaultPort(String(origin.dropFirst(prefix.count))) == withoutDefaultPort(host.lowercased())
     }
 }

@@ -40,8 +40,9 @@ enum ProduceCommand: Command {
         OptionSpec(name: "output", value: "FILE", help: "also write the stream to FILE (- for stdout): .mp4, .ts, .mkv, .flv in that container, anything else Annex-B; without --listen, only there", short: "o"),
         OptionSpec(name: "forward", value: "URL", help: "also push the stream, reconnecting, to rtmp://HOST[:PORT]/APP/KEY, srt://HOST:PORT[?streamid=ID], rtsp://HOST[:PORT]/PATH, udp://HOST:PORT, or tcp://HOST:PORT / unix:PATH (Annex-B); repeatable; without --listen, only there", repeatable: true),
         OptionSpec(name: "format", value: "FORMAT", help: "the container of -o: mp4, ts, mkv, flv or h264 (raw Annex-B); mp4 needs a seekable file", defaultText: "from the -o extension, else h264"),
-        OptionSpec(name: "listen", value: "ADDR", help: "serve readers on tcp://HOST:PORT or unix:PATH", defaultText: "tcp://127.0.0.1:7264 unless -o or --forward is given"),
-        OptionSpec(name: "allow-remote", value: nil, help: "allow --listen on a non-loopback address (the stream may show your screen)"),
+        OptionSpec(name: "listen", value: "ADDR", help: "serve readers on tcp://HOST:PORT or unix:PATH", defaultText: "tcp://127.0.0.1:7264 unless -o, --forward or --web is given"),
+        OptionSpec(name: "web", value: "ADDR", help: "serve a page that plays the stream in a browser on ADDR (open http://HOST:PORT/; the stream at /ws, also /metrics and /healthz)"),
+        OptionSpec(name: "allow-remote", value: nil, help: "allow --listen, --web or --metrics on a non-loopback address (the stream may show your screen)"),
         OptionSpec(name: "join", value: "POLICY", help: "where a new reader starts: idr (fresh IDR at once), gop (cached GOP), next (next IDR)", defaultText: "idr"),
         OptionSpec(name: "idr-min-interval", value: "TIME", help: "at most one IDR for joining readers per TIME", defaultText: "250ms"),
         OptionSpec(name: "reader-lag", value: "TIME", help: "a reader further behind skips to the next IDR", defaultText: "500ms"),
@@ -90,6 +91,8 @@ enum ProduceCommand: Command {
         var forwards: [ForwardChoice] = []
         var listen: Endpoint?
         var broadcaster = BroadcasterConfig()
+        /// `--web`: the browser page, its WebSocket stream, /metrics and /healthz.
+        var web: Endpoint?
         var metrics: Endpoint?
         var events: String?
         var quiet: Bool
@@ -125,7 +128,8 @@ enum ProduceCommand: Command {
             out.append("output: \(output.map { "\($0 == "-" ? "stdout" : $0) (\(OutputChoice.describe(outputFormat)))" } ?? "none")")
             for f in forwards { out.append("forward: \(f) (\(f.carries))") }
             out.append("listen: \(listen?.description ?? "none")")
-            if listen != nil {
+            out.append("web: \(web?.description ?? "none")")
+            if listen != nil || web != nil {
                 let b = broadcaster
                 out.append("join: \(b.joinPolicy.rawValue) idr-min-interval=\(Double(b.idrMinIntervalNs) / 1e6)ms "
                     + "reader-lag=\(Double(b.readerLimits.maxLagNs) / 1e6)ms reader-max-bytes=\(b.readerLimits.maxBytes) "
@@ -219,7 +223,8 @@ enum ProduceCommand: Command {
         let output = o.string("output")
         let outputFormat = try OutputChoice.format(o, output: output, command: "produce")
         let forwards = try o.strings("forward").map { try ForwardChoice.parse($0, command: "produce") }
-        let listenText = o.string("listen") ?? (output == nil && forwards.isEmpty ? "tcp://127.0.0.1:\(Endpoint.defaultPort)" : nil)
+        let webText = o.string("web")
+        let listenText = o.string("listen") ?? (output == nil && forwards.isEmpty && webText == nil ? "tcp://127.0.0.1:\(Endpoint.defaultPort)" : nil)
         var listen: Endpoint?
         if let listenText {
             do {
@@ -230,6 +235,13 @@ enum ProduceCommand: Command {
         }
         if let listen, !listen.isLoopback, !o.has("allow-remote") {
             throw CommandError.usage("--listen \(listen) is not a loopback address: add --allow-remote to serve other machines")
+        }
+        var web: Endpoint?
+        if let webText {
+            do { web = try Endpoint(parsing: webText) } catch { throw CommandError.usage("--web: \(error)") }
+            if let web, !web.isLoopback, !o.has("allow-remote") {
+                throw CommandError.usage("--web \(web) is not a loopback address: add --allow-remote to serve other machines")
+            }
         }
         var broadcaster = BroadcasterConfig()
         broadcaster.joinPolicy = try o.value("join", default: .idr, expected: "expected one of \(JoinPolicy.allCases.map(\.rawValue).joined(separator: ", "))") { JoinPolicy(rawValue: $0) }
@@ -256,6 +268,7 @@ enum ProduceCommand: Command {
             quiet: o.has("quiet"), warnings: warnings)
         plan.outputFormat = outputFormat
         plan.forwards = forwards
+        plan.web = web
         switch source {
         case .testPattern(let w, let h): plan.frame = (w, h, .i420)
         case .raw(_, let w, let h, let format, _): plan.frame = (w, h, format)

@@ -40,6 +40,8 @@ final class ProduceSession {
     private struct LoopSide {
         let server: StreamServer?
         let metricsServer: HTTPServer?
+        /// `--web`: the page, its stream at /ws (a reader of `server`), /metrics, /healthz.
+        let webServer: HTTPServer?
         /// Without a server, the end of capture stops the loop through this.
         let captureEnded: Mailbox<Int>
         let signals: [SignalWatcher]
@@ -127,25 +129,55 @@ final class ProduceSession {
     private func wireServing(_ loop: EventLoop, _ control: CaptureControl, _ registry: MetricsRegistry, _ events: EventLog?) throws -> LoopSide {
         let server = try makeServer(loop, control, registry, events)
         let metricsServer = try makeMetricsServer(loop, control, registry, events)
+        let webServer = try makeWebServer(loop, control, registry, server)
         let captureEnded = Mailbox<Int>(loop: loop) { _ in if server == nil { loop.stop() } }
         let signals = watchSignals(loop, control, server, events)
         server?.start()
         metricsServer?.start()
+        webServer?.start()
         let statusTimer = startStatusLine(loop, control, server)
-        return LoopSide(server: server, metricsServer: metricsServer, captureEnded: captureEnded, signals: signals, statusTimer: statusTimer)
+        return LoopSide(server: server, metricsServer: metricsServer, webServer: webServer, captureEnded: captureEnded, signals: signals, statusTimer: statusTimer)
     }
 
     private func makeServer(_ loop: EventLoop, _ control: CaptureControl, _ registry: MetricsRegistry, _ events: EventLog?) throws -> StreamServer? {
-        guard let listen = plan.listen else { return nil }
+        guard plan.listen != nil || plan.web != nil else { return nil }
         do {
-            let server = try StreamServer(loop: loop, config: StreamServer.Config(listen: listen, broadcaster: plan.broadcaster), metrics: StreamServer.Metrics(registry: registry))
+            let server = try StreamServer(loop: loop, config: StreamServer.Config(listen: plan.listen, broadcaster: plan.broadcaster), metrics: StreamServer.Metrics(registry: registry))
             server.onRequestIDR = { control.requestIDR() }
             server.onEvent = { event in ProduceSession.report(event, to: events) }
             server.onFinished = { loop.stop() }
             return server
         } catch {
-            throw CommandError.unavailable("--listen \(listen): \(error)")
+            throw CommandError.unavailable("--listen \(plan.listen.map(\.description) ?? ""): \(error)")
         }
+    }
+
+    /// /metrics and /healthz, the routes `--metrics` and `--web` share.
+    private func makeHTTPServer(_ loop: EventLoop, _ endpoint: Endpoint, _ control: CaptureControl, _ registry: MetricsRegistry) throws(SocketError) -> HTTPServer {
+        try HTTPServer(loop: loop, endpoint: endpoint) {
+            registry.render() + ProduceSession.captureMetrics(control.statistics())
+        }
+    }
+
+    /// `--web`: the page at `/` (`ViewerPage`), its stream at `/ws` as readers of the stream
+    /// server, and the shared /metrics and /healthz.
+    private func makeWebServer(_ loop: EventLoop, _ control: CaptureControl, _ registry: MetricsRegistry, _ stream: StreamServer?) throws -> HTTPServer? {
+        guard let endpoint = plan.web, let stream else { return nil }
+        let server: HTTPServer
+        do {
+            server = try makeHTTPServer(loop, endpoint, control, registry)
+        } catch {
+            throw CommandError.unavailable("--web \(endpoint): \(error)")
+        }
+        server.routes.add("GET", "/") { _ in
+            var response = HTTPResponse(status: 200, contentType: "text/html; charset=utf-8", body: ViewerPage.html)
+            response.headers.append(("Cache-Control", "no-cache"))
+            return response
+        }
+        // A loopback page refuses names that are not this machine's (DNS rebinding).
+        stream.viewersOnlyFromLoopbackHosts = endpoint.isLoopback
+        server.routes.add("GET", "/ws", handler: stream.webSocketRoute)
+        return server
     }
 
     /// `--metrics`: `/metrics`, `/healthz`, and `POST /bitrate` for a live bitrate change.
@@ -153,9 +185,7 @@ final class ProduceSession {
         guard let endpoint = plan.metrics else { return nil }
         let server: HTTPServer
         do {
-            server = try HTTPServer(loop: loop, endpoint: endpoint) {
-                registry.render() + ProduceSession.captureMetrics(control.statistics())
-            }
+            server = try makeHTTPServer(loop, endpoint, control, registry)
         } catch {
             throw CommandError.unavailable("--metrics \(endpoint): \(error)")
         }
@@ -208,7 +238,8 @@ final class ProduceSession {
     /// `capturing test pattern 640x360 at 30 fps; serving tcp://…, writing stdout`.
     private func announce(_ input: String, _ serving: LoopSide) {
         var where_: [String] = []
-        if let listen = serving.server?.boundEndpoint { where_.append("serving \(listen)") }
+        if let listen = serving.server?.listenEndpoint { where_.append("serving \(listen)") }
+        if let web = serving.webServer?.boundEndpoint { where_.append("the page on \(ProduceSession.pageURL(web))") }
         if let output = plan.output { where_.append("writing \(output == "-" ? "stdout" : output)") }
         for target in plan.forwards { where_.append("pushing to \(target)") }
         log.line("capturing \(input); \(where_.joined(separator: ", "))")
@@ -259,6 +290,7 @@ final class ProduceSession {
     private func drain(_ serving: LoopSide, _ writer: SinkFanout?) {
         serving.statusTimer.stop()
         serving.metricsServer?.close()
+        serving.webServer?.close()
         let late = writer?.finish(timeout: 5) ?? []
         if !late.isEmpty { log.line("gave up waiting for: \(late.joined(separator: ", "))", force: true) }
         status.end()
@@ -303,6 +335,13 @@ final class ProduceSession {
     }
 
     /// Capture-side figures in Prometheus text, from a statistics snapshot.
+    /// Where a browser opens the page: `http://127.0.0.1:8080/` (a unix socket as is, for a
+    /// reverse proxy).
+    static func pageURL(_ endpoint: Endpoint) -> String {
+        guard case .tcp = endpoint else { return endpoint.description }
+        return "http" + endpoint.description.dropFirst(3) + "/"
+    }
+
     static func captureMetrics(_ s: CaptureStatistics) -> String {
         var lines: [String] = []
         func metric(_ name: String, _ type: String, _ help: String, _ samples: [(String, Double)]) {

@@ -71,6 +71,24 @@ import Serving
         #expect(Self.failure(defaultPortInHost) == nil)
     }
 
+    /// Behind a TLS reverse proxy that says so (`X-Forwarded-Proto: https`, which no page can
+    /// set), the page's origin is `https://` + `Host`, `:443` implied; `http://` is then
+    /// another origin, as is any other host.
+    @Test func originBehindATLSProxy() {
+        func proxied(host: String, origin: String) -> WebSocketHandshake.Failure? {
+            Self.failure(Self.request {
+                Self.set("Host", host)(&$0)
+                Self.set("Origin", origin)(&$0)
+                $0.append(("X-Forwarded-Proto", "https"))
+            })
+        }
+        #expect(proxied(host: "viewer.example", origin: "https://viewer.example") == nil)
+        #expect(proxied(host: "viewer.example:443", origin: "https://Viewer.Example") == nil)
+        #expect(proxied(host: "viewer.example:8443", origin: "https://viewer.example:8443") == nil)
+        #expect(proxied(host: "viewer.example", origin: "http://viewer.example") == .foreignOrigin("http://viewer.example"))
+        #expect(proxied(host: "viewer.example", origin: "https://evil.example") == .foreignOrigin("https://evil.example"))
+    }
+
     /// Non-browser clients send no Origin; they are accepted.
     @Test func absentOriginIsAccepted() {
         #expect(Self.failure(Self.request(Self.set("Origin", nil))) == nil)

@@ -1,0 +1,184 @@
+/// The browser page `produce --web` serves at `/`: it plays the stream of `/ws` with
+/// WebCodecs, with nothing to build and nothing fetched from elsewhere.
+///
+/// What it does, in the order the bytes go:
+/// - a WebSocket to `ws` beside the page (so a reverse proxy may mount it under a path;
+///   `wss:` when the page came over https), `binaryType` arraybuffer, reconnecting by itself
+///   with a backoff (0.25 s doubling to 5 s, reset once a message arrives);
+/// - each message is an `AccessUnitMessage`: the 18-byte header, then Annex-B bytes;
+/// - at a keyframe whose SPS differs from the one the decoder has, `VideoDecoder.configure`
+///   with the codec `avc1.PPCCLL` read from that SPS (profile_idc, constraint flags,
+///   level_idc), no `description` (the chunks are Annex-B) and `optimizeForLatency`;
+///   until then, and after a decoder error, pictures wait for the next keyframe;
+/// - one `EncodedVideoChunk` per message (timestamp: pts_90k in µs); each decoded frame is
+///   drawn to the canvas at once and closed;
+/// - the line under the picture: resolution, frames painted per second, and capture →
+///   paint latency (`Date.now()` against the capture time, meaningful when the producer's
+///   clock and the browser's agree).
+///
+/// `window.nalcastViewer` holds the same figures for scripts (the end-to-end test reads it).
+/// WebCodecs exists only in a secure context (https, or http from localhost/127.0.0.1):
+/// elsewhere the page says so and names the fix, a TLS reverse proxy.
+public enum ViewerPage {
+    public static let html = """
+        <!doctype html>
+        <html lang="en">
+        <head>
+        <meta charset="utf-8">
+        <meta name="viewport" content="width=device-width, initial-scale=1">
+        <title>nalcast</title>
+        <style>
+          body { margin: 0; background: #111; color: #ddd; font: 14px system-ui, sans-serif; }
+          canvas { display: block; max-width: 100vw; max-height: calc(100vh - 2.5em); margin: 0 auto; background: #000; }
+          #line { padding: 0.5em 1em; font-variant-numeric: tabular-nums; }
+          #line.problem { color: #f88; }
+        </style>
+        </head>
+        <body>
+        <canvas id="picture" width="640" height="360"></canvas>
+        <div id="line">connecting…</div>
+        <script>
+        'use strict';
+        const canvas = document.getElementById('picture');
+        const context = canvas.getContext('2d');
+        const line = document.getElementById('line');
+        // What the page has seen, for the line below the picture and for scripts.
+        const viewer = window.nalcastViewer = {
+          connected: false, connects: 0, messages: 0, painted: 0, width: 0, height: 0,
+          fps: 0, latencyMs: null, codec: null, errors: 0, problem: null,
+        };
+
+        function say(text, problem) {
+          line.textContent = text;
+          line.className = problem ? 'problem' : '';
+          if (problem) viewer.problem = text;
+        }
+
+        if (!('VideoDecoder' in window)) {
+          say('This browser cannot decode here: WebCodecs (VideoDecoder) needs a secure context. ' +
+              'Open the page as http://localhost:PORT/ or http://127.0.0.1:PORT/ on this machine, ' +
+              'or serve it through a TLS (https) reverse proxy.', true);
+        } else {
+          start();
+        }
+
+        function start() {
+          let decoder = null;
+          let sps = null;            // the SPS bytes the decoder is configured with, as text
+          let waitingForKey = true;  // pictures are skipped up to the next keyframe
+          const captureTimes = new Map();  // chunk timestamp (µs) -> capture time (ms)
+          let paintedThisSecond = 0, second = performance.now();
+          let backoff = 250;
+
+          function makeDecoder() {
+            decoder = new VideoDecoder({ output: paint, error: failed });
+            sps = null;
+            waitingForKey = true;
+          }
+
+          function paint(frame) {
+            if (canvas.width !== frame.displayWidth || canvas.height !== frame.displayHeight) {
+              canvas.width = frame.displayWidth;
+              canvas.height = frame.displayHeight;
+            }
+            context.drawImage(frame, 0, 0);
+            const captured = captureTimes.get(frame.timestamp);
+            captureTimes.delete(frame.timestamp);
+            frame.close();
+            viewer.painted++;
+            viewer.width = canvas.width;
+            viewer.height = canvas.height;
+            if (captured !== undefined) viewer.latencyMs = Date.now() - captured;
+            paintedThisSecond++;
+            const now = performance.now();
+            if (now - second >= 1000) {
+              viewer.fps = paintedThisSecond * 1000 / (now - second);
+              paintedThisSecond = 0;
+              second = now;
+            }
+            say(`${viewer.width}x${viewer.height}  ${viewer.fps.toFixed(1)} fps  ` +
+                (viewer.latencyMs === null ? 'latency unknown' : `latency ${viewer.latencyMs.toFixed(1)} ms (capture to paint)`));
+          }
+
+          function failed(error) {
+            viewer.errors++;
+            say(`decoder error: ${error.message}; waiting for the next keyframe`, true);
+            makeDecoder();
+          }
+
+          // The SPS of an Annex-B access unit (the bytes after its start code), or null.
+          function findSPS(bytes) {
+            for (let i = 0; i + 3 < bytes.length; i++) {
+              if (bytes[i] !== 0 || bytes[i + 1] !== 0 || bytes[i + 2] !== 1) continue;
+              const start = i + 3;
+              if ((bytes[start] & 0x1f) !== 7) continue;
+              let end = start + 1;
+              while (end + 2 < bytes.length && !(bytes[end] === 0 && bytes[end + 1] === 0 && (bytes[end + 2] === 1 || bytes[end + 2] === 0))) end++;
+              return bytes.subarray(start, end + 2 < bytes.length ? end : bytes.length);
+            }
+            return null;
+          }
+
+          function hex(byte) { return byte.toString(16).padStart(2, '0'); }
+
+          function receive(data) {
+            const view = new DataView(data);
+            if (data.byteLength < 18 || view.getUint8(0) !== 1) {
+              say('the server speaks another version of the stream; reload the page', true);
+              return;
+            }
+            viewer.messages++;
+            backoff = 250;
+            const flags = view.getUint8(1);
+            const key = (flags & 1) !== 0;
+            const captureUs = (flags & 2) !== 0 ? Number(view.getBigUint64(2)) : null;
+            const timestamp = Math.round(Number(view.getBigUint64(10)) * 100 / 9);
+            const bytes = new Uint8Array(data, 18);
+            if (key) {
+              const set = findSPS(bytes);
+              const text = set && Array.from(set).join(',');
+              if (set && set.length >= 4 && (text !== sps || decoder.state !== 'configured')) {
+                if (decoder.state === 'closed') makeDecoder();
+                viewer.codec = `avc1.${hex(set[1])}${hex(set[2])}${hex(set[3])}`;
+                decoder.configure({ codec: viewer.codec, optimizeForLatency: true });
+                sps = text;
+              }
+              if (sps) waitingForKey = false;
+            }
+            // A decoder far behind (a slow machine) skips to the next keyframe rather than lag.
+            if (!key && decoder.decodeQueueSize > 30) waitingForKey = true;
+            if (waitingForKey || decoder.state !== 'configured') return;
+            if (captureUs !== null) captureTimes.set(timestamp, captureUs / 1000);
+            if (captureTimes.size > 300) captureTimes.delete(captureTimes.keys().next().value);
+            decoder.decode(new EncodedVideoChunk({ type: key ? 'key' : 'delta', timestamp, data: bytes }));
+          }
+
+          function connect() {
+            const url = new URL('ws', location.href);
+            url.protocol = location.protocol === 'https:' ? 'wss:' : 'ws:';
+            const socket = new WebSocket(url);
+            socket.binaryType = 'arraybuffer';
+            socket.onopen = () => {
+              viewer.connected = true;
+              viewer.connects++;
+              waitingForKey = true;
+              say('connected, waiting for a picture…');
+            };
+            socket.onmessage = event => receive(event.data);
+            socket.onclose = event => {
+              viewer.connected = false;
+              say(`disconnected (${event.code}${event.reason ? ': ' + event.reason : ''}); trying again in ${backoff / 1000} s`, true);
+              setTimeout(connect, backoff);
+              backoff = Math.min(backoff * 2, 5000);
+            };
+          }
+
+          makeDecoder();
+          connect();
+        }
+        </script>
+        </body>
+        </html>
+
+        """
+}

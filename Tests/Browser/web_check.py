@@ -1,0 +1,95 @@
+"""Opens nalcast's own page (produce --web) in headless Chromium and prints what it saw, as JSON.
+
+    web_check.py PAGE_URL POINTS_JSON [WAIT_FOR_JSON]
+    web_check.py PAGE_URL --problem
+
+Waits (up to 60 s) until the page has painted 30 frames, then reads the colours at
+POINTS_JSON (a list of [x, y] in the canvas' own pixels) from its canvas and prints
+window.nalcastViewer with "pixels" added. With WAIT_FOR_JSON (an object of figures, e.g.
+{"connects": 2, "width": 320}), it then goes on reading the page's figures every 100 ms and
+prints them once each figure named is at least (numbers) or equal to (others) the value
+given: what a test that restarts the producer waits for. With --problem it waits (up to
+20 s) only for the page to state a problem (window.nalcastViewer.problem), and prints the
+figures: what a page that cannot decode must do. It prints {"error": ...,
+"viewer": ...} with exit 1 when the page never gets there. Debian's chromium and
+chromium-driver; selenium from the venv scripts/setup makes, given both paths.
+"""
+
+import json
+import sys
+import time
+
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMEDRIVER = "/usr/bin/chromedriver"
+
+READ = "return Object.assign({}, window.nalcastViewer || {});"
+PIXELS = """
+const canvas = document.getElementById('picture');
+const context = canvas.getContext('2d');
+return arguments[0].map(([x, y]) => Array.from(context.getImageData(x, y, 1, 1).data.slice(0, 3)));
+"""
+
+
+def wait(driver, reached, seconds):
+    deadline = time.time() + seconds
+    viewer = driver.execute_script(READ)
+    while time.time() < deadline:
+        if reached(viewer):
+            return viewer, True
+        time.sleep(0.1)
+        viewer = driver.execute_script(READ)
+    return viewer, reached(viewer)
+
+
+def at_least(viewer, goal):
+    for name, value in goal.items():
+        seen = viewer.get(name)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            if not isinstance(seen, (int, float)) or seen < value:
+                return False
+        elif seen != value:
+            return False
+    return True
+
+
+def main() -> int:
+    url, problem = sys.argv[1], sys.argv[2] == "--problem"
+    points = [] if problem else json.loads(sys.argv[2])
+    goal = json.loads(sys.argv[3]) if len(sys.argv) > 3 else None
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    # The TLS proxy test serves the page with a certificate of its own making.
+    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--mute-audio",
+                 "--ignore-certificate-errors"):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
+    try:
+        driver.get(url)
+        if problem:
+            viewer, ok = wait(driver, lambda v: v.get("problem") is not None, 20)
+            print(json.dumps(viewer if ok else {"error": "no problem stated in 20 s", "viewer": viewer}))
+            return 0 if ok else 1
+        viewer, ok = wait(driver, lambda v: v.get("painted", 0) >= 30, 60)
+        if not ok:
+            print(json.dumps({"error": "fewer than 30 frames painted in 60 s", "viewer": viewer}))
+            return 1
+        viewer["pixels"] = driver.execute_script(PIXELS, points)
+        if goal is not None:
+            # Tell the caller the first part is done (it may now restart the producer).
+            print(json.dumps(viewer), flush=True)
+            viewer, ok = wait(driver, lambda v: at_least(v, goal), 60)
+            if not ok:
+                print(json.dumps({"error": f"never reached {goal}", "viewer": viewer}))
+                return 1
+            viewer["pixels"] = driver.execute_script(PIXELS, points)
+    finally:
+        driver.quit()
+    print(json.dumps(viewer))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

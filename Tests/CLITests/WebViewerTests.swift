@@ -1,0 +1,389 @@
+import Foundation
+import Testing
+
+/// `produce --web`: headless Chromium opens nalcast's own page (Tests/Browser/web_check.py
+/// drives it with Selenium and reads `window.nalcastViewer` and the canvas), the stream at
+/// `/ws` refuses another origin, and a WebSocket viewer that never reads costs a TCP reader
+/// nothing. Chromium, chromedriver and the venv with selenium as for PlaybackTests.
+@Suite(.serialized) struct WebViewerTests {
+    /// A producer of the test pattern with `--web` on a port of the kernel's (or `port`), and
+    /// the page's URL from its startup line.
+    static func producer(_ extra: [String], port: Int = 0, size: String = "640x360") throws -> (Background, String) {
+        let p = try Background(Run.nalcast, ["produce", "--source", "testsrc", "--size", size, "--web", "tcp://127.0.0.1:\(port)"] + extra)
+        guard p.waitFor("the page on "), let url = p.stderr.split(separator: " ").first(where: { $0.hasPrefix("http://") }) else {
+            p.signal(SIGKILL)
+            p.wait()
+            throw Failure("no page announced: \(p.stderr)")
+        }
+        return (p, String(url.split(separator: "\n")[0]))
+    }
+
+    struct Failure: Error, CustomStringConvertible {
+        let description: String
+        init(_ description: String) { self.description = description }
+    }
+
+    static func events(_ url: URL) -> [[String: Any]] {
+        ((try? String(contentsOf: url, encoding: .utf8)) ?? "").split(separator: "\n").compactMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }
+    }
+
+    /// Where the test pattern's colour bars are in a 640x360 picture: eight bars of 80
+    /// columns over the top two thirds; yellow is the second, blue the seventh. The white
+    /// bar that sweeps across them is 20 columns wide, so of two points 60 columns apart in
+    /// one bar at least one shows the bar's colour.
+    static let yellow = (points: [[90, 40], [150, 40]], rgb: [192, 186, 0])
+    static let blue = (points: [[490, 40], [550, 40]], rgb: [0, 6, 191])
+
+    /// Whether `pixel` is `rgb` within 24 per channel (BT.601 or BT.709, as the decoder
+    /// guesses), or the sweeping white bar.
+    static func matches(_ pixel: [Int], _ rgb: [Int]) -> Bool {
+        pixel.count == 3 && zip(pixel, rgb).allSatisfy { abs($0 - $1) <= 24 }
+    }
+    static func white(_ pixel: [Int]) -> Bool { pixel.count == 3 && pixel.allSatisfy { $0 >= 220 } }
+
+    static func checkBars(_ pixels: [[Int]], _ context: String) {
+        for (offset, bar) in [(0, yellow), (2, blue)] {
+            let pair = Array(pixels.dropFirst(offset).prefix(2))
+            #expect(pair.count == 2 && pair.contains { matches($0, bar.rgb) } && pair.allSatisfy { matches($0, bar.rgb) || white($0) },
+                    "\(context): \(pair) where the bar is \(bar.rgb)")
+        }
+    }
+
+    static var points: String { String(decoding: try! JSONSerialization.data(withJSONObject: yellow.points + blue.points), as: UTF8.self) }
+
+    /// The page plays: frames painted, 640x360, a latency between 0 and 2 s, the colour bars
+    /// where the test pattern draws them, a codec string read from the SPS (High profile).
+    @Test(.enabled(if: PlaybackTests.chromiumMissing == nil, "\(PlaybackTests.chromiumMissing ?? "")"))
+    func chromiumPlaysThePage() throws {
+        let (producer, url) = try Self.producer([])
+        defer {
+            producer.signal(SIGINT)
+            producer.wait()
+        }
+        let r = try Run.program(PlaybackTests.venvPython, [PlaybackTests.browserTools.appendingPathComponent("web_check.py").path, url, Self.points], timeout: 120)
+        #expect(r.status == 0, "\(r.text) \(r.stderr)")
+        let seen = try #require(try JSONSerialization.jsonObject(with: r.stdout) as? [String: Any], "\(r.text) \(r.stderr)")
+        #expect((seen["painted"] as? Int ?? 0) >= 30, "\(seen)")
+        #expect(seen["width"] as? Int == 640 && seen["height"] as? Int == 360, "\(seen)")
+        let latency = seen["latencyMs"] as? Double ?? -1
+        #expect(latency > 0 && latency < 2000, "\(seen)")
+        #expect((seen["codec"] as? String)?.hasPrefix("avc1.64") == true, "\(seen)")
+        #expect(seen["errors"] as? Int == 0 && seen["problem"] is NSNull, "\(seen)")
+        Self.checkBars(seen["pixels"] as? [[Int]] ?? [], "the canvas")
+    }
+
+    /// A page of another origin (the same server by another name: `localhost` against
+    /// `127.0.0.1`, or another site) cannot open the stream, nor one whose `Host` is not this
+    /// machine's: the upgrade is answered 403 and no reader joins.
+    @Test func anotherOriginIsRefused() throws {
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let events = dir.appendingPathComponent("events.jsonl")
+        let (producer, url) = try Self.producer(["--events", events.path])
+        defer {
+            producer.signal(SIGINT)
+            producer.wait()
+        }
+        func upgrade(origin: String?, host: String? = nil) throws -> String {
+            var args = ["-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "2", "-H", "Connection: Upgrade", "-H", "Upgrade: websocket",
+                        "-H", "Sec-WebSocket-Version: 13", "-H", "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ=="]
+            if let origin { args += ["-H", "Origin: \(origin)"] }
+            if let host { args += ["-H", "Host: \(host)"] }
+            return try Run.program("curl", args + [url + "ws"]).text
+        }
+        let port = url.split(separator: ":").last!.dropLast()
+        #expect(try upgrade(origin: "http://localhost:\(port)") == "403")
+        #expect(try upgrade(origin: "http://example.com") == "403")
+        // DNS rebinding: a foreign name that resolves to 127.0.0.1 makes Host and Origin agree.
+        #expect(try upgrade(origin: "http://rebound.example:\(port)", host: "rebound.example:\(port)") == "403")
+        #expect(Self.events(events).filter { $0["event"] as? String == "reader-joined" }.isEmpty)
+        // The page's own origin is let in (curl gives up reading the stream after 2 s).
+        #expect(try upgrade(origin: "http://127.0.0.1:\(port)") == "101")
+        let deadline = Date().addingTimeInterval(5)
+        while !Self.events(events).contains(where: { $0["event"] as? String == "reader-joined" }) && Date() < deadline { usleep(50_000) }
+        #expect(Self.events(events).contains { ($0["peer"] as? String)?.hasSuffix("(websocket)") == true }, "\(Self.events(events))")
+    }
+
+    /// A WebSocket viewer that never reads a byte: the TCP reader beside it still gets every
+    /// picture (FFmpeg decodes 150 without an error), and the viewer is the one that skips.
+    @Test func aViewerThatNeverReadsCostsATCPReaderNothing() throws {
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let events = dir.appendingPathComponent("events.jsonl")
+        let tcpPort = try freePort()
+        // An IDR every 5 frames: the test pattern compresses so well that the kernel's buffers
+        // would otherwise hide the viewer's lag for a long while.
+        let (producer, url) = try Self.producer(["--listen", "tcp://127.0.0.1:\(tcpPort)", "--events", events.path, "--keyint", "5"], size: "1280x720")
+        defer {
+            producer.signal(SIGINT)
+            producer.wait()
+        }
+        let port = url.split(separator: ":").last!.dropLast()
+        // Upgrades, then sleeps with the socket open: nothing it is sent is ever read.
+        let silent = try Background("/usr/bin/python3", ["-c", """
+            import socket, time
+            s = socket.socket()
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            s.connect(("127.0.0.1", \(port)))
+            s.sendall(b"GET /ws HTTP/1.1\\r\\nHost: 127.0.0.1:\(port)\\r\\nConnection: Upgrade\\r\\nUpgrade: websocket\\r\\n"
+                      b"Sec-WebSocket-Version: 13\\r\\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\\r\\n\\r\\n")
+            time.sleep(60)
+            """])
+        defer {
+            silent.signal(SIGKILL)
+            silent.wait()
+        }
+        let deadline = Date().addingTimeInterval(10)
+        while !Self.events(events).contains(where: { ($0["peer"] as? String)?.hasSuffix("(websocket)") == true }) && Date() < deadline { usleep(50_000) }
+        let viewer = try #require(Self.events(events).first { ($0["peer"] as? String)?.hasSuffix("(websocket)") == true }?["reader"] as? Int,
+                                  "the viewer never joined: \(Self.events(events))")
+        let r = try Run.program("ffmpeg", ["-hide_banner", "-v", "error", "-f", "h264", "-i", "tcp://127.0.0.1:\(tcpPort)", "-frames:v", "150", "-f", "framemd5", "-"], timeout: 60)
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(r.stderr.isEmpty, "\(r.stderr)")
+        #expect(r.text.split(separator: "\n").filter { !$0.hasPrefix("#") }.count == 150)
+        let skipped = { (all: [[String: Any]]) in all.contains { $0["event"] as? String == "reader-skipped" && $0["reader"] as? Int == viewer } }
+        let until = Date().addingTimeInterval(20)
+        while !skipped(Self.events(events)) && Date() < until { usleep(100_000) }
+        let all = Self.events(events)
+        let tcpReader = all.first { $0["event"] as? String == "reader-joined" && ($0["reader"] as? Int) != viewer }?["reader"] as? Int
+        #expect(tcpReader != nil)
+        #expect(skipped(all), "\(all)")
+        #expect(!all.contains { $0["event"] as? String == "reader-skipped" && $0["reader"] as? Int == tcpReader }, "\(all)")
+    }
+
+    /// The producer stops and comes back on the same port at another size: the page connects
+    /// again by itself and paints the new size.
+    @Test(.enabled(if: PlaybackTests.chromiumMissing == nil, "\(PlaybackTests.chromiumMissing ?? "")"))
+    func thePageSurvivesARestartAtAnotherSize() throws {
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let port = try freePort()
+        var (producer, url) = try Self.producer([], port: port)
+        defer {
+            producer.signal(SIGINT)
+            producer.wait()
+        }
+        let output = dir.appendingPathComponent("check.jsonl")
+        let goal = #"{"connects": 2, "width": 320, "height": 240, "painted": 60}"#
+        let check = try Background(PlaybackTests.venvPython, [PlaybackTests.browserTools.appendingPathComponent("web_check.py").path, url, "[]", goal],
+                                   stdoutTo: output)
+        defer {
+            check.signal(SIGKILL)
+            check.wait()
+        }
+        func lines() -> [[String: Any]] { Self.events(output) }
+        let deadline = Date().addingTimeInterval(90)
+        while lines().isEmpty && check.process.isRunning && Date() < deadline { usleep(100_000) }
+        let first = try #require(lines().first, "the page never played: \(check.stderr)")
+        #expect(first["width"] as? Int == 640, "\(first)")
+        producer.signal(SIGINT)
+        #expect(producer.wait() == 0)
+        (producer, _) = try Self.producer([], port: port, size: "320x240")
+        #expect(check.wait(timeout: 90) == 0, "\(lines()) \(check.stderr)")
+        let last = try #require(lines().last)
+        #expect(last["width"] as? Int == 320 && last["height"] as? Int == 240 && (last["connects"] as? Int ?? 0) >= 2, "\(last)")
+        #expect(last["errors"] as? Int == 0, "\(last)")
+    }
+}
+
+extension WebViewerTests {
+    /// This machine's first IPv4 address that is not loopback, if any.
+    static let outsideAddress: String? = {
+        let r = try? Run.program("hostname", ["-I"])
+        return r?.text.split(separator: " ").map(String.init).first { $0.contains(".") && !$0.hasPrefix("127.") }
+    }()
+
+    /// Opened over plain http from an address that is not loopback, the page has no WebCodecs
+    /// (not a secure context) and says what to do: a TLS reverse proxy.
+    @Test(.enabled(if: PlaybackTests.chromiumMissing == nil && outsideAddress != nil, "needs Chromium and a non-loopback address"))
+    func withoutWebCodecsThePageSaysWhy() throws {
+        let p = try Background(Run.nalcast, ["produce", "--source", "testsrc", "--size", "320x240", "--web", "tcp://\(Self.outsideAddress!):0", "--allow-remote"])
+        defer {
+            p.signal(SIGINT)
+            p.wait()
+        }
+        try #require(p.waitFor("the page on "), "\(p.stderr)")
+        let url = try #require(p.stderr.split(whereSeparator: { $0 == " " || $0 == "\n" }).first { $0.hasPrefix("http://") })
+        let r = try Run.program(PlaybackTests.venvPython, [PlaybackTests.browserTools.appendingPathComponent("web_check.py").path, String(url), "--problem"], timeout: 60)
+        #expect(r.status == 0, "\(r.text) \(r.stderr)")
+        let seen = try #require(try JSONSerialization.jsonObject(with: r.stdout) as? [String: Any], "\(r.text) \(r.stderr)")
+        let problem = seen["problem"] as? String ?? ""
+        #expect(problem.contains("secure context") && problem.contains("TLS (https) reverse proxy"), "\(seen)")
+        #expect(seen["connects"] as? Int == 0 && seen["painted"] as? Int == 0, "\(seen)")
+    }
+
+    /// A viewer's own frames (Tests/Browser/ws_client.py): a ping gets its pong between
+    /// messages, an unmasked frame closes that viewer alone with 1002 and viewers sending
+    /// random bytes come and go while the other goes on receiving, a close is echoed and the
+    /// connection ends. The first message is a keyframe.
+    @Test func viewerFramesAreAnsweredAndAProtocolErrorClosesOnlyThatViewer() throws {
+        let (producer, url) = try Self.producer([])
+        defer {
+            producer.signal(SIGINT)
+            producer.wait()
+        }
+        let port = String(url.split(separator: ":").last!.dropLast())
+        let r = try Run.program("/usr/bin/python3", [PlaybackTests.browserTools.appendingPathComponent("ws_client.py").path, port], timeout: 60)
+        #expect(r.status == 0, "\(r.text) \(r.stderr)")
+        let seen = try #require(try JSONSerialization.jsonObject(with: r.stdout) as? [String: Any], "\(r.text) \(r.stderr)")
+        #expect(seen["status"] as? String == "HTTP/1.1 101 Switching Protocols")
+        #expect(seen["first"] as? [Int] == [2, 1, 3], "\(seen)")
+        #expect(seen["pong"] as? String == "are you there")
+        #expect(seen["broken"] as? Int == 1002)
+        #expect(seen["after"] as? Int == 5)
+        let closed = seen["closed"] as? [Any] ?? []
+        #expect(closed.first as? Int == 1000 && closed.last as? Bool == true, "\(seen)")
+        #expect(producer.process.isRunning, "\(producer.stderr)")
+    }
+
+    /// `--max-readers` counts TCP readers and viewers together: with one TCP reader
+    /// connected and a limit of 1, an upgrade gets 503 and is counted as refused.
+    @Test func maxReadersCountsViewersAndTCPReaders() throws {
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let events = dir.appendingPathComponent("events.jsonl")
+        let tcpPort = try freePort()
+        let (producer, url) = try Self.producer(["--listen", "tcp://127.0.0.1:\(tcpPort)", "--max-readers", "1", "--events", events.path])
+        defer {
+            producer.signal(SIGINT)
+            producer.wait()
+        }
+        let reader = try StreamReaderClient("tcp://127.0.0.1:\(tcpPort)")
+        let deadline = Date().addingTimeInterval(10)
+        while !Self.events(events).contains(where: { $0["event"] as? String == "reader-joined" }) && Date() < deadline { usleep(50_000) }
+        let r = try Run.program("curl", ["-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "5", "-H", "Connection: Upgrade", "-H", "Upgrade: websocket",
+                                         "-H", "Sec-WebSocket-Version: 13", "-H", "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==", url + "ws"])
+        #expect(r.text == "503")
+        usleep(200_000)
+        let refused = Self.events(events).filter { $0["event"] as? String == "reader-refused" }
+        #expect(refused.count == 1 && (refused.first?["peer"] as? String)?.hasSuffix("(websocket)") == true, "\(refused)")
+        #expect(!reader.finish().isEmpty)
+    }
+}
+
+extension WebViewerTests {
+    /// The TLS reverse proxy of docs/usage.md, for viewers on other machines: `nginx`
+    /// terminates https (a self-signed certificate made here) on this machine's outside
+    /// address and proxies the page and its WebSocket to a loopback `--web`.
+    static func nginxConfig(dir: URL, listen: String, web: String) -> String {
+        """
+        master_process off;
+        daemon off;
+        error_log \(dir.path)/error.log;
+        pid \(dir.path)/nginx.pid;
+        events {}
+        http {
+            access_log off;
+            client_body_temp_path \(dir.path);
+            proxy_temp_path \(dir.path);
+            fastcgi_temp_path \(dir.path);
+            uwsgi_temp_path \(dir.path);
+            scgi_temp_path \(dir.path);
+            map $http_upgrade $connection_upgrade { default upgrade; '' close; }
+            server {
+                listen \(listen) ssl;
+                ssl_certificate \(dir.path)/cert.pem;
+                ssl_certificate_key \(dir.path)/key.pem;
+                location / {
+                    proxy_pass http://\(web);
+                    proxy_http_version 1.1;
+                    proxy_set_header Host $http_host;
+                    proxy_set_header X-Forwarded-Proto $scheme;
+                    proxy_set_header Upgrade $http_upgrade;
+                    proxy_set_header Connection $connection_upgrade;
+                    proxy_buffering off;
+                    proxy_read_timeout 1h;
+                }
+            }
+        }
+        """
+    }
+
+    /// Over https from the outside address, through nginx, the page is a secure context: it
+    /// decodes and paints the test pattern, its WebSocket accepted as the page's own origin
+    /// (`X-Forwarded-Proto: https`).
+    @Test(.enabled(if: PlaybackTests.chromiumMissing == nil && outsideAddress != nil && FileManager.default.isExecutableFile(atPath: "/usr/sbin/nginx"),
+                   "needs Chromium, nginx and a non-loopback address"))
+    func chromiumPlaysThePageThroughATLSProxy() throws {
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let address = Self.outsideAddress!
+        let cert = try Run.program("openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=\(address)",
+                                               "-addext", "subjectAltName=IP:\(address)", "-keyout", dir.appendingPathComponent("key.pem").path,
+                                               "-out", dir.appendingPathComponent("cert.pem").path])
+        try #require(cert.status == 0, "\(cert.stderr)")
+        let (producer, url) = try Self.producer([])
+        defer {
+            producer.signal(SIGINT)
+            producer.wait()
+        }
+        let web = String(url.dropFirst("http://".count).dropLast())
+        let tlsPort = try freePort()
+        let config = dir.appendingPathComponent("nginx.conf")
+        try Self.nginxConfig(dir: dir, listen: "\(address):\(tlsPort)", web: web).write(to: config, atomically: true, encoding: .utf8)
+        let nginx = try Background("/usr/sbin/nginx", ["-p", dir.path, "-c", config.path])
+        defer {
+            // Without a master process nginx waits for its proxied connections on SIGTERM.
+            nginx.signal(SIGKILL)
+            nginx.wait()
+        }
+        let page = "https://\(address):\(tlsPort)/"
+        let deadline = Date().addingTimeInterval(10)
+        while (try? Run.program("curl", ["-sk", "-o", "/dev/null", page]).status) != 0 && Date() < deadline { usleep(100_000) }
+        let r = try Run.program(PlaybackTests.venvPython, [PlaybackTests.browserTools.appendingPathComponent("web_check.py").path, page, Self.points], timeout: 120)
+        #expect(r.status == 0, "\(r.text) \(r.stderr) nginx: \((try? String(contentsOf: dir.appendingPathComponent("error.log"), encoding: .utf8)) ?? "")")
+        let seen = try #require(try JSONSerialization.jsonObject(with: r.stdout) as? [String: Any], "\(r.text) \(r.stderr)")
+        #expect((seen["painted"] as? Int ?? 0) >= 30 && seen["width"] as? Int == 640, "\(seen)")
+        Self.checkBars(seen["pixels"] as? [[Int]] ?? [], "through the proxy")
+    }
+}
+
+extension WebViewerTests {
+    /// `--web` takes a loopback address unless `--allow-remote` is given, as `--listen` does.
+    @Test func webOnAnOutsideAddressNeedsAllowRemote() throws {
+        let refused = try Run.nalcast(["produce", "--web", "tcp://0.0.0.0:8080", "--dry-run"])
+        #expect(refused.status == 64)
+        #expect(refused.stderr.contains("--web tcp://0.0.0.0:8080 is not a loopback address: add --allow-remote"), "\(refused.stderr)")
+        let allowed = try Run.nalcast(["produce", "--web", "tcp://0.0.0.0:8080", "--allow-remote", "--dry-run"])
+        #expect(allowed.status == 0, "\(allowed.stderr)")
+        #expect(allowed.text.contains("web: tcp://0.0.0.0:8080") && allowed.text.contains("listen: none"), "\(allowed.text)")
+    }
+
+    /// A viewer that pings without reading gets no pile of pongs: past 32 control frames
+    /// queued it is closed ("pings not read"), once its reader timeout has passed at the latest.
+    @Test func aViewerThatPingsWithoutReadingIsClosed() throws {
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let events = dir.appendingPathComponent("events.jsonl")
+        let (producer, url) = try Self.producer(["--events", events.path, "--keyint", "5", "--reader-timeout", "2s"], size: "1280x720")
+        defer {
+            producer.signal(SIGINT)
+            producer.wait()
+        }
+        let port = url.split(separator: ":").last!.dropLast()
+        let pinger = try Background("/usr/bin/python3", ["-c", """
+            import os, socket, time
+            s = socket.socket()
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            s.connect(("127.0.0.1", \(port)))
+            s.sendall(b"GET /ws HTTP/1.1\\r\\nHost: 127.0.0.1:\(port)\\r\\nConnection: Upgrade\\r\\nUpgrade: websocket\\r\\n"
+                      b"Sec-WebSocket-Version: 13\\r\\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\\r\\n\\r\\n")
+            time.sleep(1.5)
+            for _ in range(64):
+                mask = os.urandom(4)
+                s.sendall(bytes([0x89, 0x80 | 4]) + mask + bytes(b ^ mask[i] for i, b in enumerate(b"ping")))
+            time.sleep(60)
+            """])
+        defer {
+            pinger.signal(SIGKILL)
+            pinger.wait()
+        }
+        let closed = { Self.events(events).first { $0["event"] as? String == "reader-closed" } }
+        let deadline = Date().addingTimeInterval(20)
+        while closed() == nil && Date() < deadline { usleep(100_000) }
+        let event = try #require(closed(), "\(Self.events(events)) \(pinger.stderr)")
+        #expect((event["reason"] as? String)?.hasPrefix("websocket: pings not read") == true, "\(event)")
+    }
+}
