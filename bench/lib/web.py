@@ -34,9 +34,11 @@ LIB = Path(__file__).resolve().parent
 FPS = 30
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 VENV_PYTHON = Path.home() / ".cache" / "nalcast-tools" / "bin" / "python"
-FULL = dict(sizes=((1280, 720), (1920, 1080)), warm_frames=60, paint_window=10.0, runs=3,
+# painted: the share of the window's frames that must be painted (--quick runs beside the
+# test suite, where one second of a headless browser may stutter)
+FULL = dict(sizes=((1280, 720), (1920, 1080)), warm_frames=60, paint_window=10.0, painted=0.8, runs=3,
             viewers_size=(1280, 720), viewers=16, warm=2.0, settle=1.0, window=10.0)
-QUICK = dict(sizes=((320, 240),), warm_frames=10, paint_window=1.0, runs=1,
+QUICK = dict(sizes=((320, 240),), warm_frames=10, paint_window=1.0, painted=0.5, runs=1,
              viewers_size=(320, 240), viewers=4, warm=0.3, settle=0.2, window=0.6)
 
 
@@ -131,7 +133,7 @@ def _paint_measure(p: dict, size: tuple):
         if r["width"] != size[0] or r["height"] != size[1]:
             raise BenchError(f"the page painted {r['width']}x{r['height']}, not {tag}")
         # at live pace the window holds FPS * seconds frames: most of them must be painted
-        if len(lat) < 0.8 * FPS * p["paint_window"]:
+        if len(lat) < p["painted"] * FPS * p["paint_window"]:
             raise BenchError(f"{len(lat)} frames painted in {p['paint_window']:g} s")
         if r["errors"]:
             raise BenchError(f"{r['errors']} decoder errors on the page")
