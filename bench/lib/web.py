@@ -1,0 +1,250 @@
+"""web: nalcast's browser page (produce --web) measured as a viewer sees it.
+
+- paint: capture -> painted in headless Chromium, per frame, at 720p30 and 1080p30. The
+  producer is `nalcast produce --source testsrc --size WxH --fps 30 --web
+  tcp://127.0.0.1:0` (its defaults otherwise: veryfast, as a user would run it); the
+  page (Sources/Serving ViewerPage.swift) computes each painted frame's latency itself,
+  Date.now() against the capture time in the message's header, and `web_paint.py` (run by
+  the venv python of scripts/setup, which has selenium) records every value over a window.
+  Both clocks are this machine's CLOCK_REALTIME. Chromium decodes in software here
+  (--disable-gpu) and shares the 2 cores with the producer.
+- viewers: the producer's CPU (from /proc, over a window) at 720p30 with 16 WebSocket
+  viewers (`ws_readers.py`: upgrade, then read and discard) against none, and with 16 TCP
+  readers of --listen (`c/readers.c`, as the serve benchmark) for comparison. Every row
+  runs the same producer (--web and --listen both open), so only the readers differ.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from harness import Case, Context, Contender, Sample
+from live import BenchError, Procs, cpu_s, median, pct, rss_kib, stderr_tail
+
+NAME = "web"
+ABOUT = "the browser page: capture -> paint in headless Chromium, CPU with 16 WebSocket viewers"
+
+LIB = Path(__file__).resolve().parent
+FPS = 30
+CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
+VENV_PYTHON = Path.home() / ".cache" / "nalcast-tools" / "bin" / "python"
+# painted: the share of the window's frames that must be painted (--quick runs beside the
+# test suite, where one second of a headless browser may stutter)
+FULL = dict(sizes=((1280, 720), (1920, 1080)), warm_frames=60, paint_window=10.0, painted=0.8, runs=3,
+            viewers_size=(1280, 720), viewers=16, warm=2.0, settle=1.0, window=10.0)
+QUICK = dict(sizes=((320, 240),), warm_frames=10, paint_window=1.0, painted=0.5, runs=1,
+             viewers_size=(320, 240), viewers=4, warm=0.3, settle=0.2, window=0.6)
+
+
+def chromium_missing() -> str | None:
+    """Why the browser row cannot run here, or None (what WebViewerTests checks too)."""
+    if not os.access(CHROMIUM, os.X_OK):
+        return f"skipped (no {CHROMIUM}: Debian's chromium, scripts/setup installs it)"
+    if not os.access(CHROMEDRIVER, os.X_OK):
+        return f"skipped (no {CHROMEDRIVER}: Debian's chromium-driver, scripts/setup installs it)"
+    try:
+        ok = subprocess.run([str(VENV_PYTHON), "-c", "import selenium"], capture_output=True,
+                            timeout=30).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        ok = False
+    if not ok:
+        return f"skipped (no selenium in {VENV_PYTHON}: scripts/setup makes that venv)"
+    return None
+
+
+def _wait_for(pattern: str, proc, log: Path, timeout: float = 10) -> re.Match:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        m = re.search(pattern, log.read_text(errors="replace"))
+        if m:
+            return m
+        if proc.poll() is not None:
+            raise BenchError(f"producer exited {proc.returncode}: {stderr_tail(log)}")
+        time.sleep(0.02)
+    raise BenchError(f"no {pattern!r} on the producer's stderr in {timeout:.0f} s")
+
+
+def _start(ctx: Context, procs: Procs, size: tuple, log: Path, listen: bool) -> tuple:
+    """A live producer serving the page; returns (process, web port, --listen port or None)."""
+    argv = [ctx.nalcast.path, "produce", "--source", "testsrc", "--size", f"{size[0]}x{size[1]}",
+            "--fps", FPS, "--web", "tcp://127.0.0.1:0"]
+    if listen:
+        argv += ["--listen", "tcp://127.0.0.1:0", "--max-readers", 100]
+    proc = procs.start(argv, stderr=log)
+    web = int(_wait_for(r"the page on http://127\.0\.0\.1:(\d+)/", proc, log).group(1))
+    tcp = int(_wait_for(r"serving tcp://127\.0\.0\.1:(\d+)", proc, log).group(1)) if listen else None
+    return proc, web, tcp
+
+
+def _alive(proc, log: Path) -> None:
+    if proc.poll() is not None:
+        raise BenchError(f"producer exited {proc.returncode}: {stderr_tail(log)}")
+
+
+def _guard(fn):
+    """A measure function: BenchError (or any error) becomes a failed sample."""
+    def measure(ctx: Context) -> Sample:
+        try:
+            return fn(ctx)
+        except BenchError as e:
+            return Sample(0, 0, 0, status=1, extra={"error": str(e)})
+        except Exception as e:  # a bug here must not leave the table half-made
+            return Sample(0, 0, 0, status=1, extra={"error": f"{type(e).__name__}: {e}"})
+    return measure
+
+
+# ---------------------------------------------------------------------------
+# capture -> paint
+
+
+def _paint_measure(p: dict, size: tuple):
+    @_guard
+    def measure(ctx: Context) -> Sample:
+        tag = f"{size[0]}x{size[1]}"
+        log = ctx.dir("logs") / f"web-paint-{tag}.stderr"
+        with Procs() as procs:
+            proc, port, _ = _start(ctx, procs, size, log, listen=False)
+            c0, t0 = cpu_s(proc.pid), time.monotonic()
+            browser = procs.start([VENV_PYTHON, LIB / "web_paint.py", f"http://127.0.0.1:{port}/",
+                                   p["warm_frames"], p["paint_window"]],
+                                  stdout=subprocess.PIPE, stderr=ctx.dir("logs") / f"web-paint-{tag}-chromium.stderr")
+            try:
+                out, _ = browser.communicate(timeout=120 + p["paint_window"])
+            except subprocess.TimeoutExpired:
+                raise BenchError("web_paint.py did not finish in time")
+            c1, t1 = cpu_s(proc.pid), time.monotonic()
+            _, hwm = rss_kib(proc.pid)
+            _alive(proc, log)
+        try:
+            r = json.loads(out.decode().strip().splitlines()[-1])
+        except (ValueError, IndexError):
+            raise BenchError(f"web_paint.py exited {browser.returncode} without a result")
+        if "error" in r:
+            raise BenchError(f"Chromium: {r['error']}")
+        lat = r["latency_ms"]
+        if r.get("problem"):
+            raise BenchError(f"the page says: {r['problem']}")
+        if r["width"] != size[0] or r["height"] != size[1]:
+            raise BenchError(f"the page painted {r['width']}x{r['height']}, not {tag}")
+        # at live pace the window holds FPS * seconds frames: most of them must be painted
+        if len(lat) < p["painted"] * FPS * p["paint_window"]:
+            raise BenchError(f"{len(lat)} frames painted in {p['paint_window']:g} s")
+        if r["errors"]:
+            raise BenchError(f"{r['errors']} decoder errors on the page")
+        figs = dict(p50=median(lat), p99=pct(lat, 0.99), max=max(lat), frames=len(lat),
+                    fps=r["fps"] or 0, cpu_pct=100 * (c1 - c0) / (t1 - t0), values=lat)
+        return Sample(t1 - t0, c1 - c0, hwm, extra=figs)
+    return measure
+
+
+def _paint_notes(case: Case) -> list:
+    for c in case.contenders:
+        if c.samples:
+            every = [v for s in c.samples for v in s.extra["values"]]
+            return [f"{case.label}: all {len(every)} frames of {len(c.samples)} run(s): median "
+                    f"{median(every):.1f} ms, p99 {pct(every, 0.99):.1f} ms (target at 720p30: median <= 40 ms)"]
+    return []
+
+
+# ---------------------------------------------------------------------------
+# many viewers
+
+
+def _viewers_measure(p: dict, kind: str, n: int):
+    @_guard
+    def measure(ctx: Context) -> Sample:
+        log = ctx.dir("logs") / f"web-viewers-{kind}-{n}.stderr"
+        span = p["settle"] + p["window"] + 1.0
+        with Procs() as procs:
+            proc, web, tcp = _start(ctx, procs, p["viewers_size"], log, listen=True)
+            time.sleep(p["warm"])
+            readers = None
+            if n:
+                argv = ([sys.executable, LIB / "ws_readers.py", web, n, span] if kind == "ws"
+                        else [ctx.tool("readers"), tcp, n, span])
+                readers = procs.start(argv, stdout=subprocess.PIPE,
+                                      stderr=ctx.dir("logs") / f"web-viewers-{kind}-readers.stderr")
+            time.sleep(p["settle"])
+            c0, (r0, _), t0 = cpu_s(proc.pid), rss_kib(proc.pid), time.monotonic()
+            time.sleep(p["window"])
+            c1, (r1, _), t1 = cpu_s(proc.pid), rss_kib(proc.pid), time.monotonic()
+            _alive(proc, log)
+            per_reader = []
+            if readers:
+                out, _ = readers.communicate(timeout=span + 10)
+                if readers.returncode != 0:
+                    raise BenchError(f"{kind} readers exited {readers.returncode}")
+                per_reader = [tuple(map(int, l.split())) for l in out.decode().split("\n") if l.strip()]
+        figs = dict(cpu_pct=100 * (c1 - c0) / (t1 - t0), rss_start=r0 / 1024, rss_end=r1 / 1024)
+        if n:
+            if len(per_reader) != n:
+                raise BenchError(f"{len(per_reader)} of {n} {kind} readers reported")
+            closed = sum(1 for _, eof in per_reader if eof)
+            if closed:
+                raise BenchError(f"{closed} of {n} {kind} readers were closed by the server")
+            most, least = max(b for b, _ in per_reader), min(b for b, _ in per_reader)
+            if least < 0.9 * most:
+                raise BenchError(f"uneven {kind} readers: {least} bytes against {most}")
+            if least == 0:
+                raise BenchError(f"a {kind} reader got nothing")
+            figs["reader_kbit_s"] = least * 8 / 1000 / span
+        return Sample(t1 - t0, c1 - c0, r1, extra=figs)
+    return measure
+
+
+def _viewers_notes(case: Case) -> list:
+    by = {c.name: median([s.extra["cpu_pct"] for s in c.samples]) for c in case.contenders if c.samples}
+    base = next((v for name, v in by.items() if name.endswith(" 0 viewers")), None)
+    if not base:
+        return []
+    ratios = [f"{name.split(' ', 1)[1]} {v / base:.3f}x" for name, v in by.items() if not name.endswith(" 0 viewers")]
+    return [f"{case.label}: producer CPU against no viewer (medians of the runs): " + ", ".join(ratios)
+            + " (target for WebSocket viewers: <= 1.05x)"] if ratios else []
+
+
+# ---------------------------------------------------------------------------
+
+
+def cases(ctx: Context) -> list:
+    p = QUICK if ctx.quick else FULL
+    skip_n = ctx.nalcast.unavailable("produce")
+    if skip_n is None and "--web" not in (ctx.nalcast.help("produce") or ""):
+        skip_n = "skipped (nalcast produce has no --web)"
+    skip_c = skip_n or chromium_missing()
+
+    def row(name, measure, skip):
+        return Contender(name, measure=measure, skip=skip, usage_error_skips=True)
+
+    out = []
+    for size in p["sizes"]:
+        tag = f"{size[0]}x{size[1]}"
+        case = Case(NAME, f"web paint {tag} {FPS} fps",
+                    "", 1, [row("nalcast --web + chromium", _paint_measure(p, size), skip_c)],
+                    runs=ctx.runs_for(p["runs"]), after=_paint_notes,
+                    figures=[("p50", "capture->paint median", "{:.1f} ms"), ("p99", "p99", "{:.1f} ms"),
+                             ("max", "max", "{:.0f} ms"), ("frames", "frames", "{:.0f}"),
+                             ("cpu_pct", "producer CPU", "{:.1f} %")])
+        case.notes.append(f"{case.label}: capture -> paint of every frame the page painted in "
+                          f"{p['paint_window']:g} s (the page's own figure: Date.now() against the capture "
+                          "time in the message header, both this machine's clock); medians over the runs")
+        out.append(case)
+
+    size = p["viewers_size"]
+    n = p["viewers"]
+    viewers = Case(NAME, f"web viewers {size[0]}x{size[1]} {FPS} fps", "", 1, [
+        row("nalcast 0 viewers", _viewers_measure(p, "ws", 0), skip_n),
+        row(f"nalcast {n} websocket viewers", _viewers_measure(p, "ws", n), skip_n),
+        row(f"nalcast {n} tcp readers", _viewers_measure(p, "tcp", n), skip_n),
+    ], runs=ctx.runs_for(p["runs"]), after=_viewers_notes,
+        figures=[("cpu_pct", "CPU", "{:.1f} %"), ("rss_start", "RSS", "{:.1f}"), ("rss_end", "->", "{:.1f} MiB"),
+                 ("reader_kbit_s", "per reader", "{:.0f} kbit/s")])
+    viewers.notes.append(f"{viewers.label}: producer CPU and RSS over {p['window']:g} s; the producer serves "
+                         "--web and --listen in every row; WebSocket viewers (ws_readers.py) and TCP readers "
+                         "(c/readers.c) read and discard, and must all get the same bytes within 10 %")
+    return out + [viewers]
