@@ -283,8 +283,8 @@ extension WebViewerTests {
         (try? String(contentsOf: dir.appendingPathComponent("error.log"), encoding: .utf8)) ?? ""
     }
 
-    /// Through deploy/nginx/nalcast-web.conf on loopback, with curl: the page over https, and
-    /// the WebSocket upgrade passed on and accepted for the page's https:// origin (the file's
+    /// Through deploy/nginx/nalcast-web.conf on loopback, with curl: the page and /healthz
+    /// over https (/metrics not), and the WebSocket upgrade passed on and accepted for the page's https:// origin (the file's
     /// `X-Forwarded-Proto https`), while an http:// origin is still refused.
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/sbin/nginx"), "needs nginx (scripts/setup installs nginx-light)"))
     func theDeployedProxyPassesThePageAndTheWebSocket() throws {
@@ -305,6 +305,12 @@ extension WebViewerTests {
         }
         let page = try Run.program("curl", ["-sk", "--max-time", "5", "https://\(origin)/"])
         #expect(page.status == 0 && page.text.contains("<title>nalcast</title>"), "\(page.text) \(page.stderr) nginx: \(Self.nginxLog(dir))")
+        let health = try Run.program("curl", ["-sk", "--max-time", "5", "https://\(origin)/healthz"])
+        #expect(health.text.trimmingCharacters(in: .whitespacesAndNewlines) == "ok", "\(health.text) \(health.stderr)")
+        // The metrics stay on the --web address, for the local scraper only.
+        let metrics = try Run.program("curl", ["-sk", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "5", "https://\(origin)/metrics"])
+        #expect(metrics.text == "403")
+        #expect(try Run.program("curl", ["-s", "--max-time", "5", url + "metrics"]).text.contains("# TYPE "))
         func upgrade(origin pageOrigin: String) throws -> String {
             // curl stops waiting after 3 s of stream; the status line is what counts.
             try Run.program("curl", ["-sk", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "3", "-H", "Connection: Upgrade", "-H", "Upgrade: websocket",
