@@ -3,7 +3,8 @@ import Testing
 
 /// The Dockerfile and deploy/ stay true to the CLI: every command line in them passes
 /// `nalcast … --dry-run`, the YAML passes yamllint, the units systemd-analyze, the
-/// Dockerfile hadolint, and its runtime packages are the ones the binary links.
+/// Dockerfile hadolint, the nginx site `nginx -t`, and its runtime packages are the ones the
+/// binary links.
 /// (scripts/container-smoke runs the runtime stage itself; it is slow and not in here.)
 @Suite(.serialized) struct DeployFilesTests {
     /// Extracts command lines from the YAML files with PyYAML (Debian python3-yaml, which
@@ -168,6 +169,42 @@ import Testing
                                            Run.root.appendingPathComponent("deploy").path])
         #expect(r.status == 0, "\(r.text)\(r.stderr)")
         #expect(r.text.isEmpty, "\(r.text)")
+    }
+
+    /// deploy/nginx/nalcast-web.conf as an admin installs it (only its certificate paths
+    /// pointed at one made here: `nginx -t` loads it) passes `nginx -t` inside a minimal
+    /// nginx.conf; the same file with a typo does not. Its WebSocket location says what
+    /// nalcast needs (WebViewerTests runs the file in front of a producer).
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/sbin/nginx"), "nginx is not installed (scripts/setup installs nginx-light)"))
+    func nginxSitePassesNginxT() throws {
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let (certificate, key) = try Deploy.selfSignedCertificate(dir: dir, address: "nalcast.example.net")
+        let site = try Deploy.nginxWebSite(certificate: certificate, key: key)
+        let check = { (site: String) throws -> Run.Result in
+            let config = try Deploy.nginxConfig(dir: dir, site: site)
+            return try Run.program("/usr/sbin/nginx", ["-t", "-p", dir.path, "-c", config.path], timeout: 20)
+        }
+        let r = try check(site)
+        #expect(r.status == 0 && r.stderr.contains("test is successful"), "\(r.text)\(r.stderr)")
+        let typo = try check(site.replacingOccurrences(of: "proxy_buffering off;", with: "proxy_buffering of;"))
+        #expect(typo.status != 0, "nginx -t passed a broken file: \(typo.stderr)")
+        #expect(typo.stderr.contains("nalcast-web.conf"), "\(typo.stderr)")
+
+        let start = try #require(site.range(of: "location = /ws {"), "no `location = /ws` in \(Deploy.nginxWebSite)")
+        let end = try #require(site.range(of: "\n    }", range: start.upperBound..<site.endIndex))
+        let ws = site[start.upperBound..<end.lowerBound].split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.hasPrefix("#") }
+        for directive in ["proxy_pass http://nalcast_web;", "proxy_http_version 1.1;", "proxy_set_header Host $http_host;",
+                          "proxy_set_header X-Forwarded-Proto https;", "proxy_set_header Upgrade $http_upgrade;",
+                          "proxy_set_header Connection $nalcast_connection_upgrade;", "proxy_buffering off;", "proxy_read_timeout 1h;"] {
+            #expect(ws.contains(directive), "location = /ws lacks `\(directive)`: \(ws)")
+        }
+        // The producer the comment tells to run is a valid command line, on the upstream's address.
+        #expect(site.contains("server 127.0.0.1:8080;"))
+        let line = try #require(site.split(separator: "\n").first { $0.hasPrefix("#   nalcast produce ") }, "no producer command line in the comment")
+        let command = Deploy.CommandLine(origin: Deploy.nginxWebSite, arguments: line.split(separator: " ").dropFirst(2).map(String.init))
+        let plan = try Deploy.dryRun(command)
+        #expect(plan.status == 0 && plan.text.contains("web: tcp://127.0.0.1:8080"), "\(command) → \(plan.status): \(plan.text)\(plan.stderr)")
     }
 
     @Test func dockerfilePassesHadolint() throws {

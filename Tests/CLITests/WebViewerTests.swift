@@ -264,41 +264,62 @@ extension WebViewerTests {
 }
 
 extension WebViewerTests {
-    /// The TLS reverse proxy of docs/usage.md, for viewers on other machines: `nginx`
-    /// terminates https (a self-signed certificate made here) on this machine's outside
-    /// address and proxies the page and its WebSocket to a loopback `--web`.
-    static func nginxConfig(dir: URL, listen: String, web: String) -> String {
-        """
-        master_process off;
-        daemon off;
-        error_log \(dir.path)/error.log;
-        pid \(dir.path)/nginx.pid;
-        events {}
-        http {
-            access_log off;
-            client_body_temp_path \(dir.path);
-            proxy_temp_path \(dir.path);
-            fastcgi_temp_path \(dir.path);
-            uwsgi_temp_path \(dir.path);
-            scgi_temp_path \(dir.path);
-            map $http_upgrade $connection_upgrade { default upgrade; '' close; }
-            server {
-                listen \(listen) ssl;
-                ssl_certificate \(dir.path)/cert.pem;
-                ssl_certificate_key \(dir.path)/key.pem;
-                location / {
-                    proxy_pass http://\(web);
-                    proxy_http_version 1.1;
-                    proxy_set_header Host $http_host;
-                    proxy_set_header X-Forwarded-Proto $scheme;
-                    proxy_set_header Upgrade $http_upgrade;
-                    proxy_set_header Connection $connection_upgrade;
-                    proxy_buffering off;
-                    proxy_read_timeout 1h;
-                }
-            }
+    /// deploy/nginx/nalcast-web.conf, the TLS reverse proxy for viewers on other machines:
+    /// nginx terminates https on `listen` (HOST:PORT) with a self-signed certificate made
+    /// here and proxies the page and its WebSocket to the producer's `--web` (HOST:PORT).
+    /// The file itself runs, only its certificate, listen and upstream lines swapped.
+    static func startNginx(dir: URL, listen: String, web: String, certificateFor address: String) throws -> Background {
+        let (certificate, key) = try Deploy.selfSignedCertificate(dir: dir, address: address)
+        let site = try Deploy.nginxWebSite(certificate: certificate, key: key, listen: listen, web: web)
+        let config = try Deploy.nginxConfig(dir: dir, site: site)
+        let nginx = try Background("/usr/sbin/nginx", ["-p", dir.path, "-c", config.path])
+        let page = "https://\(listen)/"
+        let deadline = Date().addingTimeInterval(10)
+        while (try? Run.program("curl", ["-sk", "-o", "/dev/null", page]).status) != 0 && Date() < deadline { usleep(100_000) }
+        return nginx
+    }
+
+    static func nginxLog(_ dir: URL) -> String {
+        (try? String(contentsOf: dir.appendingPathComponent("error.log"), encoding: .utf8)) ?? ""
+    }
+
+    /// Through deploy/nginx/nalcast-web.conf on loopback, with curl: the page and /healthz
+    /// over https (/metrics not), and the WebSocket upgrade passed on and accepted for the page's https:// origin (the file's
+    /// `X-Forwarded-Proto https`), while an http:// origin is still refused.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/sbin/nginx"), "needs nginx (scripts/setup installs nginx-light)"))
+    func theDeployedProxyPassesThePageAndTheWebSocket() throws {
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let (producer, url) = try Self.producer([])
+        defer {
+            producer.signal(SIGINT)
+            producer.wait()
         }
-        """
+        let web = String(url.dropFirst("http://".count).dropLast())
+        let origin = "127.0.0.1:\(try freePort())"
+        let nginx = try Self.startNginx(dir: dir, listen: origin, web: web, certificateFor: "127.0.0.1")
+        defer {
+            // Without a master process nginx waits for its proxied connections on SIGTERM.
+            nginx.signal(SIGKILL)
+            nginx.wait()
+        }
+        let page = try Run.program("curl", ["-sk", "--max-time", "5", "https://\(origin)/"])
+        #expect(page.status == 0 && page.text.contains("<title>nalcast</title>"), "\(page.text) \(page.stderr) nginx: \(Self.nginxLog(dir))")
+        let health = try Run.program("curl", ["-sk", "--max-time", "5", "https://\(origin)/healthz"])
+        #expect(health.text.trimmingCharacters(in: .whitespacesAndNewlines) == "ok", "\(health.text) \(health.stderr)")
+        // The metrics stay on the --web address, for the local scraper only.
+        let metrics = try Run.program("curl", ["-sk", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "5", "https://\(origin)/metrics"])
+        #expect(metrics.text == "403")
+        #expect(try Run.program("curl", ["-s", "--max-time", "5", url + "metrics"]).text.contains("# TYPE "))
+        func upgrade(origin pageOrigin: String) throws -> String {
+            // curl stops waiting after 3 s of stream; the status line is what counts.
+            try Run.program("curl", ["-sk", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "3", "-H", "Connection: Upgrade", "-H", "Upgrade: websocket",
+                                     "-H", "Sec-WebSocket-Version: 13", "-H", "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==", "-H", "Origin: \(pageOrigin)",
+                                     "https://\(origin)/ws"]).text
+        }
+        #expect(try upgrade(origin: "https://\(origin)") == "101", "nginx: \(Self.nginxLog(dir))")
+        #expect(try upgrade(origin: "http://\(origin)") == "403")
+        #expect(try upgrade(origin: "https://example.net") == "403")
     }
 
     /// Over https from the outside address, through nginx, the page is a secure context: it
@@ -310,10 +331,6 @@ extension WebViewerTests {
         let dir = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let address = Self.outsideAddress!
-        let cert = try Run.program("openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=\(address)",
-                                               "-addext", "subjectAltName=IP:\(address)", "-keyout", dir.appendingPathComponent("key.pem").path,
-                                               "-out", dir.appendingPathComponent("cert.pem").path])
-        try #require(cert.status == 0, "\(cert.stderr)")
         let (producer, url) = try Self.producer([])
         defer {
             producer.signal(SIGINT)
@@ -321,19 +338,15 @@ extension WebViewerTests {
         }
         let web = String(url.dropFirst("http://".count).dropLast())
         let tlsPort = try freePort()
-        let config = dir.appendingPathComponent("nginx.conf")
-        try Self.nginxConfig(dir: dir, listen: "\(address):\(tlsPort)", web: web).write(to: config, atomically: true, encoding: .utf8)
-        let nginx = try Background("/usr/sbin/nginx", ["-p", dir.path, "-c", config.path])
+        let nginx = try Self.startNginx(dir: dir, listen: "\(address):\(tlsPort)", web: web, certificateFor: address)
         defer {
             // Without a master process nginx waits for its proxied connections on SIGTERM.
             nginx.signal(SIGKILL)
             nginx.wait()
         }
         let page = "https://\(address):\(tlsPort)/"
-        let deadline = Date().addingTimeInterval(10)
-        while (try? Run.program("curl", ["-sk", "-o", "/dev/null", page]).status) != 0 && Date() < deadline { usleep(100_000) }
         let r = try Run.program(PlaybackTests.venvPython, [PlaybackTests.browserTools.appendingPathComponent("web_check.py").path, page, Self.points], timeout: 120)
-        #expect(r.status == 0, "\(r.text) \(r.stderr) nginx: \((try? String(contentsOf: dir.appendingPathComponent("error.log"), encoding: .utf8)) ?? "")")
+        #expect(r.status == 0, "\(r.text) \(r.stderr) nginx: \(Self.nginxLog(dir))")
         let seen = try #require(try JSONSerialization.jsonObject(with: r.stdout) as? [String: Any], "\(r.text) \(r.stderr)")
         #expect((seen["painted"] as? Int ?? 0) >= 30 && seen["width"] as? Int == 640, "\(seen)")
         Self.checkBars(seen["pixels"] as? [[Int]] ?? [], "through the proxy")
