@@ -166,7 +166,7 @@ import TestSupport
         try #require(recordings.count == publish, "\(recordings)\n\(server.log)")
         let file = recordings[publish - 1].path
         let video = try MediaProbe.video(file, format: "h264")
-        #expect(video.map { (75...frames).contains($0.frames) && $0.width == 320 && $0.height == 240 } == true,
+        #expect(video.map { (60...frames).contains($0.frames) && $0.width == 320 && $0.height == 240 } == true,
                 "recorded \(String(describing: video))\n\(server.log)")
         #expect(try MediaProbe.decodeErrors(file, format: "h264") == "")
     }
