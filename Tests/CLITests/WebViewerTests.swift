@@ -400,3 +400,61 @@ extension WebViewerTests {
         #expect((event["reason"] as? String)?.hasPrefix("websocket: pings not read") == true, "\(event)")
     }
 }
+
+extension WebViewerTests {
+    /// The X screen changes size while the page plays: the producer sends the new SPS and an
+    /// IDR, and the page reconfigures its decoder on the same connection (no reconnect).
+    @Test(.enabled(if: PlaybackTests.chromiumMissing == nil && FileManager.default.isExecutableFile(atPath: "/usr/bin/Xvfb"), "needs Chromium and Xvfb"))
+    func thePageFollowsAScreenSizeChange() throws {
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let displayFile = dir.appendingPathComponent("display")
+        let xvfb = try Background("Xvfb", ["-displayfd", "1", "-screen", "0", "640x480x24", "-noreset", "-nolisten", "tcp"], stdoutTo: displayFile)
+        defer {
+            xvfb.signal(SIGTERM)
+            xvfb.wait()
+        }
+        let deadline = Date().addingTimeInterval(30)
+        var number = ""
+        while number.isEmpty && Date() < deadline {
+            number = ((try? String(contentsOf: displayFile, encoding: .utf8)) ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+            if number.isEmpty { usleep(50_000) }
+        }
+        let display = try #require(Int(number).map { ":\($0)" }, "Xvfb did not start: \(xvfb.stderr)")
+        func xrandr(_ arguments: [String]) throws -> Run.Result {
+            try Run.program("xrandr", arguments, environment: ["DISPLAY": display, "PATH": "/usr/bin:/bin"])
+        }
+        #expect(try xrandr(["--newmode", "320x240", "1", "320", "321", "322", "323", "240", "241", "242", "243"]).status == 0)
+        #expect(try xrandr(["--addmode", "screen", "320x240"]).status == 0)
+        #expect(try xrandr(["--output", "screen", "--mode", "320x240"]).status == 0)
+
+        let producer = try Background(Run.nalcast, ["produce", "--source", "x11:\(display.dropFirst())", "--fps", "30", "--web", "tcp://127.0.0.1:0"])
+        defer {
+            producer.signal(SIGINT)
+            producer.wait()
+        }
+        guard producer.waitFor("the page on "), let found = producer.stderr.split(separator: " ").first(where: { $0.hasPrefix("http://") }) else {
+            Issue.record("no page announced: \(producer.stderr)")
+            return
+        }
+        let url = String(found.split(separator: "\n")[0])
+        let output = dir.appendingPathComponent("check.jsonl")
+        let goal = #"{"width": 640, "height": 480, "painted": 60}"#
+        let check = try Background(PlaybackTests.venvPython, [PlaybackTests.browserTools.appendingPathComponent("web_check.py").path, url, "[]", goal],
+                                   stdoutTo: output)
+        defer {
+            check.signal(SIGKILL)
+            check.wait()
+        }
+        let playing = Date().addingTimeInterval(90)
+        while Self.events(output).isEmpty && check.process.isRunning && Date() < playing { usleep(100_000) }
+        let first = try #require(Self.events(output).first, "the page never played: \(check.stderr)")
+        #expect(first["width"] as? Int == 320 && first["height"] as? Int == 240, "\(first)")
+        #expect(try xrandr(["--output", "screen", "--mode", "640x480"]).status == 0)
+        #expect(check.wait(timeout: 90) == 0, "\(Self.events(output)) \(check.stderr)\n\(producer.stderr)")
+        let last = try #require(Self.events(output).last)
+        #expect(last["width"] as? Int == 640 && last["height"] as? Int == 480, "\(last)")
+        #expect(last["connects"] as? Int == 1, "the page reconnected instead of reconfiguring: \(last)")
+        #expect(last["errors"] as? Int == 0, "\(last)")
+    }
+}
