@@ -115,7 +115,7 @@ import Testing
         let tcpPort = try freePort()
         // An IDR every 5 frames: the test pattern compresses so well that the kernel's buffers
         // would otherwise hide the viewer's lag for a long while.
-        let (producer, url) = try Self.producer(["--listen", "tcp://127.0.0.1:\(tcpPort)", "--events", events.path, "--keyint", "5"], size: "1280x720")
+        let (producer, url) = try Self.producer(["--listen", "tcp://127.0.0.1:\(tcpPort)", "--events", events.path, "--keyint", "5", "--reader-timeout", "3s"], size: "1280x720")
         defer {
             producer.signal(SIGINT)
             producer.wait()
@@ -151,6 +151,11 @@ import Testing
         #expect(tcpReader != nil)
         #expect(skipped(all), "\(all)")
         #expect(!all.contains { $0["event"] as? String == "reader-skipped" && $0["reader"] as? Int == tcpReader }, "\(all)")
+        // A viewer that takes nothing for --reader-timeout is dropped, as a TCP reader is.
+        let closed = { (all: [[String: Any]]) in all.contains { $0["event"] as? String == "reader-closed" && $0["reader"] as? Int == viewer } }
+        let gone = Date().addingTimeInterval(30)
+        while !closed(Self.events(events)) && Date() < gone { usleep(100_000) }
+        #expect(closed(Self.events(events)), "\(Self.events(events))")
     }
 
     /// The producer stops and comes back on the same port at another size: the page connects
