@@ -7,9 +7,8 @@ import Foundation
 /// and `start()` (or `restart()`) take it down and up on the same port, each run with a file
 /// of its own (`outputs`).
 ///
-/// srt-live-transmit writes to its stdout through a buffer of a few KB: what a caller sent is
-/// all in the file once the listener has stopped (`stop()`: SIGTERM, on which it exits
-/// cleanly); while it runs, or after `kill()`, the last few KB may be missing.
+/// srt-live-transmit runs with stdout unbuffered (`stdbuf -o0`): what it has received is in
+/// the file as it goes, also after a `kill()`.
 public final class SRTListener {
     public let port: UInt16
     public let directory: URL
@@ -47,7 +46,10 @@ public final class SRTListener {
     public func start(timeout: Double = 30) throws {
         let output = directory.appendingPathComponent("received-\(outputs.count + 1).ts")
         outputs.append(output)
-        try process.start("srt-live-transmit", [listenerURI, "file://con"], stdout: output, directory: directory)
+        // Unbuffered (coreutils' stdbuf execs it: same PID): srt-live-transmit writes through
+        // stdout's 4 KB buffer, which a slow exit on a loaded machine (SIGKILL after the
+        // SIGTERM grace) would lose: a second of a low-bitrate test stream.
+        try process.start("stdbuf", ["-o0", try ServerProcess.locate("srt-live-transmit"), listenerURI, "file://con"], stdout: output, directory: directory)
         try process.waitUntilListening(port: port, .udp, timeout: timeout)
     }
 
