@@ -85,6 +85,26 @@ class Procs:
         return False
 
 
+def alive(proc, log: Path) -> None:
+    """Raises BenchError with the tail of its stderr when the producer has exited."""
+    if proc.poll() is not None:
+        raise BenchError(f"producer exited {proc.returncode}: {stderr_tail(log)}")
+
+
+def guard(fn):
+    """A measure function: BenchError (or any error) becomes a failed sample."""
+    from harness import Sample
+
+    def measure(ctx):
+        try:
+            return fn(ctx)
+        except BenchError as e:
+            return Sample(0, 0, 0, status=1, extra={"error": str(e)})
+        except Exception as e:  # a bug here must not leave the table half-made
+            return Sample(0, 0, 0, status=1, extra={"error": f"{type(e).__name__}: {e}"})
+    return measure
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 from harness import Case, Context, Contender, Sample, gst_has, has_program
+from live import alive as _alive, guard as _guard
 from live import (BenchError, Procs, StreamReader, ThreadReader, check_contiguous, connect, cpu_s,
                   free_port, median, rss_kib, stderr_tail, wait_listening, wait_serving)
 
@@ -79,22 +80,6 @@ def check_reader(pics: list, proc) -> tuple:
         return check_contiguous(pics) + f" ({drops} dropped at capture)", drops
     return None, drops
 
-
-def _alive(proc, log: Path) -> None:
-    if proc.poll() is not None:
-        raise BenchError(f"producer exited {proc.returncode}: {stderr_tail(log)}")
-
-
-def _guard(fn):
-    """A measure function: BenchError (or any error) becomes a failed sample."""
-    def measure(ctx: Context) -> Sample:
-        try:
-            return fn(ctx)
-        except BenchError as e:
-            return Sample(0, 0, 0, status=1, extra={"error": str(e)})
-        except Exception as e:  # a bug here must not leave the table half-made
-            return Sample(0, 0, 0, status=1, extra={"error": f"{type(e).__name__}: {e}"})
-    return measure
 
 
 # ---------------------------------------------------------------------------

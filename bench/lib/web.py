@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 from harness import Case, Context, Contender, Sample
+from live import alive as _alive, guard as _guard
 from live import BenchError, Procs, cpu_s, median, pct, rss_kib, stderr_tail
 
 NAME = "web"
@@ -81,22 +82,6 @@ def _start(ctx: Context, procs: Procs, size: tuple, log: Path, listen: bool) -> 
     tcp = int(_wait_for(r"serving tcp://127\.0\.0\.1:(\d+)", proc, log).group(1)) if listen else None
     return proc, web, tcp
 
-
-def _alive(proc, log: Path) -> None:
-    if proc.poll() is not None:
-        raise BenchError(f"producer exited {proc.returncode}: {stderr_tail(log)}")
-
-
-def _guard(fn):
-    """A measure function: BenchError (or any error) becomes a failed sample."""
-    def measure(ctx: Context) -> Sample:
-        try:
-            return fn(ctx)
-        except BenchError as e:
-            return Sample(0, 0, 0, status=1, extra={"error": str(e)})
-        except Exception as e:  # a bug here must not leave the table half-made
-            return Sample(0, 0, 0, status=1, extra={"error": f"{type(e).__name__}: {e}"})
-    return measure
 
 
 # ---------------------------------------------------------------------------
