@@ -54,6 +54,9 @@ public struct AnnexBPackager {
         inBandPPS = nil
     }
 
+    /// Counts one more malformed input (new extradata that could not be read).
+    public mutating func noteMalformed() { malformedPackets += 1 }
+
     /// The avcC record (ISO/IEC 14496-15 5.2.4.1): NAL length size and SPS/PPS, each turned
     /// into an Annex-B NAL unit.
     public static func parseAVCC(_ data: [UInt8]) throws(PackagerError) -> (lengthSize: Int, parameterSets: [NALUnit]) {
