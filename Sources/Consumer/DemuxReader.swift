@@ -94,8 +94,10 @@ public final class DemuxReader: Sendable {
         case failed(String)
         /// The source holds no H.264 video, or its container cannot be read: one line.
         case invalid(String)
-        /// A live source stayed lost for `giveUpAfter`: why, whether it was ever opened.
-        case gaveUp(reason: String, everOpened: Bool)
+        /// A live source stayed lost for `giveUpAfter`: why, whether it was ever opened, and
+        /// whether its last opening ended with an end-of-stream NAL unit (a producer that
+        /// finished its stream).
+        case gaveUp(reason: String, everOpened: Bool, endedCleanly: Bool)
     }
 
     public let source: Source
@@ -195,7 +197,7 @@ public final class DemuxReader: Sendable {
             }
             let now = monotonicNanoseconds()
             guard let delay = backoff.nextDelay(now: now, random: Double.random(in: 0...1)) else {
-                return .gaveUp(reason: reason, everOpened: everOpened)
+                return .gaveUp(reason: reason, everOpened: everOpened, endedCleanly: intake.lastConnectionEndedCleanly)
             }
             if attempts > 1 && backoff.progressDue(now: now) {
                 onEvent(.retrying(source: source.shown, attempt: attempts, reason: reason, downFor: backoff.downFor(now: now), nextIn: delay))

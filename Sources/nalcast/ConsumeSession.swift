@@ -77,6 +77,7 @@ final class ConsumeSession {
         let loop = EventLoop()
         let ending = Ending(loop: loop)
         let fileReader = try openInput()
+        try checkDemuxedFile()
         let fanout = try makeOutputs(ending)
         let signalWatchers = watchSignals(loop, ending)
         // The watchers must outlive the loop and the drain: a released SignalWatcher stops its
@@ -85,6 +86,7 @@ final class ConsumeSession {
         var client = try connectInput(loop, fanout, ending)
         let serving = try startServing(loop, fanout)
         startReading(fileReader, fanout, ending)
+        let demuxReader = startDemux(fanout, ending)
 
         loop.run()
 
@@ -93,7 +95,7 @@ final class ConsumeSession {
         client?.stop()
         client = nil
         serving.stop()
-        drain(fileReader, fanout, after: ended)
+        drain(fileReader, demuxReader, fanout, after: ended)
         if serving.statusTimer != nil { serving.statusLine.end() }
         return try report(ended, ending, fanout)
     }
@@ -126,7 +128,7 @@ final class ConsumeSession {
             let sink: any AccessUnitSink
             do {
                 sink = try OutputChoice.sink(target: output, format: config.outputFormat, fallbackFrameRate: config.frameRate.framesPerSecond,
-                                             countedClock: !config.input.isNetwork)
+                                             countedClock: config.input.timeIsCounted)
             } catch {
                 throw CommandError.io(error.message)
             }
@@ -176,7 +178,7 @@ final class ConsumeSession {
             planner: SegmentPlanner.Config(segmentDuration: .seconds(config.segmentDuration), maxBytes: config.segmentMaxBytes),
             keep: config.keep, hook: config.hook, sync: config.fsync,
             writer: ContainerSegmentWriter.factory(ContainerFormat.forPath(config.namer.pattern), fallbackFrameRate: config.frameRate.framesPerSecond,
-                                                   countedClock: !config.input.isNetwork))
+                                                   countedClock: config.input.timeIsCounted))
         let sink: SegmentSink
         do {
             sink = try SegmentSink(config: segmentConfig, recovered: &recovered) { event in
@@ -210,7 +212,7 @@ final class ConsumeSession {
 
     /// One `--forward` target.
     private func makeForwardSink(_ target: ForwardChoice, name: String, _ ending: Ending) -> sending ForwardSink {
-        target.makeSink(name: name, fallbackFrameRate: config.frameRate.framesPerSecond, countedClock: !config.input.isNetwork,
+        target.makeSink(name: name, fallbackFrameRate: config.frameRate.framesPerSecond, countedClock: config.input.timeIsCounted,
                         onEvent: ForwardChoice.reporter(name: name, log: log, events: events) { ending.forwardsConnected.withLock { _ = $0.insert(name) } })
     }
 
@@ -227,7 +229,7 @@ final class ConsumeSession {
         return watchers
     }
 
-    private func makeIntake(_ fanout: SinkFanout, _ clock: MediaClock.Source) -> sending StreamIntake {
+    func makeIntake(_ fanout: SinkFanout, _ clock: MediaClock.Source) -> sending StreamIntake {
         StreamIntake(fanout: fanout, metrics: metrics, clock: clock, fallbackFrameRate: config.frameRate.framesPerSecond, maxNALUnitSize: config.maxNAL,
                      observer: config.idrSpacingObserver(log: log))
     }
@@ -318,12 +320,14 @@ final class ConsumeSession {
 
     /// Stops the reader and gives the sinks time to write what they hold: as long as they
     /// need (600 s) after a file was read to its end, else `--stop-timeout`.
-    private func drain(_ fileReader: FileReader?, _ fanout: SinkFanout, after ended: Outcome) {
+    private func drain(_ fileReader: FileReader?, _ demuxReader: DemuxReader?, _ fanout: SinkFanout, after ended: Outcome) {
         fileReader?.stop()
+        demuxReader?.stop()
         let timeout: Double
         if case .inputEnded = ended, !config.input.isNetwork { timeout = 600 } else { timeout = config.stopTimeout }
         let late = fanout.finish(timeout: timeout)
         fileReader?.join()
+        demuxReader?.join()
         if !late.isEmpty { log.line("gave up waiting for: \(late.joined(separator: ", "))", force: true) }
     }
 
