@@ -188,7 +188,7 @@ public final class DemuxReader: Sendable {
                 if stopped { return .ended }
                 switch error.kind {
                 case .notH264, .fatal: return .invalid(error.message)
-                case .unreachable, .timedOut, .read:
+                case .unreachable, .timedOut, .read, .noVideo:
                     // A file that exists but will not open is not a file to wait for.
                     if !source.live { return .invalid(error.message) }
                 }

@@ -90,6 +90,10 @@ public struct AnnexBPackager {
         var truncated = false
         if let lengthSize {
             (nals, truncated) = Self.splitLengthPrefixed(packet, lengthSize: lengthSize)
+        } else if extradataSets.isEmpty && Self.isWholeLengthPrefixed(packet) {
+            // No extradata yet and no start code, but whole 4-byte length-prefixed NAL units:
+            // an FLV/RTMP stream whose sequence header had not come when it was opened.
+            (nals, truncated) = Self.splitLengthPrefixed(packet, lengthSize: 4)
         } else {
             nals = Self.splitAnnexB(packet[...])
         }
@@ -127,6 +131,19 @@ public struct AnnexBPackager {
         out.append(contentsOf: rest)
         for nal in out { assembler.append(nal) }
         return assembler.endAccessUnit()
+    }
+
+    /// True when `packet` does not begin with a start code and is exactly a run of 4-byte
+    /// length-prefixed NAL units (each header's forbidden bit clear).
+    static func isWholeLengthPrefixed(_ packet: [UInt8]) -> Bool {
+        guard packet.count > 4, !(packet[0] == 0 && packet[1] == 0 && (packet[2] == 1 || packet[2] == 0 && packet[3] == 1)) else { return false }
+        var at = 0
+        while at + 4 < packet.count {
+            let n = Int(packet[at]) << 24 | Int(packet[at + 1]) << 16 | Int(packet[at + 2]) << 8 | Int(packet[at + 3])
+            guard n > 0, n <= packet.count - at - 4, packet[at + 4] & 0x80 == 0 else { return false }
+            at += 4 + n
+        }
+        return at == packet.count
     }
 
     /// Length-prefixed NAL units to start-code ones. 4-byte lengths become `00 00 00 01` in

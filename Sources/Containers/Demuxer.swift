@@ -15,8 +15,10 @@ public struct DemuxError: Error, CustomStringConvertible, Sendable {
         case unreachable
         /// No packet within the deadline (a stalled live source).
         case timedOut
-        /// The source holds no H.264 video (a fact about the source: not retried).
+        /// The source's video is not H.264 (a fact about the source: not retried).
         case notH264
+        /// No video stream found (a file has none; a live source may not have sent it yet).
+        case noVideo
         /// The libraries are missing, or other trouble that retrying will not mend.
         case fatal
         /// Reading failed after the source was open.
@@ -111,7 +113,7 @@ public final class Demuxer {
         guard best >= 0, let stream = opened.pointee.streams[Int(best)] else {
             let kinds = Self.describeStreams(opened, except: -1)
             CAVFormat_avformat_close_input(&context)
-            throw DemuxError(.notH264, "\(shown) has no video stream" + (kinds.isEmpty ? "" : " (only \(kinds.joined(separator: ", ")))"))
+            throw DemuxError(.noVideo, "\(shown) has no video stream" + (kinds.isEmpty ? "" : " (only \(kinds.joined(separator: ", ")))"))
         }
         let par = stream.pointee.codecpar.pointee
         guard par.codec_id == AV_CODEC_ID_H264 else {

@@ -38,7 +38,7 @@ extension ConsumeSession {
                     events?.emit("tracks-ignored", [("endpoint", shown), ("tracks", ignored.joined(separator: ", "))])
                 }
             case .unreachable(let shown, let reason):
-                log.line("cannot open \(shown) (\(reason)); retrying")
+                log.line("\(reason); retrying")
                 events?.emit("reconnecting", [("endpoint", shown), ("reason", reason)])
             case .stalled(let shown, let seconds):
                 log.line("\(shown) stalled: no packet for \(formatSeconds(seconds)) s")
@@ -70,7 +70,7 @@ extension ConsumeSession {
                     if let at = lastLost.withLock({ $0 }) { text += "; last read at \(ConsumeReport.clockTime(at))" }
                     ending.end(.unreachable(text))
                 } else {
-                    ending.end(.unreachable("cannot open \(source.shown) (\(reason))"))
+                    ending.end(.unreachable(reason))
                 }
             }
         }
