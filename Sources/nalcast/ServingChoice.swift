@@ -195,8 +195,12 @@ final class ServingSide {
         return out
     }
 
-    /// ` readers=N` for the status line; empty when not serving.
-    var statusText: String { server.map { " readers=\($0.readerCount)" } ?? "" }
+    /// ` readers=N reader-skips=K` for the status line (readers now, times one skipped to
+    /// the next IDR); empty when not serving.
+    var statusText: String {
+        guard let server else { return "" }
+        return " readers=\(server.readerCount) reader-skips=\(server.metrics.readerSkips.value)"
+    }
 
     /// The stream server's events as `--events` lines.
     static func report(_ event: StreamServer.Event, to log: EventLog?) {
