@@ -83,7 +83,7 @@ struct ServingChoice {
         }
         var b = BroadcasterConfig()
         if role == .relay, o.string("join") == JoinPolicy.idr.rawValue {
-            throw CommandError.usage("consume: --join idr: there is no encoder to ask for an IDR when relaying; use --join gop (the cached GOP at once) or --join next (the next IDR)")
+            throw CommandError.usage("consume: \(o.label("join").trimmed): there is no encoder to ask for an IDR when relaying; use --join gop (the cached GOP at once) or --join next (the next IDR)")
         }
         b.joinPolicy = try o.value("join", default: role.defaultJoin, expected: "expected one of \(role.joinPolicies.map(\.rawValue).joined(separator: ", "))") {
             JoinPolicy(rawValue: $0).flatMap { role.joinPolicies.contains($0) ? $0 : nil }
