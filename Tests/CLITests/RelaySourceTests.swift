@@ -5,7 +5,8 @@ import TestSupport
 /// `consume --from` any H.264 source through libavformat, never re-encoded: container files
 /// made by FFmpeg, an RTSP camera stand-in (GStreamer), an SRT sender, nginx-rtmp played as
 /// a client, MPEG-TS over UDP. Real peers on free loopback ports, stopped by PID; what comes
-/// out is decoded by FFmpeg.
+/// out is decoded by FFmpeg. Each live source is relayed too (`--listen`): 16 FFmpeg readers
+/// decode it, and headless Chromium plays the RTSP camera's page (`--web`).
 @Suite(.serialized) struct RelaySourceTests {
     static let size = (width: 320, height: 240)
 
@@ -37,6 +38,47 @@ import TestSupport
     /// What consume said (its log less the command line the log starts with).
     static func said(_ consumer: ServerProcess) -> String {
         consumer.log.split(separator: "\n").filter { !$0.hasPrefix("--- start") }.joined(separator: "\n")
+    }
+
+    /// The `tcp://127.0.0.1:PORT` a relay (`--listen tcp://127.0.0.1:0`) said it serves on.
+    static func servingEndpoint(_ consumer: ServerProcess) -> String? {
+        guard consumer.waitForLog("serving tcp://", timeout: 30) else { return nil }
+        let text = said(consumer)
+        guard let range = text.range(of: "serving tcp://") else { return nil }
+        let rest = text[range.upperBound...]
+        return "tcp://" + rest.prefix { $0.isNumber || $0 == "." || $0 == ":" }
+    }
+
+    /// The page's URL a relay (`--web tcp://127.0.0.1:0`) announced.
+    static func pageURL(_ consumer: ServerProcess) -> String? {
+        guard consumer.waitForLog("the page on http://", timeout: 30) else { return nil }
+        let text = said(consumer)
+        guard let range = text.range(of: "the page on ") else { return nil }
+        return String(text[range.upperBound...].prefix { !$0.isWhitespace && $0 != "," })
+    }
+
+    /// 16 FFmpeg readers of the relay at `endpoint` (`ffmpeg -f h264 -i tcp://…`), each
+    /// decoding `frames` pictures: every one decodes all of them with no error line. They
+    /// probe 100 kB / 0.5 s of stream, not FFmpeg's default 5 s, which a source of a few
+    /// seconds would end before.
+    static func sixteenReadersDecode(_ endpoint: String, frames: Int = 30, in dir: URL, _ context: String) throws {
+        let port = endpoint.split(separator: ":").last!
+        let readers = try (0..<16).map { i -> (ServerProcess, URL) in
+            let output = dir.appendingPathComponent("reader-\(i).framecrc")
+            let reader = ServerProcess(name: "ffmpeg reader \(i)", logURL: dir.appendingPathComponent("reader-\(i).log"))
+            try reader.start("ffmpeg", ["-nostdin", "-hide_banner", "-v", "error", "-probesize", "100000", "-analyzeduration", "500000",
+                                        "-f", "h264", "-i", "tcp://127.0.0.1:\(port)", "-frames:v", String(frames), "-f", "framecrc", "-"], stdout: output)
+            return (reader, output)
+        }
+        for (i, (reader, output)) in readers.enumerated() {
+            let status = reader.waitForExit(timeout: 30)
+            if status == nil { reader.stop() }
+            let decoded = ((try? String(contentsOf: output, encoding: .utf8)) ?? "").split(separator: "\n").filter { !$0.hasPrefix("#") }.count
+            let errors = reader.log.split(separator: "\n").filter { !$0.hasPrefix("--- start") }.joined(separator: "\n")
+            let r = (status: status ?? -1, frames: decoded, errors: errors)
+            #expect(r.status == 0 && r.frames == frames, "\(context): reader \(i) decoded \(r.frames) frames: \(r.errors)")
+            #expect(r.errors.isEmpty, "\(context): reader \(i): \(r.errors)")
+        }
     }
 
     /// SIGINT, as a user stops it: the exit code.
@@ -75,6 +117,20 @@ import TestSupport
         let units = try inspect(out.path)
         #expect(units.accessUnits == 60)
         #expect(units.firstTypes.prefix(3) == [9, 7, 8], "\(units.firstTypes)")
+    }
+
+    /// A container file served by a relay, at the pace of its media time: 16 readers decode it.
+    @Test func containerFileIsRelayedToSixteenReaders() throws {
+        let dir = try MediaServerDirectory.make("relay-file-readers")
+        defer { MediaServerDirectory.discard(dir) }
+        let source = dir.appendingPathComponent("long.mp4")
+        let made = try Tool.run(["ffmpeg", "-hide_banner", "-nostdin", "-v", "error", "-y", "-f", "lavfi", "-i", "testsrc=size=320x240:rate=30",
+                                 "-frames:v", "300", "-c:v", "libx264", "-g", "30", "-pix_fmt", "yuv420p", source.path])
+        try #require(made.status == 0, "\(made.stderr)")
+        let consumer = try Self.consume(["--from", source.path, "--listen", "tcp://127.0.0.1:0"], in: dir)
+        defer { consumer.stop() }
+        try Self.sixteenReadersDecode(try #require(Self.servingEndpoint(consumer), "\(consumer.logTail())"), in: dir, "mp4 file")
+        #expect(consumer.waitForExit(timeout: 60) == 0, "\(consumer.logTail())")
     }
 
     /// A container goes to a container too: the MP4's timing survives into an MPEG-TS.
@@ -132,10 +188,22 @@ import TestSupport
         defer { MediaServerDirectory.discard(dir) }
         let out = dir.appendingPathComponent("out.h264")
         let events = dir.appendingPathComponent("events.jsonl")
-        let consumer = try Self.consume(["--from", camera.url(credentials: "viewer:s3cret"), "-o", out.path, "--events", events.path], in: dir)
+        let consumer = try Self.consume(["--from", camera.url(credentials: "viewer:s3cret"), "-o", out.path, "--events", events.path,
+                                          "--listen", "tcp://127.0.0.1:0", "--web", "tcp://127.0.0.1:0"], in: dir)
         defer { consumer.stop() }
         #expect(consumer.waitForLog("opened rtsp://***@127.0.0.1:\(camera.port)/cam", timeout: 30), "\(consumer.logTail())\n\(camera.log)")
-        sleep(3)
+        // Relayed: 16 FFmpeg readers, and the page in headless Chromium.
+        let endpoint = try #require(Self.servingEndpoint(consumer), "\(consumer.logTail())")
+        try Self.sixteenReadersDecode(endpoint, in: dir, "rtsp")
+        if PlaybackTests.chromiumMissing == nil {
+            let page = try #require(Self.pageURL(consumer), "\(consumer.logTail())")
+            let r = try Run.program(PlaybackTests.venvPython, [PlaybackTests.browserTools.appendingPathComponent("web_check.py").path, page, "[]"], timeout: 120)
+            let seen = try JSONSerialization.jsonObject(with: r.stdout) as? [String: Any] ?? [:]
+            #expect(r.status == 0 && (seen["painted"] as? Int ?? 0) >= 30, "\(r.text) \(r.stderr)")
+            #expect(seen["width"] as? Int == Self.size.width && seen["height"] as? Int == Self.size.height, "\(seen)")
+            #expect(seen["errors"] as? Int == 0 && seen["problem"] is NSNull, "\(seen)")
+            print("RTSP camera in Chromium: \(seen["painted"] ?? "?") pictures painted")
+        }
         #expect(Self.interrupt(consumer) == 0, "\(consumer.logTail())")
         let video = try MediaProbe.video(out.path, format: "h264")
         #expect((video?.frames ?? 0) >= 45, "\(String(describing: video))\n\(consumer.logTail())")
@@ -184,9 +252,10 @@ import TestSupport
         var sender = try Self.sender(url, format: "mpegts", frames: 90, in: dir)
         try sender.waitUntilListening(port: port, .udp)
         let out = dir.appendingPathComponent("out.ts")
-        let consumer = try Self.consume(["--from", "srt://127.0.0.1:\(port)", "-o", out.path, "--stall-timeout", "2s"], in: dir)
+        let consumer = try Self.consume(["--from", "srt://127.0.0.1:\(port)", "-o", out.path, "--stall-timeout", "2s", "--listen", "tcp://127.0.0.1:0"], in: dir)
         defer { consumer.stop() }
         #expect(consumer.waitForLog("opened srt://127.0.0.1:\(port)", timeout: 30), "\(consumer.logTail())\n\(sender.logTail())")
+        try Self.sixteenReadersDecode(try #require(Self.servingEndpoint(consumer)), in: dir, "srt")
         _ = sender.waitForExit(timeout: 30)
         sender = try Self.sender(url, format: "mpegts", frames: 60, in: dir, name: "sender2")
         #expect(consumer.waitForLog("opened srt://127.0.0.1:\(port)", count: 2, timeout: 30), "\(consumer.logTail())\n\(sender.logTail())")
@@ -210,9 +279,10 @@ import TestSupport
         defer { publisher.stop() }
         #expect(server.waitForPublish("cam1"), "\(server.log)\n\(publisher.logTail())")
         let out = dir.appendingPathComponent("out.h264")
-        let consumer = try Self.consume(["--from", server.url("cam1"), "-o", out.path], in: dir)
+        let consumer = try Self.consume(["--from", server.url("cam1"), "-o", out.path, "--listen", "tcp://127.0.0.1:0"], in: dir)
         defer { consumer.stop() }
         #expect(consumer.waitForLog("opened rtmp://127.0.0.1:\(server.port)/live/****", timeout: 30), "\(consumer.logTail())\n\(server.log)")
+        try Self.sixteenReadersDecode(try #require(Self.servingEndpoint(consumer)), in: dir, "rtmp")
         _ = publisher.waitForExit(timeout: 30)
         #expect(Self.interrupt(consumer) == 0, "\(consumer.logTail())")
         let video = try MediaProbe.video(out.path, format: "h264")
@@ -230,10 +300,13 @@ import TestSupport
         let port = try FreePort.udp()
         let out = dir.appendingPathComponent("out.h264")
         let events = dir.appendingPathComponent("events.jsonl")
-        let consumer = try Self.consume(["--from", "udp://127.0.0.1:\(port)", "-o", out.path, "--stall-timeout", "1s", "--events", events.path], in: dir)
+        let consumer = try Self.consume(["--from", "udp://127.0.0.1:\(port)", "-o", out.path, "--stall-timeout", "1s", "--events", events.path,
+                                          "--listen", "tcp://127.0.0.1:0"], in: dir)
         defer { consumer.stop() }
         try consumer.waitUntilListening(port: port, .udp, timeout: 30)
         let sender = try Self.sender("udp://127.0.0.1:\(port)?pkt_size=1316", format: "mpegts", frames: 90, in: dir)
+        #expect(consumer.waitForLog("opened udp://", timeout: 30), "\(consumer.logTail())")
+        try Self.sixteenReadersDecode(try #require(Self.servingEndpoint(consumer)), in: dir, "udp")
         #expect(sender.waitForExit(timeout: 30) == 0, "\(sender.logTail())")
         #expect(consumer.waitForLog("stalled: no packet for 1.000 s", timeout: 30), "\(consumer.logTail())")
         #expect(Self.interrupt(consumer) == 0, "\(consumer.logTail())")
