@@ -45,4 +45,17 @@ import Testing
             (error as? PushTargetError)?.description.contains(says) == true
         }
     }
+
+    /// `consume --from` names its URLs with the same masking, for every scheme it reads.
+    @Test(arguments: [
+        ("rtsp://admin:hunter2@10.0.0.5:554/Streaming/101", "rtsp://***@10.0.0.5:554/Streaming/101"),
+        ("rtmps://live.example.net/app/s3cret", "rtmps://live.example.net/app/****"),
+        ("https://cdn.example.net/live/a.ts?token=abc&mode=x", "https://cdn.example.net/live/a.ts?token=***&mode=x"),
+        ("srt://h:9000?streamid=read:cam1&passphrase=pw&latency=200", "srt://h:9000?streamid=***&passphrase=***&latency=200"),
+        ("udp://239.1.1.1:5000", "udp://239.1.1.1:5000"),
+        ("clip.mp4", "clip.mp4"),
+    ])
+    func anyURLIsMaskedTheSameWay(_ url: String, _ shown: String) {
+        #expect(PushTarget.masked(url) == shown)
+    }
 }
