@@ -13,6 +13,9 @@ import H264
 /// - An IDR that lacks its SPS or PPS gets them after the AUD: the latest seen in the stream,
 ///   else the extradata's. A new SPS/PPS (a resolution change) passes through and is the one
 ///   put in front of later IDRs.
+/// - A packet with no picture in it (parameter sets alone) joins the next packet's access
+///   unit. A caller whose pictures may span packets (RTSP) gathers their NAL units itself
+///   (`nalUnits(packet:)`, `beginsPicture`) and hands them to `assemble` together.
 ///
 /// The NAL units go through an `AccessUnitAssembler` (`append`, then `endAccessUnit`) for
 /// what the rest of nalcast reads off an access unit: IDR or not, the active parameter sets,
