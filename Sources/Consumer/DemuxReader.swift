@@ -41,6 +41,9 @@ public final class DemuxReader: Sendable {
         /// and parser split a sliced picture): each access unit waits for the next packet,
         /// which says whether it continues it.
         public let picturesMaySpanPackets: Bool
+        /// The URL listens for its sender (`srt://…?mode=listener`, `rtmp://…?listen=1`):
+        /// opening waits as long as it takes, not `openTimeout` (still ended by `stop()`).
+        public let waitsForSender: Bool
 
         public struct Option: Sendable, Equatable {
             public let key: String
@@ -51,8 +54,9 @@ public final class DemuxReader: Sendable {
             }
         }
 
-        public init(url: String, shown: String, live: Bool, options: [Option], picturesMaySpanPackets: Bool = false) {
+        public init(url: String, shown: String, live: Bool, options: [Option], picturesMaySpanPackets: Bool = false, waitsForSender: Bool = false) {
             self.picturesMaySpanPackets = picturesMaySpanPackets
+            self.waitsForSender = waitsForSender
             self.url = url
             self.shown = shown
             self.live = live
@@ -148,7 +152,7 @@ public final class DemuxReader: Sendable {
         let options = source.options.map { ($0.key, $0.value) }
         while !stopped {
             attempts += 1
-            deadline.arm(source.live ? timing.openTimeout : 0)
+            deadline.arm(source.live && !source.waitsForSender ? timing.openTimeout : 0)
             let began = monotonicNanoseconds()
             var reason: String
             do {

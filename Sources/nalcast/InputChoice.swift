@@ -50,7 +50,17 @@ enum InputChoice {
             throw CommandError.usage("consume: --from \(shown): this libavformat (\(FFmpegLibraries.package)) cannot read \(scheme):// (no such protocol in it)")
         }
         return .demux(DemuxReader.Source(url: text, shown: shown, live: true, options: liveOptions(scheme: scheme, rtspTransport: rtspTransport),
-                                         picturesMaySpanPackets: scheme.hasPrefix("rtsp")))
+                                         picturesMaySpanPackets: scheme.hasPrefix("rtsp"), waitsForSender: listens(text)))
+    }
+
+    /// True when the URL's query makes libavformat listen for its sender rather than call
+    /// out: `mode=listener` (SRT), `listen=1` or a bare `listen` (RTMP, HTTP, TCP).
+    static func listens(_ url: String) -> Bool {
+        guard let q = url.firstIndex(of: "?") else { return false }
+        return url[url.index(after: q)...].split(separator: "&").contains { field in
+            let f = field.lowercased()
+            return f == "mode=listener" || f == "listen" || f == "listen=1" || f == "listen=2"
+        }
     }
 
     /// What libavformat is told for a live URL, by scheme. Probing is kept short (200 ms of

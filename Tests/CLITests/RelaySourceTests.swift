@@ -269,6 +269,29 @@ import TestSupport
         try PushTests.checkTimeline(out.path, "srt restart")
     }
 
+    /// consume as the SRT listener (`?mode=listener`), the sender calling it later.
+    @Test func srtListenerWaitsForItsSender() throws {
+        let dir = try MediaServerDirectory.make("relay-srt-listener")
+        defer { MediaServerDirectory.discard(dir) }
+        let port = try FreePort.udp()
+        let out = dir.appendingPathComponent("out.h264")
+        let consumer = try Self.consume(["--from", "srt://127.0.0.1:\(port)?mode=listener", "-o", out.path], in: dir)
+        defer { consumer.stop() }
+        try consumer.waitUntilListening(port: port, .udp, timeout: 30)
+        sleep(1)
+        let sender = try Self.sender("srt://127.0.0.1:\(port)?latency=200000", format: "mpegts", frames: 150, in: dir)
+        #expect(sender.waitForExit(timeout: 30) == 0, "\(sender.logTail())")
+        #expect(consumer.waitForLog("opened srt://127.0.0.1:\(port)?mode=listener", timeout: 10), "\(consumer.logTail())")
+        sleep(1)
+        #expect(Self.interrupt(consumer) == 0, "\(consumer.logTail())")
+        // An FFmpeg caller that closes at once loses what SRT still held for it (FFmpeg's own
+        // listener gets no more): most of the frames.
+        let video = try MediaProbe.video(out.path, format: "h264")
+        #expect((video?.frames ?? 0) >= 60, "\(String(describing: video))\n\(consumer.logTail())")
+        #expect(try MediaProbe.decodeErrors(out.path, format: "h264") == "")
+        #expect(!Self.said(consumer).contains("cannot open"), "\(consumer.logTail())")
+    }
+
     /// nginx-rtmp with an FFmpeg publisher; consume plays rtmp:// as a client. The stream
     /// name is masked like a stream key.
     @Test func rtmpStreamIsPlayed() throws {
