@@ -16,7 +16,8 @@ import Musl
 /// time: container files (MP4, MPEG-TS, Matroska, FLV) and live URLs (RTSP, SRT, RTMP,
 /// UDP, HTTP).
 ///
-/// - A file is read to its end, as `FileReader` reads one: the run ends there (exit 0).
+/// - A file is read to its end, as `FileReader` reads one: the run ends there (exit 0); so
+///   is an HTTP URL (`endsWithItsInput`), though a failure or a stall reopens it.
 /// - A live URL is opened again when it is lost (a read error, the source ended, a stall),
 ///   after `ReconnectBackoff`'s delays, until `giveUpAfter` (`--reconnect-timeout`) passes
 ///   without a packet. Each opening is bounded by `openTimeout`; each read by
@@ -44,6 +45,9 @@ public final class DemuxReader: Sendable {
         /// The URL listens for its sender (`srt://…?mode=listener`, `rtmp://…?listen=1`):
         /// opening waits as long as it takes, not `openTimeout` (still ended by `stop()`).
         public let waitsForSender: Bool
+        /// The end of the input ends the run, as a file's does (HTTP: a file or a finite
+        /// stream served); a failure or a stall still reopens it.
+        public let endsWithItsInput: Bool
 
         public struct Option: Sendable, Equatable {
             public let key: String
@@ -54,8 +58,10 @@ public final class DemuxReader: Sendable {
             }
         }
 
-        public init(url: String, shown: String, live: Bool, options: [Option], picturesMaySpanPackets: Bool = false, waitsForSender: Bool = false) {
+        public init(url: String, shown: String, live: Bool, options: [Option], picturesMaySpanPackets: Bool = false, waitsForSender: Bool = false,
+                    endsWithItsInput: Bool = false) {
             self.picturesMaySpanPackets = picturesMaySpanPackets
+            self.endsWithItsInput = endsWithItsInput
             self.waitsForSender = waitsForSender
             self.url = url
             self.shown = shown
@@ -173,7 +179,7 @@ public final class DemuxReader: Sendable {
                 case .invalid(let message):
                     return .invalid(message)
                 case .endOfInput:
-                    if !source.live {
+                    if !source.live || source.endsWithItsInput {
                         intake.finish()
                         return .ended
                     }

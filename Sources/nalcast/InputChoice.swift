@@ -50,7 +50,8 @@ enum InputChoice {
             throw CommandError.usage("consume: --from \(shown): this libavformat (\(FFmpegLibraries.package)) cannot read \(scheme):// (no such protocol in it)")
         }
         return .demux(DemuxReader.Source(url: text, shown: shown, live: true, options: liveOptions(scheme: scheme, rtspTransport: rtspTransport),
-                                         picturesMaySpanPackets: scheme.hasPrefix("rtsp"), waitsForSender: listens(text)))
+                                         picturesMaySpanPackets: scheme.hasPrefix("rtsp"), waitsForSender: listens(text),
+                                         endsWithItsInput: scheme.hasPrefix("http")))
     }
 
     /// True when the URL's query makes libavformat listen for its sender rather than call

@@ -133,6 +133,24 @@ import TestSupport
         #expect(consumer.waitForExit(timeout: 60) == 0, "\(consumer.logTail())")
     }
 
+    /// An MPEG-TS served over HTTP (Python's http.server): read to its end, which ends the
+    /// run with exit 0 as a file's does, every picture as in the file.
+    @Test func httpTransportStreamIsReadToItsEnd() throws {
+        let dir = try MediaServerDirectory.make("relay-http")
+        defer { MediaServerDirectory.discard(dir) }
+        let source = try Self.sourceFile("ts", in: dir)
+        let port = try FreePort.tcp()
+        let server = ServerProcess(name: "http.server", logURL: dir.appendingPathComponent("http.log"))
+        try server.start("/usr/bin/python3", ["-m", "http.server", "--bind", "127.0.0.1", "--directory", dir.path, String(port)], directory: dir)
+        defer { server.stop() }
+        try server.waitUntilListening(port: port, .tcp)
+        let out = dir.appendingPathComponent("out.h264")
+        let r = try Run.nalcast(["consume", "--from", "http://127.0.0.1:\(port)/source.ts?token=abc", "-o", out.path, "--reconnect-timeout", "5s"], timeout: 60)
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(r.stderr.contains("opened http://127.0.0.1:\(port)/source.ts?token=***"), "\(r.stderr)")
+        #expect(try Self.pictureDigests(out.path, format: "h264") == (try Self.pictureDigests(source.path)))
+    }
+
     /// A container goes to a container too: the MP4's timing survives into an MPEG-TS.
     @Test func containerFileToAContainerKeepsItsTiming() throws {
         let dir = try MediaServerDirectory.make("relay-file-ts")
