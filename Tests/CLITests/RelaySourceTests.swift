@@ -235,6 +235,22 @@ import TestSupport
         #expect(!Self.said(consumer).contains("s3cret") && !((try? String(contentsOf: events, encoding: .utf8)) ?? "").contains("s3cret"))
     }
 
+    /// `--rtsp-transport udp`: RTP in datagrams of their own (loopback loses none here).
+    @Test func rtspOverUDPIsRelayed() throws {
+        let camera = try RTSPCamera()
+        let dir = try MediaServerDirectory.make("relay-rtsp-udp")
+        defer { MediaServerDirectory.discard(dir) }
+        let out = dir.appendingPathComponent("out.h264")
+        let consumer = try Self.consume(["--from", camera.url(), "--rtsp-transport", "udp", "-o", out.path], in: dir)
+        defer { consumer.stop() }
+        #expect(consumer.waitForLog("opened rtsp://", timeout: 30), "\(consumer.logTail())\n\(camera.log)")
+        sleep(2)
+        #expect(Self.interrupt(consumer) == 0, "\(consumer.logTail())")
+        let video = try MediaProbe.video(out.path, format: "h264")
+        #expect((video?.frames ?? 0) >= 30, "\(String(describing: video))")
+        #expect(try MediaProbe.decodeErrors(out.path, format: "h264") == "")
+    }
+
     /// The camera reboots mid-stream: consume reopens it, and what it wrote decodes with no
     /// error, decode times rising across the gap.
     @Test func rtspCameraRestartIsReconnected() throws {
