@@ -26,7 +26,13 @@ CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
 class BenchError(Exception):
-    """A contender broke: the message goes into the table as FAILED (...)."""
+    """A contender broke: the message goes into the table as FAILED (...). With status 64
+    (EX_USAGE: nalcast rejected an option it does not have yet) a row whose Contender has
+    usage_error_skips is shown as skipped instead."""
+
+    def __init__(self, message: str, status: int = 1):
+        super().__init__(message)
+        self.status = status
 
 
 # ---------------------------------------------------------------------------
@@ -99,7 +105,7 @@ def guard(fn):
         try:
             return fn(ctx)
         except BenchError as e:
-            return Sample(0, 0, 0, status=1, extra={"error": str(e)})
+            return Sample(0, 0, 0, status=e.status, extra={"error": str(e)})
         except Exception as e:  # a bug here must not leave the table half-made
             return Sample(0, 0, 0, status=1, extra={"error": f"{type(e).__name__}: {e}"})
     return measure
