@@ -7,16 +7,18 @@ public struct QueuedAccessUnit: Sendable {
     /// What goes on the wire: for an IDR, its SPS and PPS are in front (`nalUnitsForEntry`).
     public let nalUnits: [NALUnit]
     public let byteCount: Int
-    /// Media time from the timestamp SEI, when the access unit carries one.
+    /// Media time (90 kHz): the one it was published with (a relay's media time: the SEI's,
+    /// else its media clock, kept rising across a source's restart), else the timestamp
+    /// SEI's when the access unit carries one, else nil.
     public let pts90k: UInt64?
     /// When the access unit reached the relay, on the relay's clock.
     public let arrivalNs: UInt64
 
-    public init(_ accessUnit: AccessUnit, arrivalNs: UInt64) {
+    public init(_ accessUnit: AccessUnit, arrivalNs: UInt64, pts90k: UInt64? = nil) {
         self.accessUnit = accessUnit
         self.nalUnits = accessUnit.isIDR ? accessUnit.nalUnitsForEntry : accessUnit.nalUnits
         self.byteCount = nalUnits.reduce(0) { $0 + $1.wire.count }
-        self.pts90k = accessUnit.timestamp?.pts90k
+        self.pts90k = pts90k ?? accessUnit.timestamp?.pts90k
         self.arrivalNs = arrivalNs
     }
 

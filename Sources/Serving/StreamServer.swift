@@ -20,6 +20,9 @@ import Relay
 public final class StreamServer {
     public enum Message: Sendable {
         case accessUnit(AccessUnit)
+        /// An access unit with the media time (90 kHz) its viewers get when it carries no
+        /// timestamp SEI: what `consume` relays (its `MediaClock`'s time, kept rising).
+        case timedUnit(AccessUnit, pts90k: UInt64)
         /// Capture stopped (input ended, a limit was reached, or a signal): drain and finish.
         case captureEnded
     }
@@ -27,7 +30,9 @@ public final class StreamServer {
     /// Something worth a line in `--events`.
     public enum Event: Sendable {
         case readerJoined(ReaderID, peer: String)
-        case readerStarted(ReaderID, joinMs: Double)
+        /// The reader's first entry point is queued; `burst` access units are queued at once
+        /// (the cached GOP for `--join gop`, else 1).
+        case readerStarted(ReaderID, joinMs: Double, burst: Int)
         case readerSkipped(ReaderID, accessUnits: Int, bytes: Int)
         case readerClosed(ReaderID, reason: String)
         case readerRefused(peer: String)
@@ -59,6 +64,7 @@ public final class StreamServer {
         public let idrRequests: Counter
         public let readers: Gauge
         public let joinSeconds: Histogram
+        public let joinBurst: Histogram
 
         public init(registry: MetricsRegistry) {
             accessUnitsSent = registry.counter("nalcast_access_units_sent_total", help: "Access units written to readers.")
@@ -73,6 +79,9 @@ public final class StreamServer {
             joinSeconds = registry.histogram(
                 "nalcast_join_seconds", help: "Time from a reader's connect to its first decodable picture being queued.",
                 buckets: [0.005, 0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12])
+            joinBurst = registry.histogram(
+                "nalcast_join_burst_access_units", help: "Access units queued at once for a starting reader: its first IDR, and for --join gop the cached GOP behind it.",
+                buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512])
         }
     }
 
@@ -154,6 +163,10 @@ public final class StreamServer {
             case .accessUnit(let unit):
                 guard !draining else { continue }
                 handle(broadcaster.publish(unit))
+                for id in readers.keys { pump(id) }
+            case .timedUnit(let unit, let pts90k):
+                guard !draining else { continue }
+                handle(broadcaster.publish(unit, pts90k: pts90k))
                 for id in readers.keys { pump(id) }
             case .captureEnded:
                 beginDrain()
@@ -335,8 +348,11 @@ public final class StreamServer {
                 onEvent(.idrRequested)
                 onRequestIDR()
             case .readerStarted(let id, let latencyNs):
+                // Handled before the reader's queue is written: what it holds now is the burst.
+                let burst = broadcaster.queue(of: id)?.count ?? 0
                 metrics.joinSeconds.observe(Double(latencyNs) / 1e9)
-                onEvent(.readerStarted(id, joinMs: Double(latencyNs) / 1e6))
+                metrics.joinBurst.observe(Double(burst))
+                onEvent(.readerStarted(id, joinMs: Double(latencyNs) / 1e6, burst: burst))
             case .readerSkipped(let id, let units, let bytes):
                 metrics.readerSkips.increment()
                 metrics.skippedAccessUnits.increment(by: UInt64(units))

@@ -54,8 +54,8 @@ final class WebSocketViewer {
     /// Queues `unit` as one message and writes what the socket takes now.
     func write(_ unit: QueuedAccessUnit) -> Connection.Progress {
         guard let connection else { return Connection.Progress() }
-        // Without a timestamp SEI (a relayed stream from another encoder) the pts is the
-        // arrival time on the relay's clock.
+        // The pts is the media time the unit was published with (`consume`'s relay gives
+        // its media clock's) or its timestamp SEI's; with neither, its arrival time here.
         let message = AccessUnitMessage(
             isKeyframe: unit.isIDR, captureTimeMicros: unit.accessUnit.timestamp.map { $0.captureTimeNs / 1000 },
             pts90k: unit.pts90k ?? unit.arrivalNs / 100_000 * 9)

@@ -12,12 +12,16 @@ import Relay
 import Synchronization
 
 /// `nalcast consume`: read a stream (socket, file, stdin), hand every access unit to the
-/// sinks: stdout or a file, rotating segments, a remote endpoint.
+/// sinks: stdout or a file, rotating segments, a remote endpoint; and, as a relay
+/// (`--listen`, `--web`), serve it to many readers (`ConsumeRelay`).
 enum ConsumeCommand: Command {
     static let name = "consume"
-    static let summary = "Read an H.264 stream and write it to stdout, segment files and/or a remote."
-    static let usage = "nalcast consume [--from tcp://HOST:PORT|unix:PATH|FILE|-] [-o FILE|-] [--segments DIR] [--forward URL]... [OPTIONS]"
-    static let specs: [OptionSpec] = [
+    static let summary = "Read an H.264 stream and write it to stdout, segment files and/or a remote, and/or serve it to readers (a relay)."
+    static let usage = "nalcast consume [--from tcp://HOST:PORT|unix:PATH|FILE|-] [-o FILE|-] [--segments DIR] [--forward URL]... [--listen ADDR] [--web ADDR] [OPTIONS]"
+    static let specs: [OptionSpec] = inputOutputSpecs + ServingChoice.specs(.relay) + [
+        OptionSpec(name: "realtime", value: nil, help: "relay: read a file input at the pace of its media time, like FFmpeg's -re (on when serving a file; --no-realtime turns it off)"),
+    ] + observabilitySpecs
+    private static let inputOutputSpecs: [OptionSpec] = [
         OptionSpec(name: "from", value: "SOURCE", help: "tcp://HOST:PORT, unix:PATH, a file, or - for stdin", defaultText: "tcp://127.0.0.1:7264"),
         OptionSpec(name: "output", value: "FILE", help: "write the stream from the first IDR to FILE or - for stdout: .mp4, .ts, .mkv, .flv in that container with its timing, anything else as received (Annex-B)", short: "o"),
         OptionSpec(name: "format", value: "FORMAT", help: "the container of -o: mp4, ts, mkv, flv or h264 (raw Annex-B); mp4 needs a seekable file", defaultText: "from the -o extension, else h264"),
@@ -34,10 +38,11 @@ enum ConsumeCommand: Command {
         OptionSpec(name: "frame-rate", value: "FPS", help: "media time for files without timestamp SEI or VUI frame rate (30, 29.97, 30000/1001)", defaultText: "30"),
         OptionSpec(name: "max-nal-size", value: "SIZE", help: "drop NAL units larger than this and resync", defaultText: "8M"),
         OptionSpec(name: "stop-timeout", value: "DURATION", help: "on SIGINT/SIGTERM, time the sinks get to finish", defaultText: "5s"),
+    ]
+    private static let observabilitySpecs: [OptionSpec] = [
         OptionSpec(name: "stats", value: nil, help: "print a status line every second even when stderr is not a terminal"),
         OptionSpec(name: "quiet", value: nil, help: "no status line and no log lines, errors only", short: "q"),
         OptionSpec(name: "metrics", value: "ADDR", help: "serve Prometheus metrics on tcp://HOST:PORT (/metrics, /healthz)"),
-        OptionSpec(name: "allow-remote", value: nil, help: "allow --metrics on a non-loopback address"),
         OptionSpec(name: "events", value: "FILE", help: "write one JSON object per line for every state change to FILE or -"),
         OptionSpec(name: "dry-run", value: nil, help: "check the options, print the resolved configuration, exit"),
     ]
@@ -45,6 +50,11 @@ enum ConsumeCommand: Command {
         "Durations take a unit: 500ms, 10s, 2m, 1h (0 alone needs none).",
         "A segment ends at the first IDR after --segment-duration: with nalcast produce's IDR every",
         "2 s (--keyint), the default 6 s segments are 6 s long; 5 s ones would be 6 s too.",
+        "",
+        "As a relay (--listen, --web; no other output needed), readers join with the cached GOP at once",
+        "(--join gop) and get an end-of-stream when the input ends; they stay through a source's restart.",
+        "--from defaults to tcp://127.0.0.1:7264, nalcast produce's port: a relay on the same machine",
+        "listens on another, e.g. nalcast consume --listen tcp://127.0.0.1:7265.",
     ]
     static let environmentExample = "NALCAST_FROM=tcp://127.0.0.1:7264 NALCAST_SEGMENTS=/var/lib/nalcast NALCAST_SEGMENT_DURATION=1m nalcast consume"
 
@@ -93,6 +103,10 @@ enum ConsumeCommand: Command {
         var metrics: Endpoint?
         var events: String?
         var dryRun = false
+        /// `--listen`, `--web` and how their readers are served (the relay).
+        var serving = ServingChoice()
+        /// `--realtime`: pace a file input at its media time (serving a file).
+        var realtime = false
 
         init(_ options: ParsedOptions) throws {
             guard options.positionals.isEmpty else {
@@ -141,8 +155,10 @@ enum ConsumeCommand: Command {
             }
             events = options.string("events")
             dryRun = options.has("dry-run")
-            guard output != nil || segments != nil || !forwards.isEmpty else {
-                throw CommandError.usage("consume: nothing to write: give -o FILE|-, --segments DIR or --forward URL")
+            serving = try ServingChoice.parse(options, .relay, defaultListen: false)
+            realtime = serving.isServing && !input.isNetwork && !options.isOff("realtime")
+            guard output != nil || segments != nil || !forwards.isEmpty || serving.isServing else {
+                throw CommandError.usage("consume: nothing to write: give -o FILE|-, --segments DIR, --forward URL, --listen ADDR or --web ADDR")
             }
             if output == "-" && events == "-" { throw CommandError.usage("consume: -o - and --events - both want stdout") }
             if segments == nil && (segmentMaxBytes != nil || keep != nil || hook != nil) {
@@ -174,6 +190,10 @@ enum ConsumeCommand: Command {
             for f in forwards { out.append("forward: \(f) (\(f.carries))") }
             if input.isNetwork || !forwards.isEmpty {
                 out.append("reconnect: 100ms doubling to 5s with jitter, give up " + (reconnectTimeout.map { "after \(formatSeconds($0)) s" } ?? "never"))
+            }
+            if serving.isServing {
+                out += serving.lines(.relay)
+                if !input.isNetwork { out.append("realtime: " + (realtime ? "on (the file is read at the pace of its media time)" : "off (the file is read as fast as it goes)")) }
             }
             out.append("metrics: \(metrics?.description ?? "off")")
             out.append("events: \(events ?? "off")")

@@ -23,6 +23,8 @@ final class ConsumeSession {
     let log: Log
     let events: EventLog?
     let options: ParsedOptions
+    /// `--listen`, `--web`: the relay's serving side, made on the loop before the input.
+    private var relay: ConsumeRelay?
 
     init(config: ConsumeCommand.Config, options: ParsedOptions) throws {
         self.config = config
@@ -48,6 +50,10 @@ final class ConsumeSession {
         /// that never answered fails the run.
         let forwardsConnected = Mutex<Set<String>>([])
 
+        /// Set when serving: the end goes to the relay, whose server stops the loop once its
+        /// readers have their end of stream.
+        let endsThrough = Mutex<(@Sendable () -> Void)?>(nil)
+
         init(loop: EventLoop) { self.loop = loop }
 
         func end(_ o: Outcome) {
@@ -55,7 +61,8 @@ final class ConsumeSession {
                 if current == nil { current = o; return true }
                 return false
             }
-            if first { loop.stop() }
+            guard first else { return }
+            if let relayEnd = endsThrough.withLock({ $0 }) { relayEnd() } else { loop.stop() }
         }
     }
 
@@ -82,6 +89,7 @@ final class ConsumeSession {
         // The watchers must outlive the loop and the drain: a released SignalWatcher stops its
         // watcher, and the signal's default action (ending the process) would be back.
         defer { withExtendedLifetime(signalWatchers) {} }
+        relay = try makeRelay(loop, ending)
         var client = try connectInput(loop, fanout, ending)
         let serving = try startServing(loop, fanout)
         startReading(fileReader, fanout, ending)
@@ -93,6 +101,7 @@ final class ConsumeSession {
         client?.stop()
         client = nil
         serving.stop()
+        relay?.close()
         drain(fileReader, fanout, after: ended)
         if serving.statusTimer != nil { serving.statusLine.end() }
         return try report(ended, ending, fanout)
@@ -228,8 +237,29 @@ final class ConsumeSession {
     }
 
     private func makeIntake(_ fanout: SinkFanout, _ clock: MediaClock.Source) -> sending StreamIntake {
-        StreamIntake(fanout: fanout, metrics: metrics, clock: clock, fallbackFrameRate: config.frameRate.framesPerSecond, maxNALUnitSize: config.maxNAL,
-                     observer: config.idrSpacingObserver(log: log))
+        // The relay's end of this intake: made from the (Sendable) hand-off alone, so that it
+        // can go to the intake's thread.
+        var relayObserver: ((TimedUnit) -> Void)?
+        if let handOff = relay?.handOff { relayObserver = ConsumeRelay.observer(handOff, paced: clock == .counted && config.realtime) }
+        return StreamIntake(fanout: fanout, metrics: metrics, clock: clock, fallbackFrameRate: config.frameRate.framesPerSecond, maxNALUnitSize: config.maxNAL,
+                            observer: ConsumeSession.both(config.idrSpacingObserver(log: log), relayObserver))
+    }
+
+    /// Two observers of the intake's access units as one.
+    static func both(_ a: ((TimedUnit) -> Void)?, _ b: ((TimedUnit) -> Void)?) -> ((TimedUnit) -> Void)? {
+        guard let a, let b else { return a ?? b }
+        return { a($0); b($0) }
+    }
+
+    /// `--listen`, `--web`: the relay's server, started on the loop; the run's end goes
+    /// through it (its readers get their end of stream).
+    private func makeRelay(_ loop: EventLoop, _ ending: Ending) throws -> ConsumeRelay? {
+        guard config.serving.isServing else { return nil }
+        let relay = try ConsumeRelay(loop: loop, choice: config.serving, realtime: config.realtime, registry: metrics.registry, log: log, events: events)
+        ending.endsThrough.withLock { $0 = relay.endStream }
+        relay.start()
+        log.line("relaying \(config.input)\(config.realtime ? " at the pace of its media time" : ""); " + relay.side.places.joined(separator: ", "))
+        return relay
     }
 
     /// `--from tcp://…|unix:…`: the client on the loop, reconnecting until
@@ -295,7 +325,8 @@ final class ConsumeSession {
             let statusLine = serving.statusLine
             let runners = fanout.runners
             var counts = StatusCounts()
-            let timer = LoopTimer(loop: loop) { statusLine.show(counts.line(metrics: metrics, runners: runners)) }
+            let relay = self.relay
+            let timer = LoopTimer(loop: loop) { statusLine.show(counts.line(metrics: metrics, runners: runners) + (relay?.side.statusText ?? "")) }
             timer.start(after: 1, repeating: 1)
             serving.statusTimer = timer
         }

@@ -14,7 +14,8 @@ enum ProduceCommand: Command {
     static let name = "produce"
     static let summary = "Capture frames, encode them with libx264 and serve the H.264 stream to readers."
     static let usage = "nalcast produce [--source SRC] [--listen ADDR] [-o FILE|-] [OPTIONS]"
-    static let specs: [OptionSpec] = [
+    static let specs: [OptionSpec] = sourceSpecs + ServingChoice.specs(.encoder) + observabilitySpecs
+    private static let sourceSpecs: [OptionSpec] = [
         // Source
         OptionSpec(name: "source", value: "SRC", help: "testsrc, y4m:PATH, raw:PATH, x11, x11:DISPLAY (see below)", defaultText: "testsrc"),
         OptionSpec(name: "size", value: "WxH", help: "test pattern size", defaultText: "1280x720"),
@@ -40,15 +41,8 @@ enum ProduceCommand: Command {
         OptionSpec(name: "output", value: "FILE", help: "also write the stream to FILE (- for stdout): .mp4, .ts, .mkv, .flv in that container, anything else Annex-B; without --listen, only there", short: "o"),
         OptionSpec(name: "forward", value: "URL", help: "also push the stream, reconnecting, to rtmp://HOST[:PORT]/APP/KEY, srt://HOST:PORT[?streamid=ID], rtsp://HOST[:PORT]/PATH, udp://HOST:PORT, or tcp://HOST:PORT / unix:PATH (Annex-B); repeatable; without --listen, only there", repeatable: true),
         OptionSpec(name: "format", value: "FORMAT", help: "the container of -o: mp4, ts, mkv, flv or h264 (raw Annex-B); mp4 needs a seekable file", defaultText: "from the -o extension, else h264"),
-        OptionSpec(name: "listen", value: "ADDR", help: "serve readers on tcp://HOST:PORT or unix:PATH", defaultText: "tcp://127.0.0.1:7264 unless -o, --forward or --web is given"),
-        OptionSpec(name: "web", value: "ADDR", help: "serve a page that plays the stream in a browser on ADDR (open http://HOST:PORT/; the stream at /ws, also /metrics and /healthz)"),
-        OptionSpec(name: "allow-remote", value: nil, help: "allow --listen, --web or --metrics on a non-loopback address (the stream may show your screen)"),
-        OptionSpec(name: "join", value: "POLICY", help: "where a new reader starts: idr (fresh IDR at once), gop (cached GOP), next (next IDR)", defaultText: "idr"),
-        OptionSpec(name: "idr-min-interval", value: "TIME", help: "at most one IDR for joining readers per TIME", defaultText: "250ms"),
-        OptionSpec(name: "reader-lag", value: "TIME", help: "a reader further behind skips to the next IDR", defaultText: "500ms"),
-        OptionSpec(name: "reader-max-bytes", value: "SIZE", help: "a reader with more queued skips to the next IDR", defaultText: "8M"),
-        OptionSpec(name: "reader-timeout", value: "TIME", help: "close a reader that makes no progress for TIME", defaultText: "10s"),
-        OptionSpec(name: "max-readers", value: "N", help: "close further readers at once", defaultText: "16"),
+    ]
+    private static let observabilitySpecs: [OptionSpec] = [
         // Observability
         OptionSpec(name: "metrics", value: "ADDR", help: "serve Prometheus /metrics, /healthz and POST /bitrate on ADDR"),
         OptionSpec(name: "events", value: "FILE", help: "write JSON lines for every state change to FILE (- for stdout)"),
@@ -89,10 +83,8 @@ enum ProduceCommand: Command {
         /// `--format`, else from `-o`'s extension.
         var outputFormat = ContainerFormat.h264
         var forwards: [ForwardChoice] = []
-        var listen: Endpoint?
-        var broadcaster = BroadcasterConfig()
-        /// `--web`: the browser page, its WebSocket stream, /metrics and /healthz.
-        var web: Endpoint?
+        /// `--listen`, `--web` and how readers are served.
+        var serving = ServingChoice()
         var metrics: Endpoint?
         var events: String?
         var quiet: Bool
@@ -127,14 +119,7 @@ enum ProduceCommand: Command {
             if let d = capture.durationLimit { out.append("duration: \(d)s") }
             out.append("output: \(output.map { "\($0 == "-" ? "stdout" : $0) (\(OutputChoice.describe(outputFormat)))" } ?? "none")")
             for f in forwards { out.append("forward: \(f) (\(f.carries))") }
-            out.append("listen: \(listen?.description ?? "none")")
-            out.append("web: \(web?.description ?? "none")")
-            if listen != nil || web != nil {
-                let b = broadcaster
-                out.append("join: \(b.joinPolicy.rawValue) idr-min-interval=\(Double(b.idrMinIntervalNs) / 1e6)ms "
-                    + "reader-lag=\(Double(b.readerLimits.maxLagNs) / 1e6)ms reader-max-bytes=\(b.readerLimits.maxBytes) "
-                    + "reader-timeout=\(Double(b.readerTimeoutNs) / 1e9)s max-readers=\(b.maxReaders)")
-            }
+            out += serving.lines(.encoder)
             out.append("metrics: \(metrics?.description ?? "none")")
             out.append("events: \(events ?? "none")")
             return out
@@ -223,35 +208,7 @@ enum ProduceCommand: Command {
         let output = o.string("output")
         let outputFormat = try OutputChoice.format(o, output: output, command: "produce")
         let forwards = try o.strings("forward").map { try ForwardChoice.parse($0, command: "produce") }
-        let webText = o.string("web")
-        let listenText = o.string("listen") ?? (output == nil && forwards.isEmpty && webText == nil ? "tcp://127.0.0.1:\(Endpoint.defaultPort)" : nil)
-        var listen: Endpoint?
-        if let listenText {
-            do {
-                listen = try Endpoint(parsing: listenText)
-            } catch {
-                throw CommandError.usage("--listen: \(error)")
-            }
-        }
-        if let listen, !listen.isLoopback, !o.has("allow-remote") {
-            throw CommandError.usage("--listen \(listen) is not a loopback address: add --allow-remote to serve other machines")
-        }
-        var web: Endpoint?
-        if let webText {
-            do { web = try Endpoint(parsing: webText) } catch { throw CommandError.usage("--web: \(error)") }
-            if let web, !web.isLoopback, !o.has("allow-remote") {
-                throw CommandError.usage("--web \(web) is not a loopback address: add --allow-remote to serve other machines")
-            }
-        }
-        var broadcaster = BroadcasterConfig()
-        broadcaster.joinPolicy = try o.value("join", default: .idr, expected: "expected one of \(JoinPolicy.allCases.map(\.rawValue).joined(separator: ", "))") { JoinPolicy(rawValue: $0) }
-        broadcaster.idrMinIntervalNs = try nanoseconds(o, "idr-min-interval", default: 0.25)
-        broadcaster.readerLimits.maxLagNs = try nanoseconds(o, "reader-lag", default: 0.5, minimum: 0.001)
-        broadcaster.readerLimits.maxBytes = try o.value("reader-max-bytes", default: 8 << 20, expected: "expected bytes, at least 4k: 8M, 64k") {
-            ValueFormat.byteSize($0).flatMap { $0 >= 4096 ? $0 : nil }
-        }
-        broadcaster.readerTimeoutNs = try nanoseconds(o, "reader-timeout", default: 10, minimum: 0.001)
-        broadcaster.maxReaders = try o.value("max-readers", default: 16, expected: "expected a positive number", ValueFormat.positiveInt)
+        let serving = try ServingChoice.parse(o, .encoder, defaultListen: output == nil && forwards.isEmpty)
 
         var metrics: Endpoint?
         if let text = o.string("metrics") {
@@ -264,11 +221,10 @@ enum ProduceCommand: Command {
         if output == "-" && events == "-" { throw CommandError.usage("-o - and --events - cannot both use stdout") }
         var plan = Plan(
             source: source, sourceText: sourceText, realtime: realtime, capture: capture, keyintSeconds: keyintSeconds,
-            output: output, listen: listen, broadcaster: broadcaster, metrics: metrics, events: events,
+            output: output, serving: serving, metrics: metrics, events: events,
             quiet: o.has("quiet"), warnings: warnings)
         plan.outputFormat = outputFormat
         plan.forwards = forwards
-        plan.web = web
         switch source {
         case .testPattern(let w, let h): plan.frame = (w, h, .i420)
         case .raw(_, let w, let h, let format, _): plan.frame = (w, h, format)
@@ -303,10 +259,6 @@ enum ProduceCommand: Command {
         default:
             throw o.invalid("keyint", "expected frames (60) or a time (2s, 500ms)")
         }
-    }
-
-    static func nanoseconds(_ o: ParsedOptions, _ name: String, default seconds: Double, minimum: Double = 0) throws -> UInt64 {
-        UInt64(try o.duration(name, default: seconds, minimum: minimum) * 1e9)
     }
 
     static func run(_ options: ParsedOptions) throws -> ExitCode {

@@ -38,10 +38,11 @@ final class ProduceSession {
     /// outlive the loop: a released SignalWatcher stops its watcher, and the signal's
     /// default action (ending the process) would be back.
     private struct LoopSide {
-        let server: StreamServer?
+        /// `--listen` and `--web` (shared with `consume`'s relay).
+        let serving: ServingSide
+        var server: StreamServer? { serving.server }
+        var webServer: HTTPServer? { serving.webServer }
         let metricsServer: HTTPServer?
-        /// `--web`: the page, its stream at /ws (a reader of `server`), /metrics, /healthz.
-        let webServer: HTTPServer?
         /// Without a server, the end of capture stops the loop through this.
         let captureEnded: Mailbox<Int>
         let signals: [SignalWatcher]
@@ -127,57 +128,17 @@ final class ProduceSession {
 
     /// The stream server (`--listen`), `--metrics`, the signals and the status line, on the loop.
     private func wireServing(_ loop: EventLoop, _ control: CaptureControl, _ registry: MetricsRegistry, _ events: EventLog?) throws -> LoopSide {
-        let server = try makeServer(loop, control, registry, events)
+        let serving = try ServingSide(loop: loop, choice: plan.serving, .encoder, registry: registry, events: events,
+                                      metricsText: { registry.render() + ProduceSession.captureMetrics(control.statistics()) },
+                                      onRequestIDR: { control.requestIDR() }, onFinished: { loop.stop() })
+        let server = serving.server
         let metricsServer = try makeMetricsServer(loop, control, registry, events)
-        let webServer = try makeWebServer(loop, control, registry, server)
         let captureEnded = Mailbox<Int>(loop: loop) { _ in if server == nil { loop.stop() } }
         let signals = watchSignals(loop, control, server, events)
-        server?.start()
+        serving.start()
         metricsServer?.start()
-        webServer?.start()
         let statusTimer = startStatusLine(loop, control, server)
-        return LoopSide(server: server, metricsServer: metricsServer, webServer: webServer, captureEnded: captureEnded, signals: signals, statusTimer: statusTimer)
-    }
-
-    private func makeServer(_ loop: EventLoop, _ control: CaptureControl, _ registry: MetricsRegistry, _ events: EventLog?) throws -> StreamServer? {
-        guard plan.listen != nil || plan.web != nil else { return nil }
-        do {
-            let server = try StreamServer(loop: loop, config: StreamServer.Config(listen: plan.listen, broadcaster: plan.broadcaster), metrics: StreamServer.Metrics(registry: registry))
-            server.onRequestIDR = { control.requestIDR() }
-            server.onEvent = { event in ProduceSession.report(event, to: events) }
-            server.onFinished = { loop.stop() }
-            return server
-        } catch {
-            throw CommandError.unavailable("--listen \(plan.listen.map(\.description) ?? ""): \(error)")
-        }
-    }
-
-    /// /metrics and /healthz, the routes `--metrics` and `--web` share.
-    private func makeHTTPServer(_ loop: EventLoop, _ endpoint: Endpoint, _ control: CaptureControl, _ registry: MetricsRegistry) throws(SocketError) -> HTTPServer {
-        try HTTPServer(loop: loop, endpoint: endpoint) {
-            registry.render() + ProduceSession.captureMetrics(control.statistics())
-        }
-    }
-
-    /// `--web`: the page at `/` (`ViewerPage`), its stream at `/ws` as readers of the stream
-    /// server, and the shared /metrics and /healthz.
-    private func makeWebServer(_ loop: EventLoop, _ control: CaptureControl, _ registry: MetricsRegistry, _ stream: StreamServer?) throws -> HTTPServer? {
-        guard let endpoint = plan.web, let stream else { return nil }
-        let server: HTTPServer
-        do {
-            server = try makeHTTPServer(loop, endpoint, control, registry)
-        } catch {
-            throw CommandError.unavailable("--web \(endpoint): \(error)")
-        }
-        server.routes.add("GET", "/") { _ in
-            var response = HTTPResponse(status: 200, contentType: "text/html; charset=utf-8", body: ViewerPage.html)
-            response.headers.append(("Cache-Control", "no-cache"))
-            return response
-        }
-        // A loopback page refuses names that are not this machine's (DNS rebinding).
-        stream.viewersOnlyFromLoopbackHosts = endpoint.isLoopback
-        server.routes.add("GET", "/ws", handler: stream.webSocketRoute)
-        return server
+        return LoopSide(serving: serving, metricsServer: metricsServer, captureEnded: captureEnded, signals: signals, statusTimer: statusTimer)
     }
 
     /// `--metrics`: `/metrics`, `/healthz`, and `POST /bitrate` for a live bitrate change.
@@ -185,7 +146,7 @@ final class ProduceSession {
         guard let endpoint = plan.metrics else { return nil }
         let server: HTTPServer
         do {
-            server = try makeHTTPServer(loop, endpoint, control, registry)
+            server = try ServingSide.httpServer(loop, endpoint) { registry.render() + ProduceSession.captureMetrics(control.statistics()) }
         } catch {
             throw CommandError.unavailable("--metrics \(endpoint): \(error)")
         }
@@ -237,9 +198,7 @@ final class ProduceSession {
 
     /// `capturing test pattern 640x360 at 30 fps; serving tcp://…, writing stdout`.
     private func announce(_ input: String, _ serving: LoopSide) {
-        var where_: [String] = []
-        if let listen = serving.server?.listenEndpoint { where_.append("serving \(listen)") }
-        if let web = serving.webServer?.boundEndpoint { where_.append("the page on \(ProduceSession.pageURL(web))") }
+        var where_ = serving.serving.places
         if let output = plan.output { where_.append("writing \(output == "-" ? "stdout" : output)") }
         for target in plan.forwards { where_.append("pushing to \(target)") }
         log.line("capturing \(input); \(where_.joined(separator: ", "))")
@@ -321,27 +280,7 @@ final class ProduceSession {
         }
     }
 
-    static func report(_ event: StreamServer.Event, to log: EventLog?) {
-        guard let log else { return }
-        switch event {
-        case .readerJoined(let id, let peer): log.emit("reader-joined", [("reader", Int(id.rawValue)), ("peer", peer)])
-        case .readerStarted(let id, let ms): log.emit("reader-started", [("reader", Int(id.rawValue)), ("joinMs", ms)])
-        case .readerSkipped(let id, let units, let bytes):
-            log.emit("reader-skipped", [("reader", Int(id.rawValue)), ("accessUnits", units), ("bytes", bytes)])
-        case .readerClosed(let id, let reason): log.emit("reader-closed", [("reader", Int(id.rawValue)), ("reason", reason)])
-        case .readerRefused(let peer): log.emit("reader-refused", [("peer", peer), ("reason", "max-readers")])
-        case .idrRequested: log.emit("idr-forced")
-        }
-    }
-
     /// Capture-side figures in Prometheus text, from a statistics snapshot.
-    /// Where a browser opens the page: `http://127.0.0.1:8080/` (a unix socket as is, for a
-    /// reverse proxy).
-    static func pageURL(_ endpoint: Endpoint) -> String {
-        guard case .tcp = endpoint else { return endpoint.description }
-        return "http" + endpoint.description.dropFirst(3) + "/"
-    }
-
     static func captureMetrics(_ s: CaptureStatistics) -> String {
         var lines: [String] = []
         func metric(_ name: String, _ type: String, _ help: String, _ samples: [(String, Double)]) {

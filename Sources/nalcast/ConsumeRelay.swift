@@ -1,0 +1,114 @@
+import EventLoop
+#if canImport(Glibc)
+import Glibc
+#endif
+import H264
+import Output
+import Relay
+import Serving
+
+/// `consume --listen ADDR` / `--web ADDR`: serves what consume reads to many readers, through
+/// the same `ServingSide` (`StreamServer`, the browser page) as `produce`, with the same
+/// limits, join, skip and timeout policies, metrics and events.
+///
+/// The input side hands each access unit over as it is delivered to the sinks (an observer
+/// of `StreamIntake`, on the loop thread for a socket, on the file reader's thread for a
+/// file), through a `ResyncingHandOff` to the server's bounded mailbox: the input never
+/// waits; when the mailbox is full, everything up to the next IDR is left out, counted
+/// (`nalcast_relay_dropped_access_units_total`) and said (`handoff-gap`, `handoff-resumed`).
+/// Each access unit carries consume's media time (`RisingMediaTime`: the timestamp SEI's,
+/// else the media clock, never going back), which the browser page needs as its pts.
+///
+/// A file is read at the pace of its media time (`MediaPacer`, `--realtime`, on by default
+/// when serving a file): read as fast as the disk goes, readers would only skip.
+///
+/// When the run ends (end of input, a signal, the input given up), `endStream` closes the
+/// hand-off and tells the server: readers get what is queued and an end-of-stream NAL unit
+/// (or a WebSocket close), then the server stops the loop.
+///
+/// Loop-owned, like its `ServingSide`; `endStream` and the observers are safe from the input's
+/// thread.
+final class ConsumeRelay {
+    let side: ServingSide
+    let handOff: ResyncingHandOff
+    /// Pace a file input at its media time.
+    let realtime: Bool
+    /// Closes the hand-off and tells the server the stream ended: from any thread.
+    let endStream: @Sendable () -> Void
+
+    init(loop: EventLoop, choice: ServingChoice, realtime: Bool, registry: MetricsRegistry, log: Log, events: EventLog?) throws {
+        let side = try ServingSide(loop: loop, choice: choice, .relay, registry: registry, events: events,
+                                   metricsText: { registry.render() }, onRequestIDR: nil, onFinished: { loop.stop() })
+        guard let server = side.server else { preconditionFailure("a relay serves --listen or --web") }
+        let mailbox = server.mailbox!
+        let dropped = registry.counter("nalcast_relay_dropped_access_units_total",
+                                       help: "Access units left out at the hand-off to the serving thread (it was behind), up to the next IDR.")
+        let handOff = ResyncingHandOff(
+            send: { unit, pts in mailbox.send(.timedUnit(unit, pts90k: pts ?? 0)) }, hasRoom: { mailbox.backlog < mailbox.capacity },
+            requestIDR: nil, countLost: { dropped.increment() }
+        ) { report in
+            switch report {
+            case .gapOpened:
+                log.line("readers: the serving thread is behind (\(mailbox.capacity) access units waiting); dropping up to the next IDR", force: true)
+                events?.emit("handoff-gap")
+            case .resumed(let lost):
+                log.line("readers: resumed at an IDR; \(lost) access units were dropped", force: true)
+                events?.emit("handoff-resumed", [("accessUnits", Int(lost))])
+            }
+        }
+        self.side = side
+        self.handOff = handOff
+        self.realtime = realtime
+        self.endStream = { handOff.close { _ = mailbox.send(.captureEnded, pastCapacity: true) } }
+    }
+
+    func start() { side.start() }
+
+    /// After the loop: the page's HTTP server closes (the stream server closed its readers).
+    func close() { side.webServer?.close() }
+
+    /// What one intake's thread calls for every access unit it delivers: a new feed per
+    /// intake, owned by that thread; `paced` at the media time of what it reads.
+    static func observer(_ handOff: ResyncingHandOff, paced: Bool) -> (TimedUnit) -> Void {
+        RelayFeed(handOff: handOff, pacer: paced ? MediaPacer() : nil).take
+    }
+}
+
+/// One input thread's end of the relay: paces (a file), times, and hands on.
+final class RelayFeed {
+    private let handOff: ResyncingHandOff
+    private var pacer: MediaPacer?
+    private var times = RisingMediaTime()
+    private let clock = SystemClock()
+
+    init(handOff: ResyncingHandOff, pacer: MediaPacer?) {
+        self.handOff = handOff
+        self.pacer = pacer
+    }
+
+    func take(_ received: TimedUnit) {
+        if pacer != nil { wait(for: received) }
+        handOff.hand(RelayFeed.withoutStreamEnd(received.unit), pts90k: times.pts90k(for: received.mediaTime))
+    }
+
+    /// Sleeps until the access unit is due, in short steps so that the end of the run is
+    /// not held up.
+    private func wait(for received: TimedUnit) {
+        var left = pacer!.delay(for: received.mediaTime, nowNs: clock.nowNanoseconds, resumes: received.resumes)
+        while left > 0 && !handOff.isClosed {
+            let step = min(left, 20_000_000)
+            usleep(useconds_t(step / 1000))
+            left -= step
+        }
+    }
+
+    /// The access unit without a trailing end-of-stream or end-of-sequence NAL unit: the
+    /// source's end is not the relay's (readers stay through a source's restart, and get
+    /// the relay's own end-of-stream when it stops). An IDR goes to readers with its
+    /// parameter sets in front in any case (`QueuedAccessUnit`).
+    static func withoutStreamEnd(_ unit: AccessUnit) -> AccessUnit {
+        guard let last = unit.nalUnits.last, last.type == .endOfStream || last.type == .endOfSequence else { return unit }
+        let kept = unit.nalUnits.filter { $0.type != .endOfStream && $0.type != .endOfSequence }
+        return AccessUnit(nalUnits: kept, isIDR: unit.isIDR, resolution: unit.resolution, timestamp: unit.timestamp, parameterSets: unit.parameterSets)
+    }
+}

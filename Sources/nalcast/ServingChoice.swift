@@ -1,0 +1,215 @@
+import EventLoop
+import H264
+import Relay
+import Serving
+
+/// What `produce` and `consume` share to serve their stream: the options (`--listen`, `--web`,
+/// `--allow-remote`, `--join`, the `--reader-*` bounds, `--max-readers`), the lines of
+/// `--dry-run`, and the loop side built from them (`ServingSide`: the `StreamServer`, the
+/// `--web` page with /ws, /metrics and /healthz, the events they report).
+///
+/// The two differ only where an encoder matters: `produce` can make an IDR for a joining
+/// reader (`--join idr`, its default, and `--idr-min-interval`); `consume` relays a stream it
+/// does not encode, so its readers start with the cached GOP (`gop`, the default) or at the
+/// stream's next IDR (`next`).
+struct ServingChoice {
+    /// Where raw Annex-B readers connect.
+    var listen: Endpoint?
+    /// `--web`: the browser page, its WebSocket stream, /metrics and /healthz.
+    var web: Endpoint?
+    var broadcaster = BroadcasterConfig()
+
+    var isServing: Bool { listen != nil || web != nil }
+
+    /// Which command: the option texts and what `--join` may be.
+    enum Role {
+        /// `produce`: an encoder that can make IDRs on demand.
+        case encoder
+        /// `consume`: a relay of what it reads.
+        case relay
+
+        var command: String { self == .encoder ? "produce" : "consume" }
+        var joinPolicies: [JoinPolicy] { self == .encoder ? JoinPolicy.allCases : [.gop, .next] }
+        var defaultJoin: JoinPolicy { self == .encoder ? .idr : .gop }
+    }
+
+    /// The serving options of `role`, in `--help` order.
+    static func specs(_ role: Role) -> [OptionSpec] {
+        var specs: [OptionSpec] = []
+        switch role {
+        case .encoder:
+            specs += [
+                OptionSpec(name: "listen", value: "ADDR", help: "serve readers on tcp://HOST:PORT or unix:PATH", defaultText: "tcp://127.0.0.1:7264 unless -o, --forward or --web is given"),
+                OptionSpec(name: "web", value: "ADDR", help: "serve a page that plays the stream in a browser on ADDR (open http://HOST:PORT/; the stream at /ws, also /metrics and /healthz)"),
+                OptionSpec(name: "allow-remote", value: nil, help: "allow --listen, --web or --metrics on a non-loopback address (the stream may show your screen)"),
+                OptionSpec(name: "join", value: "POLICY", help: "where a new reader starts: idr (fresh IDR at once), gop (cached GOP), next (next IDR)", defaultText: "idr"),
+                OptionSpec(name: "idr-min-interval", value: "TIME", help: "at most one IDR for joining readers per TIME", defaultText: "250ms"),
+            ]
+        case .relay:
+            specs += [
+                OptionSpec(name: "listen", value: "ADDR", help: "relay: serve what is read to readers on tcp://HOST:PORT or unix:PATH (Annex-B); on the machine of the --from producer, another port than its 7264, e.g. tcp://127.0.0.1:7265"),
+                OptionSpec(name: "web", value: "ADDR", help: "relay: serve a page that plays what is read in a browser on ADDR (open http://HOST:PORT/; the stream at /ws, also /metrics and /healthz)"),
+                OptionSpec(name: "allow-remote", value: nil, help: "allow --listen, --web or --metrics on a non-loopback address"),
+                OptionSpec(name: "join", value: "POLICY", help: "where a new reader starts: gop (the cached GOP from its IDR at once, then live), next (the next IDR); no idr: there is no encoder to ask", defaultText: "gop"),
+            ]
+        }
+        specs += [
+            OptionSpec(name: "reader-lag", value: "TIME", help: "a reader further behind skips to the next IDR", defaultText: "500ms"),
+            OptionSpec(name: "reader-max-bytes", value: "SIZE", help: "a reader with more queued skips to the next IDR", defaultText: "8M"),
+            OptionSpec(name: "reader-timeout", value: "TIME", help: "close a reader that makes no progress for TIME", defaultText: "10s"),
+            OptionSpec(name: "max-readers", value: "N", help: "close further readers at once", defaultText: "16"),
+        ]
+        return specs
+    }
+
+    /// Reads the serving options. `defaultListen`: listen on 127.0.0.1:7264 when neither
+    /// `--listen` nor `--web` is given (`produce` without another output).
+    static func parse(_ o: ParsedOptions, _ role: Role, defaultListen: Bool) throws -> ServingChoice {
+        // produce's messages carry no command prefix (as before the relay); consume's do.
+        let prefix = role == .encoder ? "" : "consume: "
+        var choice = ServingChoice()
+        let webText = o.string("web")
+        if let listenText = o.string("listen") ?? (defaultListen && webText == nil ? "tcp://127.0.0.1:\(Endpoint.defaultPort)" : nil) {
+            do { choice.listen = try Endpoint(parsing: listenText) } catch { throw CommandError.usage("\(prefix)--listen: \(error)") }
+        }
+        if let listen = choice.listen, !listen.isLoopback, !o.has("allow-remote") {
+            throw CommandError.usage("\(prefix)--listen \(listen) is not a loopback address: add --allow-remote to serve other machines")
+        }
+        if let webText {
+            do { choice.web = try Endpoint(parsing: webText) } catch { throw CommandError.usage("\(prefix)--web: \(error)") }
+            if let web = choice.web, !web.isLoopback, !o.has("allow-remote") {
+                throw CommandError.usage("\(prefix)--web \(web) is not a loopback address: add --allow-remote to serve other machines")
+            }
+        }
+        var b = BroadcasterConfig()
+        if role == .relay, o.string("join") == JoinPolicy.idr.rawValue {
+            throw CommandError.usage("consume: --join idr: there is no encoder to ask for an IDR when relaying; use --join gop (the cached GOP at once) or --join next (the next IDR)")
+        }
+        b.joinPolicy = try o.value("join", default: role.defaultJoin, expected: "expected one of \(role.joinPolicies.map(\.rawValue).joined(separator: ", "))") {
+            JoinPolicy(rawValue: $0).flatMap { role.joinPolicies.contains($0) ? $0 : nil }
+        }
+        if role == .encoder {
+            b.idrMinIntervalNs = try nanoseconds(o, "idr-min-interval", default: 0.25)
+        }
+        b.readerLimits.maxLagNs = try nanoseconds(o, "reader-lag", default: 0.5, minimum: 0.001)
+        b.readerLimits.maxBytes = try o.value("reader-max-bytes", default: 8 << 20, expected: "expected bytes, at least 4k: 8M, 64k") {
+            ValueFormat.byteSize($0).flatMap { $0 >= 4096 ? $0 : nil }
+        }
+        b.readerTimeoutNs = try nanoseconds(o, "reader-timeout", default: 10, minimum: 0.001)
+        b.maxReaders = try o.value("max-readers", default: 16, expected: "expected a positive number", ValueFormat.positiveInt)
+        choice.broadcaster = b
+        return choice
+    }
+
+    static func nanoseconds(_ o: ParsedOptions, _ name: String, default seconds: Double, minimum: Double = 0) throws -> UInt64 {
+        UInt64(try o.duration(name, default: seconds, minimum: minimum) * 1e9)
+    }
+
+    /// The `--dry-run` lines: `listen:`, `web:` and, when serving, the reader policies.
+    func lines(_ role: Role) -> [String] {
+        var out = ["listen: \(listen?.description ?? "none")", "web: \(web?.description ?? "none")"]
+        guard isServing else { return out }
+        let b = broadcaster
+        var join = "join: \(b.joinPolicy.rawValue)"
+        if role == .encoder { join += " idr-min-interval=\(Double(b.idrMinIntervalNs) / 1e6)ms" }
+        out.append(join + " reader-lag=\(Double(b.readerLimits.maxLagNs) / 1e6)ms reader-max-bytes=\(b.readerLimits.maxBytes) "
+            + "reader-timeout=\(Double(b.readerTimeoutNs) / 1e9)s max-readers=\(b.maxReaders)")
+        return out
+    }
+
+    /// Where a browser opens the page: `http://127.0.0.1:8080/` (a unix socket as is, for a
+    /// reverse proxy).
+    static func pageURL(_ endpoint: Endpoint) -> String {
+        guard case .tcp = endpoint else { return endpoint.description }
+        return "http" + endpoint.description.dropFirst(3) + "/"
+    }
+}
+
+/// The loop side of a `ServingChoice`: the `StreamServer` (`--listen`, and the readers of
+/// `--web`'s /ws) and the `--web` HTTP server with the page, /ws, /metrics and /healthz.
+/// Loop-owned: made before the loop runs, used on the loop thread.
+final class ServingSide {
+    let server: StreamServer?
+    /// `--web`: the page, its stream at /ws (readers of `server`), /metrics, /healthz.
+    let webServer: HTTPServer?
+
+    /// - Parameters:
+    ///   - metricsText: the body of /metrics (the registry, and whatever the command adds).
+    ///   - onRequestIDR: asks the encoder for an IDR; nil for a relay.
+    ///   - onFinished: the stream ended and the readers are drained or closed.
+    init(loop: EventLoop, choice: ServingChoice, _ role: ServingChoice.Role, registry: MetricsRegistry, events: EventLog?,
+         metricsText: @escaping () -> String, onRequestIDR: (() -> Void)?, onFinished: @escaping () -> Void) throws {
+        let prefix = role == .encoder ? "" : "consume: "
+        guard choice.isServing else {
+            server = nil
+            webServer = nil
+            return
+        }
+        let server: StreamServer
+        do {
+            server = try StreamServer(loop: loop, config: StreamServer.Config(listen: choice.listen, broadcaster: choice.broadcaster),
+                                      metrics: StreamServer.Metrics(registry: registry))
+        } catch {
+            throw CommandError.unavailable("\(prefix)--listen \(choice.listen.map(\.description) ?? ""): \(error)")
+        }
+        if let onRequestIDR { server.onRequestIDR = onRequestIDR }
+        server.onEvent = { event in ServingSide.report(event, to: events) }
+        server.onFinished = onFinished
+        self.server = server
+        if let endpoint = choice.web {
+            let web: HTTPServer
+            do {
+                web = try ServingSide.httpServer(loop, endpoint, metricsText: metricsText)
+            } catch {
+                throw CommandError.unavailable("\(prefix)--web \(endpoint): \(error)")
+            }
+            web.routes.add("GET", "/") { _ in
+                var response = HTTPResponse(status: 200, contentType: "text/html; charset=utf-8", body: ViewerPage.html)
+                response.headers.append(("Cache-Control", "no-cache"))
+                return response
+            }
+            // A loopback page refuses names that are not this machine's (DNS rebinding).
+            server.viewersOnlyFromLoopbackHosts = endpoint.isLoopback
+            web.routes.add("GET", "/ws", handler: server.webSocketRoute)
+            webServer = web
+        } else {
+            webServer = nil
+        }
+    }
+
+    /// /metrics and /healthz, the routes `--metrics` and `--web` share.
+    static func httpServer(_ loop: EventLoop, _ endpoint: Endpoint, metricsText: @escaping () -> String) throws(SocketError) -> HTTPServer {
+        try HTTPServer(loop: loop, endpoint: endpoint, metrics: metricsText)
+    }
+
+    func start() {
+        server?.start()
+        webServer?.start()
+    }
+
+    /// `serving tcp://…`, `the page on http://…/`: for the line that says where the stream goes.
+    var places: [String] {
+        var out: [String] = []
+        if let listen = server?.listenEndpoint { out.append("serving \(listen)") }
+        if let web = webServer?.boundEndpoint { out.append("the page on \(ServingChoice.pageURL(web))") }
+        return out
+    }
+
+    /// ` readers=N` for the status line; empty when not serving.
+    var statusText: String { server.map { " readers=\($0.readerCount)" } ?? "" }
+
+    /// The stream server's events as `--events` lines.
+    static func report(_ event: StreamServer.Event, to log: EventLog?) {
+        guard let log else { return }
+        switch event {
+        case .readerJoined(let id, let peer): log.emit("reader-joined", [("reader", Int(id.rawValue)), ("peer", peer)])
+        case .readerStarted(let id, let ms, let burst):
+            log.emit("reader-started", [("reader", Int(id.rawValue)), ("joinMs", ms), ("burst", burst)])
+        case .readerSkipped(let id, let units, let bytes):
+            log.emit("reader-skipped", [("reader", Int(id.rawValue)), ("accessUnits", units), ("bytes", bytes)])
+        case .readerClosed(let id, let reason): log.emit("reader-closed", [("reader", Int(id.rawValue)), ("reason", reason)])
+        case .readerRefused(let peer): log.emit("reader-refused", [("peer", peer), ("reason", "max-readers")])
+        case .idrRequested: log.emit("idr-forced")
+        }
+    }
+}

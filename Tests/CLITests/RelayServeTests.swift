@@ -1,0 +1,245 @@
+import Foundation
+import Testing
+import TestSupport
+
+/// `consume --listen` / `--web`: a relay serving what it reads to real readers (FFmpeg,
+/// headless Chromium), from nalcast produce, from FFmpeg's own Annex-B output, from a file
+/// read at its pace, and through a producer's restart. Every process is stopped by its PID.
+@Suite(.serialized) struct RelayServeTests {
+    /// A relay of `from` serving on a port of the kernel's; returns it and its endpoint.
+    static func relay(from: String, _ extra: [String] = []) throws -> (Background, String) {
+        let r = try Background(Run.nalcast, ["consume", "--from", from, "--listen", "tcp://127.0.0.1:0"] + extra)
+        guard let endpoint = r.servingEndpoint() else {
+            r.signal(SIGKILL)
+            r.wait()
+            throw WebViewerTests.Failure("relay did not start: \(r.stderr)")
+        }
+        return (r, endpoint)
+    }
+
+    /// `ffmpeg -f h264 -i tcp://… -frames:v N`, decoding to per-frame checksums (one line a
+    /// frame) in a file: started in the background so that many read at once.
+    final class FFmpegReader {
+        let output: URL
+        let process: Background
+        init(_ endpoint: String, frames: Int, in dir: URL) throws {
+            output = dir.appendingPathComponent("reader-\(UUID().uuidString).framecrc")
+            let port = endpoint.split(separator: ":").last!
+            process = try Background("ffmpeg", ["-nostdin", "-hide_banner", "-v", "error", "-f", "h264", "-i", "tcp://127.0.0.1:\(port)",
+                                                "-frames:v", String(frames), "-f", "framecrc", "-"], stdoutTo: output)
+        }
+        /// Waits for ffmpeg; its exit status, the frames it decoded and what it complained of.
+        func finish(timeout: Double = 60) -> (status: Int32, frames: Int, errors: String) {
+            let status = process.wait(timeout: timeout)
+            let text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
+            let frames = text.split(separator: "\n").filter { !$0.hasPrefix("#") }.count
+            return (status, frames, process.stderr)
+        }
+    }
+
+    /// The access units of a received stream: IDR or not, and the timestamp SEI's sequence.
+    static func units(_ stream: Data) throws -> [(idr: Bool, sequence: Int?)] {
+        let units = try inspect(stream)["units"] as? [[String: Any]] ?? []
+        return units.map { ($0["idr"] as? Bool ?? false, ($0["timestamp"] as? [String: Any])?["sequence"] as? Int) }
+    }
+
+    /// Polls `condition` for up to `timeout` seconds.
+    static func waitUntil(timeout: Double = 20, _ condition: () -> Bool) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if condition() { return true }
+            usleep(20_000)
+        }
+        return condition()
+    }
+
+    static func stop(_ p: Background) -> Int32 {
+        p.signal(SIGINT)
+        return p.wait()
+    }
+
+    @Test func sixteenFFmpegReadersOfARelayOfProduceAllDecode() throws {
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let events = dir.appendingPathComponent("events.jsonl")
+        let (producer, source) = try ServeTests.producer()
+        let (relay, endpoint) = try Self.relay(from: source, ["--events", events.path])
+        #expect(relay.waitFor("connected to"))
+        let readers = try (0..<16).map { _ in try FFmpegReader(endpoint, frames: 60, in: dir) }
+        for (i, reader) in readers.enumerated() {
+            let r = reader.finish()
+            #expect(r.status == 0, "reader \(i): \(r.errors)")
+            #expect(r.frames == 60, "reader \(i) decoded \(r.frames) frames")
+            #expect(r.errors.isEmpty, "reader \(i): \(r.errors)")
+        }
+        #expect(Self.stop(relay) == 0, "\(relay.stderr)")
+        #expect(Self.stop(producer) == 0)
+        let log = eventLines(events)
+        #expect(log.filter { $0["event"] as? String == "reader-joined" }.count == 16)
+        #expect(log.filter { $0["event"] as? String == "reader-started" }.count == 16)
+        #expect(!log.contains { $0["event"] as? String == "handoff-gap" }, "\(log)")
+    }
+
+    /// FFmpeg as the source: libx264 (with B-frames, no timestamp SEI) written as Annex-B to a
+    /// TCP listener of FFmpeg's own, which the relay connects to.
+    @Test func ffmpegsAnnexBOutputIsRelayedToReaders() throws {
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let port = try FreePort.tcp()
+        let source = try Background("ffmpeg", ["-nostdin", "-hide_banner", "-v", "error", "-re", "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=30",
+                                               "-t", "30", "-c:v", "libx264", "-preset", "veryfast", "-g", "30", "-bf", "2", "-pix_fmt", "yuv420p",
+                                               "-f", "h264", "tcp://127.0.0.1:\(port)?listen=1"])
+        defer { source.signal(SIGKILL); source.wait() }
+        let (relay, endpoint) = try Self.relay(from: "tcp://127.0.0.1:\(port)")
+        #expect(relay.waitFor("connected to"), "\(relay.stderr)")
+        let readers = try (0..<3).map { _ in try FFmpegReader(endpoint, frames: 45, in: dir) }
+        for (i, reader) in readers.enumerated() {
+            let r = reader.finish()
+            #expect(r.status == 0 && r.frames == 45, "reader \(i): \(r.frames) frames, \(r.errors)")
+            #expect(r.errors.isEmpty, "reader \(i): \(r.errors)")
+        }
+        #expect(Self.stop(relay) == 0, "\(relay.stderr)")
+    }
+
+    /// Two relays of one producer (an IDR every 2 s, natural ones only), one `--join gop`, one
+    /// `--join next`; a reader joins each at the same moment, a second into a GOP. The gop
+    /// reader starts at once with the cached GOP (its burst reported), the next reader at the
+    /// IDR after it; both decode from their first picture.
+    @Test func aLateReaderGetsTheCachedGOPWithGopAndTheNextIDRWithNext() throws {
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let gopEvents = dir.appendingPathComponent("gop.jsonl")
+        let nextEvents = dir.appendingPathComponent("next.jsonl")
+        let (producer, source) = try ServeTests.producer(["--join", "next", "--keyint", "2s"])
+        let (gopRelay, gopEndpoint) = try Self.relay(from: source, ["--events", gopEvents.path])
+        let (nextRelay, nextEndpoint) = try Self.relay(from: source, ["--join", "next", "--events", nextEvents.path])
+        #expect(gopRelay.waitFor("connected to") && nextRelay.waitFor("connected to"))
+        // Both relays start at the producer's next IDR; a second later both are mid-GOP.
+        usleep(3_000_000)
+        let gopReader = try StreamReaderClient(gopEndpoint)
+        let nextReader = try StreamReaderClient(nextEndpoint)
+        usleep(3_500_000)
+        let gopStream = gopReader.finish()
+        let nextStream = nextReader.finish()
+        #expect(Self.stop(gopRelay) == 0)
+        #expect(Self.stop(nextRelay) == 0)
+        #expect(Self.stop(producer) == 0)
+
+        let gopUnits = try Self.units(gopStream)
+        let nextUnits = try Self.units(nextStream)
+        #expect(gopUnits.first?.idr == true && nextUnits.first?.idr == true)
+        let gopFirst = try #require(gopUnits.first?.sequence)
+        let nextFirst = try #require(nextUnits.first?.sequence)
+        #expect(nextFirst > gopFirst, "the next reader started at \(nextFirst), the gop reader at \(gopFirst)")
+        // The gop reader's first pictures are consecutive frames from the GOP's IDR.
+        let sequences = gopUnits.prefix(10).compactMap(\.sequence)
+        #expect(sequences == Array(gopFirst..<(gopFirst + sequences.count)), "\(sequences)")
+        for (name, stream) in [("gop", gopStream), ("next", nextStream)] {
+            let decoded = try ffmpegDecode(stream)
+            #expect(decoded.errors.isEmpty, "\(name): \(decoded.errors)")
+            #expect(decoded.frames > 0, "\(name)")
+        }
+        let started = { (url: URL) in eventLines(url).first { $0["event"] as? String == "reader-started" } ?? [:] }
+        let gopBurst = started(gopEvents)["burst"] as? Int ?? 0
+        #expect(gopBurst >= 2, "the gop reader's burst: \(started(gopEvents))")
+        // The burst is what the reader got before the live pictures: the cached GOP.
+        #expect(gopUnits.count >= gopBurst)
+        #expect(started(nextEvents)["burst"] as? Int == 1, "\(started(nextEvents))")
+    }
+
+    /// The relay's page in headless Chromium plays the relayed test pattern.
+    @Test(.enabled(if: PlaybackTests.chromiumMissing == nil, "\(PlaybackTests.chromiumMissing ?? "")"))
+    func chromiumPlaysTheRelaysPage() throws {
+        let (producer, source) = try ServeTests.producer([], size: "640x360")
+        defer { _ = Self.stop(producer) }
+        let relay = try Background(Run.nalcast, ["consume", "--from", source, "--web", "tcp://127.0.0.1:0"])
+        guard relay.waitFor("the page on "), let found = relay.stderr.split(separator: " ").first(where: { $0.hasPrefix("http://") }) else {
+            relay.signal(SIGKILL)
+            relay.wait()
+            throw WebViewerTests.Failure("no page announced: \(relay.stderr)")
+        }
+        let url = String(found.split(separator: "\n")[0])
+        let r = try Run.program(PlaybackTests.venvPython, [PlaybackTests.browserTools.appendingPathComponent("web_check.py").path, url, WebViewerTests.points], timeout: 120)
+        #expect(r.status == 0, "\(r.text) \(r.stderr)")
+        let seen = try #require(try JSONSerialization.jsonObject(with: r.stdout) as? [String: Any], "\(r.text) \(r.stderr)")
+        #expect((seen["painted"] as? Int ?? 0) >= 30, "\(seen)")
+        #expect(seen["width"] as? Int == 640 && seen["height"] as? Int == 360, "\(seen)")
+        #expect(seen["errors"] as? Int == 0 && seen["problem"] is NSNull, "\(seen)")
+        WebViewerTests.checkBars(seen["pixels"] as? [[Int]] ?? [], "the relay's canvas")
+        #expect(Self.stop(relay) == 0, "\(relay.stderr)")
+    }
+
+    /// The producer stops cleanly and starts again on the same port: the relay's reader
+    /// stays connected, gets the new stream from its first IDR, and decodes all of it.
+    @Test func aReaderStaysConnectedThroughAProducerRestart() throws {
+        let port = try FreePort.tcp()
+        let address = "tcp://127.0.0.1:\(port)"
+        let first = try Background(Run.nalcast, ["produce", "--size", "320x240", "--listen", address])
+        #expect(first.waitFor("serving "))
+        let (relay, endpoint) = try Self.relay(from: address)
+        #expect(relay.waitFor("connected to"))
+        let reader = try StreamReaderClient(endpoint)
+        usleep(2_000_000)
+        #expect(Self.stop(first) == 0)
+        #expect(relay.waitFor("disconnected from"), "\(relay.stderr)")
+        let second = try Background(Run.nalcast, ["produce", "--size", "320x240", "--listen", address])
+        #expect(second.waitFor("serving "))
+        #expect(Self.waitUntil { relay.stderr.components(separatedBy: "connected to ").count > 2 }, "not connected again: \(relay.stderr)")
+        usleep(2_500_000)
+        #expect(!reader.isClosedByPeer, "the relay closed its reader: \(relay.stderr)")
+        let stream = reader.finish()
+        #expect(Self.stop(second) == 0)
+        #expect(Self.stop(relay) == 0)
+
+        let units = try Self.units(stream)
+        let sequences = units.map { $0.sequence ?? -1 }
+        // Both producers' pictures: the sequence starts again (at the second one's first IDR).
+        let restart = try #require(sequences.indices.dropFirst().first { sequences[$0] < sequences[$0 - 1] }, "one producer's frames only: \(sequences.suffix(5))")
+        #expect(units[restart].idr, "after the restart the reader starts at an IDR")
+        let decoded = try ffmpegDecode(stream)
+        #expect(decoded.errors.isEmpty, "\(decoded.errors)")
+        #expect(decoded.frames == units.count, "\(decoded.frames) of \(units.count) decoded")
+    }
+
+    /// A file served paced: readers get it at about its frame rate (counts over a window,
+    /// loosely), then the end of stream, and the run exits 0.
+    @Test func aFileIsServedAtThePaceOfItsMediaTimeThenEnds() throws {
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let input = try inputFile(try Streams.ffmpeg(frames: 150, keyint: 30), in: dir)
+        let events = dir.appendingPathComponent("events.jsonl")
+        let (relay, endpoint) = try Self.relay(from: input.path, ["--events", events.path])
+        let reader = try StreamReaderClient(endpoint)
+        usleep(2_000_000)
+        // 5 s of pictures: after 2 s, far from all of them (as fast as the disk, all at once).
+        let early = try Self.units(reader.received).count
+        #expect(early < 130, "\(early) of 150 access units in the first 2 s: not paced")
+        #expect(relay.wait(timeout: 30) == 0, "\(relay.stderr)")
+        usleep(200_000)
+        #expect(reader.isClosedByPeer)
+        let stream = reader.finish()
+        #expect(endsWithEndOfStream([UInt8](stream)), "no end-of-stream NAL unit at the end")
+        let units = try Self.units(stream)
+        #expect(units.first?.idr == true)
+        #expect(units.count > early && units.count >= 120, "\(units.count) access units")
+        let decoded = try ffmpegDecode(stream)
+        #expect(decoded.errors.isEmpty, "\(decoded.errors)")
+        #expect(eventLines(events).contains { $0["event"] as? String == "reader-started" })
+    }
+
+    @Test func joinIDRIsRefusedAndDryRunShowsTheServing() throws {
+        let r = try Run.nalcast(["consume", "--from", "tcp://127.0.0.1:7264", "--listen", "tcp://127.0.0.1:7265", "--join", "idr"])
+        #expect(r.status == 64)
+        #expect(r.stderr.contains("--join idr") && r.stderr.contains("gop") && r.stderr.contains("next"), "\(r.stderr)")
+        #expect(r.stderr.split(separator: "\n").count == 1, "\(r.stderr)")
+
+        let dry = try Run.nalcast(["consume", "--from", "x.h264", "--listen", "tcp://127.0.0.1:7265", "--web", "tcp://127.0.0.1:8080",
+                                   "--max-readers", "4", "--dry-run"])
+        #expect(dry.status == 0, "\(dry.stderr)")
+        for line in ["listen: tcp://127.0.0.1:7265", "web: tcp://127.0.0.1:8080", "join: gop", "max-readers=4", "realtime: on"] {
+            #expect(dry.text.contains(line), "\(line) missing from \(dry.text)")
+        }
+        let remote = try Run.nalcast(["consume", "--listen", "tcp://0.0.0.0:7265", "--dry-run"])
+        #expect(remote.status == 64 && remote.stderr.contains("--allow-remote"), "\(remote.stderr)")
+    }
+}
