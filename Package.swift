@@ -54,9 +54,11 @@ let package = Package(
         .target(name: "Producer", dependencies: ["H264", "Relay", "EventLoop", "Capture", "Encoder"]),
         // Where access units go (files, stdout, segments, a forward endpoint), for produce and consume.
         .target(name: "Output", dependencies: ["H264", "Relay", "EventLoop"]),
-        .target(name: "Consumer", dependencies: ["H264", "Relay", "EventLoop", "Output"]),
+        .target(name: "Consumer", dependencies: ["H264", "Relay", "EventLoop", "Output", "Containers"]),
         // Container files (MP4, MPEG-TS, Matroska, FLV) through libavformat's muxers: one more
         // AccessUnitSink, packets copied, never re-encoded.
+        // And the other way: any H.264 source libavformat reads (container files, RTSP, SRT,
+        // RTMP, UDP, HTTP) as access units for consume (`Demuxer`, read by Consumer's DemuxReader).
         .target(name: "Containers", dependencies: ["CAVFormat", "H264", "Output"]),
         .executableTarget(name: "nalcast", dependencies: ["CLinux", "H264", "Relay", "EventLoop", "Capture", "Encoder", "Serving", "Producer", "Consumer", "Output", "Containers"]),
 

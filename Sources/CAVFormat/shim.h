@@ -3,6 +3,8 @@
 // FFmpeg's muxers (libavformat) for nalcast's container output: files go through a file
 // descriptor nalcast opened itself; pushes to a server (RTMP, SRT, RTSP, UDP) go through
 // libavformat's own protocols, each blocking call bounded by an interrupt callback.
+// Its demuxers and protocols for consume's input (`Demuxer`): container files and live URLs
+// (RTSP, SRT, RTMP, UDP, HTTP), bounded by the same interrupt callback.
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -82,6 +84,9 @@ static inline int CAVFormat_av_dict_set(AVDictionary **pm, const char *key, cons
     CAVFORMAT_FN(CAVFORMAT_AVUTIL, av_dict_set); return f_ ? f_(pm, key, value, flags) : AVERROR(ENOSYS);
 }
 static inline void CAVFormat_av_dict_free(AVDictionary **m) { CAVFORMAT_FN(CAVFORMAT_AVUTIL, av_dict_free); if (f_) f_(m); }
+static inline int64_t CAVFormat_av_rescale_q(int64_t a, AVRational bq, AVRational cq) {
+    CAVFORMAT_FN(CAVFORMAT_AVUTIL, av_rescale_q); return f_ ? f_(a, bq, cq) : 0;
+}
 static inline char *CAVFormat_av_strdup(const char *s) { CAVFORMAT_FN(CAVFORMAT_AVUTIL, av_strdup); return f_ ? f_(s) : NULL; }
 static inline int CAVFormat_av_strerror(int errnum, char *buf, size_t size) {
     CAVFORMAT_FN(CAVFORMAT_AVUTIL, av_strerror);
@@ -98,7 +103,34 @@ static inline void CAVFormat_av_packet_rescale_ts(AVPacket *pkt, AVRational from
     CAVFORMAT_FN(CAVFORMAT_AVCODEC, av_packet_rescale_ts); if (f_) f_(pkt, from, to);
 }
 
+static inline const char *CAVFormat_avcodec_get_name(enum AVCodecID id) {
+    CAVFORMAT_FN(CAVFORMAT_AVCODEC, avcodec_get_name); return f_ ? f_(id) : "unknown";
+}
+static inline uint8_t *CAVFormat_av_packet_get_side_data(const AVPacket *pkt, enum AVPacketSideDataType type, size_t *size) {
+    CAVFORMAT_FN(CAVFORMAT_AVCODEC, av_packet_get_side_data); return f_ ? f_(pkt, type, size) : NULL;
+}
+
 // libavformat
+static inline AVFormatContext *CAVFormat_avformat_alloc_context(void) { CAVFORMAT_FN(CAVFORMAT_AVFORMAT, avformat_alloc_context); return f_ ? f_() : NULL; }
+static inline int CAVFormat_avformat_open_input(AVFormatContext **ps, const char *url, const AVInputFormat *fmt, AVDictionary **options) {
+    CAVFORMAT_FN(CAVFORMAT_AVFORMAT, avformat_open_input); return f_ ? f_(ps, url, fmt, options) : AVERROR(ENOSYS);
+}
+static inline int CAVFormat_avformat_find_stream_info(AVFormatContext *ic, AVDictionary **options) {
+    CAVFORMAT_FN(CAVFORMAT_AVFORMAT, avformat_find_stream_info); return f_ ? f_(ic, options) : AVERROR(ENOSYS);
+}
+static inline int CAVFormat_av_find_best_stream(AVFormatContext *ic, enum AVMediaType type, int wanted, int related, const AVCodec **decoder, int flags) {
+    CAVFORMAT_FN(CAVFORMAT_AVFORMAT, av_find_best_stream); return f_ ? f_(ic, type, wanted, related, decoder, flags) : AVERROR(ENOSYS);
+}
+static inline int CAVFormat_av_read_frame(AVFormatContext *s, AVPacket *pkt) {
+    CAVFORMAT_FN(CAVFORMAT_AVFORMAT, av_read_frame); return f_ ? f_(s, pkt) : AVERROR(ENOSYS);
+}
+static inline void CAVFormat_avformat_close_input(AVFormatContext **s) { CAVFORMAT_FN(CAVFORMAT_AVFORMAT, avformat_close_input); if (f_) f_(s); }
+static inline const char *CAVFormat_avio_enum_protocols(void **opaque, int output) {
+    CAVFORMAT_FN(CAVFORMAT_AVFORMAT, avio_enum_protocols); return f_ ? f_(opaque, output) : NULL;
+}
+static inline const AVInputFormat *CAVFormat_av_find_input_format(const char *name) {
+    CAVFORMAT_FN(CAVFORMAT_AVFORMAT, av_find_input_format); return f_ ? f_(name) : NULL;
+}
 static inline int CAVFormat_avformat_alloc_output_context2(AVFormatContext **ctx, const AVOutputFormat *oformat, const char *format_name, const char *filename) {
     CAVFORMAT_FN(CAVFORMAT_AVFORMAT, avformat_alloc_output_context2); return f_ ? f_(ctx, oformat, format_name, filename) : AVERROR(ENOSYS);
 }
@@ -142,6 +174,13 @@ static inline int CAVFormat_load(char *why, int size) {
         { CAVFORMAT_AVFORMAT, "avio_alloc_context" }, { CAVFORMAT_AVFORMAT, "avio_context_free" }, { CAVFORMAT_AVFORMAT, "avio_flush" },
         { CAVFORMAT_AVFORMAT, "avio_open2" }, { CAVFORMAT_AVFORMAT, "avio_closep" }, { CAVFORMAT_AVFORMAT, "avformat_network_init" },
         { CAVFORMAT_AVFORMAT, "avio_find_protocol_name" },
+        // the demuxing side (consume --from a URL or a container file)
+        { CAVFORMAT_AVUTIL, "av_rescale_q" }, { CAVFORMAT_AVCODEC, "avcodec_get_name" },
+        { CAVFORMAT_AVCODEC, "av_packet_get_side_data" }, { CAVFORMAT_AVFORMAT, "avformat_alloc_context" },
+        { CAVFORMAT_AVFORMAT, "avformat_open_input" }, { CAVFORMAT_AVFORMAT, "avformat_find_stream_info" },
+        { CAVFORMAT_AVFORMAT, "av_find_best_stream" }, { CAVFORMAT_AVFORMAT, "av_read_frame" },
+        { CAVFORMAT_AVFORMAT, "avformat_close_input" }, { CAVFORMAT_AVFORMAT, "avio_enum_protocols" },
+        { CAVFORMAT_AVFORMAT, "av_find_input_format" },
     };
     static const char *const names[3] = { CAVFORMAT_SONAME_avutil, CAVFORMAT_SONAME_avcodec, CAVFORMAT_SONAME_avformat };
     for (int lib = 0; lib < 3; lib++) {
@@ -258,7 +297,7 @@ typedef struct CAVFormat_interrupt {
 
 static inline int CAVFormat_interrupt_check(void *opaque) {
     CAVFormat_interrupt *state = (CAVFormat_interrupt *)opaque;
-    if (state->stop) return state->fired = 1;
+    if (__atomic_load_n(&state->stop, __ATOMIC_RELAXED)) return state->fired = 1;
     if (state->deadline_ns == 0) return 0;
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
@@ -286,5 +325,43 @@ static inline int CAVFormat_format_has_no_file(const AVFormatContext *s) { retur
 
 // AVERROR_EXIT is a macro Swift does not import.
 static inline int CAVFormat_error_exit(void) { return AVERROR_EXIT; }
+
+// Ends every wait of the thread using `state` at once: the one field another thread writes
+// (a demuxer's reader is stopped from the main thread), so atomically.
+static inline void CAVFormat_interrupt_request_stop(CAVFormat_interrupt *state) { __atomic_store_n(&state->stop, 1, __ATOMIC_RELAXED); }
+
+// More macros Swift does not import: end of input, try again, no timestamp.
+static inline int CAVFormat_error_eof(void) { return AVERROR_EOF; }
+static inline int CAVFormat_error_again(void) { return AVERROR(EAGAIN); }
+static inline int64_t CAVFormat_no_pts(void) { return AV_NOPTS_VALUE; }
+
+// 1 when this libavformat has the input protocol `name` (tcp, udp, srt, rtmp, https...).
+static inline int CAVFormat_has_input_protocol(const char *name) {
+    void *opaque = NULL;
+    const char *p;
+    while ((p = CAVFormat_avio_enum_protocols(&opaque, 0)) != NULL) {
+        if (strcmp(p, name) == 0) return 1;
+    }
+    return 0;
+}
+
+// Opens `url` for reading with the interrupt callback set before the first blocking call:
+// the context must exist before avformat_open_input for that, so it is made here.
+static inline int CAVFormat_open_input(AVFormatContext **ps, const char *url, CAVFormat_interrupt *state, AVDictionary **options) {
+    AVFormatContext *ctx = CAVFormat_avformat_alloc_context();
+    if (!ctx) return AVERROR(ENOMEM);
+    ctx->interrupt_callback = CAVFormat_interrupt_callback(state);
+    *ps = ctx;
+    return CAVFormat_avformat_open_input(ps, url, NULL, options);  // frees the context on failure
+}
+
+// The new extradata (avcC or Annex-B parameter sets) a packet carries as side data when the
+// stream's parameters change mid-stream (FLV/RTMP after a new sequence header).
+static inline const uint8_t *CAVFormat_new_extradata(const AVPacket *pkt, int *size) {
+    size_t n = 0;
+    const uint8_t *data = CAVFormat_av_packet_get_side_data(pkt, AV_PKT_DATA_NEW_EXTRADATA, &n);
+    *size = data ? (int)n : 0;
+    return data;
+}
 
 #endif

@@ -12,6 +12,10 @@ public struct ConsumerMetrics: Sendable {
     public let reconnects: Counter
     /// Access units dropped unfinished because the input failed while they arrived.
     public let unfinishedUnits: Counter
+    /// A demuxed live source that sent nothing for the stall timeout (then reopened).
+    public let stalls: Counter
+    /// Demuxed packets that held no NAL unit, or a length past their end (what came before it kept).
+    public let malformedPackets: Counter
     public let segmentsOpened: Counter
     public let segmentsClosed: Counter
     /// Capture (timestamp SEI, CLOCK_REALTIME) to receive, seconds.
@@ -25,6 +29,8 @@ public struct ConsumerMetrics: Sendable {
         resyncBytes = registry.counter("nalcast_consumer_resync_bytes_total", help: "Bytes skipped to find the next start code")
         reconnects = registry.counter("nalcast_consumer_reconnects_total", help: "Connections made again after a loss")
         unfinishedUnits = registry.counter("nalcast_consumer_unfinished_access_units_total", help: "Access units dropped unfinished when the input failed")
+        stalls = registry.counter("nalcast_consumer_stalls_total", help: "Times a demuxed live source sent nothing for the stall timeout")
+        malformedPackets = registry.counter("nalcast_consumer_malformed_packets_total", help: "Demuxed packets with no NAL unit or a NAL length past their end")
         segmentsOpened = registry.counter("nalcast_segments_opened_total", help: "Segment files opened")
         segmentsClosed = registry.counter("nalcast_segments_closed_total", help: "Segment files finished and renamed")
         latency = registry.histogram(

@@ -4,6 +4,8 @@ import H264
 ///
 /// The rule, in order:
 /// 1. the nalcast timestamp SEI (`pts_90k`, taken as it is) when the access unit carries one;
+/// 1b. for a demuxed source (`consume --from` a URL or a container file): the packet's time
+///    from the container, 0 at the first packet;
 /// 2. for a file or pipe (read as fast as the disk allows, so the arrival clock says
 ///    nothing): access units counted since the start / the SPS VUI frame rate
 ///    (`time_scale / (2 × num_units_in_tick)`), else / `fallbackFrameRate` (30, what
@@ -13,6 +15,15 @@ import H264
 /// Counted times are the count since the last fixed point (a SEI time, a rate change)
 /// times the frame duration, rounded to a tick once: 29.97 fps steps 3003 ticks exactly,
 /// and 23.976 fps does not drift by a tick a frame.
+///
+/// Given times (rules 1 and 1b) stay monotonic across a source that starts over: after a
+/// `discontinuity()` (a reconnect, a source reopened) a container's time, which starts
+/// again wherever the new connection's clock starts, goes on one frame step after the last
+/// time; a timestamp SEI's goes on from where it was when it falls back (a nalcast producer
+/// restarted: its `pts_90k` starts again at 0) and keeps its gap when it moved on (the same
+/// producer, reached again after a network outage). A given time that falls back without a
+/// discontinuity is rebased the same way. The step is the last one seen between given
+/// times, else one frame at the VUI (or fallback) rate.
 ///
 /// Pure: the caller passes the arrival time.
 public struct MediaClock: Sendable {
@@ -33,6 +44,14 @@ public struct MediaClock: Sendable {
     private var anchor = MediaTime.zero
     private var stepsSinceAnchor: Int64 = 0
     private var anchorRate: Double = 0
+    /// Added to given times (rebasing), since the first one.
+    private var offset: Int64 = 0
+    private var placedGiven = false
+    private var afterDiscontinuity = false
+    /// The last step between two given times (ticks), 0 before there are two.
+    private var lastStep: Int64 = 0
+    /// How many given times were rebased (a source that started over).
+    public private(set) var rebases = 0
 
     public init(source: Source, fallbackFrameRate: Double = 30) {
         precondition(fallbackFrameRate > 0)
@@ -46,11 +65,25 @@ public struct MediaClock: Sendable {
     ///   - frameRate: the active SPS's VUI frame rate, if signalled.
     ///   - arrivalNs: when the access unit was received (monotonic nanoseconds).
     public mutating func time(pts90k: UInt64?, frameRate: Double?, arrivalNs: UInt64) -> MediaTime {
+        time(packetTime: nil, pts90k: pts90k, frameRate: frameRate, arrivalNs: arrivalNs)
+    }
+
+    /// Media time of the next access unit of a demuxed source: the timestamp SEI's when it
+    /// has one, else `packetTime` (the container's, 90 kHz, any origin: the first one is 0),
+    /// else counted or arrival as for other inputs.
+    public mutating func time(packetTime: MediaTime?, pts90k: UInt64?, frameRate: Double?, arrivalNs: UInt64) -> MediaTime {
         let first = firstArrival ?? arrivalNs
         firstArrival = first
-        defer { counted += 1 }
+        defer {
+            counted += 1
+            afterDiscontinuity = false
+        }
         if let pts90k {
-            fix(MediaTime(pts90k: pts90k))
+            place(MediaTime(pts90k: pts90k), startsAtZero: false, frameRate: frameRate)
+            return last
+        }
+        if let packetTime {
+            place(packetTime, startsAtZero: true, frameRate: frameRate)
             return last
         }
         switch source {
@@ -67,6 +100,33 @@ public struct MediaClock: Sendable {
             fix(.nanoseconds(arrivalNs &- first))
         }
         return last
+    }
+
+    /// The source started over (a reconnect, the input reopened): the next given time is
+    /// placed after the last one (see the type's comment).
+    public mutating func discontinuity() {
+        afterDiscontinuity = true
+    }
+
+    /// A given time, rebased when its source started over.
+    private mutating func place(_ raw: MediaTime, startsAtZero: Bool, frameRate: Double?) {
+        if !placedGiven {
+            placedGiven = true
+            // (after counted or arrival times, a container's 0 falls back: rebased below)
+            offset = startsAtZero ? -raw.ticks : 0
+        }
+        var t = raw.ticks &+ offset
+        if counted > 0 {
+            let step = lastStep > 0 ? lastStep : Int64((Double(MediaTime.ticksPerSecond) / effectiveRate(frameRate)).rounded())
+            if (afterDiscontinuity && (startsAtZero || t < last.ticks + step)) || t < last.ticks {
+                offset = last.ticks + step - raw.ticks
+                t = last.ticks + step
+                rebases += 1
+            } else if t > last.ticks && t - last.ticks < MediaTime.ticksPerSecond {
+                lastStep = t - last.ticks
+            }
+        }
+        fix(MediaTime(ticks: t))
     }
 
     /// A time not counted: the next counted one steps from it.

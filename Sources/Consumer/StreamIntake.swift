@@ -3,7 +3,9 @@ import H264
 
 /// Bytes in, access units out to the sinks: `AnnexBParser`, the media clock, and the entry
 /// gate (after the start and after every reconnect nothing goes out before an IDR with its
-/// SPS and PPS).
+/// SPS and PPS). A demuxed source (`DemuxReader`) hands in whole access units with their
+/// container time instead (`push(unit:packetTime:byteCount:)`), through the same clock,
+/// gate, discontinuity marker and metrics.
 ///
 /// Used by one thread at a time: the loop thread (network) or the file reader.
 public final class StreamIntake {
@@ -44,6 +46,25 @@ public final class StreamIntake {
         parser.push(chunk) { completed.append($0) }
         deliverCompleted()
     }
+
+    /// One whole access unit of a demuxed source, `byteCount` bytes as the container held it,
+    /// with its time from the container (90 kHz, any origin; nil when it gave none).
+    public func push(unit: AccessUnit, packetTime: MediaTime?, byteCount: Int) {
+        metrics.bytes.increment(by: UInt64(byteCount))
+        deliver(unit, frameRate: frameRateOf(unit), packetTime: packetTime)
+        if let type = unit.nalUnits.last?.type { lastUnitEndedStream = type == .endOfStream || type == .endOfSequence }
+        fanout.push(outgoing)
+        outgoing.removeAll(keepingCapacity: true)
+    }
+
+    /// The VUI frame rate of the last SPS an access unit carried (parsed only then).
+    private func frameRateOf(_ unit: AccessUnit) -> Double? {
+        if let sps = unit.nalUnits.first(where: { $0.type == .sps }), let parsed = try? SequenceParameterSet(sps) {
+            lastFrameRate = parsed.frameRate
+        }
+        return lastFrameRate
+    }
+    private var lastFrameRate: Double?
 
     /// The input ended for good (end of file): the last access unit goes out too.
     public func finish() {
@@ -86,6 +107,8 @@ public final class StreamIntake {
         skippedSoFar = 0
         waitingForEntry = true
         pendingDiscontinuity = true
+        // The next connection's clock may start over: media time goes on from here.
+        clock.discontinuity()
     }
 
     private func deliverCompleted() {
@@ -106,14 +129,14 @@ public final class StreamIntake {
         }
     }
 
-    private func deliver(_ unit: AccessUnit, frameRate: Double?) {
+    private func deliver(_ unit: AccessUnit, frameRate: Double?, packetTime: MediaTime? = nil) {
         metrics.accessUnits.increment()
         let now = monotonicNanoseconds()
         if let ts = unit.timestamp, ts.captureTimeNs > 0 {
             let wall = realtimeNanoseconds()
             if wall >= ts.captureTimeNs { metrics.latency.observe(Double(wall - ts.captureTimeNs) / 1e9) }
         }
-        let time = clock.time(pts90k: unit.timestamp?.pts90k, frameRate: frameRate, arrivalNs: now)
+        let time = clock.time(packetTime: packetTime, pts90k: unit.timestamp?.pts90k, frameRate: frameRate, arrivalNs: now)
         var received = TimedUnit(unit: unit, mediaTime: time, arrivalNs: now)
         if waitingForEntry {
             guard received.isEntryPoint else {

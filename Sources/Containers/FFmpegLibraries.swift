@@ -14,6 +14,6 @@ public enum FFmpegLibraries {
         var why = [CChar](repeating: 0, count: 512)
         if CAVFormat_load(&why, Int32(why.count)) != 0 { return nil }
         let reason = String(decoding: why.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        return "container output needs FFmpeg's \(String(cString: CAVFormat_soname())) (\(reason)): install the \(package) package"
+        return "containers and media-server URLs need FFmpeg's \(String(cString: CAVFormat_soname())) (\(reason)): install the \(package) package"
     }()
 }

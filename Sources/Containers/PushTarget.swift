@@ -40,7 +40,6 @@ public struct PushTarget: Sendable, CustomStringConvertible, Equatable {
         let rest = url[url.index(colon, offsetBy: 3)...]
         let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" } ?? rest.endIndex
         var authority = rest[..<authorityEnd]
-        let hadUser = authority.contains("@")
         if let at = authority.lastIndex(of: "@") { authority = authority[authority.index(after: at)...] }
         let (host, port) = Self.split(authority)
         guard !host.isEmpty else { throw PushTargetError("\(scheme):// needs a host: \(Self.shape(kind))") }
@@ -56,11 +55,28 @@ public struct PushTarget: Sendable, CustomStringConvertible, Equatable {
         if kind == .rtmp && path.split(separator: "/").count < 2 {
             throw PushTargetError("\(scheme):// needs an application and a stream key: \(Self.shape(kind))")
         }
-        var shown = "\(scheme)://" + (hadUser ? "***@" : "") + authority + Self.maskedPath(path, kind: kind)
+        description = Self.masked(url)
+    }
+
+    /// `url` (any scheme: `--forward` and `consume --from` alike) with its secrets masked:
+    /// a user and password (`***@`), an RTMP stream key (the last part of the path), the
+    /// value of every query field but the harmless ones. What is not a URL comes back as it is.
+    public static func masked(_ url: String) -> String {
+        guard let colon = url.firstIndex(of: ":"), url[colon...].hasPrefix("://") else { return url }
+        let scheme = url[..<colon].lowercased()
+        let rest = url[url.index(colon, offsetBy: 3)...]
+        let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" } ?? rest.endIndex
+        var authority = rest[..<authorityEnd]
+        let hadUser = authority.contains("@")
+        if let at = authority.lastIndex(of: "@") { authority = authority[authority.index(after: at)...] }
+        let afterAuthority = rest[authorityEnd...]
+        let queryStart = afterAuthority.firstIndex(of: "?") ?? afterAuthority.endIndex
+        let path = String(afterAuthority[..<queryStart])
+        var shown = "\(scheme)://" + (hadUser ? "***@" : "") + authority + maskedPath(path, streamKey: scheme == "rtmp" || scheme == "rtmps")
         if queryStart < afterAuthority.endIndex {
-            shown += "?" + Self.maskedQuery(afterAuthority[afterAuthority.index(after: queryStart)...])
+            shown += "?" + maskedQuery(afterAuthority[afterAuthority.index(after: queryStart)...])
         }
-        description = shown
+        return shown
     }
 
     /// The muxer that carries H.264 over this protocol.
@@ -116,8 +132,8 @@ public struct PushTarget: Sendable, CustomStringConvertible, Equatable {
     }
 
     /// An RTMP URL's last path part is the stream key, which is a password in all but name.
-    private static func maskedPath(_ path: String, kind: Kind) -> String {
-        guard kind == .rtmp, let slash = path.lastIndex(of: "/"), path.index(after: slash) < path.endIndex else { return path }
+    private static func maskedPath(_ path: String, streamKey: Bool) -> String {
+        guard streamKey, let slash = path.lastIndex(of: "/"), path.index(after: slash) < path.endIndex else { return path }
         return path[...slash] + "****"
     }
 

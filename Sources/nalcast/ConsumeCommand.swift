@@ -17,12 +17,14 @@ import Synchronization
 enum ConsumeCommand: Command {
     static let name = "consume"
     static let summary = "Read an H.264 stream and write it to stdout, segment files and/or a remote, and/or serve it to readers (a relay)."
-    static let usage = "nalcast consume [--from tcp://HOST:PORT|unix:PATH|FILE|-] [-o FILE|-] [--segments DIR] [--forward URL]... [--listen ADDR] [--web ADDR] [OPTIONS]"
+    static let usage = "nalcast consume [--from tcp://HOST:PORT|unix:PATH|rtsp://…|srt://…|rtmp://…|udp://…|http(s)://…|FILE|-] [-o FILE|-] [--segments DIR] [--forward URL]... [--listen ADDR] [--web ADDR] [OPTIONS]"
     static let specs: [OptionSpec] = inputOutputSpecs + ServingChoice.specs(.relay) + [
         OptionSpec(name: "realtime", value: nil, help: "relay: read a file input at the pace of its media time, like FFmpeg's -re (on when serving a file; --no-realtime turns it off)"),
     ] + observabilitySpecs
     private static let inputOutputSpecs: [OptionSpec] = [
-        OptionSpec(name: "from", value: "SOURCE", help: "tcp://HOST:PORT, unix:PATH, a file, or - for stdin", defaultText: "tcp://127.0.0.1:7264"),
+        OptionSpec(name: "from", value: "SOURCE", help: "tcp://HOST:PORT or unix:PATH (a nalcast producer, Annex-B), rtsp[s]://[USER:PASS@]HOST[:PORT]/PATH (a camera), srt://HOST:PORT[?mode=listener], rtmp[s]://HOST[:PORT]/APP/NAME (played), udp://HOST:PORT (MPEG-TS), http[s]://…, a file (Annex-B, MP4, MPEG-TS, Matroska, FLV), or - for stdin (Annex-B); H.264 only, never re-encoded", defaultText: "tcp://127.0.0.1:7264"),
+        OptionSpec(name: "rtsp-transport", value: "tcp|udp", help: "RTP over the RTSP connection or over UDP, for --from rtsp://", defaultText: "tcp"),
+        OptionSpec(name: "stall-timeout", value: "DURATION", help: "a --from URL (rtsp, srt, rtmp, udp, http) that sends nothing this long is dropped and opened again", defaultText: "5s"),
         OptionSpec(name: "output", value: "FILE", help: "write the stream from the first IDR to FILE or - for stdout: .mp4, .ts, .mkv, .flv in that container with its timing, anything else as received (Annex-B)", short: "o"),
         OptionSpec(name: "format", value: "FORMAT", help: "the container of -o: mp4, ts, mkv, flv or h264 (raw Annex-B); mp4 needs a seekable file", defaultText: "from the -o extension, else h264"),
         OptionSpec(name: "segments", value: "DIR", help: "write rotating segment files into DIR, each starting at an IDR: MP4 unless --segment-name ends otherwise"),
@@ -68,13 +70,25 @@ enum ConsumeCommand: Command {
     enum Input: CustomStringConvertible {
         case network(Endpoint)
         case file(String)
+        /// Through libavformat (`InputChoice`): a live URL or a container file.
+        case demux(DemuxReader.Source)
         var description: String {
             switch self {
             case .network(let e): e.description
             case .file(let p): p == "-" ? "stdin" : p
+            case .demux(let s): s.shown
             }
         }
-        var isNetwork: Bool { if case .network = self { true } else { false } }
+        /// A live input (a socket, a live URL): slow sinks skip, the input reconnects.
+        var isNetwork: Bool {
+            switch self {
+            case .network: true
+            case .file: false
+            case .demux(let s): s.live
+            }
+        }
+        /// Media time without a timestamp SEI is counted (a raw file), not the container's.
+        var timeIsCounted: Bool { if case .file = self { true } else { false } }
     }
 
     struct Config {
@@ -91,6 +105,8 @@ enum ConsumeCommand: Command {
         var fsync = true
         var forwards: [ForwardChoice] = []
         var reconnectTimeout: Double?
+        /// `--stall-timeout`: a live URL with no packet this long is reopened.
+        var stallTimeout: Double = 5
         /// Bytes queued per sink: 8 MiB for live input (room to ride out a stall), 512 KiB
         /// for files (the reader waits anyway; memory stays flat).
         var sinkQueue: Int = 8 << 20
@@ -112,14 +128,12 @@ enum ConsumeCommand: Command {
             guard options.positionals.isEmpty else {
                 throw CommandError.usage("consume: unexpected argument '\(options.positionals[0])' (the input is --from)")
             }
-            let from = options.string("from") ?? "tcp://127.0.0.1:7264"
-            if from.hasPrefix("tcp://") || from.hasPrefix("unix:") {
-                input = .network(try endpoint(from, option: "from"))
-            } else if from.contains("://") {
-                throw CommandError.usage("consume: --from \(from): expected tcp://HOST:PORT, unix:PATH, a file or -")
-            } else {
-                input = .file(from)
+            let rtspTransport = options.string("rtsp-transport") ?? "tcp"
+            guard InputChoice.rtspTransports.contains(rtspTransport) else {
+                throw CommandError.usage("consume: --rtsp-transport \(rtspTransport): expected tcp or udp")
             }
+            input = try InputChoice.parse(options.string("from") ?? "tcp://127.0.0.1:7264", rtspTransport: rtspTransport)
+            stallTimeout = try options.duration("stall-timeout", default: 5, above: true)
             output = options.string("output")
             outputFormat = try OutputChoice.format(options, output: output, command: "consume")
             segments = options.string("segments")
@@ -175,7 +189,13 @@ enum ConsumeCommand: Command {
 
         var lines: [String] {
             var out = ["from: \(input)"]
-            out.append("media time: timestamp SEI, else " + (input.isNetwork ? "arrival time" : "access units counted at the VUI frame rate, else \(frameRate) fps"))
+            if case .demux(let source) = input {
+                out.append("reader: libavformat (" + (source.live ? "live, reopened after a stall of \(formatSeconds(stallTimeout)) s" : "a container file") + ")"
+                           + (source.options.isEmpty ? "" : "; options " + source.options.map { "\($0.key)=\($0.value)" }.joined(separator: " ")))
+                out.append("media time: timestamp SEI, else the container's decode times from 0, going on across reopenings")
+            } else {
+                out.append("media time: timestamp SEI, else " + (input.isNetwork ? "arrival time" : "access units counted at the VUI frame rate, else \(frameRate) fps"))
+            }
             out.append("slow sinks: " + (input.isNetwork ? "skip to the next IDR past \(sinkQueue) bytes queued" : "the reader waits (file input), \(sinkQueue) bytes queued per sink"))
             if let o = output { out.append("output: \(o == "-" ? "stdout" : o) (\(OutputChoice.describe(outputFormat)))") }
             if let s = segments {

@@ -84,6 +84,7 @@ final class ConsumeSession {
         let loop = EventLoop()
         let ending = Ending(loop: loop)
         let fileReader = try openInput()
+        try checkDemuxedFile()
         let fanout = try makeOutputs(ending)
         let signalWatchers = watchSignals(loop, ending)
         // The watchers must outlive the loop and the drain: a released SignalWatcher stops its
@@ -93,6 +94,7 @@ final class ConsumeSession {
         var client = try connectInput(loop, fanout, ending)
         let serving = try startServing(loop, fanout)
         startReading(fileReader, fanout, ending)
+        let demuxReader = startDemux(fanout, ending)
 
         loop.run()
 
@@ -102,7 +104,7 @@ final class ConsumeSession {
         client = nil
         serving.stop()
         relay?.close()
-        drain(fileReader, fanout, after: ended)
+        drain(fileReader, demuxReader, fanout, after: ended)
         if serving.statusTimer != nil { serving.statusLine.end() }
         return try report(ended, ending, fanout)
     }
@@ -135,7 +137,7 @@ final class ConsumeSession {
             let sink: any AccessUnitSink
             do {
                 sink = try OutputChoice.sink(target: output, format: config.outputFormat, fallbackFrameRate: config.frameRate.framesPerSecond,
-                                             countedClock: !config.input.isNetwork)
+                                             countedClock: config.input.timeIsCounted)
             } catch {
                 throw CommandError.io(error.message)
             }
@@ -185,7 +187,7 @@ final class ConsumeSession {
             planner: SegmentPlanner.Config(segmentDuration: .seconds(config.segmentDuration), maxBytes: config.segmentMaxBytes),
             keep: config.keep, hook: config.hook, sync: config.fsync,
             writer: ContainerSegmentWriter.factory(ContainerFormat.forPath(config.namer.pattern), fallbackFrameRate: config.frameRate.framesPerSecond,
-                                                   countedClock: !config.input.isNetwork))
+                                                   countedClock: config.input.timeIsCounted))
         let sink: SegmentSink
         do {
             sink = try SegmentSink(config: segmentConfig, recovered: &recovered) { event in
@@ -219,7 +221,7 @@ final class ConsumeSession {
 
     /// One `--forward` target.
     private func makeForwardSink(_ target: ForwardChoice, name: String, _ ending: Ending) -> sending ForwardSink {
-        target.makeSink(name: name, fallbackFrameRate: config.frameRate.framesPerSecond, countedClock: !config.input.isNetwork,
+        target.makeSink(name: name, fallbackFrameRate: config.frameRate.framesPerSecond, countedClock: config.input.timeIsCounted,
                         onEvent: ForwardChoice.reporter(name: name, log: log, events: events) { ending.forwardsConnected.withLock { _ = $0.insert(name) } })
     }
 
@@ -236,7 +238,7 @@ final class ConsumeSession {
         return watchers
     }
 
-    private func makeIntake(_ fanout: SinkFanout, _ clock: MediaClock.Source) -> sending StreamIntake {
+    func makeIntake(_ fanout: SinkFanout, _ clock: MediaClock.Source) -> sending StreamIntake {
         // The relay's end of this intake: made from the (Sendable) hand-off alone, so that it
         // can go to the intake's thread.
         var relayObserver: ((TimedUnit) -> Void)?
@@ -349,12 +351,14 @@ final class ConsumeSession {
 
     /// Stops the reader and gives the sinks time to write what they hold: as long as they
     /// need (600 s) after a file was read to its end, else `--stop-timeout`.
-    private func drain(_ fileReader: FileReader?, _ fanout: SinkFanout, after ended: Outcome) {
+    private func drain(_ fileReader: FileReader?, _ demuxReader: DemuxReader?, _ fanout: SinkFanout, after ended: Outcome) {
         fileReader?.stop()
+        demuxReader?.stop()
         let timeout: Double
         if case .inputEnded = ended, !config.input.isNetwork { timeout = 600 } else { timeout = config.stopTimeout }
         let late = fanout.finish(timeout: timeout)
         fileReader?.join()
+        demuxReader?.join()
         if !late.isEmpty { log.line("gave up waiting for: \(late.joined(separator: ", "))", force: true) }
     }
 

@@ -48,4 +48,50 @@ import Testing
         #expect(c.time(pts90k: nil, frameRate: 30, arrivalNs: 7_000_000_000) == .zero)
         #expect(c.time(pts90k: nil, frameRate: 30, arrivalNs: 9_500_000_000) == MediaTime(ticks: 225_000))
     }
+
+    /// A nalcast producer that restarts begins its pts_90k at 0 again: after the reconnect
+    /// (a discontinuity) time goes on from where it was, one step later.
+    @Test func aRestartedProducersTimeGoesOnAfterADiscontinuity() {
+        var c = MediaClock(source: .arrival)
+        for pts: UInt64 in [0, 3000, 6000] { _ = c.time(pts90k: pts, frameRate: 30, arrivalNs: 0) }
+        c.discontinuity()
+        #expect(c.time(pts90k: 0, frameRate: 30, arrivalNs: 0).ticks == 9000)
+        #expect(c.time(pts90k: 3000, frameRate: 30, arrivalNs: 0).ticks == 12000)
+        #expect(c.rebases == 1)
+    }
+
+    /// The same producer reached again after an outage: its time moved on, and so does ours,
+    /// gap kept.
+    @Test func aProducerReachedAgainKeepsItsGap() {
+        var c = MediaClock(source: .arrival)
+        for pts: UInt64 in [0, 3000] { _ = c.time(pts90k: pts, frameRate: 30, arrivalNs: 0) }
+        c.discontinuity()
+        #expect(c.time(pts90k: 300_000, frameRate: 30, arrivalNs: 0).ticks == 300_000)
+        #expect(c.rebases == 0)
+    }
+
+    /// A container's times start at 0 at the first packet; a reopened source (new clock
+    /// origin) goes on one step after the last time, however its clock starts.
+    @Test func containerTimesStartAtZeroAndGoOnAfterAReopen() {
+        var c = MediaClock(source: .arrival)
+        #expect(c.time(packetTime: MediaTime(ticks: 126_000), pts90k: nil, frameRate: 25, arrivalNs: 0) == .zero)
+        #expect(c.time(packetTime: MediaTime(ticks: 129_600), pts90k: nil, frameRate: 25, arrivalNs: 0).ticks == 3600)
+        c.discontinuity()
+        #expect(c.time(packetTime: MediaTime(ticks: 8_000_000_000), pts90k: nil, frameRate: 25, arrivalNs: 0).ticks == 7200)
+        #expect(c.time(packetTime: MediaTime(ticks: 8_000_003_600), pts90k: nil, frameRate: 25, arrivalNs: 0).ticks == 10800)
+    }
+
+    /// A given time that falls back without a discontinuity is rebased too: time never
+    /// goes back.
+    @Test func theSEITimeWinsOverTheContainers() {
+        var c = MediaClock(source: .arrival)
+        #expect(c.time(packetTime: MediaTime(ticks: 126_000), pts90k: 450_000, frameRate: 25, arrivalNs: 0).ticks == 450_000)
+    }
+
+    @Test func aTimeThatFallsBackIsRebased() {
+        var c = MediaClock(source: .counted)
+        for pts: UInt64 in [90_000, 93_000, 96_000] { _ = c.time(pts90k: pts, frameRate: 30, arrivalNs: 0) }
+        #expect(c.time(pts90k: 0, frameRate: 30, arrivalNs: 0).ticks == 99_000)
+        #expect(c.time(pts90k: 3000, frameRate: 30, arrivalNs: 0).ticks == 102_000)
+    }
 }

@@ -1,0 +1,257 @@
+import Containers
+import EventLoop
+import H264
+import Output
+import Relay
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// Reads a source through libavformat (`Demuxer`) on a thread of its own and hands each
+/// packet, made an access unit by `AnnexBPackager`, to a `StreamIntake` with its container
+/// time: container files (MP4, MPEG-TS, Matroska, FLV) and live URLs (RTSP, SRT, RTMP,
+/// UDP, HTTP).
+///
+/// - A file is read to its end, as `FileReader` reads one: the run ends there (exit 0).
+/// - A live URL is opened again when it is lost (a read error, the source ended, a stall),
+///   after `ReconnectBackoff`'s delays, until `giveUpAfter` (`--reconnect-timeout`) passes
+///   without a packet. Each opening is bounded by `openTimeout`; each read by
+///   `stallTimeout`: a source that sends nothing that long is reported (`.stalled`) and
+///   reopened. After a reopening the intake waits for an IDR with its parameter sets and
+///   marks the discontinuity; `MediaClock` keeps media time going on.
+///
+/// Life: `init` → `start(intake:onEvent:onEnd:)` → `stop()` from any thread (ends any wait
+/// in libavformat at once, through the interrupt callback) → `join()`.
+public final class DemuxReader: Sendable {
+    /// What to open.
+    public struct Source: Sendable {
+        /// The URL or path as given, credentials included: only for libavformat.
+        public let url: String
+        /// The URL with its secrets masked, for every message.
+        public let shown: String
+        /// A live URL (reconnects, stall detection) rather than a file.
+        public let live: Bool
+        /// libavformat options (protocol and demuxer), as ffmpeg takes them before `-i`.
+        public let options: [Option]
+
+        public struct Option: Sendable, Equatable {
+            public let key: String
+            public let value: String
+            public init(_ key: String, _ value: String) {
+                self.key = key
+                self.value = value
+            }
+        }
+
+        public init(url: String, shown: String, live: Bool, options: [Option]) {
+            self.url = url
+            self.shown = shown
+            self.live = live
+            self.options = options
+        }
+    }
+
+    public struct Timing: Sendable {
+        /// Seconds an opening (connect, handshake, probing) may take.
+        public var openTimeout: Double
+        /// Seconds without a packet after which a live source counts as stalled.
+        public var stallTimeout: Double
+        public var backoff: ReconnectBackoff.Config
+
+        public init(openTimeout: Double = 10, stallTimeout: Double = 5, backoff: ReconnectBackoff.Config = .init()) {
+            self.openTimeout = openTimeout
+            self.stallTimeout = stallTimeout
+            self.backoff = backoff
+        }
+    }
+
+    public enum Event: Sendable {
+        /// The source is open and its video is H.264: how long opening took, what was found
+        /// (`mpegts, 320x240`), the tracks left out (said on the first opening only).
+        case opened(source: String, attempts: Int, seconds: Double, found: String, ignored: [String])
+        /// An opening failed; the reader tries again.
+        case unreachable(source: String, reason: String)
+        /// No packet for `seconds`: the source is dropped and opened again.
+        case stalled(source: String, seconds: Double)
+        /// The open source failed or ended; `retrying` unless the reader gives up now.
+        case lost(source: String, reason: String, retrying: Bool)
+        /// Still trying, said every few seconds of an outage.
+        case retrying(source: String, attempt: Int, reason: String, downFor: Double, nextIn: Double)
+        /// Packets that held no NAL unit (or a length past their end) since the opening;
+        /// said at the first one of each opening (all are counted in the metrics).
+        case malformed(source: String, packets: Int)
+    }
+
+    /// How reading ended.
+    public enum End: Sendable, Equatable {
+        /// The file's end, or `stop()`.
+        case ended
+        /// Reading failed (a file).
+        case failed(String)
+        /// The source holds no H.264 video, or its container cannot be read: one line.
+        case invalid(String)
+        /// A live source stayed lost for `giveUpAfter`: why, whether it was ever opened, and
+        /// whether its last opening ended with an end-of-stream NAL unit (a producer that
+        /// finished its stream).
+        case gaveUp(reason: String, everOpened: Bool, endedCleanly: Bool)
+    }
+
+    public let source: Source
+    public let timing: Timing
+    private let deadline = DemuxDeadline()
+    private let stopping = Atomic<Bool>(false)
+    private let thread = Mutex<OSThread?>(nil)
+
+    public init(source: Source, timing: Timing = Timing()) {
+        self.source = source
+        self.timing = timing
+    }
+
+    /// Starts reading into `intake`, which from now on belongs to the reader thread.
+    /// `onEvent` and `onEnd` run on that thread.
+    public func start(intake: sending StreamIntake, onEvent: @escaping @Sendable (Event) -> Void, onEnd: @escaping @Sendable (End) -> Void) {
+        let t = OSThread(name: "nalcast-demux") { [self] in
+            onEnd(self.run(intake, onEvent))
+        }
+        thread.withLock { $0 = t }
+    }
+
+    public func stop() {
+        stopping.store(true, ordering: .relaxed)
+        deadline.requestStop()
+    }
+
+    public func join() {
+        if let t = thread.withLock({ t in defer { t = nil }; return t }) { t.join() }
+    }
+
+    private var stopped: Bool { stopping.load(ordering: .relaxed) }
+
+    /// How one opening's reading ended.
+    private enum Loss {
+        case stopped, endOfInput, stalled, failed(String), invalid(String)
+    }
+
+    private func run(_ intake: StreamIntake, _ onEvent: @Sendable (Event) -> Void) -> End {
+        var backoff = ReconnectBackoff(config: timing.backoff)
+        var everOpened = false
+        var attempts = 0
+        let options = source.options.map { ($0.key, $0.value) }
+        while !stopped {
+            attempts += 1
+            deadline.arm(source.live ? timing.openTimeout : 0)
+            let began = monotonicNanoseconds()
+            var reason: String
+            do {
+                let demuxer = try Demuxer(url: source.url, shown: source.shown, options: options, deadline: deadline)
+                let seconds = Double(monotonicNanoseconds() - began) / 1e9
+                if everOpened { intake.metrics.reconnects.increment() }
+                let found = demuxer.formatName + (demuxer.width > 0 ? ", \(demuxer.width)x\(demuxer.height)" : "")
+                onEvent(.opened(source: source.shown, attempts: attempts, seconds: seconds, found: found, ignored: everOpened ? [] : demuxer.ignoredTracks))
+                everOpened = true
+                backoff.connected()
+                attempts = 0
+                let loss = pump(demuxer, intake, onEvent)
+                // Closing says goodbye to a server (RTSP TEARDOWN): briefly.
+                deadline.arm(1)
+                switch loss {
+                case .stopped:
+                    return .ended
+                case .invalid(let message):
+                    return .invalid(message)
+                case .endOfInput:
+                    if !source.live {
+                        intake.finish()
+                        return .ended
+                    }
+                    intake.connectionClosed()
+                    reason = "the source ended the stream"
+                case .stalled:
+                    intake.metrics.stalls.increment()
+                    intake.inputFailed()
+                    onEvent(.stalled(source: source.shown, seconds: timing.stallTimeout))
+                    reason = "no packet for \(timing.stallTimeout) s"
+                case .failed(let message):
+                    let dropped = intake.inputFailed()
+                    if !source.live { return .failed(message + (dropped > 0 ? "; an unfinished access unit dropped" : "")) }
+                    reason = message
+                }
+                let now = monotonicNanoseconds()
+                backoff.lost(at: now)
+                let retrying = !backoff.givesUp(now: now)
+                onEvent(.lost(source: source.shown, reason: reason, retrying: retrying))
+            } catch {
+                if stopped { return .ended }
+                switch error.kind {
+                case .notH264, .fatal: return .invalid(error.message)
+                case .unreachable, .timedOut, .read, .noVideo:
+                    // A file that exists but will not open is not a file to wait for.
+                    if !source.live { return .invalid(error.message) }
+                }
+                reason = error.message
+                if attempts == 1 { onEvent(.unreachable(source: source.shown, reason: reason)) }
+            }
+            let now = monotonicNanoseconds()
+            guard let delay = backoff.nextDelay(now: now, random: Double.random(in: 0...1)) else {
+                return .gaveUp(reason: reason, everOpened: everOpened, endedCleanly: intake.lastConnectionEndedCleanly)
+            }
+            if attempts > 1 && backoff.progressDue(now: now) {
+                onEvent(.retrying(source: source.shown, attempt: attempts, reason: reason, downFor: backoff.downFor(now: now), nextIn: delay))
+            }
+            sleep(seconds: delay)
+        }
+        return .ended
+    }
+
+    /// Reads one opening's packets into the intake until it ends.
+    private func pump(_ demuxer: Demuxer, _ intake: StreamIntake, _ onEvent: @Sendable (Event) -> Void) -> Loss {
+        var packager: AnnexBPackager
+        do {
+            packager = try AnnexBPackager(extradata: demuxer.extradata)
+        } catch {
+            return .invalid("\(source.shown): its H.264 description (extradata) is unreadable: \(error)")
+        }
+        var malformed = 0
+        while !stopped {
+            deadline.arm(source.live ? timing.stallTimeout : 0)
+            let packet: Demuxer.Packet?
+            do {
+                packet = try demuxer.read()
+            } catch {
+                if stopped { return .stopped }
+                return error.kind == .timedOut ? .stalled : .failed(error.message)
+            }
+            guard let packet else { return .endOfInput }
+            if let extradata = packet.newExtradata, (try? packager.setExtradata(extradata)) == nil {
+                // Kept the previous parameter sets; in-band ones still pass through.
+                packager.noteMalformed()
+            }
+            let unit = packager.accessUnit(packet: packet.data)
+            if packager.malformedPackets > malformed {
+                intake.metrics.malformedPackets.increment(by: UInt64(packager.malformedPackets - malformed))
+                if malformed == 0 { onEvent(.malformed(source: source.shown, packets: packager.malformedPackets)) }
+                malformed = packager.malformedPackets
+            }
+            guard let unit else { continue }
+            // Decode order is delivery order: the decode time is the media time (the
+            // presentation time when the container gave no decode time).
+            let time = (packet.dts ?? packet.pts).map { MediaTime(ticks: $0) }
+            intake.push(unit: unit, packetTime: time, byteCount: packet.data.count)
+        }
+        return .stopped
+    }
+
+    /// Sleeps `seconds`, or less when stopped.
+    private func sleep(seconds: Double) {
+        let end = monotonicNanoseconds() + UInt64(max(0, seconds) * 1e9)
+        while !stopped {
+            let now = monotonicNanoseconds()
+            if now >= end { return }
+            usleep(UInt32(min(50_000, (end - now) / 1000)))
+        }
+    }
+}

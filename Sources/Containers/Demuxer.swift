@@ -1,0 +1,247 @@
+import CAVFormat
+import H264
+import Output
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// Why a `Demuxer` could not open or read, in one line (the URL masked).
+public struct DemuxError: Error, CustomStringConvertible, Sendable {
+    public enum Kind: Sendable, Equatable {
+        /// The source is not there or did not answer (retry a live one).
+        case unreachable
+        /// No packet within the deadline (a stalled live source).
+        case timedOut
+        /// The source's video is not H.264 (a fact about the source: not retried).
+        case notH264
+        /// No video stream found (a file has none; a live source may not have sent it yet).
+        case noVideo
+        /// The libraries are missing, or other trouble that retrying will not mend.
+        case fatal
+        /// Reading failed after the source was open.
+        case read
+    }
+
+    public let kind: Kind
+    public let message: String
+    public init(_ kind: Kind, _ message: String) {
+        self.kind = kind
+        self.message = message
+    }
+    public var description: String { message }
+}
+
+/// One H.264 video stream read through libavformat's demuxers and protocols: container files
+/// (MP4, MPEG-TS, Matroska, FLV) and live URLs (RTSP, SRT, RTMP as a client that plays, UDP
+/// MPEG-TS, HTTP). It picks the best video stream, refuses one that is not H.264 (naming its
+/// codec), tells the tracks it ignores (they are discarded in libavformat, never read into
+/// nalcast), and hands out packets in decode order, their times in 90 kHz ticks. The bytes
+/// are copied once out of libavformat's packet and never re-encoded; `AnnexBPackager` makes
+/// them nalcast's access units.
+///
+/// Every blocking call (open, probing, each read) is bounded by the interrupt callback of
+/// `PushTransport`'s kind, whose deadline the caller arms (`arm(_:)`); `requestStop()`
+/// from another thread ends any wait at once. One thread uses it; `requestStop` is the one
+/// call from another thread.
+public final class Demuxer {
+    /// One packet of the video stream: its bytes (Annex-B or length-prefixed, as the
+    /// container has them), its decode and presentation times in 90 kHz ticks (nil when the
+    /// container gave none), whether the container marked it a keyframe, and new extradata
+    /// when the stream's parameters changed.
+    public struct Packet {
+        public var data: [UInt8]
+        public var dts: Int64?
+        public var pts: Int64?
+        public var keyframe: Bool
+        public var newExtradata: [UInt8]?
+    }
+
+    /// The URL masked, for messages.
+    public let shown: String
+    /// The video stream's extradata as opened (avcC, Annex-B parameter sets, or empty).
+    public let extradata: [UInt8]
+    /// Picture size from the container, when it says.
+    public let width: Int
+    public let height: Int
+    /// The container format libavformat found (`mov,mp4,m4a,3gp,3g2,mj2`, `mpegts`, `rtsp`...).
+    public let formatName: String
+    /// The tracks left out, described: `audio (aac)`, `video (mjpeg)`.
+    public let ignoredTracks: [String]
+
+    private var context: UnsafeMutablePointer<AVFormatContext>?
+    private var packet: UnsafeMutablePointer<AVPacket>?
+    private let streamIndex: Int32
+    private let timeBase: AVRational
+    private let interrupt: UnsafeMutablePointer<CAVFormat_interrupt>
+    private let deadline: DemuxDeadline
+
+    /// Options for a URL: what FFmpeg's protocols and demuxers take (`rtsp_transport`,
+    /// `probesize`, `analyzeduration`...), as ffmpeg's command line takes them before `-i`.
+    /// The deadline (armed by the caller) bounds opening and probing; `deadline` must live
+    /// as long as the demuxer.
+    public init(url: String, shown: String, options: [(String, String)], deadline: DemuxDeadline) throws(DemuxError) {
+        self.shown = shown
+        self.deadline = deadline
+        let interrupt = deadline.state
+        self.interrupt = interrupt
+        if let problem = FFmpegLibraries.problem { throw DemuxError(.fatal, problem) }
+        CAVFormat_av_log_set_level(AV_LOG_QUIET)  // failures come back as codes; nalcast says them in one line
+        _ = Self.networkReady
+
+        var dictionary: OpaquePointer?
+        for (key, value) in options { CAVFormat_av_dict_set(&dictionary, key, value, 0) }
+        defer { CAVFormat_av_dict_free(&dictionary) }
+        var ctx: UnsafeMutablePointer<AVFormatContext>?
+        var rc = CAVFormat_open_input(&ctx, url, interrupt, &dictionary)
+        guard rc >= 0, let opened = ctx else {
+            throw DemuxError(interrupt.pointee.fired != 0 ? .timedOut : .unreachable,
+                             "cannot open \(shown): " + (interrupt.pointee.fired != 0 ? "timed out" : Self.text(rc)))
+        }
+        context = opened
+        formatName = opened.pointee.iformat.map { String(cString: $0.pointee.name) } ?? "?"
+
+        rc = CAVFormat_avformat_find_stream_info(opened, nil)
+        if rc < 0 {
+            let fired = interrupt.pointee.fired != 0
+            CAVFormat_avformat_close_input(&context)
+            throw DemuxError(fired ? .timedOut : .unreachable, "\(shown): no stream information: " + (fired ? "timed out" : Self.text(rc)))
+        }
+        let best = CAVFormat_av_find_best_stream(opened, AVMEDIA_TYPE_VIDEO, -1, -1, nil, 0)
+        guard best >= 0, let stream = opened.pointee.streams[Int(best)] else {
+            let kinds = Self.describeStreams(opened, except: -1)
+            CAVFormat_avformat_close_input(&context)
+            throw DemuxError(.noVideo, "\(shown) has no video stream" + (kinds.isEmpty ? "" : " (only \(kinds.joined(separator: ", ")))"))
+        }
+        let par = stream.pointee.codecpar.pointee
+        guard par.codec_id == AV_CODEC_ID_H264 else {
+            let name = String(cString: CAVFormat_avcodec_get_name(par.codec_id))
+            CAVFormat_avformat_close_input(&context)
+            throw DemuxError(.notH264, "\(shown): its video is \(name), not H.264 (nalcast relays H.264 without re-encoding; "
+                             + "convert it with ffmpeg -i INPUT -c:v libx264 -f h264 OUT.h264)")
+        }
+        streamIndex = best
+        timeBase = stream.pointee.time_base
+        width = Int(par.width)
+        height = Int(par.height)
+        extradata = par.extradata.map { Array(UnsafeBufferPointer(start: $0, count: Int(par.extradata_size))) } ?? []
+        ignoredTracks = Self.describeStreams(opened, except: best)
+        // The other tracks are not read at all: libavformat drops their packets itself.
+        for i in 0..<Int(opened.pointee.nb_streams) where Int32(i) != best {
+            opened.pointee.streams[i]!.pointee.discard = AVDISCARD_ALL
+        }
+        packet = CAVFormat_av_packet_alloc()
+        if packet == nil {
+            CAVFormat_avformat_close_input(&context)
+            throw DemuxError(.fatal, "out of memory")
+        }
+    }
+
+    deinit {
+        CAVFormat_av_packet_free(&packet)
+        // Closing an RTSP session says TEARDOWN: bounded by the caller's deadline.
+        CAVFormat_avformat_close_input(&context)
+    }
+
+    /// `avformat_network_init`, once: TLS (rtsps, rtmps, https) wants it before the first connection.
+    private static let networkReady: Bool = CAVFormat_avformat_network_init() >= 0
+
+    /// The next packet of the video stream, in decode order; nil at the end of the input.
+    /// Throws `.timedOut` when the deadline passed first (or `requestStop` was called).
+    public func read() throws(DemuxError) -> Packet? {
+        guard let context, let packet else { throw DemuxError(.read, "closed") }
+        while true {
+            let rc = CAVFormat_av_read_frame(context, packet)
+            if rc == CAVFormat_error_eof() { return nil }
+            if rc == CAVFormat_error_again() {
+                if interrupt.pointee.fired != 0 || CAVFormat_interrupt_check(interrupt) != 0 { throw DemuxError(.timedOut, "\(shown): no packet: timed out") }
+                usleep(5_000)
+                continue
+            }
+            if rc < 0 {
+                if interrupt.pointee.fired != 0 { throw DemuxError(.timedOut, "\(shown): no packet: timed out") }
+                throw DemuxError(.read, "reading \(shown): \(Self.text(rc))")
+            }
+            defer { CAVFormat_av_packet_unref(packet) }
+            let p = packet.pointee
+            guard p.stream_index == streamIndex else { continue }
+            let data = p.data.map { Array(UnsafeBufferPointer(start: $0, count: Int(p.size))) } ?? []
+            var size: Int32 = 0
+            var newExtradata: [UInt8]?
+            if let side = CAVFormat_new_extradata(packet, &size), size > 0 {
+                newExtradata = Array(UnsafeBufferPointer(start: side, count: Int(size)))
+            }
+            return Packet(data: data, dts: ticks(p.dts), pts: ticks(p.pts), keyframe: p.flags & AV_PKT_FLAG_KEY != 0, newExtradata: newExtradata)
+        }
+    }
+
+    private func ticks(_ value: Int64) -> Int64? {
+        guard value != CAVFormat_no_pts() else { return nil }
+        return CAVFormat_av_rescale_q(value, timeBase, AVRational(num: 1, den: 90_000))
+    }
+
+    /// `audio (aac)`, one per stream but `except`.
+    private static func describeStreams(_ ctx: UnsafeMutablePointer<AVFormatContext>, except: Int32) -> [String] {
+        (0..<Int(ctx.pointee.nb_streams)).compactMap { i in
+            guard Int32(i) != except, let st = ctx.pointee.streams[i] else { return nil }
+            let par = st.pointee.codecpar.pointee
+            let kind: String
+            switch par.codec_type {
+            case AVMEDIA_TYPE_VIDEO: kind = "video"
+            case AVMEDIA_TYPE_AUDIO: kind = "audio"
+            case AVMEDIA_TYPE_SUBTITLE: kind = "subtitles"
+            case AVMEDIA_TYPE_DATA: kind = "data"
+            default: kind = "other"
+            }
+            return "\(kind) (\(String(cString: CAVFormat_avcodec_get_name(par.codec_id))))"
+        }
+    }
+
+    /// Whether this libavformat can read `scheme` URLs: a protocol it lists
+    /// (`avio_enum_protocols`), or for RTSP its demuxer (RTSP is a demuxer over TCP/UDP, and
+    /// rtsps needs TLS too). Loads the libraries (nil reason: they are there).
+    public static func supports(scheme: String) -> Bool {
+        guard FFmpegLibraries.problem == nil else { return false }
+        switch scheme {
+        case "rtsp": return CAVFormat_av_find_input_format("rtsp") != nil
+        case "rtsps": return CAVFormat_av_find_input_format("rtsp") != nil && CAVFormat_has_input_protocol("tls") != 0
+        default: return CAVFormat_has_input_protocol(scheme) != 0
+        }
+    }
+
+    static func text(_ rc: Int32) -> String { Muxer.text(rc) }
+}
+
+/// The deadline of a demuxer's blocking calls (libavformat polls it through the interrupt
+/// callback while it waits), and the way to stop them from another thread.
+///
+/// `@unchecked Sendable`: the reader thread alone arms it and reads `fired`; the only write
+/// from another thread is `requestStop`, an atomic store in C that the callback loads
+/// atomically.
+public final class DemuxDeadline: @unchecked Sendable {
+    let state: UnsafeMutablePointer<CAVFormat_interrupt>
+
+    public init() {
+        state = .allocate(capacity: 1)
+        state.initialize(to: CAVFormat_interrupt(deadline_ns: 0, stop: 0, fired: 0))
+    }
+
+    deinit {
+        state.deinitialize(count: 1)
+        state.deallocate()
+    }
+
+    /// The next blocking calls give up `seconds` from now (0: no deadline). Reader thread.
+    public func arm(_ seconds: Double) {
+        state.pointee.fired = 0
+        state.pointee.deadline_ns = seconds > 0 ? Int64(monotonicNanoseconds()) + Int64(seconds * 1e9) : 0
+    }
+
+    /// Ends every wait at once, and every later one: from any thread.
+    public func requestStop() { CAVFormat_interrupt_request_stop(state) }
+
+    /// True when the last failed call failed because the deadline passed or a stop came.
+    public var fired: Bool { state.pointee.fired != 0 }
+}

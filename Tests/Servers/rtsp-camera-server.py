@@ -1,0 +1,69 @@
+#!/usr/bin/python3
+"""An RTSP camera stand-in for nalcast's tests: GStreamer's RTSP server (gir1.2-gst-rtsp-server-1.0,
+python3-gi) playing a live test pattern encoded with x264 as RTP (rtph264pay), the way an IP
+camera serves its stream. Run with Debian's /usr/bin/python3.
+
+usage: rtsp-camera-server.py PORT PATH [WIDTHxHEIGHT]
+
+Listens on 127.0.0.1:PORT and serves PATH (such as /cam): each client that says PLAY gets
+the same live stream (one shared encoder), RTP over the RTSP connection (TCP) or UDP, as the
+client asks. 30 frames per second, an IDR every 30 frames, no B-frames, SPS and PPS in the
+SDP and in band before every IDR. One line per event on stderr: "listening on rtsp://...",
+"client connected", "client gone". Exits on SIGTERM or SIGINT.
+"""
+import signal
+import sys
+
+import gi
+
+gi.require_version("Gst", "1.0")
+gi.require_version("GstRtspServer", "1.0")
+from gi.repository import GLib, Gst, GstRtspServer  # noqa: E402
+
+
+def log(line):
+    print(line, file=sys.stderr, flush=True)
+
+
+def main():
+    if len(sys.argv) not in (3, 4):
+        log(__doc__)
+        return 64
+    port, path = sys.argv[1], sys.argv[2]
+    width, height = (sys.argv[3] if len(sys.argv) == 4 else "320x240").split("x")
+    Gst.init(None)
+
+    server = GstRtspServer.RTSPServer()
+    server.set_address("127.0.0.1")
+    server.set_service(port)
+
+    factory = GstRtspServer.RTSPMediaFactory()
+    factory.set_launch(
+        "( videotestsrc is-live=true pattern=ball "
+        "! video/x-raw,width=%s,height=%s,framerate=30/1,format=I420 "
+        "! x264enc tune=zerolatency speed-preset=ultrafast key-int-max=30 bframes=0 "
+        "! video/x-h264,profile=baseline "
+        "! rtph264pay name=pay0 pt=96 config-interval=-1 )" % (width, height))
+    factory.set_shared(True)
+    server.get_mount_points().add_factory(path, factory)
+
+    def client_connected(_server, client):
+        log("client connected")
+        client.connect("closed", lambda _client: log("client gone"))
+
+    server.connect("client-connected", client_connected)
+    if server.attach(None) == 0:
+        log("error: cannot listen on 127.0.0.1:%s" % port)
+        return 69
+
+    loop = GLib.MainLoop()
+    GLib.unix_signal_add(GLib.PRIORITY_DEFAULT, signal.SIGTERM, loop.quit)
+    GLib.unix_signal_add(GLib.PRIORITY_DEFAULT, signal.SIGINT, loop.quit)
+    log("listening on rtsp://127.0.0.1:%s%s" % (port, path))
+    loop.run()
+    log("stopped")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
