@@ -46,8 +46,8 @@ ABOUT = "a live 1080p30 stream relayed to 16 readers (TCP or RTSP in): relay CPU
 FPS, KBPS = 30, 6000
 FULL = dict(w=1920, h=1080, seconds=10, keyint_s=2.0, warm=3.0, rtsp_warm=4.0, settle=1.0, window=10.0,
             readers=16, stall_s=20.0, joins=20, gap=(0.3, 0.8), runs=3)
-QUICK = dict(w=320, h=240, seconds=2, keyint_s=0.5, warm=0.7, rtsp_warm=1.5, settle=0.2, window=0.5,
-             readers=4, stall_s=0.5, joins=2, gap=(0.26, 0.3), runs=1)
+QUICK = dict(w=320, h=240, seconds=2, keyint_s=0.5, warm=0.6, rtsp_warm=1.2, settle=0.15, window=0.4,
+             readers=4, stall_s=0.4, joins=2, gap=(0.26, 0.3), runs=1)
 RTSP_PATH = "/live"
 GST_REF = "gstreamer"  # the row the ratios are taken against
 RTSP_SERVER = Path(__file__).resolve().parent / "rtsp_source.py"
@@ -272,7 +272,7 @@ def cases(ctx: Context) -> list:
         None if "--listen" in consume else "skipped (needs nalcast consume --listen: not in this build)")
     skip_join = skip_n or (None if "--join" in consume else "skipped (needs nalcast consume --join: not in this build)")
     from_line = next((l for l in consume.splitlines() if l.strip().startswith("--from")), "")
-    skip_rtsp_n = skip_n or (None if "rtsp://" in from_line
+    skip_rtsp_n = skip_n or (None if "rtsp" in from_line
                              else "skipped (needs nalcast consume --from rtsp://: not in this build)")
     gst_missing = [e for e in ("tcpclientsrc", "h264parse", "tcpserversink") if not gst_has(e)]
     skip_g = f"skipped (GStreamer {'/'.join(gst_missing)} missing)" if gst_missing else None
