@@ -17,8 +17,8 @@ and serves what it reads on tcp://127.0.0.1:P:
 Cases:
 - readers: the relay's CPU over a window (the sum of its threads' /proc schedstat, ns),
   its RSS and peak RSS with 16 readers: one in this process checks that every picture
-  arrives (SEI sequence without a gap) and how far behind the source it is, 15 are
-  `c/readers.c` and must all get the same bytes (within 10 % and a GOP).
+  arrives (SEI sequence without a gap) and how far behind the source the pictures of the
+  window are, 15 are `c/readers.c` and must all get the same bytes (within 10 % and a GOP).
 - stalled: the relay's RSS over 20 s with 16 readers, one of which never reads.
 - join: connect -> first decodable picture, the burst after it, how far behind the source
   the first and the last picture of the burst are (`live.join_once`), 20 joins.
@@ -160,7 +160,7 @@ def _readers_measure(kind: tuple, p: dict, rtsp: bool = False):
             rproc = procs.start([ctx.tool("readers"), port, n - 1, seconds], stdout=subprocess.PIPE,
                                 stderr=ctx.dir("logs") / "relay-readers-c.stderr")
             time.sleep(p["settle"])
-            c0, (r0, _), t0 = task_cpu_ns(proc.pid), rss_kib(proc.pid), time.monotonic()
+            c0, (r0, _), t0, since = task_cpu_ns(proc.pid), rss_kib(proc.pid), time.monotonic(), time.time_ns()
             time.sleep(p["window"])
             c1, (r1, hwm), t1 = task_cpu_ns(proc.pid), rss_kib(proc.pid), time.monotonic()
             _alive(proc, log)
@@ -176,7 +176,10 @@ def _readers_measure(kind: tuple, p: dict, rtsp: bool = False):
         if len(pics) < 0.8 * FPS * span:
             raise BenchError(f"the checking reader got {len(pics)} pictures in {span:.1f} s")
         least = check_readers(per_reader, seconds, p["keyint_s"])
-        ages = [(q.done_ns - q.capture_ns) / 1e6 for q in pics]
+        # steady state: the pictures of the window (not a backlog sent at connect)
+        ages = [(q.done_ns - q.capture_ns) / 1e6 for q in pics if q.done_ns >= since]
+        if not ages:
+            raise BenchError("the checking reader got no picture in the window")
         cpu = (c1 - c0) / 1e9
         return Sample(t1 - t0, cpu, hwm, extra=dict(
             cpu_pct=100 * cpu / (t1 - t0), rss_start=r0 / 1024, rss_end=r1 / 1024, hwm=hwm / 1024,
