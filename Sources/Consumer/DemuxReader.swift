@@ -37,6 +37,10 @@ public final class DemuxReader: Sendable {
         public let live: Bool
         /// libavformat options (protocol and demuxer), as ffmpeg takes them before `-i`.
         public let options: [Option]
+        /// One picture's slices may come in more than one packet (RTSP: FFmpeg's depacketizer
+        /// and parser split a sliced picture): each access unit waits for the next packet,
+        /// which says whether it continues it.
+        public let picturesMaySpanPackets: Bool
 
         public struct Option: Sendable, Equatable {
             public let key: String
@@ -47,7 +51,8 @@ public final class DemuxReader: Sendable {
             }
         }
 
-        public init(url: String, shown: String, live: Bool, options: [Option]) {
+        public init(url: String, shown: String, live: Bool, options: [Option], picturesMaySpanPackets: Bool = false) {
+            self.picturesMaySpanPackets = picturesMaySpanPackets
             self.url = url
             self.shown = shown
             self.live = live
@@ -216,6 +221,13 @@ public final class DemuxReader: Sendable {
             return .invalid("\(source.shown): its H.264 description (extradata) is unreadable: \(error)")
         }
         var malformed = 0
+        // A picture waiting for the next packet (`picturesMaySpanPackets`): its NAL units,
+        // time and bytes.
+        var waiting: (nals: [NALUnit], time: MediaTime?, bytes: Int)?
+        func deliver(_ nals: [NALUnit], _ time: MediaTime?, _ bytes: Int) {
+            if let unit = packager.assemble(nals) { intake.push(unit: unit, packetTime: time, byteCount: bytes) }
+        }
+        defer { if let w = waiting { deliver(w.nals, w.time, w.bytes) } }
         while !stopped {
             deadline.arm(source.live ? timing.stallTimeout : 0)
             let packet: Demuxer.Packet?
@@ -230,17 +242,32 @@ public final class DemuxReader: Sendable {
                 // Kept the previous parameter sets; in-band ones still pass through.
                 packager.noteMalformed()
             }
-            let unit = packager.accessUnit(packet: packet.data)
+            let nals = packager.nalUnits(packet: packet.data)
             if packager.malformedPackets > malformed {
                 intake.metrics.malformedPackets.increment(by: UInt64(packager.malformedPackets - malformed))
                 if malformed == 0 { onEvent(.malformed(source: source.shown, packets: packager.malformedPackets)) }
                 malformed = packager.malformedPackets
             }
-            guard let unit else { continue }
+            guard !nals.isEmpty else { continue }
             // Decode order is delivery order: the decode time is the media time (the
             // presentation time when the container gave no decode time).
             let time = (packet.dts ?? packet.pts).map { MediaTime(ticks: $0) }
-            intake.push(unit: unit, packetTime: time, byteCount: packet.data.count)
+            guard source.picturesMaySpanPackets else {
+                deliver(nals, time, packet.data.count)
+                continue
+            }
+            if let w = waiting, !AnnexBPackager.beginsPicture(nals) {
+                // A payloader that repeats the SPS and PPS before every IDR slice (GStreamer's
+                // rtph264pay config-interval=-1) puts them between one picture's slices, which
+                // would end the picture there: copies of sets the picture has are left out.
+                let more = nals.filter { nal in
+                    !((nal.type == .sps || nal.type == .pps) && w.nals.contains { $0.type == nal.type && $0.body.elementsEqual(nal.body) })
+                }
+                waiting = (w.nals + more, w.time ?? time, w.bytes + packet.data.count)
+                continue
+            }
+            if let w = waiting { deliver(w.nals, w.time, w.bytes) }
+            waiting = (nals, time, packet.data.count)
         }
         return .stopped
     }

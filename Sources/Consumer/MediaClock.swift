@@ -112,8 +112,10 @@ public struct MediaClock: Sendable {
     private mutating func place(_ raw: MediaTime, startsAtZero: Bool, frameRate: Double?) {
         if !placedGiven {
             placedGiven = true
-            // (after counted or arrival times, a container's 0 falls back: rebased below)
             offset = startsAtZero ? -raw.ticks : 0
+            // After counted or arrival times (packets that came without one), a container's
+            // first time goes on one step after them.
+            if startsAtZero && counted > 0 { afterDiscontinuity = true }
         }
         var t = raw.ticks &+ offset
         if counted > 0 {

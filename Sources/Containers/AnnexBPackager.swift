@@ -26,6 +26,8 @@ public struct AnnexBPackager {
     private var inBandSPS: NALUnit?
     private var inBandPPS: NALUnit?
     private var assembler = AccessUnitAssembler()
+    /// NAL units of packets that held no picture, for the next packet's access unit.
+    private var held: [NALUnit] = []
     /// Packets that held no NAL unit at all, or a length field running past the end
     /// (what was whole before it is kept).
     public private(set) var malformedPackets = 0
@@ -84,8 +86,15 @@ public struct AnnexBPackager {
     }
 
     /// One demuxed packet (its bytes, owned) to one access unit; nil when it holds no NAL
-    /// unit (counted in `malformedPackets`).
+    /// unit (counted in `malformedPackets`) or no picture (held for the next one).
     public mutating func accessUnit(packet: [UInt8]) -> AccessUnit? {
+        let nals = nalUnits(packet: packet)
+        guard !nals.isEmpty else { return nil }
+        return assemble(nals)
+    }
+
+    /// The NAL units of one packet, start codes in front; none (counted) when it holds none.
+    public mutating func nalUnits(packet: [UInt8]) -> [NALUnit] {
         let nals: [NALUnit]
         var truncated = false
         if let lengthSize {
@@ -98,12 +107,36 @@ public struct AnnexBPackager {
             nals = Self.splitAnnexB(packet[...])
         }
         if truncated || nals.isEmpty { malformedPackets += 1 }
-        guard !nals.isEmpty else { return nil }
-        return assemble(nals)
+        return nals
     }
 
-    /// AUD first, SPS/PPS before an IDR that lacks them, then through the assembler.
-    mutating func assemble(_ nals: [NALUnit]) -> AccessUnit? {
+    /// False when the first slice among `nals` continues a picture (first_mb_in_slice is
+    /// not 0): RTSP's depacketizer can hand out one picture's slices in two packets.
+    public static func beginsPicture(_ nals: [NALUnit]) -> Bool {
+        guard let slice = nals.first(where: { $0.type.isVCL }), let first = slice.escapedPayload.first else { return true }
+        return first & 0x80 != 0  // ue(v) 0 is the single bit 1
+    }
+
+    /// The NAL units of one picture (one packet, or several that continue it): AUD first,
+    /// SPS/PPS before an IDR that lacks them, then through the assembler.
+    public mutating func assemble(_ packetNALs: [NALUnit]) -> AccessUnit? {
+        // A packet with no picture in it (parameter sets, SEI: RTSP's depacketizer hands
+        // them out apart from the IDR that follows with the same time) goes in front of the
+        // next packet's NAL units; an end of stream is handed on at once.
+        if !packetNALs.contains(where: { $0.type.isVCL || $0.type == .endOfStream || $0.type == .endOfSequence }) {
+            for nal in packetNALs {
+                if nal.type == .sps { inBandSPS = nal }
+                if nal.type == .pps { inBandPPS = nal }
+            }
+            held += packetNALs.filter { $0.type != .accessUnitDelimiter }
+            return nil
+        }
+        var nals = packetNALs
+        if !held.isEmpty {
+            let insertAt = nals[0].type == .accessUnitDelimiter ? 1 : 0
+            nals.insert(contentsOf: held, at: insertAt)
+            held.removeAll()
+        }
         var hasSPS = false, hasPPS = false, isIDR = false
         for nal in nals {
             switch nal.type {

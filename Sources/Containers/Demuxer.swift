@@ -154,6 +154,12 @@ public final class Demuxer {
         guard let context, let packet else { throw DemuxError(.read, "closed") }
         while true {
             let rc = CAVFormat_av_read_frame(context, packet)
+            // A demuxer whose read was interrupted may say end of file, or say so later (the
+            // byte reader keeps the error of a read the deadline ended inside a call that
+            // still returned a packet): both are the deadline's doing.
+            if rc < 0 && (interrupt.pointee.fired != 0 || rc == CAVFormat_error_exit()) {
+                throw DemuxError(.timedOut, "\(shown): no packet: timed out")
+            }
             if rc == CAVFormat_error_eof() { return nil }
             if rc == CAVFormat_error_again() {
                 if interrupt.pointee.fired != 0 || CAVFormat_interrupt_check(interrupt) != 0 { throw DemuxError(.timedOut, "\(shown): no packet: timed out") }

@@ -49,7 +49,8 @@ enum InputChoice {
         guard Demuxer.supports(scheme: scheme) else {
             throw CommandError.usage("consume: --from \(shown): this libavformat (\(FFmpegLibraries.package)) cannot read \(scheme):// (no such protocol in it)")
         }
-        return .demux(DemuxReader.Source(url: text, shown: shown, live: true, options: liveOptions(scheme: scheme, rtspTransport: rtspTransport)))
+        return .demux(DemuxReader.Source(url: text, shown: shown, live: true, options: liveOptions(scheme: scheme, rtspTransport: rtspTransport),
+                                         picturesMaySpanPackets: scheme.hasPrefix("rtsp")))
     }
 
     /// What libavformat is told for a live URL, by scheme. Probing is kept short (200 ms of

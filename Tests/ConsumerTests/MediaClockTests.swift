@@ -94,4 +94,13 @@ import Testing
         #expect(c.time(pts90k: 0, frameRate: 30, arrivalNs: 0).ticks == 99_000)
         #expect(c.time(pts90k: 3000, frameRate: 30, arrivalNs: 0).ticks == 102_000)
     }
+
+    /// A first packet without a time (RTSP before its clock is known): the next, timed one
+    /// goes on a frame later.
+    @Test func aContainersFirstTimeAfterAnUntimedPacketGoesOn() {
+        var c = MediaClock(source: .arrival)
+        #expect(c.time(packetTime: nil, pts90k: nil, frameRate: 30, arrivalNs: 5) == .zero)
+        #expect(c.time(packetTime: MediaTime(ticks: 0), pts90k: nil, frameRate: 30, arrivalNs: 6).ticks == 3000)
+        #expect(c.time(packetTime: MediaTime(ticks: 3000), pts90k: nil, frameRate: 30, arrivalNs: 7).ticks == 6000)
+    }
 }

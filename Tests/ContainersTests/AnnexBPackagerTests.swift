@@ -107,4 +107,16 @@ import Testing
         #expect(packager.accessUnit(packet: []) == nil)
         #expect(packager.malformedPackets == 2)
     }
+
+    /// RTSP's depacketizer may hand out the parameter sets as a packet of their own, with the
+    /// IDR's time: they join the next packet's access unit instead of making one without a picture.
+    @Test func aPacketWithoutAPictureJoinsTheNextOne() throws {
+        var packager = try AnnexBPackager(extradata: [])
+        #expect(packager.accessUnit(packet: Self.annexB([Array(Self.sps.body), Array(Self.pps.body)])) == nil)
+        let unitGot = packager.accessUnit(packet: Self.annexB([Self.idr]))
+        let unit = try #require(unitGot)
+        #expect(unit.nalTypes == [.accessUnitDelimiter, .sps, .pps, .idrSlice])
+        #expect(unit.isEntryPoint)
+        #expect(packager.malformedPackets == 0)
+    }
 }

@@ -7,8 +7,10 @@ usage: rtsp-camera-server.py PORT PATH [WIDTHxHEIGHT]
 
 Listens on 127.0.0.1:PORT and serves PATH (such as /cam): each client that says PLAY gets
 the same live stream (one shared encoder), RTP over the RTSP connection (TCP) or UDP, as the
-client asks. 30 frames per second, an IDR every 30 frames, no B-frames, SPS and PPS in the
-SDP and in band before every IDR. One line per event on stderr: "listening on rtsp://...",
+client asks. 30 frames per second, an IDR every 30 frames, no B-frames, pictures in several
+slices (x264's sliced threads, tune=zerolatency), SPS and PPS in the SDP and repeated by the
+payloader before every IDR slice (config-interval=-1), between one picture's slices, as some
+cameras do. One line per event on stderr: "listening on rtsp://...",
 "client connected", "client gone". Exits on SIGTERM or SIGINT.
 """
 import signal
