@@ -31,6 +31,8 @@ import Serving
 final class ConsumeRelay {
     let side: ServingSide
     let handOff: ResyncingHandOff
+    /// Access units left out at the hand-off.
+    let dropped: Counter
     /// Pace a file input at its media time.
     let realtime: Bool
     /// Closes the hand-off and tells the server the stream ended: from any thread.
@@ -58,11 +60,18 @@ final class ConsumeRelay {
         }
         self.side = side
         self.handOff = handOff
+        self.dropped = dropped
         self.realtime = realtime
         self.endStream = { handOff.close { _ = mailbox.send(.captureEnded, pastCapacity: true) } }
     }
 
     func start() { side.start() }
+
+    /// The status line's part: ` readers=N reader-skips=K`, and ` relay-dropped=D` once the
+    /// hand-off has left something out.
+    var statusText: String {
+        side.statusText + (dropped.value > 0 ? " relay-dropped=\(dropped.value)" : "")
+    }
 
     /// After the loop: the page's HTTP server closes (the stream server closed its readers).
     func close() { side.webServer?.close() }
@@ -71,6 +80,25 @@ final class ConsumeRelay {
     /// intake, owned by that thread; `paced` at the media time of what it reads.
     static func observer(_ handOff: ResyncingHandOff, paced: Bool) -> (TimedUnit) -> Void {
         RelayFeed(handOff: handOff, pacer: paced ? MediaPacer() : nil).take
+    }
+}
+
+extension ConsumeSession {
+    /// Two observers of the intake's access units as one.
+    static func both(_ a: ((TimedUnit) -> Void)?, _ b: ((TimedUnit) -> Void)?) -> ((TimedUnit) -> Void)? {
+        guard let a, let b else { return a ?? b }
+        return { a($0); b($0) }
+    }
+
+    /// `--listen`, `--web`: the relay's server, started on the loop; the run's end goes
+    /// through it (its readers get their end of stream).
+    func makeRelay(_ loop: EventLoop, _ ending: Ending) throws -> ConsumeRelay? {
+        guard config.serving.isServing else { return nil }
+        let relay = try ConsumeRelay(loop: loop, choice: config.serving, realtime: config.realtime, registry: metrics.registry, log: log, events: events)
+        ending.endsThrough.withLock { $0 = relay.endStream }
+        relay.start()
+        log.line("relaying \(config.input)\(config.realtime ? " at the pace of its media time" : ""); " + relay.side.places.joined(separator: ", "))
+        return relay
     }
 }
 

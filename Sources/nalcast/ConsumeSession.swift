@@ -23,8 +23,9 @@ final class ConsumeSession {
     let log: Log
     let events: EventLog?
     let options: ParsedOptions
-    /// `--listen`, `--web`: the relay's serving side, made on the loop before the input.
-    private var relay: ConsumeRelay?
+    /// `--listen`, `--web`: the relay's serving side, made on the loop before the input
+    /// (`makeRelay`, in ConsumeRelay.swift).
+    var relay: ConsumeRelay?
 
     init(config: ConsumeCommand.Config, options: ParsedOptions) throws {
         self.config = config
@@ -247,23 +248,6 @@ final class ConsumeSession {
                             observer: ConsumeSession.both(config.idrSpacingObserver(log: log), relayObserver))
     }
 
-    /// Two observers of the intake's access units as one.
-    static func both(_ a: ((TimedUnit) -> Void)?, _ b: ((TimedUnit) -> Void)?) -> ((TimedUnit) -> Void)? {
-        guard let a, let b else { return a ?? b }
-        return { a($0); b($0) }
-    }
-
-    /// `--listen`, `--web`: the relay's server, started on the loop; the run's end goes
-    /// through it (its readers get their end of stream).
-    private func makeRelay(_ loop: EventLoop, _ ending: Ending) throws -> ConsumeRelay? {
-        guard config.serving.isServing else { return nil }
-        let relay = try ConsumeRelay(loop: loop, choice: config.serving, realtime: config.realtime, registry: metrics.registry, log: log, events: events)
-        ending.endsThrough.withLock { $0 = relay.endStream }
-        relay.start()
-        log.line("relaying \(config.input)\(config.realtime ? " at the pace of its media time" : ""); " + relay.side.places.joined(separator: ", "))
-        return relay
-    }
-
     /// `--from tcp://…|unix:…`: the client on the loop, reconnecting until
     /// `--reconnect-timeout` gives up.
     private func connectInput(_ loop: EventLoop, _ fanout: SinkFanout, _ ending: Ending) throws -> StreamClient? {
@@ -328,7 +312,7 @@ final class ConsumeSession {
             let runners = fanout.runners
             var counts = StatusCounts()
             let relay = self.relay
-            let timer = LoopTimer(loop: loop) { statusLine.show(counts.line(metrics: metrics, runners: runners) + (relay?.side.statusText ?? "")) }
+            let timer = LoopTimer(loop: loop) { statusLine.show(counts.line(metrics: metrics, runners: runners) + (relay?.statusText ?? "")) }
             timer.start(after: 1, repeating: 1)
             serving.statusTimer = timer
         }

@@ -83,7 +83,7 @@ struct ServingChoice {
         }
         var b = BroadcasterConfig()
         if role == .relay, o.string("join") == JoinPolicy.idr.rawValue {
-            throw CommandError.usage("consume: --join idr: there is no encoder to ask for an IDR when relaying; use --join gop (the cached GOP at once) or --join next (the next IDR)")
+            throw CommandError.usage("consume: \(o.label("join").trimmed): there is no encoder to ask for an IDR when relaying; use --join gop (the cached GOP at once) or --join next (the next IDR)")
         }
         b.joinPolicy = try o.value("join", default: role.defaultJoin, expected: "expected one of \(role.joinPolicies.map(\.rawValue).joined(separator: ", "))") {
             JoinPolicy(rawValue: $0).flatMap { role.joinPolicies.contains($0) ? $0 : nil }
@@ -195,8 +195,12 @@ final class ServingSide {
         return out
     }
 
-    /// ` readers=N` for the status line; empty when not serving.
-    var statusText: String { server.map { " readers=\($0.readerCount)" } ?? "" }
+    /// ` readers=N reader-skips=K` for the status line (readers now, times one skipped to
+    /// the next IDR); empty when not serving.
+    var statusText: String {
+        guard let server else { return "" }
+        return " readers=\(server.readerCount) reader-skips=\(server.metrics.readerSkips.value)"
+    }
 
     /// The stream server's events as `--events` lines.
     static func report(_ event: StreamServer.Event, to log: EventLog?) {

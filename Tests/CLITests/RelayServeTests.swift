@@ -227,6 +227,30 @@ import TestSupport
         #expect(eventLines(events).contains { $0["event"] as? String == "reader-started" })
     }
 
+    /// A relay's /metrics (on --metrics and on --web) names what operations.md's consume
+    /// tables say, and its status line counts its readers.
+    @Test func aRelaysMetricsAreTheDocumentedOnes() throws {
+        let (producer, source) = try ServeTests.producer()
+        defer { _ = Self.stop(producer) }
+        let metricsPort = try freePort(), webPort = try freePort()
+        let (relay, endpoint) = try Self.relay(from: source, ["--metrics", "tcp://127.0.0.1:\(metricsPort)", "--web", "tcp://127.0.0.1:\(webPort)", "--stats"])
+        let reader = try StreamReaderClient(endpoint)
+        var served: Set<String> = [], onWeb: Set<String> = []
+        for _ in 0..<50 where served.isEmpty || onWeb.isEmpty {
+            usleep(100_000)
+            if served.isEmpty { served = DocsTests.servedMetrics(metricsPort) }
+            if onWeb.isEmpty { onWeb = DocsTests.servedMetrics(webPort) }
+        }
+        #expect(Self.waitUntil { relay.stderr.contains("readers=1") }, "\(relay.stderr)")
+        _ = reader.finish()
+        #expect(Self.stop(relay) == 0)
+        let documented = try DocsTests.documentedMetrics("consume").union(try DocsTests.documentedMetrics("consume --listen"))
+        // Sinks' metrics appear with a sink only; this relay has none.
+        let expected = documented.filter { !$0.hasPrefix("nalcast_sink_") }
+        #expect(served == expected, "served by the relay: \(served.sorted())")
+        #expect(onWeb == served)
+    }
+
     @Test func joinIDRIsRefusedAndDryRunShowsTheServing() throws {
         let r = try Run.nalcast(["consume", "--from", "tcp://127.0.0.1:7264", "--listen", "tcp://127.0.0.1:7265", "--join", "idr"])
         #expect(r.status == 64)
