@@ -15,7 +15,9 @@ and serves what it reads on tcp://127.0.0.1:P:
              port=P [sync-method=latest-keyframe]
 
 Cases:
-- readers: the relay's CPU over a window (the sum of its threads' /proc schedstat, ns),
+- readers: beside the relays, a limit row: the readers read relaysrc itself (one sendmsg
+  per access unit and reader, nothing read), the least a relay's sending side can cost.
+  The relay's CPU over a window (the sum of its threads' /proc schedstat, ns),
   its RSS and peak RSS with 16 readers: one in this process checks that every picture
   arrives (SEI sequence without a gap) and how far behind the source the pictures of the
   window are, 15 are `c/readers.c` and must all get the same bytes (within 10 % and a GOP).
@@ -73,10 +75,11 @@ def _source_file(ctx: Context, p: dict) -> Path:
     return cached(ctx.dir("relay") / name, make)
 
 
-def _start_source(ctx: Context, procs: Procs, p: dict) -> int:
+def _start_source(ctx: Context, procs: Procs, p: dict) -> tuple:
+    """relaysrc serving the source file: (process, port)."""
     log = ctx.dir("logs") / "relay-source.stderr"
     proc = procs.start([ctx.tool("relaysrc"), _source_file(ctx, p), FPS, 0], stderr=log)
-    return wait_serving(proc, log)
+    return proc, wait_serving(proc, log)
 
 
 def _start_rtsp(ctx: Context, procs: Procs, src: int) -> str:
@@ -134,9 +137,13 @@ def _alive(proc, log: Path) -> None:
 
 
 def _setup(ctx: Context, procs: Procs, p: dict, kind: tuple, rtsp: bool, what: str) -> tuple:
-    """Source (and RTSP server), then the relay, warmed up: (relay process, port, its log)."""
+    """Source (and RTSP server), then the relay, warmed up: (relay process, port, its log).
+    The limit row has no relay: the source serves the readers itself."""
     log = ctx.dir("logs") / f"relay-{what}-{'rtsp' if rtsp else 'tcp'}-{kind[0]}-{kind[1] or 'default'}.stderr"
-    src = _start_source(ctx, procs, p)
+    source, src = _start_source(ctx, procs, p)
+    if kind[0] == "limit":
+        time.sleep(p["warm"])
+        return source, src, ctx.dir("logs") / "relay-source.stderr"
     url = _start_rtsp(ctx, procs, src) if rtsp else f"tcp://127.0.0.1:{src}"
     proc, port = _start_relay(ctx, procs, kind, url, log)
     time.sleep(p["rtsp_warm"] if rtsp else p["warm"])  # the relay has had an IDR
@@ -187,21 +194,24 @@ def _readers_measure(kind: tuple, p: dict, rtsp: bool = False):
     return measure
 
 
-def _ratios(key: str, out: str, label: str):
-    """after(): each sample's `key` against the median of GStreamer's row, as extra[out]
-    (shown in the figures column), and one note per nalcast row."""
+def _ratios(key: str, label: str):
+    """after(): each sample's `key` against the median of GStreamer's row and of the limit
+    row, as extra[key + "_vs_gst"] and extra[key + "_vs_limit"] (shown in the figures
+    column), and one note per nalcast row."""
     def after(case: Case) -> list:
-        ref = next((c for c in case.contenders if c.name == GST_REF and c.samples), None)
-        if ref is None:
-            return []
-        base = median([s.extra[key] for s in ref.samples])
         notes = []
-        for c in case.contenders:
-            for s in c.samples:
-                s.extra[out] = s.extra[key] / base if base > 0 else float("nan")
-            if c.samples and c.name.startswith("nalcast"):
-                notes.append(f"{case.label}: {c.name} {label} {median([s.extra[key] for s in c.samples]):.2f} "
-                             f"against GStreamer's {base:.2f}: {median([s.extra[out] for s in c.samples]):.2f}x")
+        for ref_name, suffix, who in ((GST_REF, "_vs_gst", "GStreamer's"), (None, "_vs_limit", "the C limit's")):
+            ref = next((c for c in case.contenders if c.samples and
+                        (c.name == ref_name if ref_name else c.role == "limit")), None)
+            if ref is None:
+                continue
+            base = median([s.extra[key] for s in ref.samples])
+            for c in case.contenders:
+                for s in c.samples:
+                    s.extra[key + suffix] = s.extra[key] / base if base > 0 else float("nan")
+                if c.samples and c.name.startswith("nalcast"):
+                    notes.append(f"{case.label}: {c.name} {label} {median([s.extra[key] for s in c.samples]):.2f} "
+                                 f"against {who} {base:.2f}: {median([s.extra[key + suffix] for s in c.samples]):.2f}x")
         return notes
     return after
 
@@ -292,11 +302,14 @@ def cases(ctx: Context) -> list:
                 + [Contender(name, measure=measure(kind, *args), skip=skip_g) for name, kind in gst])
 
     n = p["readers"]
-    reader_figs = [("cpu_pct", "CPU", "{:.2f} %"), ("cpu_vs_gst", "vs GStreamer", "{:.2f}x"),
+    reader_figs = [("cpu_pct", "CPU", "{:.2f} %"), ("cpu_pct_vs_gst", "vs GStreamer", "{:.2f}x"),
+                   ("cpu_pct_vs_limit", "vs C", "{:.2f}x"),
                    ("hwm", "peak RSS", "{:.1f} MiB"), ("age_ms", "behind source", "{:.1f}"),
                    ("age_p99", "p99", "{:.1f} ms")]
-    readers = Case(NAME, f"relay {size} to {n} readers", "", 1, rows(_readers_measure, p),
-                   runs=ctx.runs_for(p["runs"]), after=_ratios("cpu_pct", "cpu_vs_gst", "CPU %"), figures=reader_figs)
+    limit = Contender("C relaysrc serving them itself", measure=_readers_measure(("limit", ""), p), role="limit",
+                      skip=None if has_program("ffmpeg") else "skipped (ffmpeg, which makes the source, not installed)")
+    readers = Case(NAME, f"relay {size} to {n} readers", "", 1, [limit] + rows(_readers_measure, p),
+                   runs=ctx.runs_for(p["runs"]), after=_ratios("cpu_pct", "CPU %"), figures=reader_figs)
     readers.notes.append(
         f"{readers.label}: relay CPU (% of a core, /proc schedstat) and RSS over {p['window']:g} s with {n} "
         f"readers; one checks every picture arrives (timestamp SEI sequence without a gap) and how far behind "
@@ -322,7 +335,7 @@ def cases(ctx: Context) -> list:
                             skip=skip_rtsp_n or skip_rtsp, usage_error_skips=True)]
                  + [Contender(GST_REF, measure=_readers_measure(("gstreamer", ""), p, True), skip=skip_rtsp)])
     rtsp = Case(NAME, f"relay {size} RTSP in to {n} readers", "", 1, rtsp_rows, runs=ctx.runs_for(p["runs"]),
-                after=_ratios("cpu_pct", "cpu_vs_gst", "CPU %"), figures=reader_figs)
+                after=_ratios("cpu_pct", "CPU %"), figures=reader_figs)
     rtsp.notes.append(f"{rtsp.label}: the same source served by GStreamer's RTSP server (RTP over TCP; its CPU "
                       "not counted); GStreamer: rtspsrc protocols=tcp latency=0 ! rtph264depay ! h264parse ! "
                       "tcpserversink; figures as for TCP in")
