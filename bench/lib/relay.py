@@ -46,9 +46,9 @@ NAME = "relay"
 ABOUT = "a live 1080p30 stream relayed to 16 readers (TCP or RTSP in): relay CPU, RSS, a stalled reader, join"
 
 FPS, KBPS = 30, 6000
-FULL = dict(w=1920, h=1080, seconds=10, keyint_s=2.0, warm=3.0, rtsp_warm=4.0, settle=1.0, window=10.0,
+FULL = dict(w=1920, h=1080, seconds=10, keyint_s=2.0, warm=3.0, rtsp_warm=4.0, settle=1.0, window=10.0, tail=1.0,
             readers=16, stall_s=20.0, joins=20, gap=(0.3, 0.8), runs=3)
-QUICK = dict(w=320, h=240, seconds=2, keyint_s=0.5, warm=0.6, rtsp_warm=1.2, settle=0.15, window=0.4,
+QUICK = dict(w=320, h=240, seconds=2, keyint_s=0.5, warm=0.6, rtsp_warm=1.2, settle=0.15, window=0.4, tail=0.2,
              readers=4, stall_s=0.4, joins=2, gap=(0.26, 0.3), runs=1)
 RTSP_PATH = "/live"
 GST_REF = "gstreamer"  # the row the ratios are taken against
@@ -159,7 +159,7 @@ def _readers_measure(kind: tuple, p: dict, rtsp: bool = False):
     @_guard
     def measure(ctx: Context) -> Sample:
         n = p["readers"]
-        seconds = p["settle"] + p["window"] + 1.0
+        seconds = p["settle"] + p["window"] + p["tail"]  # c/readers.c outlives the window
         with Procs() as procs:
             proc, port, log = _setup(ctx, procs, p, kind, rtsp, "readers")
             checker = ThreadReader(connect(port))
@@ -224,7 +224,7 @@ def _stall_measure(kind: tuple, p: dict):
     @_guard
     def measure(ctx: Context) -> Sample:
         n = p["readers"]
-        seconds = p["settle"] + p["stall_s"] + 1.0
+        seconds = p["settle"] + p["stall_s"] + p["tail"]
         with Procs() as procs:
             proc, port, log = _setup(ctx, procs, p, kind, False, "stall")
             rproc = procs.start([ctx.tool("readers"), port, n - 1, seconds], stdout=subprocess.PIPE,
