@@ -101,24 +101,25 @@ import TestSupport
         #expect(Self.stop(relay) == 0, "\(relay.stderr)")
     }
 
-    /// Two relays of one producer (an IDR every 2 s, natural ones only), one `--join gop`, one
-    /// `--join next`; a reader joins each at the same moment, a second into a GOP. The gop
-    /// reader starts at once with the cached GOP (its burst reported), the next reader at the
-    /// IDR after it; both decode from their first picture.
+    /// Two relays of one producer (an IDR every 4 s, and one for each relay as it joins), one
+    /// `--join gop`, one `--join next`; a reader joins each at the same moment, well into a
+    /// GOP. The gop reader starts at once with the cached GOP (its burst reported), the next
+    /// reader at the IDR after it; both decode from their first picture.
     @Test func aLateReaderGetsTheCachedGOPWithGopAndTheNextIDRWithNext() throws {
         let dir = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let gopEvents = dir.appendingPathComponent("gop.jsonl")
         let nextEvents = dir.appendingPathComponent("next.jsonl")
-        let (producer, source) = try ServeTests.producer(["--join", "next", "--keyint", "2s"])
+        let (producer, source) = try ServeTests.producer(["--keyint", "4s"])
         let (gopRelay, gopEndpoint) = try Self.relay(from: source, ["--events", gopEvents.path])
         let (nextRelay, nextEndpoint) = try Self.relay(from: source, ["--join", "next", "--events", nextEvents.path])
         #expect(gopRelay.waitFor("connected to") && nextRelay.waitFor("connected to"))
-        // Both relays start at the producer's next IDR; a second later both are mid-GOP.
-        usleep(3_000_000)
+        // Both relays start at the IDR the producer made for them (--join idr); 1.5 s later
+        // both are some 45 pictures into that GOP, and the next IDR is 2.5 s away.
+        usleep(1_500_000)
         let gopReader = try StreamReaderClient(gopEndpoint)
         let nextReader = try StreamReaderClient(nextEndpoint)
-        usleep(3_500_000)
+        usleep(5_000_000)
         let gopStream = gopReader.finish()
         let nextStream = nextReader.finish()
         #expect(Self.stop(gopRelay) == 0)
@@ -221,10 +222,78 @@ import TestSupport
         #expect(endsWithEndOfStream([UInt8](stream)), "no end-of-stream NAL unit at the end")
         let units = try Self.units(stream)
         #expect(units.first?.idr == true)
-        #expect(units.count > early && units.count >= 120, "\(units.count) access units")
+        #expect(units.count > early && units.count >= 90, "\(units.count) access units")
         let decoded = try ffmpegDecode(stream)
         #expect(decoded.errors.isEmpty, "\(decoded.errors)")
         #expect(eventLines(events).contains { $0["event"] as? String == "reader-started" })
+    }
+
+    /// A WebSocket viewer of `/ws` on 127.0.0.1:`port`, by hand: the flags and pts_90k of the
+    /// first `count` access-unit messages (docs/architecture.md has their header).
+    static func viewerMessages(port: Int, count: Int) throws -> [(flags: UInt8, pts: UInt64)] {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var timeout = timeval(tv_sec: 20, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_port = UInt16(port).bigEndian
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let r = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        guard r == 0 else { throw POSIXError(.ECONNREFUSED) }
+        let request = "GET /ws HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
+            + "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"
+        _ = request.withCString { send(fd, $0, strlen($0), Int32(MSG_NOSIGNAL)) }
+        var buffer: [UInt8] = []
+        func need(_ n: Int) throws {
+            var chunk = [UInt8](repeating: 0, count: 65536)
+            while buffer.count < n {
+                let got = read(fd, &chunk, chunk.count)
+                guard got > 0 else { throw POSIXError(.ECONNRESET) }
+                buffer += chunk[0..<got]
+            }
+        }
+        // The 101 answer, up to its blank line.
+        while true {
+            try need(buffer.count + 1)
+            if let end = (0..<max(0, buffer.count - 3)).first(where: { buffer[$0..<$0 + 4] == [13, 10, 13, 10] }) {
+                #expect(String(decoding: buffer[0..<end], as: UTF8.self).hasPrefix("HTTP/1.1 101"))
+                buffer.removeFirst(end + 4)
+                break
+            }
+        }
+        var messages: [(UInt8, UInt64)] = []
+        while messages.count < count {
+            try need(2)
+            var length = Int(buffer[1] & 0x7f)
+            var head = 2
+            if length == 126 { try need(4); length = Int(buffer[2]) << 8 | Int(buffer[3]); head = 4 }
+            if length == 127 { try need(10); length = buffer[2..<10].reduce(0) { $0 << 8 | Int($1) }; head = 10 }
+            try need(head + length)
+            let payload = Array(buffer[head..<(head + length)])
+            buffer.removeFirst(head + length)
+            guard payload.count >= 18 else { continue }
+            let pts = payload[10..<18].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+            messages.append((payload[1], pts))
+        }
+        return messages
+    }
+
+    /// A stream without a timestamp SEI (FFmpeg's), served to a browser viewer: every
+    /// message carries the relay's media time, rising a frame interval at a time.
+    @Test func aViewerOfAStreamWithoutTimestampsGetsRisingMediaTimes() throws {
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let input = try inputFile(try Streams.ffmpeg(frames: 150, keyint: 30), in: dir)
+        let relay = try Background(Run.nalcast, ["consume", "--from", input.path, "--web", "tcp://127.0.0.1:0"])
+        defer { _ = Self.stop(relay) }
+        #expect(relay.waitFor("the page on "), "\(relay.stderr)")
+        let port = try #require(relay.stderr.firstMatch(of: /http:\/\/127\.0\.0\.1:(\d+)\//).map { Int($0.1)! })
+        let messages = try Self.viewerMessages(port: port, count: 40)
+        #expect(messages.first.map { $0.flags & 1 } == 1, "the first message is a keyframe")
+        #expect(messages.allSatisfy { $0.flags & 2 == 0 }, "no capture time without a timestamp SEI")
+        let steps = zip(messages, messages.dropFirst()).map { Int64($0.1.pts) - Int64($0.0.pts) }
+        #expect(steps.allSatisfy { $0 == 3000 }, "pts steps at 30 fps: \(steps)")
     }
 
     /// A relay's /metrics (on --metrics and on --web) names what operations.md's consume
