@@ -335,6 +335,16 @@ static inline int CAVFormat_error_eof(void) { return AVERROR_EOF; }
 static inline int CAVFormat_error_again(void) { return AVERROR(EAGAIN); }
 static inline int64_t CAVFormat_no_pts(void) { return AV_NOPTS_VALUE; }
 
+// libsrt, which libavformat links for srt://, logs its warnings (a rejected handshake, a
+// connection lost) on stderr by itself, beside nalcast's one line: only its critical ones
+// are kept. Looked up through libavformat's handle, which searches the libraries it loaded.
+static inline void CAVFormat_quiet_srt(void) {
+    void *h = CAVFormat_library(CAVFORMAT_AVFORMAT);
+    if (!h) return;
+    void (*set_level)(int) = (void (*)(int))dlsym(h, "srt_setloglevel");
+    if (set_level) set_level(2);  // LOG_CRIT
+}
+
 // 1 when this libavformat has the input protocol `name` (tcp, udp, srt, rtmp, https...).
 static inline int CAVFormat_has_input_protocol(const char *name) {
     void *opaque = NULL;

@@ -145,8 +145,12 @@ public final class Demuxer {
         CAVFormat_avformat_close_input(&context)
     }
 
-    /// `avformat_network_init`, once: TLS (rtsps, rtmps, https) wants it before the first connection.
-    private static let networkReady: Bool = CAVFormat_avformat_network_init() >= 0
+    /// `avformat_network_init`, once: TLS (rtsps, rtmps, https) wants it before the first
+    /// connection; libsrt told to keep its warnings to itself.
+    private static let networkReady: Bool = {
+        CAVFormat_quiet_srt()
+        return CAVFormat_avformat_network_init() >= 0
+    }()
 
     /// The next packet of the video stream, in decode order; nil at the end of the input.
     /// Throws `.timedOut` when the deadline passed first (or `requestStop` was called).

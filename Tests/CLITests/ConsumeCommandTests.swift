@@ -155,7 +155,7 @@ import Testing
     @Test(arguments: [
         ["--segments", "x", "--segment-duration", "abc"],
         [],
-        ["--from", "http://x", "-o", "-"],
+        ["--from", "ftp://x", "-o", "-"],
         ["--segments", "x", "--segment-name", "a/b%n"],
         ["--segments", "x", "--bogus"],
         ["--forward", "tcp://host:99999"],

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// What a new user trips on first: the wrong file given as input, a truncated Y4M, an
 /// upstream that does not come back, a forward target that never answers, a reconnect that
@@ -22,7 +23,7 @@ import Testing
         try Run.program("/bin/bash", ["-c", "f=$1; shift; exec \"$@\" < \"$f\"", "bash", file.path, Run.nalcast] + arguments)
     }
 
-    // MARK: containers and raw video given where Annex-B is expected
+    // MARK: containers and raw video given where Annex-B is expected (a pipe, inspect; consume takes container files)
 
     @Test(arguments: [
         ("mp4", "mp4", "is an MP4 file", "-bsf:v h264_mp4toannexb"),
@@ -36,12 +37,18 @@ import Testing
         let input = try Self.clip(format, ext: ext, in: dir)
         let out = dir.appendingPathComponent("out.h264")
 
-        // consume, a file: refused before any output is created.
+        // consume, a file: raw video is refused before any output is created; a container
+        // file is read through the demuxer (RelaySourceTests has the rest).
         let consumed = try Run.nalcast(["consume", "--from", input.path, "-o", out.path])
-        #expect(consumed.status == 65, "\(consumed.stderr)")
-        #expect(consumed.stderr.split(separator: "\n").count == 1, "\(consumed.stderr)")
-        #expect(consumed.stderr.contains("\(input.path) \(says)") && consumed.stderr.contains(hint), "\(consumed.stderr)")
-        #expect(!FileManager.default.fileExists(atPath: out.path))
+        if format == "yuv4mpegpipe" {
+            #expect(consumed.status == 65, "\(consumed.stderr)")
+            #expect(consumed.stderr.split(separator: "\n").count == 1, "\(consumed.stderr)")
+            #expect(consumed.stderr.contains("\(input.path) \(says)") && consumed.stderr.contains(hint), "\(consumed.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: out.path))
+        } else {
+            #expect(consumed.status == 0, "\(consumed.stderr)")
+            #expect((try? MediaProbe.video(out.path, format: "h264"))??.frames ?? 0 > 0, "\(consumed.stderr)")
+        }
 
         // consume, a pipe: the reader thread finds out.
         let piped = try Self.nalcast(["consume", "--from", "-", "-o", "/dev/null"], stdinFrom: input)

@@ -243,4 +243,41 @@ import TestSupport
         #expect(try MediaProbe.decodeErrors(out.path, format: "h264") == "")
         #expect(eventLines(events).contains { $0["event"] as? String == "stalled" })
     }
+
+    /// Two MPEG-TS files one after the other, the second at another size and with its clock
+    /// starting over: the new SPS/PPS pass through before its IDR, both sizes decode, and
+    /// media time goes on (decode times rising in a container output).
+    @Test func aResolutionChangeAndATimestampResetPassThrough() throws {
+        let dir = try MediaServerDirectory.make("relay-resize")
+        defer { MediaServerDirectory.discard(dir) }
+        var joined = Data()
+        for (i, size) in ["320x240", "640x360"].enumerated() {
+            let part = dir.appendingPathComponent("part\(i).ts")
+            let r = try Tool.run(["ffmpeg", "-hide_banner", "-nostdin", "-v", "error", "-y", "-f", "lavfi", "-i", "testsrc=size=\(size):rate=30",
+                                  "-frames:v", "30", "-c:v", "libx264", "-g", "30", "-bf", "0", "-pix_fmt", "yuv420p", part.path])
+            try #require(r.status == 0, "\(r.stderr)")
+            joined.append(try Data(contentsOf: part))
+        }
+        let source = dir.appendingPathComponent("joined.ts")
+        try joined.write(to: source)
+        let out = dir.appendingPathComponent("out.ts")
+        let r = try Run.nalcast(["consume", "--from", source.path, "-o", out.path])
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(try MediaProbe.decodeErrors(out.path) == "")
+        try PushTests.checkTimeline(out.path, "resolution change")
+        let sizes = try Tool.run(["ffprobe", "-v", "error", "-select_streams", "v:0", "-show_entries", "frame=width", "-of", "csv=p=0", out.path])
+            .stdout.split(separator: "\n").map { $0.trimmingCharacters(in: CharacterSet(charactersIn: ", ")) }
+        #expect(sizes.filter { $0 == "320" }.count == 30 && sizes.filter { $0 == "640" }.count == 30, "\(sizes)")
+    }
+
+    /// A camera that is not there: consume keeps trying until --reconnect-timeout, then one
+    /// line naming it (masked) and exit 69.
+    @Test func aSourceThatNeverAnswersGivesUpAt69() throws {
+        let port = try FreePort.tcp()
+        let r = try Run.nalcast(["consume", "--from", "rtsp://op:pw1@127.0.0.1:\(port)/cam", "-o", "/dev/null", "--reconnect-timeout", "1s", "--quiet"], timeout: 60)
+        #expect(r.status == 69, "\(r.stderr)")
+        #expect(r.stderr.split(separator: "\n").count == 1, "\(r.stderr)")
+        #expect(r.stderr.contains("cannot open rtsp://***@127.0.0.1:\(port)/cam"), "\(r.stderr)")
+        #expect(!r.stderr.contains("pw1"))
+    }
 }
