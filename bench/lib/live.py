@@ -26,7 +26,13 @@ CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
 class BenchError(Exception):
-    """A contender broke: the message goes into the table as FAILED (...)."""
+    """A contender broke: the message goes into the table as FAILED (...). With status 64
+    (EX_USAGE: nalcast rejected an option it does not have yet) a row whose Contender has
+    usage_error_skips is shown as skipped instead."""
+
+    def __init__(self, message: str, status: int = 1):
+        super().__init__(message)
+        self.status = status
 
 
 # ---------------------------------------------------------------------------
@@ -99,7 +105,7 @@ def guard(fn):
         try:
             return fn(ctx)
         except BenchError as e:
-            return Sample(0, 0, 0, status=1, extra={"error": str(e)})
+            return Sample(0, 0, 0, status=e.status, extra={"error": str(e)})
         except Exception as e:  # a bug here must not leave the table half-made
             return Sample(0, 0, 0, status=1, extra={"error": f"{type(e).__name__}: {e}"})
     return measure
@@ -168,6 +174,21 @@ def cpu_s(pid: int) -> float:
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def task_cpu_ns(pid: int) -> int:
+    """CPU time of a live process in nanoseconds: the sum over its threads of
+    /proc/PID/task/TID/schedstat (time on a CPU). /proc/PID/stat counts 10 ms ticks, too
+    coarse for a forwarder that spends under 1 % of a core; a thread that ends in between
+    takes its time with it (both forwarders keep theirs for the whole run)."""
+    total = 0
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                total += int(f.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            pass
+    return total
 
 
 def rss_kib(pid: int) -> tuple:
@@ -330,6 +351,28 @@ class ThreadReader(threading.Thread):
             self.sock.close()
 
 
+def readers_result(rproc: subprocess.Popen) -> list:
+    """(bytes, closed by the server) per reader of a `c/readers.c` process, once it is done."""
+    out, _ = rproc.communicate(timeout=10)
+    if rproc.returncode != 0:
+        raise BenchError(f"c/readers.c exited {rproc.returncode}")
+    return [tuple(map(int, l.split())) for l in out.decode().split("\n") if l.strip()]
+
+
+def check_readers(per_reader: list, seconds: float, slack_s: float = 0) -> int:
+    """The fewest bytes any reader got; BenchError when the server closed one, or when one
+    got less than 90 % of the most, less `slack_s` seconds of the stream (a server that starts
+    each reader at a keyframe: one GOP)."""
+    closed = sum(1 for _, eof in per_reader if eof)
+    if closed:
+        raise BenchError(f"{closed} of {len(per_reader)} readers were closed by the server")
+    most = max(b for b, _ in per_reader)
+    least = min(b for b, _ in per_reader)
+    if least < 0.9 * most - most / seconds * slack_s:
+        raise BenchError(f"uneven readers: {least} bytes against {most}")
+    return least
+
+
 def check_contiguous(pictures: list) -> Optional[str]:
     """None if every picture carries a nalcast SEI and the sequence numbers have no gap."""
     seqs = [p.seq for p in pictures]
@@ -341,3 +384,49 @@ def check_contiguous(pictures: list) -> Optional[str]:
     if gaps:
         return f"{len(gaps)} gaps in the SEI sequence (first {gaps[0][0]} -> {gaps[0][1]})"
     return None
+
+
+# ---------------------------------------------------------------------------
+# joining a live stream
+
+
+def join_once(port: int, burst_ms: float = 100, timeout: float = 6) -> dict:
+    """One reader joining a live stream: connect -> first decodable picture (`join_ms`, SPS,
+    PPS and an IDR all received), the pictures that arrive in the `burst_ms` from that one on
+    (`burst`; about 3-4 at live pace, more from a server that sends a backlog at once), the
+    pictures before it that could not be decoded (`undecodable`), and, when the stream carries
+    nalcast's timestamp SEI, how far behind live the first picture and the last one of the
+    burst arrived (`behind_ms`, `behind_last_ms`: its arrival minus its capture time)."""
+    t0 = time.time_ns()
+    s = connect(port)
+    s.settimeout(0.1)
+    st = StreamReader()
+    first = None
+    try:
+        while True:
+            if time.time_ns() - t0 > timeout * 1e9:
+                raise BenchError(f"no decodable picture within {timeout:.0f} s of connecting")
+            try:
+                data = s.recv(1 << 18)
+            except OSError:
+                continue
+            t = time.time_ns()
+            if not data:
+                raise BenchError("the server closed the connection before a decodable picture")
+            st.feed(data, t)
+            if first is None:
+                first = next((q for q in st.pictures if q.decodable), None)
+            if first is not None and t - first.done_ns > burst_ms * 1e6:
+                break
+    finally:
+        s.close()
+    pics = [q for q in st.pictures if q.decodable]
+    burst = sum(1 for q in pics if q.done_ns - first.done_ns <= burst_ms * 1e6)
+    skipped = sum(1 for q in st.pictures if not q.decodable)
+    r = dict(join_ms=(first.done_ns - t0) / 1e6, burst=burst, undecodable=skipped)
+    if first.capture_ns:
+        r["behind_ms"] = (first.done_ns - first.capture_ns) / 1e6
+    last = [q for q in pics if q.done_ns - first.done_ns <= burst_ms * 1e6][-1]
+    if last.capture_ns:
+        r["behind_last_ms"] = (last.done_ns - last.capture_ns) / 1e6
+    return r

@@ -42,7 +42,7 @@ from typing import Optional
 import encode
 import latency
 from harness import Case, Context, Contender, Sample, has_program
-from live import (SEI_UUID, BenchError, Procs, ThreadReader, connect, cpu_s, free_port, median, pct,
+from live import (SEI_UUID, BenchError, Procs, ThreadReader, connect, cpu_s, free_port, median, pct, task_cpu_ns,
                   rss_kib, stderr_tail, unescape, wait_listening, wait_serving)
 
 NAME = "push"
@@ -395,21 +395,6 @@ def _measure(kind: str, p: dict):
         except BenchError as e:
             return Sample(0, 0, 0, status=1, extra={"error": str(e)})
     return measure
-
-
-def task_cpu_ns(pid: int) -> int:
-    """CPU time of a live process in nanoseconds: the sum over its threads of
-    /proc/PID/task/TID/schedstat (time on a CPU). /proc/PID/stat counts 10 ms ticks, too
-    coarse for a forwarder that spends under 1 % of a core; a thread that ends in between
-    takes its time with it (both forwarders keep theirs for the whole run)."""
-    total = 0
-    for tid in os.listdir(f"/proc/{pid}/task"):
-        try:
-            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
-                total += int(f.read().split()[0])
-        except (OSError, ValueError, IndexError):
-            pass
-    return total
 
 
 def _run(ctx: Context, kind: str, p: dict) -> Sample:

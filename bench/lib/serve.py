@@ -24,8 +24,8 @@ from pathlib import Path
 
 from harness import Case, Context, Contender, Sample, gst_has, has_program
 from live import alive as _alive, guard as _guard
-from live import (BenchError, Procs, StreamReader, ThreadReader, check_contiguous, connect, cpu_s,
-                  free_port, median, rss_kib, stderr_tail, wait_listening, wait_serving)
+from live import (BenchError, Procs, ThreadReader, check_contiguous, check_readers, connect, cpu_s, free_port,
+                  join_once, median, readers_result, rss_kib, stderr_tail, wait_listening, wait_serving)
 
 NAME = "serve"
 ABOUT = "live 1080p30 to many readers: join time, CPU with 0/16/64 readers, a stalled reader"
@@ -86,39 +86,6 @@ def check_reader(pics: list, proc) -> tuple:
 # join
 
 
-def join_once(port: int, burst_ms: float = 100, timeout: float = 6) -> dict:
-    t0 = time.time_ns()
-    s = connect(port)
-    s.settimeout(0.1)
-    st = StreamReader()
-    first = None
-    try:
-        while True:
-            if time.time_ns() - t0 > timeout * 1e9:
-                raise BenchError(f"no decodable picture within {timeout:.0f} s of connecting")
-            try:
-                data = s.recv(1 << 18)
-            except OSError:
-                continue
-            t = time.time_ns()
-            if not data:
-                raise BenchError("the server closed the connection before a decodable picture")
-            st.feed(data, t)
-            if first is None:
-                first = next((q for q in st.pictures if q.decodable), None)
-            if first is not None and t - first.done_ns > burst_ms * 1e6:
-                break
-    finally:
-        s.close()
-    pics = [q for q in st.pictures if q.decodable]
-    burst = sum(1 for q in pics if q.done_ns - first.done_ns <= burst_ms * 1e6)
-    skipped = sum(1 for q in st.pictures if not q.decodable)
-    r = dict(join_ms=(first.done_ns - t0) / 1e6, burst=burst, undecodable=skipped)
-    if first.capture_ns:
-        r["behind_ms"] = (first.done_ns - first.capture_ns) / 1e6
-    return r
-
-
 def _join_measure(kind: str, p: dict, extra=()):
     @_guard
     def measure(ctx: Context) -> Sample:
@@ -173,12 +140,7 @@ def _readers_measure(kind: str, p: dict, n: int):
                 checker.stop()
                 if kind == "nalcast":
                     drops_problem = check_reader([q for q in checker.stream.pictures if q.decodable], proc)
-            per_reader = []
-            if rproc:
-                out, _ = rproc.communicate(timeout=10)
-                if rproc.returncode != 0:
-                    raise BenchError(f"c/readers.c exited {rproc.returncode}")
-                per_reader = [tuple(map(int, l.split())) for l in out.decode().split("\n") if l.strip()]
+            per_reader = readers_result(rproc) if rproc else []
         figs = dict(cpu_pct=100 * (c1 - c0) / (t1 - t0), rss_start=r0 / 1024, rss_end=r1 / 1024)
         if checker:
             pics = [q for q in checker.stream.pictures if q.decodable]
@@ -193,16 +155,9 @@ def _readers_measure(kind: str, p: dict, n: int):
                     raise BenchError(f"checking reader: {problem}")
             figs["pictures"] = len(pics)
         if per_reader:
-            closed = sum(1 for _, eof in per_reader if eof)
-            if closed:
-                raise BenchError(f"{closed} of {len(per_reader)} readers were closed by the server")
-            most = max(b for b, _ in per_reader)
-            least = min(b for b, _ in per_reader)
             # GStreamer starts each reader at a keyframe: allow one GOP of difference
-            gop = most / (p["settle"] + p["window"] + 1.0) * (p["keyint_s"] if kind == "gstreamer" else 0)
-            if least < 0.9 * most - gop:
-                raise BenchError(f"uneven readers: {least} bytes against {most}")
-            figs["reader_min_kb"] = least / 1000
+            figs["reader_min_kb"] = check_readers(per_reader, p["settle"] + p["window"] + 1.0,
+                                                  p["keyint_s"] if kind == "gstreamer" else 0) / 1000
         return Sample(t1 - t0, c1 - c0, r1, extra=figs)
     return measure
 

@@ -1,0 +1,342 @@
+"""relay: one live 1080p30 stream relayed to 16 readers over loopback TCP.
+
+The source is the same for every contender and costs the relay nothing: `c/relaysrc.c`
+serves a pre-encoded 1080p30 Annex-B file (FFmpeg libx264 from testsrc2, ultrafast,
+zerolatency, IDR every 2 s, 6 Mbit/s CBR, AUD in every access unit; made once into
+out/relay/) on a TCP port in real time, looped, a new client starting at the next IDR,
+each access unit stamped as it is sent with nalcast's timestamp SEI (sequence, send time):
+readers can tell a missing picture and how far behind the source they are, as they can for
+`nalcast produce`. Each run starts its own source and relay; the relay reads the source
+and serves what it reads on tcp://127.0.0.1:P:
+
+  nalcast:   nalcast consume --from tcp://127.0.0.1:S --listen tcp://127.0.0.1:P --join gop|next --quiet
+  GStreamer: gst-launch-1.0 tcpclientsrc host=127.0.0.1 port=S ! h264parse config-interval=-1
+             ! video/x-h264,stream-format=byte-stream,alignment=au ! tcpserversink host=127.0.0.1
+             port=P [sync-method=latest-keyframe]
+
+Cases:
+- readers: beside the relays, a limit row: the readers read relaysrc itself (one sendmsg
+  per access unit and reader, nothing read), the least a relay's sending side can cost.
+  The relay's CPU over a window (the sum of its threads' /proc schedstat, ns),
+  its RSS and peak RSS with 16 readers: one in this process checks that every picture
+  arrives (SEI sequence without a gap) and how far behind the source the pictures of the
+  window are, 15 are `c/readers.c` and must all get the same bytes (within 10 % and a GOP).
+- stalled: the relay's RSS over 20 s with 16 readers, one of which never reads.
+- join: connect -> first decodable picture, the burst after it, how far behind the source
+  the first and the last picture of the burst are (`live.join_once`), 20 joins.
+- rtsp: the same source served over RTSP (`lib/rtsp_source.py`, GStreamer's RTSP server,
+  RTP over TCP) into `nalcast consume --from rtsp://...` against `gst-launch-1.0 rtspsrc !
+  rtph264depay ! h264parse ! tcpserversink`; the readers case's figures.
+"""
+
+from __future__ import annotations
+
+import random
+import subprocess
+import time
+from pathlib import Path
+
+from harness import Case, Context, Contender, Sample, cached, gst_has, has_program, sh
+from live import guard as _guard
+from live import (BenchError, Procs, ThreadReader, check_contiguous, check_readers, connect, free_port,
+                  join_once, median, pct, readers_result, rss_kib, stderr_tail, task_cpu_ns, wait_listening,
+                  wait_serving)
+
+NAME = "relay"
+ABOUT = "a live 1080p30 stream relayed to 16 readers (TCP or RTSP in): relay CPU, RSS, a stalled reader, join"
+
+FPS, KBPS = 30, 6000
+FULL = dict(w=1920, h=1080, seconds=10, keyint_s=2.0, warm=3.0, rtsp_warm=4.0, settle=1.0, window=10.0, tail=1.0,
+            readers=16, stall_s=20.0, joins=20, gap=(0.3, 0.8), runs=3)
+QUICK = dict(w=320, h=240, seconds=2, keyint_s=0.5, warm=0.6, rtsp_warm=1.2, settle=0.15, window=0.4, tail=0.2,
+             readers=4, stall_s=0.4, joins=2, gap=(0.26, 0.3), runs=1)
+RTSP_PATH = "/live"
+GST_REF = "gstreamer"  # the row the ratios are taken against
+RTSP_SERVER = Path(__file__).resolve().parent / "rtsp_source.py"
+PY_GI = "/usr/bin/python3"  # python3-gi belongs to Debian's Python
+
+
+# ---------------------------------------------------------------------------
+# the source
+
+
+def _source_file(ctx: Context, p: dict) -> Path:
+    """p["seconds"] of testsrc2 encoded once with FFmpeg's libx264 (AUD in every access unit,
+    SPS and PPS in front of every IDR, no scene cuts), the file relaysrc loops."""
+    keyint = int(round(p["keyint_s"] * FPS))
+    name = f"source-{p['w']}x{p['h']}-{p['seconds']}s-keyint{keyint}.h264"
+
+    def make(part: Path) -> None:
+        sh(["ffmpeg", "-v", "error", "-y", "-f", "lavfi", "-i", f"testsrc2=size={p['w']}x{p['h']}:rate={FPS}",
+            "-frames:v", p["seconds"] * FPS, "-c:v", "libx264", "-preset", "ultrafast", "-tune", "zerolatency",
+            "-bf", 0, "-g", keyint, "-keyint_min", keyint, "-sc_threshold", 0, "-b:v", f"{KBPS}k",
+            "-maxrate", f"{KBPS}k", "-bufsize", f"{KBPS * 600 // 1000}k", "-x264-params", "aud=1",
+            "-f", "h264", part])
+    return cached(ctx.dir("relay") / name, make)
+
+
+def _start_source(ctx: Context, procs: Procs, p: dict) -> tuple:
+    """relaysrc serving the source file: (process, port)."""
+    log = ctx.dir("logs") / "relay-source.stderr"
+    proc = procs.start([ctx.tool("relaysrc"), _source_file(ctx, p), FPS, 0], stderr=log)
+    return proc, wait_serving(proc, log)
+
+
+def _start_rtsp(ctx: Context, procs: Procs, src: int) -> str:
+    port = free_port()
+    log = ctx.dir("logs") / "relay-rtsp-server.stderr"
+    proc = procs.start([PY_GI, RTSP_SERVER, port, RTSP_PATH, src], stderr=log)
+    wait_listening(proc, port, log)
+    return f"rtsp://127.0.0.1:{port}{RTSP_PATH}"
+
+
+def _rtsp_unavailable() -> str | None:
+    if not gst_has("rtspsrc") or not gst_has("rtph264depay"):
+        return "skipped (GStreamer rtspsrc/rtph264depay missing)"
+    probe = ("import gi; gi.require_version('GstRtspServer', '1.0'); "
+             "from gi.repository import GstRtspServer")
+    try:
+        ok = subprocess.run([PY_GI, "-c", probe], capture_output=True, timeout=20).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        ok = False
+    return None if ok else f"skipped (no RTSP server: {PY_GI} with python3-gi and gir1.2-gst-rtsp-server-1.0)"
+
+
+# ---------------------------------------------------------------------------
+# the relays
+
+
+def _start_relay(ctx: Context, procs: Procs, kind: tuple, url: str, log: Path) -> tuple:
+    """Starts one relay reading url; returns (process, port it serves on)."""
+    tool, option = kind
+    port = free_port()
+    if tool == "nalcast":
+        argv = [ctx.nalcast.path, "consume", "--from", url, "--listen", f"tcp://127.0.0.1:{port}",
+                "--join", option, "--quiet"]
+    else:
+        if url.startswith("rtsp://"):
+            # latency=0: rtspsrc's jitter buffer holds 2 s by default, a relay would not
+            src = ["rtspsrc", f"location={url}", "protocols=tcp", "latency=0", "!", "rtph264depay"]
+        else:
+            host, src_port = url[len("tcp://"):].rsplit(":", 1)
+            src = ["tcpclientsrc", f"host={host}", f"port={src_port}"]
+        argv = ["gst-launch-1.0", "-q", *src, "!", "h264parse", "config-interval=-1", "!",
+                "video/x-h264,stream-format=byte-stream,alignment=au", "!",
+                "tcpserversink", "host=127.0.0.1", f"port={port}", *([option] if option else [])]
+    proc = procs.start(argv, stderr=log)
+    try:
+        wait_listening(proc, port, log)
+    except BenchError as e:
+        raise BenchError(str(e), status=proc.returncode or 1)
+    return proc, port
+
+
+def _alive(proc, log: Path) -> None:
+    if proc.poll() is not None:
+        raise BenchError(f"the relay exited {proc.returncode}: {stderr_tail(log)}")
+
+
+def _setup(ctx: Context, procs: Procs, p: dict, kind: tuple, rtsp: bool, what: str) -> tuple:
+    """Source (and RTSP server), then the relay, warmed up: (relay process, port, its log).
+    The limit row has no relay: the source serves the readers itself."""
+    log = ctx.dir("logs") / f"relay-{what}-{'rtsp' if rtsp else 'tcp'}-{kind[0]}-{kind[1] or 'default'}.stderr"
+    source, src = _start_source(ctx, procs, p)
+    if kind[0] == "limit":
+        time.sleep(p["warm"])
+        return source, src, ctx.dir("logs") / "relay-source.stderr"
+    url = _start_rtsp(ctx, procs, src) if rtsp else f"tcp://127.0.0.1:{src}"
+    proc, port = _start_relay(ctx, procs, kind, url, log)
+    time.sleep(p["rtsp_warm"] if rtsp else p["warm"])  # the relay has had an IDR
+    _alive(proc, log)
+    return proc, port, log
+
+
+# ---------------------------------------------------------------------------
+# 16 readers
+
+
+def _readers_measure(kind: tuple, p: dict, rtsp: bool = False):
+    @_guard
+    def measure(ctx: Context) -> Sample:
+        n = p["readers"]
+        seconds = p["settle"] + p["window"] + p["tail"]  # c/readers.c outlives the window
+        with Procs() as procs:
+            proc, port, log = _setup(ctx, procs, p, kind, rtsp, "readers")
+            checker = ThreadReader(connect(port))
+            checker.start()
+            rproc = procs.start([ctx.tool("readers"), port, n - 1, seconds], stdout=subprocess.PIPE,
+                                stderr=ctx.dir("logs") / "relay-readers-c.stderr")
+            time.sleep(p["settle"])
+            c0, (r0, _), t0, since = task_cpu_ns(proc.pid), rss_kib(proc.pid), time.monotonic(), time.time_ns()
+            time.sleep(p["window"])
+            c1, (r1, hwm), t1 = task_cpu_ns(proc.pid), rss_kib(proc.pid), time.monotonic()
+            _alive(proc, log)
+            checker.stop()
+            per_reader = readers_result(rproc)
+        pics = [q for q in checker.stream.pictures if q.decodable]
+        if checker.error or not pics:
+            raise BenchError(f"the checking reader got no decodable picture ({checker.error or 'none'})")
+        problem = check_contiguous(pics)
+        if problem:
+            raise BenchError(f"checking reader: {problem}")
+        span = (checker.stopped_ns - pics[0].done_ns) / 1e9
+        if len(pics) < 0.8 * FPS * span:
+            raise BenchError(f"the checking reader got {len(pics)} pictures in {span:.1f} s")
+        least = check_readers(per_reader, seconds, p["keyint_s"])
+        # steady state: the pictures of the window (not a backlog sent at connect)
+        ages = [(q.done_ns - q.capture_ns) / 1e6 for q in pics if q.done_ns >= since]
+        if not ages:
+            raise BenchError("the checking reader got no picture in the window")
+        cpu = (c1 - c0) / 1e9
+        return Sample(t1 - t0, cpu, hwm, extra=dict(
+            cpu_pct=100 * cpu / (t1 - t0), rss_start=r0 / 1024, rss_end=r1 / 1024, hwm=hwm / 1024,
+            age_ms=median(ages), age_p99=pct(ages, 0.99), pictures=len(pics), reader_min_kb=least / 1000))
+    return measure
+
+
+def _ratios(key: str, label: str):
+    """after(): each sample's `key` against the median of GStreamer's row and of the limit
+    row, as extra[key + "_vs_gst"] and extra[key + "_vs_limit"] (shown in the figures
+    column), and one note per nalcast row."""
+    def after(case: Case) -> list:
+        notes = []
+        for ref_name, suffix, who in ((GST_REF, "_vs_gst", "GStreamer's"), (None, "_vs_limit", "the C limit's")):
+            ref = next((c for c in case.contenders if c.samples and
+                        (c.name == ref_name if ref_name else c.role == "limit")), None)
+            if ref is None:
+                continue
+            base = median([s.extra[key] for s in ref.samples])
+            for c in case.contenders:
+                for s in c.samples:
+                    s.extra[key + suffix] = s.extra[key] / base if base > 0 else float("nan")
+                if c.samples and c.name.startswith("nalcast"):
+                    notes.append(f"{case.label}: {c.name} {label} {median([s.extra[key] for s in c.samples]):.2f} "
+                                 f"against {who} {base:.2f}: {median([s.extra[key + suffix] for s in c.samples]):.2f}x")
+        return notes
+    return after
+
+
+# ---------------------------------------------------------------------------
+# a reader that never reads
+
+
+def _stall_measure(kind: tuple, p: dict):
+    @_guard
+    def measure(ctx: Context) -> Sample:
+        n = p["readers"]
+        seconds = p["settle"] + p["stall_s"] + p["tail"]
+        with Procs() as procs:
+            proc, port, log = _setup(ctx, procs, p, kind, False, "stall")
+            rproc = procs.start([ctx.tool("readers"), port, n - 1, seconds], stdout=subprocess.PIPE,
+                                stderr=ctx.dir("logs") / "relay-readers-c.stderr")
+            time.sleep(p["settle"])
+            c0, (r0, _), t0 = task_cpu_ns(proc.pid), rss_kib(proc.pid), time.monotonic()
+            sleeper = connect(port, rcvbuf=4096)
+            try:
+                time.sleep(p["stall_s"])
+                c1, (r1, hwm), t1 = task_cpu_ns(proc.pid), rss_kib(proc.pid), time.monotonic()
+                _alive(proc, log)
+            finally:
+                sleeper.close()
+            per_reader = readers_result(rproc)
+        least = check_readers(per_reader, seconds, p["keyint_s"])
+        return Sample(t1 - t0, (c1 - c0) / 1e9, hwm, extra=dict(
+            growth_mib=(r1 - r0) / 1024, rss_end=r1 / 1024, hwm=hwm / 1024, reader_min_kb=least / 1000))
+    return measure
+
+
+# ---------------------------------------------------------------------------
+# joins
+
+
+def _join_measure(kind: tuple, p: dict):
+    @_guard
+    def measure(ctx: Context) -> Sample:
+        rnd = random.Random(7)
+        with Procs() as procs:
+            proc, port, log = _setup(ctx, procs, p, kind, False, "join")
+            c0, t0 = task_cpu_ns(proc.pid), time.monotonic()
+            joins = []
+            for _ in range(p["joins"]):
+                time.sleep(rnd.uniform(*p["gap"]))  # a random moment in the GOP
+                joins.append(join_once(port))
+                _alive(proc, log)
+            wall, cpu = time.monotonic() - t0, (task_cpu_ns(proc.pid) - c0) / 1e9
+            _, hwm = rss_kib(proc.pid)
+        js = [j["join_ms"] for j in joins]
+        figs = dict(join_ms=median(js), join_min=min(js), join_max=max(js),
+                    burst=median([j["burst"] for j in joins]))
+        for key in ("behind_ms", "behind_last_ms"):
+            values = [j[key] for j in joins if key in j]
+            if values:
+                figs[key] = median(values)
+        return Sample(wall, cpu, hwm, extra=figs)
+    return measure
+
+
+# ---------------------------------------------------------------------------
+
+
+def cases(ctx: Context) -> list:
+    p = QUICK if ctx.quick else FULL
+    size = f"{p['w']}x{p['h']}"
+    consume = ctx.nalcast.help("consume") or ""
+    skip_n = ctx.nalcast.unavailable("consume") or (
+        None if "--listen" in consume else "skipped (needs nalcast consume --listen: not in this build)")
+    skip_join = skip_n or (None if "--join" in consume else "skipped (needs nalcast consume --join: not in this build)")
+    from_line = next((l for l in consume.splitlines() if l.strip().startswith("--from")), "")
+    skip_rtsp_n = skip_n or (None if "rtsp" in from_line
+                             else "skipped (needs nalcast consume --from rtsp://: not in this build)")
+    gst_missing = [e for e in ("tcpclientsrc", "h264parse", "tcpserversink") if not gst_has(e)]
+    skip_g = f"skipped (GStreamer {'/'.join(gst_missing)} missing)" if gst_missing else None
+    skip_rtsp = _rtsp_unavailable() if not skip_g else skip_g
+    if not has_program("ffmpeg"):
+        skip_n = skip_join = skip_rtsp_n = skip_g = skip_rtsp = "skipped (ffmpeg, which makes the source, not installed)"
+
+    nalcast = [("nalcast --join gop", ("nalcast", "gop")), ("nalcast --join next", ("nalcast", "next"))]
+    gst = [(GST_REF, ("gstreamer", "")), ("gstreamer latest-keyframe", ("gstreamer", "sync-method=latest-keyframe"))]
+
+    def rows(measure, *args):
+        return ([Contender(name, measure=measure(kind, *args), skip=skip_join, usage_error_skips=True)
+                 for name, kind in nalcast]
+                + [Contender(name, measure=measure(kind, *args), skip=skip_g) for name, kind in gst])
+
+    n = p["readers"]
+    reader_figs = [("cpu_pct", "CPU", "{:.2f} %"), ("cpu_pct_vs_gst", "vs GStreamer", "{:.2f}x"),
+                   ("cpu_pct_vs_limit", "vs C", "{:.2f}x"),
+                   ("hwm", "peak RSS", "{:.1f} MiB"), ("age_ms", "behind source", "{:.1f}"),
+                   ("age_p99", "p99", "{:.1f} ms")]
+    limit = Contender("C relaysrc serving them itself", measure=_readers_measure(("limit", ""), p), role="limit",
+                      skip=None if has_program("ffmpeg") else "skipped (ffmpeg, which makes the source, not installed)")
+    readers = Case(NAME, f"relay {size} to {n} readers", "", 1, [limit] + rows(_readers_measure, p),
+                   runs=ctx.runs_for(p["runs"]), after=_ratios("cpu_pct", "CPU %"), figures=reader_figs)
+    readers.notes.append(
+        f"{readers.label}: relay CPU (% of a core, /proc schedstat) and RSS over {p['window']:g} s with {n} "
+        f"readers; one checks every picture arrives (timestamp SEI sequence without a gap) and how far behind "
+        f"the source each arrives (median, p99 ms), the {n - 1} of c/readers.c must get the same bytes; "
+        f"target: nalcast CPU <= 0.3x GStreamer's")
+
+    stall = Case(NAME, f"relay {size} {n} readers, one stalled {p['stall_s']:g}s", "", 1, rows(_stall_measure, p),
+                 runs=1, figures=[("growth_mib", "RSS growth", "{:+.1f} MiB"), ("rss_end", "RSS", "{:.1f} MiB"),
+                                  ("hwm", "peak", "{:.1f} MiB")])
+    stall.notes.append(f"{stall.label}: relay RSS from the stalled reader's connect (socket buffer 4 KiB) to "
+                       f"{p['stall_s']:g} s later, {n - 1} readers reading beside it")
+
+    join = Case(NAME, f"relay {size} join keyint {p['keyint_s']:g}s", "", p["joins"], rows(_join_measure, p),
+                runs=1, figures=[("join_ms", "join", "{:.1f} ms"), ("join_min", "min", "{:.0f}"),
+                                 ("join_max", "max", "{:.0f}"), ("burst", "burst", "{:.0f} pictures/100 ms"),
+                                 ("behind_ms", "behind source: first", "{:.1f}"),
+                                 ("behind_last_ms", "last of burst", "{:.1f} ms")])
+    join.notes.append(f"{join.label}: medians of {p['joins']} joins at random moments; join = connect -> SPS, "
+                      "PPS and IDR received; burst = pictures in the 100 ms from the first; behind source = "
+                      "arrival - the source's send time (timestamp SEI); target: nalcast join <= 40 ms")
+
+    rtsp_rows = ([Contender("nalcast --join gop", measure=_readers_measure(("nalcast", "gop"), p, True),
+                            skip=skip_rtsp_n or skip_rtsp, usage_error_skips=True)]
+                 + [Contender(GST_REF, measure=_readers_measure(("gstreamer", ""), p, True), skip=skip_rtsp)])
+    rtsp = Case(NAME, f"relay {size} RTSP in to {n} readers", "", 1, rtsp_rows, runs=ctx.runs_for(p["runs"]),
+                after=_ratios("cpu_pct", "CPU %"), figures=reader_figs)
+    rtsp.notes.append(f"{rtsp.label}: the same source served by GStreamer's RTSP server (RTP over TCP; its CPU "
+                      "not counted); GStreamer: rtspsrc protocols=tcp latency=0 ! rtph264depay ! h264parse ! "
+                      "tcpserversink; figures as for TCP in")
+    return [readers, stall, join, rtsp]
