@@ -47,17 +47,8 @@ final class ConsumeRelay {
                                        help: "Access units left out at the hand-off to the serving thread (it was behind), up to the next IDR.")
         let handOff = ResyncingHandOff(
             send: { unit, pts in mailbox.send(.timedUnit(unit, pts90k: pts ?? 0)) }, hasRoom: { mailbox.backlog < mailbox.capacity },
-            requestIDR: nil, countLost: { dropped.increment() }
-        ) { report in
-            switch report {
-            case .gapOpened:
-                log.line("readers: the serving thread is behind (\(mailbox.capacity) access units waiting); dropping up to the next IDR", force: true)
-                events?.emit("handoff-gap")
-            case .resumed(let lost):
-                log.line("readers: resumed at an IDR; \(lost) access units were dropped", force: true)
-                events?.emit("handoff-resumed", [("accessUnits", Int(lost))])
-            }
-        }
+            requestIDR: nil, countLost: { dropped.increment() },
+            report: ServingSide.handOffReporter(capacity: mailbox.capacity, log: log, events: events))
         self.side = side
         self.handOff = handOff
         self.dropped = dropped

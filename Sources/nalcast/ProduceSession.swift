@@ -231,17 +231,8 @@ final class ProduceSession {
     /// The hand-off to the server's mailbox, which may refuse when the loop thread is behind:
     /// what it leaves out is counted, said once per gap, and readers resume at an IDR.
     private func makeHandOff(_ mailbox: Mailbox<StreamServer.Message>, _ control: CaptureControl, _ events: EventLog?) -> ResyncingHandOff {
-        let log = self.log
-        return ResyncingHandOff(control: control, send: { mailbox.send(.accessUnit($0)) }, hasRoom: { mailbox.backlog < mailbox.capacity }) { report in
-            switch report {
-            case .gapOpened:
-                log.line("readers: the serving thread is behind (\(mailbox.capacity) access units waiting); dropping up to the next IDR", force: true)
-                events?.emit("handoff-gap")
-            case .resumed(let lost):
-                log.line("readers: resumed at an IDR; \(lost) access units were dropped", force: true)
-                events?.emit("handoff-resumed", [("accessUnits", Int(lost))])
-            }
-        }
+        ResyncingHandOff(control: control, send: { mailbox.send(.accessUnit($0)) }, hasRoom: { mailbox.backlog < mailbox.capacity },
+                         report: ServingSide.handOffReporter(capacity: mailbox.capacity, log: log, events: events))
     }
 
     /// After the capture thread is joined: the timers and `--metrics` stop, `-o` writes

@@ -202,6 +202,21 @@ final class ServingSide {
         return " readers=\(server.readerCount) reader-skips=\(server.metrics.readerSkips.value)"
     }
 
+    /// What the hand-off to the server's mailbox says when it leaves access units out (the
+    /// loop thread is behind) and when readers resume at an IDR: a line and an event each.
+    static func handOffReporter(capacity: Int, log: Log, events: EventLog?) -> @Sendable (ResyncingHandOff.Report) -> Void {
+        { report in
+            switch report {
+            case .gapOpened:
+                log.line("readers: the serving thread is behind (\(capacity) access units waiting); dropping up to the next IDR", force: true)
+                events?.emit("handoff-gap")
+            case .resumed(let lost):
+                log.line("readers: resumed at an IDR; \(lost) access units were dropped", force: true)
+                events?.emit("handoff-resumed", [("accessUnits", Int(lost))])
+            }
+        }
+    }
+
     /// The stream server's events as `--events` lines.
     static func report(_ event: StreamServer.Event, to log: EventLog?) {
         guard let log else { return }

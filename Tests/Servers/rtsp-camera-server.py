@@ -13,18 +13,14 @@ payloader before every IDR slice (config-interval=-1), between one picture's sli
 cameras do. One line per event on stderr: "listening on rtsp://...",
 "client connected", "client gone". Exits on SIGTERM or SIGINT.
 """
-import signal
 import sys
 
 import gi
 
 gi.require_version("Gst", "1.0")
 gi.require_version("GstRtspServer", "1.0")
-from gi.repository import GLib, Gst, GstRtspServer  # noqa: E402
-
-
-def log(line):
-    print(line, file=sys.stderr, flush=True)
+from gi.repository import Gst, GstRtspServer  # noqa: E402
+from gst_rtsp import log, serve  # noqa: E402
 
 
 def main():
@@ -54,17 +50,7 @@ def main():
         client.connect("closed", lambda _client: log("client gone"))
 
     server.connect("client-connected", client_connected)
-    if server.attach(None) == 0:
-        log("error: cannot listen on 127.0.0.1:%s" % port)
-        return 69
-
-    loop = GLib.MainLoop()
-    GLib.unix_signal_add(GLib.PRIORITY_DEFAULT, signal.SIGTERM, loop.quit)
-    GLib.unix_signal_add(GLib.PRIORITY_DEFAULT, signal.SIGINT, loop.quit)
-    log("listening on rtsp://127.0.0.1:%s%s" % (port, path))
-    loop.run()
-    log("stopped")
-    return 0
+    return serve(server, port, path)
 
 
 if __name__ == "__main__":

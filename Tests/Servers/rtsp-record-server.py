@@ -12,7 +12,6 @@ unbuffered so that a kill loses nothing already received. One line per event on 
 "listening on rtsp://...", "publish N started: FILE", "publish N ended". Exits on SIGTERM
 or SIGINT.
 """
-import signal
 import sys
 
 import gi
@@ -20,7 +19,8 @@ import gi
 gi.require_version("Gst", "1.0")
 gi.require_version("GstRtsp", "1.0")
 gi.require_version("GstRtspServer", "1.0")
-from gi.repository import GLib, Gst, GstRtsp, GstRtspServer  # noqa: E402
+from gi.repository import Gst, GstRtsp, GstRtspServer  # noqa: E402
+from gst_rtsp import log, serve  # noqa: E402
 
 # depay0 names the stream the ANNOUNCE's SDP describes; h264parse turns the depayloaded
 # access units into Annex B with SPS and PPS in front of every IDR.
@@ -29,10 +29,6 @@ PIPELINE = (
     "! video/x-h264,stream-format=byte-stream,alignment=au "
     "! filesink name=sink sync=false async=false buffer-mode=unbuffered )"
 )
-
-
-def log(line):
-    print(line, file=sys.stderr, flush=True)
 
 
 def main():
@@ -64,17 +60,7 @@ def main():
 
     factory.connect("media-constructed", constructed)
     server.get_mount_points().add_factory(path, factory)
-    if server.attach(None) == 0:
-        log("error: cannot listen on 127.0.0.1:%s" % port)
-        return 69
-
-    loop = GLib.MainLoop()
-    GLib.unix_signal_add(GLib.PRIORITY_DEFAULT, signal.SIGTERM, loop.quit)
-    GLib.unix_signal_add(GLib.PRIORITY_DEFAULT, signal.SIGINT, loop.quit)
-    log("listening on rtsp://127.0.0.1:%s%s" % (port, path))
-    loop.run()
-    log("stopped")
-    return 0
+    return serve(server, port, path)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,6 @@ client's PLAY on, and packetises its access units as they arrive (timestamped on
 the SEI and parameter sets kept, SPS and PPS in front of every IDR). One line per event on
 stderr: "listening on rtsp://...", "client connected". Exits on SIGTERM or SIGINT.
 """
-import signal
 import sys
 
 import gi
@@ -19,11 +18,11 @@ import gi
 gi.require_version("Gst", "1.0")
 gi.require_version("GstRtsp", "1.0")
 gi.require_version("GstRtspServer", "1.0")
-from gi.repository import GLib, Gst, GstRtsp, GstRtspServer  # noqa: E402
+from gi.repository import Gst, GstRtsp, GstRtspServer  # noqa: E402
+from pathlib import Path  # noqa: E402
 
-
-def log(line):
-    print(line, file=sys.stderr, flush=True)
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "Tests" / "Servers"))
+from gst_rtsp import log, serve  # noqa: E402
 
 
 def main():
@@ -46,16 +45,7 @@ def main():
         "! rtph264pay name=pay0 pt=96 aggregate-mode=zero-latency )")
     server.get_mount_points().add_factory(path, factory)
     server.connect("client-connected", lambda *_: log("client connected"))
-    if server.attach(None) == 0:
-        log("error: cannot listen on 127.0.0.1:%s" % port)
-        return 69
-
-    loop = GLib.MainLoop()
-    GLib.unix_signal_add(GLib.PRIORITY_DEFAULT, signal.SIGTERM, loop.quit)
-    GLib.unix_signal_add(GLib.PRIORITY_DEFAULT, signal.SIGINT, loop.quit)
-    log("listening on rtsp://127.0.0.1:%s%s" % (port, path))
-    loop.run()
-    return 0
+    return serve(server, port, path)
 
 
 if __name__ == "__main__":
