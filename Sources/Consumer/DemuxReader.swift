@@ -38,9 +38,11 @@ public final class DemuxReader: Sendable {
         public let live: Bool
         /// libavformat options (protocol and demuxer), as ffmpeg takes them before `-i`.
         public let options: [Option]
-        /// One picture's slices may come in more than one packet (RTSP: FFmpeg's depacketizer
-        /// and parser split a sliced picture): each access unit waits for the next packet,
-        /// which says whether it continues it.
+        /// An IDR picture's slices may come in more than one packet (RTSP: the parser behind
+        /// FFmpeg's depacketizer ends a picture at any SPS or PPS, and payloaders repeat them
+        /// in front of every IDR slice): an IDR access unit waits for the next packet, which
+        /// says whether it continues it. Other pictures have nothing between their slices
+        /// and go out at once.
         public let picturesMaySpanPackets: Bool
         /// The URL listens for its sender (`srt://…?mode=listener`, `rtmp://…?listen=1`):
         /// opening waits as long as it takes, not `openTimeout` (still ended by `stop()`).
@@ -231,7 +233,7 @@ public final class DemuxReader: Sendable {
             return .invalid("\(source.shown): its H.264 description (extradata) is unreadable: \(error)")
         }
         var malformed = 0
-        // A picture waiting for the next packet (`picturesMaySpanPackets`): its NAL units,
+        // An IDR picture waiting for the next packet (`picturesMaySpanPackets`): its NAL units,
         // time and bytes.
         var waiting: (nals: [NALUnit], time: MediaTime?, bytes: Int)?
         func deliver(_ nals: [NALUnit], _ time: MediaTime?, _ bytes: Int) {
@@ -276,8 +278,17 @@ public final class DemuxReader: Sendable {
                 waiting = (w.nals + more, w.time ?? time, w.bytes + packet.data.count)
                 continue
             }
-            if let w = waiting { deliver(w.nals, w.time, w.bytes) }
-            waiting = (nals, time, packet.data.count)
+            if let w = waiting {
+                deliver(w.nals, w.time, w.bytes)
+                waiting = nil
+            }
+            // Only an IDR picture is held for its next packet: holding every picture would
+            // make each one wait a frame interval.
+            if nals.contains(where: { $0.type == .idrSlice }) {
+                waiting = (nals, time, packet.data.count)
+            } else {
+                deliver(nals, time, packet.data.count)
+            }
         }
         return .stopped
     }
