@@ -28,16 +28,22 @@ public final class StreamIntake {
 
     /// Sees every access unit that goes to the sinks, on the intake's thread.
     private let observer: ((TimedUnit) -> Void)?
+    /// Each access unit goes to the sinks as soon as it is delivered, not with the rest of
+    /// its chunk: for an observer that paces the input (`--realtime`), so that the sinks get
+    /// every access unit when it is due rather than a chunk's worth at a time.
+    public let handsOnEachUnit: Bool
 
     /// `fallbackFrameRate` counts media time for a stream with neither timestamps nor a
     /// VUI frame rate (consume's `--frame-rate`).
     public init(fanout: SinkFanout, metrics: ConsumerMetrics, clock: MediaClock.Source, fallbackFrameRate: Double = 30,
-                maxNALUnitSize: Int = AnnexBScanner.defaultMaxNALUnitSize, observer: ((TimedUnit) -> Void)? = nil) {
+                maxNALUnitSize: Int = AnnexBScanner.defaultMaxNALUnitSize, observer: ((TimedUnit) -> Void)? = nil,
+                handsOnEachUnit: Bool = false) {
         self.parser = AnnexBParser(maxNALUnitSize: maxNALUnitSize)
         self.clock = MediaClock(source: clock, fallbackFrameRate: fallbackFrameRate)
         self.fanout = fanout
         self.metrics = metrics
         self.observer = observer
+        self.handsOnEachUnit = handsOnEachUnit
     }
 
     /// Bytes read from the input.
@@ -152,5 +158,9 @@ public final class StreamIntake {
         }
         observer?(received)
         outgoing.append(.unit(received))
+        if handsOnEachUnit {
+            fanout.push(outgoing)
+            outgoing.removeAll(keepingCapacity: true)
+        }
     }
 }

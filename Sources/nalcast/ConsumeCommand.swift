@@ -19,7 +19,7 @@ enum ConsumeCommand: Command {
     static let summary = "Read an H.264 stream and write it to stdout, segment files and/or a remote, and/or serve it to readers (a relay)."
     static let usage = "nalcast consume [--from tcp://HOST:PORT|unix:PATH|rtsp://…|srt://…|rtmp://…|udp://…|http(s)://…|FILE|-] [-o FILE|-] [--segments DIR] [--forward URL]... [--listen ADDR] [--web ADDR] [OPTIONS]"
     static let specs: [OptionSpec] = inputOutputSpecs + ServingChoice.specs(.relay) + [
-        OptionSpec(name: "realtime", value: nil, help: "relay: read a file input at the pace of its media time, like FFmpeg's -re (on when serving a file; --no-realtime turns it off)"),
+        OptionSpec(name: "realtime", value: nil, help: "read a file input at the pace of its media time, like FFmpeg's -re, for every output (on when serving a file with --listen or --web; --no-realtime turns it off)"),
     ] + observabilitySpecs
     private static let inputOutputSpecs: [OptionSpec] = [
         OptionSpec(name: "from", value: "SOURCE", help: "tcp://HOST:PORT or unix:PATH (a nalcast producer, Annex-B), rtsp[s]://[USER:PASS@]HOST[:PORT]/PATH (a camera), srt://HOST:PORT[?mode=listener], rtmp[s]://HOST[:PORT]/APP/NAME (played), udp://HOST:PORT (MPEG-TS), http[s]://…, a file (Annex-B, MP4, MPEG-TS, Matroska, FLV), or - for stdin (Annex-B); H.264 only, never re-encoded", defaultText: "tcp://127.0.0.1:7264"),
@@ -170,7 +170,9 @@ enum ConsumeCommand: Command {
             events = options.string("events")
             dryRun = options.has("dry-run")
             serving = try ServingChoice.parse(options, .relay, defaultListen: false)
-            realtime = serving.isServing && !input.isNetwork && !options.isOff("realtime")
+            // A file is paced when served (`--no-realtime` says otherwise) or when asked; a
+            // live input comes at its own pace.
+            realtime = !input.isNetwork && (options.has("realtime") || (serving.isServing && !options.isOff("realtime")))
             guard output != nil || segments != nil || !forwards.isEmpty || serving.isServing else {
                 throw CommandError.usage("consume: nothing to write: give -o FILE|-, --segments DIR, --forward URL, --listen ADDR or --web ADDR")
             }
@@ -211,10 +213,8 @@ enum ConsumeCommand: Command {
             if input.isNetwork || !forwards.isEmpty {
                 out.append("reconnect: 100ms doubling to 5s with jitter, give up " + (reconnectTimeout.map { "after \(formatSeconds($0)) s" } ?? "never"))
             }
-            if serving.isServing {
-                out += serving.lines(.relay)
-                if !input.isNetwork { out.append("realtime: " + (realtime ? "on (the file is read at the pace of its media time)" : "off (the file is read as fast as it goes)")) }
-            }
+            if serving.isServing { out += serving.lines(.relay) }
+            if !input.isNetwork { out.append("realtime: " + (realtime ? "on (the file is read at the pace of its media time)" : "off (the file is read as fast as it goes)")) }
             out.append("metrics: \(metrics?.description ?? "off")")
             out.append("events: \(events ?? "off")")
             return out

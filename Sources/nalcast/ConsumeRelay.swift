@@ -19,8 +19,8 @@ import Serving
 /// Each access unit carries consume's media time (`RisingMediaTime`: the timestamp SEI's,
 /// else the media clock, never going back), which the browser page needs as its pts.
 ///
-/// A file is read at the pace of its media time (`MediaPacer`, `--realtime`, on by default
-/// when serving a file): read as fast as the disk goes, readers would only skip.
+/// A file is read at the pace of its media time (`RealtimePacing`, `--realtime`, on by
+/// default when serving a file): read as fast as the disk goes, readers would only skip.
 ///
 /// When the run ends (end of input, a signal, the input given up), `endStream` closes the
 /// hand-off and tells the server: readers get what is queued and an end-of-stream NAL unit
@@ -33,12 +33,10 @@ final class ConsumeRelay {
     let handOff: ResyncingHandOff
     /// Access units left out at the hand-off.
     let dropped: Counter
-    /// Pace a file input at its media time.
-    let realtime: Bool
     /// Closes the hand-off and tells the server the stream ended: from any thread.
     let endStream: @Sendable () -> Void
 
-    init(loop: EventLoop, choice: ServingChoice, realtime: Bool, registry: MetricsRegistry, log: Log, events: EventLog?) throws {
+    init(loop: EventLoop, choice: ServingChoice, registry: MetricsRegistry, log: Log, events: EventLog?) throws {
         let side = try ServingSide(loop: loop, choice: choice, .relay, registry: registry, events: events,
                                    metricsText: { registry.render() }, onRequestIDR: nil, onFinished: { loop.stop() })
         guard let server = side.server else { preconditionFailure("a relay serves --listen or --web") }
@@ -52,7 +50,6 @@ final class ConsumeRelay {
         self.side = side
         self.handOff = handOff
         self.dropped = dropped
-        self.realtime = realtime
         self.endStream = { handOff.close { _ = mailbox.send(.captureEnded, pastCapacity: true) } }
     }
 
@@ -68,24 +65,25 @@ final class ConsumeRelay {
     func close() { side.webServer?.close() }
 
     /// What one intake's thread calls for every access unit it delivers: a new feed per
-    /// intake, owned by that thread; `paced` at the media time of what it reads.
-    static func observer(_ handOff: ResyncingHandOff, paced: Bool) -> (TimedUnit) -> Void {
-        RelayFeed(handOff: handOff, pacer: paced ? MediaPacer() : nil).take
+    /// intake, owned by that thread.
+    static func observer(_ handOff: ResyncingHandOff) -> (TimedUnit) -> Void {
+        RelayFeed(handOff: handOff).take
     }
 }
 
 extension ConsumeSession {
-    /// Two observers of the intake's access units as one.
-    static func both(_ a: ((TimedUnit) -> Void)?, _ b: ((TimedUnit) -> Void)?) -> ((TimedUnit) -> Void)? {
-        guard let a, let b else { return a ?? b }
-        return { a($0); b($0) }
+    /// The observers of the intake's access units as one, called in order.
+    static func all(_ observers: ((TimedUnit) -> Void)?...) -> ((TimedUnit) -> Void)? {
+        let present = observers.compactMap { $0 }
+        if present.count <= 1 { return present.first }
+        return { unit in for observer in present { observer(unit) } }
     }
 
     /// `--listen`, `--web`: the relay's server, started on the loop; the run's end goes
     /// through it (its readers get their end of stream).
     func makeRelay(_ loop: EventLoop, _ ending: Ending) throws -> ConsumeRelay? {
         guard config.serving.isServing else { return nil }
-        let relay = try ConsumeRelay(loop: loop, choice: config.serving, realtime: config.realtime, registry: metrics.registry, log: log, events: events)
+        let relay = try ConsumeRelay(loop: loop, choice: config.serving, registry: metrics.registry, log: log, events: events)
         ending.endsThrough.withLock { $0 = relay.endStream }
         relay.start()
         log.line("relaying \(config.input)\(config.realtime ? " at the pace of its media time" : ""); " + relay.side.places.joined(separator: ", "))
@@ -93,32 +91,17 @@ extension ConsumeSession {
     }
 }
 
-/// One input thread's end of the relay: paces (a file), times, and hands on.
+/// One input thread's end of the relay: times, and hands on.
 final class RelayFeed {
     private let handOff: ResyncingHandOff
-    private var pacer: MediaPacer?
     private var times = RisingMediaTime()
-    private let clock = SystemClock()
 
-    init(handOff: ResyncingHandOff, pacer: MediaPacer?) {
+    init(handOff: ResyncingHandOff) {
         self.handOff = handOff
-        self.pacer = pacer
     }
 
     func take(_ received: TimedUnit) {
-        if pacer != nil { wait(for: received) }
         handOff.hand(RelayFeed.withoutStreamEnd(received.unit), pts90k: times.pts90k(for: received.mediaTime))
-    }
-
-    /// Sleeps until the access unit is due, in short steps so that the end of the run is
-    /// not held up.
-    private func wait(for received: TimedUnit) {
-        var left = pacer!.delay(for: received.mediaTime, nowNs: clock.nowNanoseconds, resumes: received.resumes)
-        while left > 0 && !handOff.isClosed {
-            let step = min(left, 20_000_000)
-            usleep(useconds_t(step / 1000))
-            left -= step
-        }
     }
 
     /// The access unit without a trailing end-of-stream or end-of-sequence NAL unit: the

@@ -26,6 +26,8 @@ final class ConsumeSession {
     /// `--listen`, `--web`: the relay's serving side, made on the loop before the input
     /// (`makeRelay`, in ConsumeRelay.swift).
     var relay: ConsumeRelay?
+    /// The run's end, once `run` made it: what a paced input asks before it sleeps on.
+    private(set) var ending: Ending?
 
     init(config: ConsumeCommand.Config, options: ParsedOptions) throws {
         self.config = config
@@ -84,6 +86,7 @@ final class ConsumeSession {
         EventLoop.setSignals([SIGINT, SIGTERM], blocked: true)
         let loop = EventLoop()
         let ending = Ending(loop: loop)
+        self.ending = ending
         let fileReader = try openInput()
         try checkDemuxedFile()
         let fanout = try makeOutputs(ending)
@@ -239,13 +242,20 @@ final class ConsumeSession {
         return watchers
     }
 
+    /// The intake for one input thread, with what observes its access units in order: the
+    /// pacing of a file (`--realtime`, first, so that everything after it waits), the IDR
+    /// spacing check of `--segments`, the relay's hand-off.
     func makeIntake(_ fanout: SinkFanout, _ clock: MediaClock.Source) -> sending StreamIntake {
+        var pacing: ((TimedUnit) -> Void)?
+        if clock == .counted && config.realtime, let ending {
+            pacing = RealtimePacing { ending.outcome.withLock { $0 != nil } }.take
+        }
         // The relay's end of this intake: made from the (Sendable) hand-off alone, so that it
         // can go to the intake's thread.
         var relayObserver: ((TimedUnit) -> Void)?
-        if let handOff = relay?.handOff { relayObserver = ConsumeRelay.observer(handOff, paced: clock == .counted && config.realtime) }
+        if let handOff = relay?.handOff { relayObserver = ConsumeRelay.observer(handOff) }
         return StreamIntake(fanout: fanout, metrics: metrics, clock: clock, fallbackFrameRate: config.frameRate.framesPerSecond, maxNALUnitSize: config.maxNAL,
-                            observer: ConsumeSession.both(config.idrSpacingObserver(log: log), relayObserver))
+                            observer: ConsumeSession.all(pacing, config.idrSpacingObserver(log: log), relayObserver), handsOnEachUnit: pacing != nil)
     }
 
     /// `--from tcp://…|unix:…`: the client on the loop, reconnecting until

@@ -228,6 +228,30 @@ import TestSupport
         #expect(eventLines(events).contains { $0["event"] as? String == "reader-started" })
     }
 
+    /// `--realtime` without a relay: a file pushed on at the pace it was recorded, one access
+    /// unit at a time (a recording sent to a live platform as if it were live); without it,
+    /// the same file is written as fast as it is read.
+    @Test func realtimePacesAFileForTheOutputsAlone() throws {
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let input = try inputFile(try Streams.ffmpeg(frames: 150, keyint: 30), in: dir)
+        let out = dir.appendingPathComponent("paced.h264")
+        let paced = try Background(Run.nalcast, ["consume", "--from", input.path, "--realtime", "-o", out.path])
+        usleep(2_000_000)
+        // 5 s of pictures: after 2 s, some of them and far from all.
+        let early = try Self.units((try? Data(contentsOf: out)) ?? Data()).count
+        #expect(early > 0 && early < 130, "\(early) of 150 access units written in the first 2 s: not paced")
+        #expect(paced.wait(timeout: 30) == 0, "\(paced.stderr)")
+        let units = try Self.units(try Data(contentsOf: out))
+        #expect(units.count == 150, "\(units.count) access units")
+        let decoded = try ffmpegDecode(try Data(contentsOf: out))
+        #expect(decoded.errors.isEmpty, "\(decoded.errors)")
+        let dryRun = try Run.nalcast(["consume", "--from", input.path, "--realtime", "-o", out.path, "--dry-run"])
+        #expect(dryRun.text.contains("realtime: on"), "\(dryRun.text)")
+        let fast = try Run.nalcast(["consume", "--from", input.path, "-o", out.path, "--dry-run"])
+        #expect(fast.text.contains("realtime: off"), "\(fast.text)")
+    }
+
     /// A WebSocket viewer of `/ws` on 127.0.0.1:`port`, by hand: the flags and pts_90k of the
     /// first `count` access-unit messages (docs/architecture.md has their header).
     static func viewerMessages(port: Int, count: Int) throws -> [(flags: UInt8, pts: UInt64)] {
