@@ -29,7 +29,7 @@ public struct ConsumerMetrics: Sendable {
         resyncBytes = registry.counter("nalcast_consumer_resync_bytes_total", help: "Bytes skipped to find the next start code")
         reconnects = registry.counter("nalcast_consumer_reconnects_total", help: "Connections made again after a loss")
         unfinishedUnits = registry.counter("nalcast_consumer_unfinished_access_units_total", help: "Access units dropped unfinished when the input failed")
-        stalls = registry.counter("nalcast_consumer_stalls_total", help: "Times a demuxed live source sent nothing for the stall timeout")
+        stalls = registry.counter("nalcast_consumer_stalls_total", help: "Times a live input sent nothing for --stall-timeout (then it is connected again)")
         malformedPackets = registry.counter("nalcast_consumer_malformed_packets_total", help: "Demuxed packets with no NAL unit or a NAL length past their end")
         segmentsOpened = registry.counter("nalcast_segments_opened_total", help: "Segment files opened")
         segmentsClosed = registry.counter("nalcast_segments_closed_total", help: "Segment files finished and renamed")

@@ -12,6 +12,10 @@ import Musl
 /// so: after the end of the stream or an error it connects again with `ReconnectBackoff`
 /// (100 ms doubling to 5 s, with jitter) until it succeeds or the backoff gives up.
 ///
+/// A connection that stays open but brings nothing for `stallTimeout` (a peer that hangs, a
+/// network that went away without a reset) is reported (`.stalled`), dropped as a failure
+/// and connected again, as a demuxed live source is (`--stall-timeout`).
+///
 /// States and what is reported (once per change, never per attempt): connecting →
 /// connected → disconnected (reconnecting) → connected … → gave up; while down, a
 /// `.retrying` progress report at most every 2 s (`ReconnectBackoff.progressDue`).
@@ -31,6 +35,9 @@ public final class StreamClient {
         /// The backoff gave up (`--reconnect-timeout`); `everConnected` tells an input that
         /// never came from one that ended.
         case gaveUp(Endpoint, everConnected: Bool, reason: String)
+        /// Connected, but nothing arrived for `seconds`: the connection is dropped
+        /// (`.disconnected` follows) and connected again.
+        case stalled(Endpoint, seconds: Double)
     }
 
     public let endpoint: Endpoint
@@ -43,6 +50,10 @@ public final class StreamClient {
     private var socket: Socket?
     private var reader: IOWatcher?
     private var retry: LoopTimer?
+    /// Seconds without a byte after which a connection counts as stalled; nil: never.
+    private let stallTimeout: Double?
+    private var stallCheck: LoopTimer?
+    private var lastDataNs: UInt64 = 0
     private var buffer = [UInt8](repeating: 0, count: 256 << 10)
     private var attempts = 0
     private var everConnected = false
@@ -54,13 +65,15 @@ public final class StreamClient {
     public private(set) var isConnected = false
 
     /// Resolves the endpoint now (getaddrinfo may block: do it before the loop runs).
-    public init(loop: EventLoop, endpoint: Endpoint, intake: StreamIntake, backoff: ReconnectBackoff.Config, onEvent: @escaping (Event) -> Void) throws(SocketError) {
+    public init(loop: EventLoop, endpoint: Endpoint, intake: StreamIntake, backoff: ReconnectBackoff.Config, stallTimeout: Double? = nil,
+                onEvent: @escaping (Event) -> Void) throws(SocketError) {
         loop.preconditionOnLoop()
         self.loop = loop
         self.endpoint = endpoint
         self.addresses = try SocketAddress.resolve(endpoint)
         self.intake = intake
         self.backoff = ReconnectBackoff(config: backoff)
+        self.stallTimeout = stallTimeout
         self.onEvent = onEvent
     }
 
@@ -78,6 +91,7 @@ public final class StreamClient {
         reader = nil
         socket = nil
         retry = nil
+        stallCheck = nil
     }
 
     private func connect() {
@@ -109,6 +123,27 @@ public final class StreamClient {
         let reader = IOWatcher(loop: loop, fd: socket.fd, events: .read) { [unowned self] _ in self.readAvailable() }
         self.reader = reader
         reader.start()
+        lastDataNs = monotonicNanoseconds()
+        if let stallTimeout {
+            let check = stallCheck ?? LoopTimer(loop: loop) { [unowned self] in self.checkStall() }
+            stallCheck = check
+            let every = min(1, stallTimeout / 4)
+            check.start(after: every, repeating: every)
+        }
+    }
+
+    /// Nothing for `stallTimeout`: stalled. What is waiting in the socket is read first, so
+    /// a process that was itself stopped (SIGSTOP, a suspended machine) and finds its data
+    /// waiting is not taken for a stalled peer.
+    private func checkStall() {
+        guard let stallTimeout, socket != nil else { return }
+        readAvailable()
+        guard socket != nil else { return }
+        let quiet = Double(monotonicNanoseconds() - lastDataNs) / 1e9
+        guard quiet >= stallTimeout else { return }
+        intake.metrics.stalls.increment()
+        onEvent(.stalled(endpoint, seconds: quiet))
+        lost("stalled", cleanly: false)
     }
 
     private func readAvailable() {
@@ -127,6 +162,7 @@ public final class StreamClient {
                 lost("closed by peer", cleanly: true)
                 return
             }
+            lastDataNs = monotonicNanoseconds()
             // An exact-size copy: the NAL units cut from it share it while sinks hold them.
             intake.push(Array(buffer[0..<n]))
             if n < buffer.count { return }
@@ -140,6 +176,7 @@ public final class StreamClient {
         var reason = reason
         reader = nil
         socket = nil
+        stallCheck?.stop()
         isConnected = false
         if cleanly {
             intake.connectionClosed()
@@ -179,3 +216,4 @@ public final class StreamClient {
         timer.start(after: delay)
     }
 }
+

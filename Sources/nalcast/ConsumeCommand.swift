@@ -24,7 +24,7 @@ enum ConsumeCommand: Command {
     private static let inputOutputSpecs: [OptionSpec] = [
         OptionSpec(name: "from", value: "SOURCE", help: "tcp://HOST:PORT or unix:PATH (a nalcast producer, Annex-B), rtsp[s]://[USER:PASS@]HOST[:PORT]/PATH (a camera), srt://HOST:PORT[?mode=listener], rtmp[s]://HOST[:PORT]/APP/NAME (played), udp://HOST:PORT (MPEG-TS), http[s]://…, a file (Annex-B, MP4, MPEG-TS, Matroska, FLV), or - for stdin (Annex-B); H.264 only, never re-encoded", defaultText: "tcp://127.0.0.1:7264"),
         OptionSpec(name: "rtsp-transport", value: "tcp|udp", help: "RTP over the RTSP connection or over UDP, for --from rtsp://", defaultText: "tcp"),
-        OptionSpec(name: "stall-timeout", value: "DURATION", help: "a --from URL (rtsp, srt, rtmp, udp, http) that sends nothing this long is dropped and opened again", defaultText: "5s"),
+        OptionSpec(name: "stall-timeout", value: "DURATION", help: "a live --from (tcp, unix, rtsp, srt, rtmp, udp, http) that sends nothing this long is reported, dropped and connected again", defaultText: "5s"),
         OptionSpec(name: "output", value: "FILE", help: "write the stream from the first IDR to FILE or - for stdout: .mp4, .ts, .mkv, .flv in that container with its timing, anything else as received (Annex-B)", short: "o"),
         OptionSpec(name: "format", value: "FORMAT", help: "the container of -o: mp4, ts, mkv, flv or h264 (raw Annex-B); mp4 needs a seekable file", defaultText: "from the -o extension, else h264"),
         OptionSpec(name: "segments", value: "DIR", help: "write rotating segment files into DIR, each starting at an IDR: MP4 unless --segment-name ends otherwise"),

@@ -270,8 +270,11 @@ final class ConsumeSession {
         var lastConnected: Double?
         let client: StreamClient
         do {
-            client = try StreamClient(loop: loop, endpoint: endpoint, intake: intake, backoff: backoff) { event in
+            client = try StreamClient(loop: loop, endpoint: endpoint, intake: intake, backoff: backoff, stallTimeout: config.stallTimeout) { event in
                 switch event {
+                case .stalled(let e, let seconds):
+                    log.line("\(e) stalled: no data for \(formatSeconds(seconds)) s")
+                    events?.emit("stalled", [("endpoint", e.description), ("seconds", seconds)])
                 case .connected(let e, let attempts):
                     log.line("connected to \(e)\(attempts > 1 ? " after \(attempts) attempts" : "")")
                     events?.emit("connected", [("endpoint", e.description), ("attempts", attempts)])

@@ -31,8 +31,35 @@ import Testing
     }
 }
 
+extension StreamEndReconnectTests {
+    /// A peer that keeps its connection open and sends nothing more is a stalled input: after
+    /// `--stall-timeout` it is said (a line, a `stalled` event, the metric's count in the
+    /// event log), dropped and connected again; what came before it is kept.
+    @Test func aPeerThatGoesQuietIsAStalledInputAndIsConnectedAgain() throws {
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let events = dir.appendingPathComponent("events.jsonl")
+        let out = dir.appendingPathComponent("out.h264")
+        let stream = try Streams.ffmpeg(frames: 30, keyint: 10)
+        let server = try SequenceServer(payloads: [stream, stream], keepsOpen: true)
+        let r = try Run.nalcast(["consume", "--from", server.endpoint, "--stall-timeout", "1s", "--reconnect-timeout", "1s",
+                                 "-o", out.path, "--events", events.path], timeout: 60)
+        #expect(server.accepted == 2, "connected again after the first stall: \(r.stderr)")
+        #expect(r.status == 69, "exit \(r.status): \(r.stderr)")
+        #expect(r.stderr.contains("\(server.endpoint) stalled: no data for 1."), "\(r.stderr)")
+        #expect(r.stderr.contains("disconnected from \(server.endpoint) (stalled"), "\(r.stderr)")
+        let names = eventLines(events).compactMap { $0["event"] as? String }
+        #expect(names.filter { $0 == "stalled" }.count == 2, "\(names)")
+        // Each connection's last access unit was still open when it stalled: 29 of 30 each.
+        let decoded = try ffmpegDecode(try Data(contentsOf: out))
+        #expect(decoded.errors.isEmpty, "\(decoded.errors)")
+        #expect(decoded.frames >= 58, "\(decoded.frames) frames")
+    }
+}
+
 /// A TCP server on 127.0.0.1 that answers its n-th connection with `payloads[n]`, then closes
-/// it cleanly; past the last payload it stops listening.
+/// it cleanly (or, `keepsOpen`, holds it open and sends nothing more, as a peer that hangs);
+/// past the last payload it stops listening.
 final class SequenceServer: @unchecked Sendable {
     // `fd` and `port` are set before the thread starts and never change; `count` is guarded
     // by `lock`.
@@ -40,11 +67,12 @@ final class SequenceServer: @unchecked Sendable {
     let port: UInt16
     private let lock = NSLock()
     private var count = 0
+    private var held: [Int32] = []
     var endpoint: String { "tcp://127.0.0.1:\(port)" }
     /// Connections accepted so far.
     var accepted: Int { lock.withLock { count } }
 
-    init(payloads: [[UInt8]]) throws {
+    init(payloads: [[UInt8]], keepsOpen: Bool = false) throws {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         self.fd = fd
         var addr = sockaddr_in()
@@ -68,12 +96,15 @@ final class SequenceServer: @unchecked Sendable {
                     if sent <= 0 { break }
                     offset += sent
                 }
-                close(client)
+                if keepsOpen { lock.withLock { held.append(client) } } else { close(client) }
             }
             // No more connections: further attempts are refused.
             shutdown(fd, Int32(SHUT_RDWR))
         }.start()
     }
 
-    deinit { close(fd) }
+    deinit {
+        close(fd)
+        for client in held { close(client) }
+    }
 }
