@@ -152,6 +152,15 @@ public struct Broadcaster: Sendable {
         return JoinOutcome(id: id, events: events)
     }
 
+    /// Forgets the cached GOP: the source it came from is gone (a relay's input was lost),
+    /// and a reader joining now must not be sent its old pictures as if they were live. It
+    /// waits for the next IDR, which the source's return brings. Readers already there keep
+    /// their queues.
+    public mutating func forgetCachedGOP() {
+        gop = []
+        gopBytes = 0
+    }
+
     /// Forgets a reader (its connection closed). Unknown ids are ignored.
     public mutating func removeReader(_ id: ReaderID) {
         readers[id] = nil

@@ -25,6 +25,10 @@ public final class StreamServer {
         case timedUnit(AccessUnit, pts90k: UInt64)
         /// Capture stopped (input ended, a limit was reached, or a signal): drain and finish.
         case captureEnded
+        /// The source went away (a relay's input was lost and is being connected again): the
+        /// cached GOP is forgotten, so a reader joining meanwhile waits for the source's next
+        /// IDR instead of getting old pictures.
+        case sourceLost
     }
 
     /// Something worth a line in `--events`.
@@ -170,6 +174,8 @@ public final class StreamServer {
                 for id in readers.keys { pump(id) }
             case .captureEnded:
                 beginDrain()
+            case .sourceLost:
+                broadcaster.forgetCachedGOP()
             }
         }
     }

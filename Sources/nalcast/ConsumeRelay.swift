@@ -35,6 +35,9 @@ final class ConsumeRelay {
     let dropped: Counter
     /// Closes the hand-off and tells the server the stream ended: from any thread.
     let endStream: @Sendable () -> Void
+    /// Tells the server the input was lost (it is being connected again): from any thread,
+    /// after the last access unit of that connection was handed on.
+    let sourceLost: @Sendable () -> Void
 
     init(loop: EventLoop, choice: ServingChoice, registry: MetricsRegistry, log: Log, events: EventLog?) throws {
         let side = try ServingSide(loop: loop, choice: choice, .relay, registry: registry, events: events,
@@ -51,6 +54,7 @@ final class ConsumeRelay {
         self.handOff = handOff
         self.dropped = dropped
         self.endStream = { handOff.close { _ = mailbox.send(.captureEnded, pastCapacity: true) } }
+        self.sourceLost = { _ = mailbox.send(.sourceLost, pastCapacity: true) }
     }
 
     func start() { side.start() }

@@ -28,6 +28,7 @@ extension ConsumeSession {
         let reader = DemuxReader(source: source, timing: timing)
         // When the source was last lost (for the line that gives up).
         let lastLost = Mutex<Double?>(nil)
+        let sourceLost = relay?.sourceLost
         let onEvent: @Sendable (DemuxReader.Event) -> Void = { event in
             switch event {
             case .opened(let shown, let attempts, let seconds, let found, let ignored):
@@ -45,6 +46,7 @@ extension ConsumeSession {
                 events?.emit("stalled", [("endpoint", shown), ("seconds", seconds)])
             case .lost(let shown, let reason, let retrying):
                 lastLost.withLock { $0 = wallClockSeconds() }
+                sourceLost?()
                 log.line("lost \(shown) (\(reason))" + (retrying ? "; reopening" : ""))
                 events?.emit("disconnected", [("endpoint", shown), ("reason", reason)])
                 if retrying { events?.emit("reconnecting", [("endpoint", shown)]) }

@@ -267,6 +267,7 @@ final class ConsumeSession {
         let backoff = ReconnectBackoff.Config(giveUpAfter: config.reconnectTimeout)
         let reconnectTimeout = config.reconnectTimeout
         let intake = makeIntake(fanout, .arrival)
+        let sourceLost = relay?.sourceLost
         var lastConnected: Double?
         let client: StreamClient
         do {
@@ -282,6 +283,7 @@ final class ConsumeSession {
                     log.line("cannot reach \(e) (\(reason)); retrying")
                     events?.emit("reconnecting", [("endpoint", e.description), ("reason", reason)])
                 case .disconnected(let e, let reason, let retrying):
+                    sourceLost?()
                     lastConnected = wallClockSeconds()
                     log.line("disconnected from \(e) (\(reason))" + (retrying ? "; reconnecting" : ""))
                     events?.emit("disconnected", [("endpoint", e.description), ("reason", reason)])

@@ -183,11 +183,18 @@ import TestSupport
         usleep(2_000_000)
         #expect(Self.stop(first) == 0)
         #expect(relay.waitFor("disconnected from"), "\(relay.stderr)")
+        // A reader that joins while the source is away is sent no old pictures (the cached
+        // GOP went with the source): it waits, and starts at the new source's first IDR.
+        let late = try StreamReaderClient(endpoint)
+        usleep(1_000_000)
+        #expect(late.received.isEmpty, "\(late.received.count) bytes of a source that is gone")
         let second = try Background(Run.nalcast, ["produce", "--size", "320x240", "--listen", address])
         #expect(second.waitFor("serving "))
         #expect(Self.waitUntil { relay.stderr.components(separatedBy: "connected to ").count > 2 }, "not connected again: \(relay.stderr)")
         usleep(2_500_000)
         #expect(!reader.isClosedByPeer, "the relay closed its reader: \(relay.stderr)")
+        let lateUnits = try Self.units(late.finish())
+        #expect(lateUnits.first?.idr == true && (lateUnits.first?.sequence ?? 999) < 60, "the late reader's first unit: \(String(describing: lateUnits.first))")
         let stream = reader.finish()
         #expect(Self.stop(second) == 0)
         #expect(Self.stop(relay) == 0)

@@ -88,6 +88,20 @@ final class BroadcasterTests: XCTestCase {
         XCTAssertEqual(b.cachedGOP.count, 1)
     }
 
+    func testAGOPJoinAfterTheSourceWasLostWaitsForItsNextIDR() {
+        var b = makeBroadcaster(.gop)
+        for au in Fixture.stream(0..<40) { _ = b.publish(au) }
+        let before = try! XCTUnwrap(b.addReader().id)
+        b.forgetCachedGOP()
+        XCTAssertTrue(b.cachedGOP.isEmpty)
+        XCTAssertEqual(b.queue(of: before)?.count, 10, "a reader already there keeps its queue")
+        let after = try! XCTUnwrap(b.addReader().id)
+        XCTAssertNil(b.nextToWrite(after), "no old pictures for a reader joining while the source is away")
+        _ = b.publish(Fixture.picture(60, idr: true))
+        _ = b.publish(Fixture.picture(61, idr: false))
+        XCTAssertEqual(drain(&b, after), [60, 61])
+    }
+
     func testNextJoinWaitsForNaturalIDRWithoutRequest() {
         var b = makeBroadcaster(.next)
         _ = b.publish(Fixture.picture(0, idr: true))
