@@ -57,6 +57,11 @@ enum Run {
         let deadline = Date().addingTimeInterval(timeout)
         while p.isRunning && Date() < deadline { usleep(10_000) }
         if p.isRunning { p.terminate() }
+        // A child can inherit a signal mask with SIGTERM blocked from the test thread that
+        // spawned it (tests that run an event loop block SIGINT and SIGTERM): after 2 s, kill it.
+        let killAt = Date().addingTimeInterval(2)
+        while p.isRunning && Date() < killAt { usleep(10_000) }
+        if p.isRunning { kill(p.processIdentifier, SIGKILL) }
         p.waitUntilExit()
         group.wait()
         return Result(status: p.terminationStatus, stdout: outData, stderr: String(decoding: errData, as: UTF8.self))
