@@ -295,11 +295,6 @@ public final class DemuxReader: Sendable {
 
     /// Sleeps `seconds`, or less when stopped.
     private func sleep(seconds: Double) {
-        let end = monotonicNanoseconds() + UInt64(max(0, seconds) * 1e9)
-        while !stopped {
-            let now = monotonicNanoseconds()
-            if now >= end { return }
-            usleep(UInt32(min(50_000, (end - now) / 1000)))
-        }
+        OSThread.sleep(nanoseconds: UInt64(max(0, seconds) * 1e9), step: 50_000_000) { stopped }
     }
 }

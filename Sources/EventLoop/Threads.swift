@@ -100,3 +100,21 @@ public final class ConditionLock: @unchecked Sendable {
         return try body()
     }
 }
+
+extension OSThread {
+    /// Sleeps the calling thread for `nanoseconds`, in steps of at most `step`, and returns
+    /// early once `stopped` says so: the waits of a reader thread (a paced file, a backoff
+    /// before reconnecting) that must not hold up the end of a run.
+    public static func sleep(nanoseconds: UInt64, step: UInt64 = 20_000_000, unless stopped: () -> Bool) {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        let start = UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
+        let end = start + nanoseconds
+        while !stopped() {
+            clock_gettime(CLOCK_MONOTONIC, &now)
+            let current = UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
+            if current >= end { return }
+            usleep(useconds_t(min(step, end - current) / 1000))
+        }
+    }
+}

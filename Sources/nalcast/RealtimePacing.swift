@@ -1,9 +1,7 @@
+import EventLoop
 import H264
 import Output
 import Relay
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// `consume --realtime`: reads a file at the pace of its media time, as FFmpeg's `-re` does.
 /// An observer of the intake that holds each access unit until its media time is due on
@@ -25,11 +23,7 @@ final class RealtimePacing {
     }
 
     func take(_ received: TimedUnit) {
-        var left = pacer.delay(for: received.mediaTime, nowNs: clock.nowNanoseconds, resumes: received.resumes)
-        while left > 0 && !stopped() {
-            let step = min(left, 20_000_000)
-            usleep(useconds_t(step / 1000))
-            left -= step
-        }
+        let delay = pacer.delay(for: received.mediaTime, nowNs: clock.nowNanoseconds, resumes: received.resumes)
+        if delay > 0 { OSThread.sleep(nanoseconds: delay, unless: stopped) }
     }
 }

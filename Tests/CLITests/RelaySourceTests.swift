@@ -328,7 +328,7 @@ import TestSupport
         sleep(1)
         #expect(Self.interrupt(consumer) == 0, "\(consumer.logTail())")
         let video = try MediaProbe.video(out.path)
-        #expect((video?.frames ?? 0) >= 150, "\(String(describing: video))\n\(consumer.logTail())")
+        #expect((video?.frames ?? 0) >= 200, "\(String(describing: video))\n\(consumer.logTail())")
         #expect(video?.width == Self.size.width)
         #expect(try MediaProbe.decodeErrors(out.path) == "")
         try PushTests.checkTimeline(out.path, "srt restart")
