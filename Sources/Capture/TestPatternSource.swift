@@ -16,6 +16,18 @@ import Musl
 /// sequence numbers are not used: the gap shows the drop) and counted in `skippedSlots`,
 /// never queued. Without it, frames come as fast as asked with media time `k / fps`.
 ///
+/// With `flash`, the pattern is a sync reference for sound: the frame of each whole second
+/// is white from edge to edge (luma 235, neutral chroma), and in realtime mode the frame
+/// slots are laid on CLOCK_REALTIME so that whole seconds fall on slots: the first frame
+/// waits for the next slot of a grid that starts at a whole second, so the flashed frame's
+/// capture time is that second to within the wake-up jitter. `--audio tone` beeps at the
+/// same instants; a recording's offset between flashes and beeps is its A/V offset. At a
+/// rate that does not divide a second (29.97) the flash is the frame nearest to the second,
+/// within half a frame interval of it. Without realtime, the flash is at whole seconds of
+/// media time. A slot skipped because the encoder was late takes its flash with it (no
+/// other frame is flashed instead: it would be at the wrong time). Without `flash` nothing
+/// of this happens and the pattern is as it always was.
+///
 /// Not `Sendable`: lives on the capture thread.
 public final class TestPatternSource: FrameSource {
     public let width: Int
@@ -28,6 +40,10 @@ public final class TestPatternSource: FrameSource {
     public var skippedSlots: UInt64 { slots.skipped }
     /// Frames to produce; nil for no end.
     public let frameLimit: Int?
+    /// Whether the frame of each whole second is white (see above).
+    public let flash: Bool
+    /// Frames flashed so far.
+    public private(set) var flashes: UInt64 = 0
 
     private let planes: [Plane]
     private var reusable = ReusableBuffer()
@@ -35,6 +51,9 @@ public final class TestPatternSource: FrameSource {
     private var lastBarX = 0
     private var slots: LiveSlots
     private var produced = 0
+    /// With `flash` in realtime mode: the CLOCK_REALTIME instant of slot 0, a whole second
+    /// plus whole frame intervals (nil until the first frame).
+    private var slotZeroRealtime: Int64?
 
     private let barsHeight: Int   // colour bars occupy rows 0..<barsHeight (even)
     private let barWidth: Int     // the sweeping bar (even)
@@ -52,7 +71,8 @@ public final class TestPatternSource: FrameSource {
     private static let textY: UInt8 = 235
 
     /// A pattern of `width`x`height` (even, at least 64x64) at `frameRate`.
-    public init(width: Int = 1280, height: Int = 720, frameRate: FrameRate = FrameRate(30), realtime: Bool = true, frameLimit: Int? = nil) throws {
+    public init(width: Int = 1280, height: Int = 720, frameRate: FrameRate = FrameRate(30), realtime: Bool = true, frameLimit: Int? = nil,
+                flash: Bool = false) throws {
         guard width >= 64, height >= 64, width <= 16384, height <= 16384 else { throw CaptureError.badSize(width: width, height: height) }
         guard width % 2 == 0, height % 2 == 0 else { throw CaptureError.oddSize(width: width, height: height) }
         self.width = width
@@ -61,6 +81,7 @@ public final class TestPatternSource: FrameSource {
         self.slots = LiveSlots(rate: frameRate)
         self.realtime = realtime
         self.frameLimit = frameLimit
+        self.flash = flash
         planes = PixelFormat.i420.packedLayout(width: width, height: height)
         barsHeight = (height * 2 / 3) & ~1
         barWidth = Swift.max(2, (width / 32) & ~1)
@@ -74,6 +95,7 @@ public final class TestPatternSource: FrameSource {
 
     public func nextFrame() throws -> Frame? {
         if let frameLimit, produced >= frameLimit { return nil }
+        if realtime && flash && slotZeroRealtime == nil { slotZeroRealtime = waitForSecondsGrid() }
         let slot = realtime ? slots.wait() : slots.take()
         produced += 1
 
@@ -81,8 +103,50 @@ public final class TestPatternSource: FrameSource {
         let buffer = reusable.obtain(capacity: PixelFormat.i420.frameByteCount(width: width, height: height))
         let frame = Frame(width: width, height: height, format: .i420, buffer: buffer, planes: planes,
                           sequence: UInt64(slot), captureTimeNs: captureTime, pts90k: frameRate.ticks90k(ofFrame: slot))
-        draw(frame, slot: slot)
+        if flash && isFlashSlot(slot) {
+            paintWhite(frame)
+            flashes += 1
+        } else {
+            draw(frame, slot: slot)
+        }
         return frame
+    }
+
+    // MARK: the flash
+
+    /// Sleeps until the first instant at or after now of the grid of frame slots that starts
+    /// at the whole second just passed (CLOCK_REALTIME), and returns that instant: slot 0's.
+    private func waitForSecondsGrid() -> Int64 {
+        let now = Int64(realtimeNanoseconds())
+        let second = now - now % 1_000_000_000
+        // The first grid slot at or after now.
+        let index = Int64((Int128(now - second) * Int128(frameRate.numerator) + Int128(1_000_000_000) * Int128(frameRate.denominator) - 1)
+                          / (Int128(1_000_000_000) * Int128(frameRate.denominator)))
+        let start = second + frameRate.nanoseconds(ofFrame: index)
+        var ts = timespec(tv_sec: Int(start / 1_000_000_000), tv_nsec: Int(start % 1_000_000_000))
+        while clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &ts, nil) == EINTR {}
+        return start
+    }
+
+    /// Whether slot `slot` is the one nearest to a whole second: of CLOCK_REALTIME in
+    /// realtime mode, of media time otherwise (ties go to the later slot).
+    private func isFlashSlot(_ slot: Int64) -> Bool {
+        let at = (slotZeroRealtime ?? 0) + frameRate.nanoseconds(ofFrame: slot)
+        let interval = frameRate.nanoseconds(ofFrame: 1)
+        let half = interval / 2
+        // Distance past the whole second, moved by half an interval: the slot whose window
+        // [at - half, at + half) holds the second.
+        let shifted = (at + half) % 1_000_000_000
+        return shifted < interval
+    }
+
+    /// The flash: every luma sample white (235), chroma neutral.
+    private func paintWhite(_ frame: Frame) {
+        fillRows(frame, plane: 0, rows: 0..<height, columns: 0..<width, value: 235)
+        fillRows(frame, plane: 1, rows: 0..<(height / 2), columns: 0..<(width / 2), value: 128)
+        fillRows(frame, plane: 2, rows: 0..<(height / 2), columns: 0..<(width / 2), value: 128)
+        // Its buffer holds nothing of the pattern: the next picture in it is painted whole.
+        lastBuffer = nil
     }
 
     // MARK: drawing

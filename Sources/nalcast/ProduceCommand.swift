@@ -19,6 +19,7 @@ enum ProduceCommand: Command {
         // Source
         OptionSpec(name: "source", value: "SRC", help: "testsrc, y4m:PATH, raw:PATH, x11, x11:DISPLAY (see below)", defaultText: "testsrc"),
         OptionSpec(name: "size", value: "WxH", help: "test pattern size", defaultText: "1280x720"),
+        OptionSpec(name: "flash", value: nil, help: "testsrc: the frame at each whole second of the clock is white, a sync reference for sound (on with --audio tone)"),
         OptionSpec(name: "input-size", value: "WxH", help: "frame size of raw: input"),
         OptionSpec(name: "pix-fmt", value: "FMT", help: "pixel format of raw: input, ours or FFmpeg's name: i420 (yuv420p), nv12, bgra, rgba, yuyv (yuyv422), rgb24, bgr24, ...", defaultText: "i420"),
         OptionSpec(name: "input-fps", value: "RATE", help: "frame rate of raw: input (30, 29.97, 30000/1001)", defaultText: "30"),
@@ -76,6 +77,8 @@ enum ProduceCommand: Command {
         var source: Source
         var sourceText: String
         var realtime: Bool
+        /// testsrc's `--flash`: the frame of each whole second is white.
+        var flash = false
         var capture = CaptureOptions()
         /// `--keyint` as given: a time, or nil when it counted frames.
         var keyintSeconds: Double?
@@ -96,7 +99,7 @@ enum ProduceCommand: Command {
 
         var lines: [String] {
             var out = [
-                "source: \(sourceText)\(realtime ? " (realtime)" : "")",
+                "source: \(sourceText)\(realtime ? " (realtime)" : "")\(flash ? " with a flash at each whole second" : "")",
                 "fps: \(capture.targetFrameRate.map(\.description) ?? "source rate")",
                 "encoder: preset=\(capture.encoder.preset) tune=\(capture.encoder.tune ?? "none") profile=\(capture.encoder.profile) "
                     + "bitrate=\(capture.encoder.bitrate.map(String.init) ?? "auto") vbv-ms=\(capture.encoder.vbvMilliseconds) "
@@ -135,7 +138,7 @@ enum ProduceCommand: Command {
         let source: Plan.Source
         /// Options that only some sources use.
         let sourceOptions: [String: String] = [
-            "size": "testsrc", "input-size": "raw:PATH", "pix-fmt": "raw:PATH", "input-fps": "raw:PATH",
+            "size": "testsrc", "flash": "testsrc", "input-size": "raw:PATH", "pix-fmt": "raw:PATH", "input-fps": "raw:PATH",
             "region": "x11", "cursor": "x11",
         ]
         var used: Set<String> = []
@@ -145,7 +148,7 @@ enum ProduceCommand: Command {
             guard size.0 % 2 == 0 && size.1 % 2 == 0 else { throw o.invalid("size", "odd: 4:2:0 needs even width and height") }
             source = .testPattern(width: size.0, height: size.1)
             realtime = !o.isOff("realtime")
-            used = ["size"]
+            used = ["size", "flash"]
         case _ where sourceText.hasPrefix("y4m:"):
             source = .y4m(path: String(sourceText.dropFirst(4)))
         case _ where sourceText.hasPrefix("raw:"):
@@ -225,6 +228,7 @@ enum ProduceCommand: Command {
             quiet: o.has("quiet"), warnings: warnings)
         plan.outputFormat = outputFormat
         plan.forwards = forwards
+        if case .testPattern = source { plan.flash = o.has("flash") }
         switch source {
         case .testPattern(let w, let h): plan.frame = (w, h, .i420)
         case .raw(_, let w, let h, let format, _): plan.frame = (w, h, format)
@@ -294,7 +298,8 @@ func makeSource(_ plan: ProduceCommand.Plan, log: @escaping @Sendable (String) -
     do {
         switch plan.source {
         case .testPattern(let w, let h):
-            return try TestPatternSource(width: w, height: h, frameRate: plan.capture.targetFrameRate ?? FrameRate(30), realtime: plan.realtime)
+            return try TestPatternSource(width: w, height: h, frameRate: plan.capture.targetFrameRate ?? FrameRate(30), realtime: plan.realtime,
+                                         flash: plan.flash)
         case .y4m(let path):
             return try Y4MSource(path: path, realtime: plan.realtime)
         case .raw(let path, let w, let h, let format, let rate):

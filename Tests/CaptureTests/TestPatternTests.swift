@@ -74,6 +74,56 @@ import Testing
         #expect(second.pts90k == FrameRate(100).ticks90k(ofFrame: Int64(second.sequence)))
     }
 
+    /// Whether every luma sample is white and every chroma sample neutral.
+    private func isWhite(_ frame: Frame) -> Bool {
+        for y in 0..<frame.height { for x in 0..<frame.width where frame.byte(plane: 0, x: x, y: y) != 235 { return false } }
+        for plane in 1...2 {
+            for y in 0..<(frame.height / 2) { for x in 0..<(frame.width / 2) where frame.byte(plane: plane, x: x, y: y) != 128 { return false } }
+        }
+        return true
+    }
+
+    @Test func flashWhitensTheFrameOfEachWholeSecondOfMediaTime() throws {
+        // Without realtime, the flash is at whole seconds of media time: frames 0, 30, 60 at
+        // 30 fps. Every other frame is the pattern as it is without the flash, also the one
+        // painted right after a flash into a buffer it got back.
+        let flashing = try TestPatternSource(width: 160, height: 120, frameRate: FrameRate(30), realtime: false, flash: true)
+        let plain = try TestPatternSource(width: 160, height: 120, frameRate: FrameRate(30), realtime: false)
+        var white: [UInt64] = []
+        for i in 0..<75 {
+            let a = try #require(try flashing.nextFrame())
+            let b = try #require(try plain.nextFrame())
+            #expect(!isWhite(b))
+            if isWhite(a) { white.append(a.sequence) } else { #expect(barArea(a) == barArea(b), "frame \(i)") }
+        }
+        #expect(white == [0, 30, 60])
+        #expect(flashing.flashes == 3)
+    }
+
+    @Test func flashAtARateThatDoesNotDivideASecondIsTheNearestFrame() throws {
+        // 30000/1001: frame 30 starts at 1.001 s, frame 60 at 2.002 s, 90 at 3.003 s ...
+        // frame 1000 at 33.367 s, whose second (33 s) is nearest to frame 989 (32.999 s).
+        let source = try TestPatternSource(width: 64, height: 64, frameRate: FrameRate(numerator: 30000, denominator: 1001)!, realtime: false, flash: true)
+        var white: [UInt64] = []
+        for _ in 0..<1001 { if let f = try source.nextFrame(), isWhite(f) { white.append(f.sequence) } }
+        #expect(white.count == 34)
+        #expect(Array(white.prefix(4)) == [0, 30, 60, 90])
+        #expect(white.contains(989) && !white.contains(990))
+    }
+
+    @Test func flashInRealtimeFallsOnAWholeSecondOfTheClock() throws {
+        // The slots are laid on CLOCK_REALTIME: the white frame is captured at a whole second
+        // (the bound here is loose: it only fails if the slots are not aligned at all, or
+        // the machine stalls for a quarter of a second).
+        let source = try TestPatternSource(width: 64, height: 64, frameRate: FrameRate(20), realtime: true, flash: true)
+        var whites: [Frame] = []
+        for _ in 0..<21 { if let f = try source.nextFrame(), isWhite(f) { whites.append(f) } }
+        #expect(whites.count >= 1 && whites.count <= 2)
+        for frame in whites {
+            #expect(frame.captureTimeNs % 1_000_000_000 < 250_000_000, "captured \(frame.captureTimeNs % 1_000_000_000) ns past the second")
+        }
+    }
+
     @Test func badSizesAreRefused() {
         #expect(throws: CaptureError.oddSize(width: 321, height: 240)) { try TestPatternSource(width: 321, height: 240) }
         #expect(throws: CaptureError.badSize(width: 0, height: 240)) { try TestPatternSource(width: 0, height: 240) }
