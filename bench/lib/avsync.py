@@ -1,0 +1,445 @@
+"""avsync: A/V sync of a recording with sound, and what sound costs, beside FFmpeg.
+
+Sync. A recording is made of a scene that flashes and beeps at the same instants, each
+whole second of CLOCK_REALTIME:
+- nalcast's own: `produce --source testsrc --flash --audio tone` (the white frame is the
+  one captured at the second, the beep's first sample is the second);
+- the screen: an Xvfb whose root `c/flasher.c` paints white at each second while it starts
+  a beep playing at that instant into a private PulseAudio's null sink, recorded by
+  `ffmpeg -f x11grab ... -f pulse -i SINK.monitor` and by `nalcast produce --source x11
+  --audio monitor`.
+The analysis (`analyse`, also `python3 bench/lib/avsync.py FILE`) decodes the file with
+ffmpeg: the video's mean luma per frame (signalstats) gives the flash frames (first frame
+of each bright run) with their presentation times; the audio (mono 48 kHz, gaps filled
+from the timestamps by aresample=async) gives the beep onsets (the first sample reaching
+half of the beep's peak after 0.5 s of quiet: within 0.1 ms of the tone's start, AAC's
+pre-echo stays below it). Each beep is paired with the flash within 0.5 s of it; the
+offset is beep minus flash (positive: sound late). Reported: pairs, max |offset|, mean,
+and the drift, the slope of a least-squares line through the offsets (ms per minute).
+A screen grab sees a paint at the first grab after it: the x11 rows' flashes are late by
+0 to 1 frame interval (mean half of one), so their offsets read about -17 ms lower at
+30 fps with perfect sync; the testsrc row has no such term (its flash is the frame of
+the second).
+
+Length: 10 s; --quick 4 s; NALCAST_AVSYNC_SECONDS=600 for the 10-minute run of issue 17.
+
+Cost: the 1080p ultrafast producer with and without sound (testsrc with and without
+`--audio tone`, the Xvfb screen with and without `--audio monitor` while the flasher
+plays), and FFmpeg x11grab+libx264 with and without `-f pulse` + AAC, each for 10 s
+(--quick 3 s at 320x240) into a Matroska file, under the rusage launcher: CPU s, peak
+RSS. The notes give what sound adds: CPU % of a core and MiB (issue 17: <= 2 %, <= 3 MiB,
+the producer with sound under 50 MB).
+"""
+
+from __future__ import annotations
+
+import array
+import atexit
+import bisect
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Optional
+
+NAME = "avsync"
+ABOUT = "A/V sync (flash + beep) of nalcast and FFmpeg recordings; CPU and RSS that sound adds"
+
+RATE = 48000
+FPS = 30
+
+# ---------------------------------------------------------------------------
+# analysis
+
+
+def _run(argv: list) -> bytes:
+    p = subprocess.run([str(a) for a in argv], capture_output=True)
+    if p.returncode != 0:
+        raise RuntimeError(f"{argv[0]} failed ({p.returncode}): {p.stderr.decode(errors='replace').strip()[-300:]}")
+    return p.stdout
+
+
+def flash_times(path: Path) -> tuple:
+    """(flash times in s, frames, luma levels): the first frame of each run of bright frames."""
+    out = _run(["ffmpeg", "-hide_banner", "-v", "error", "-copyts", "-i", path, "-map", "0:v:0", "-an", "-vf",
+                "scale=64:-2,signalstats,metadata=print:key=lavfi.signalstats.YAVG:file=-", "-f", "null", "-"])
+    frames, t = [], None
+    for line in out.decode().splitlines():
+        m = re.search(r"pts_time:(-?[\d.]+)", line)
+        if m:
+            t = float(m.group(1))
+            continue
+        m = re.search(r"YAVG=([\d.]+)", line)
+        if m and t is not None:
+            frames.append((t, float(m.group(1))))
+            t = None
+    if not frames:
+        return [], 0, (0, 0)
+    levels = sorted(y for _, y in frames)
+    low, high = levels[len(levels) // 2], levels[-1]
+    if high - low < 40:  # no flash at all
+        return [], len(frames), (low, high)
+    threshold = low + (high - low) / 2
+    flashes, bright = [], False
+    for t, y in frames:
+        if y >= threshold and not bright and (not flashes or t - flashes[-1] > 0.5):
+            flashes.append(t)
+        bright = y >= threshold
+    return flashes, len(frames), (low, high)
+
+
+def beep_onsets(path: Path) -> tuple:
+    """(onset times in s, seconds of audio): the first sample at half of each beep's peak."""
+    raw = _run(["ffmpeg", "-hide_banner", "-v", "error", "-copyts", "-i", path, "-map", "0:a:0", "-vn", "-af",
+                "aresample=async=1:first_pts=0", "-ac", "1", "-ar", RATE, "-f", "s16le", "-"])
+    pcm = array.array("h")
+    pcm.frombytes(raw[: len(raw) // 2 * 2])
+    if sys.byteorder != "little":
+        pcm.byteswap()
+    block = RATE // 1000  # 1 ms
+    peaks = [max(max(pcm[i:i + block]), -min(pcm[i:i + block])) for i in range(0, len(pcm) - block + 1, block)]
+    if not peaks or max(peaks) < 1000:
+        return [], len(pcm) / RATE
+    coarse = max(peaks) / 4
+    onsets, last_loud = [], None
+    for b, p in enumerate(peaks):
+        if p < coarse:
+            continue
+        if last_loud is None or b - last_loud > 500:
+            # refine: the beep's own peak over its first 50 ms, then the first sample at half of it
+            start = max(0, (b - 30) * block)
+            end = min(len(pcm), (b + 50) * block)
+            local = max(abs(v) for v in pcm[b * block:end])
+            i = next((k for k in range(start, end) if abs(pcm[k]) >= local / 2), b * block)
+            onsets.append(i / RATE)
+        last_loud = b
+    return onsets, len(pcm) / RATE
+
+
+def analyse(path: Path) -> dict:
+    """Flashes, beeps and their offsets (ms, beep minus flash) in a recording."""
+    flashes, frames, levels = flash_times(path)
+    beeps, audio_s = beep_onsets(path)
+    pairs = []
+    for b in beeps:
+        i = bisect.bisect_left(flashes, b)
+        near = [f for f in flashes[max(0, i - 1):i + 1] if abs(b - f) < 0.5]
+        if near:
+            f = min(near, key=lambda f: abs(b - f))
+            pairs.append((f, (b - f) * 1000))
+    result = {"file": str(path), "frames": frames, "flashes": len(flashes), "beeps": len(beeps),
+              "pairs": len(pairs), "audio_s": round(audio_s, 3), "luma": levels,
+              "offsets_ms": [round(o, 2) for _, o in pairs]}
+    if pairs:
+        offs = [o for _, o in pairs]
+        result.update(max_abs_ms=max(abs(o) for o in offs), mean_ms=sum(offs) / len(offs),
+                      min_ms=min(offs), max_ms=max(offs))
+        if len(pairs) >= 3:
+            xs = [f for f, _ in pairs]
+            mx, my = sum(xs) / len(xs), sum(offs) / len(offs)
+            sxx = sum((x - mx) ** 2 for x in xs)
+            slope = sum((x - mx) * (y - my) for x, y in pairs) / sxx if sxx else 0.0
+            result["drift_ms_per_min"] = slope * 60
+    return result
+
+
+def describe(r: dict) -> str:
+    if not r.get("pairs"):
+        return f"no flash/beep pairs (flashes {r['flashes']}, beeps {r['beeps']}, frames {r['frames']})"
+    text = (f"{r['pairs']} pairs of {r['flashes']} flashes / {r['beeps']} beeps: max |offset| {r['max_abs_ms']:.1f} ms, "
+            f"mean {r['mean_ms']:+.1f} ms, range {r['min_ms']:+.1f} .. {r['max_ms']:+.1f} ms")
+    if "drift_ms_per_min" in r:
+        text += f", drift {r['drift_ms_per_min']:+.2f} ms/min"
+    return text
+
+
+# ---------------------------------------------------------------------------
+# the scene: Xvfb, a private PulseAudio, the flasher
+
+_state: dict = {}
+
+
+def _cleanup() -> None:
+    for key in ("flasher", "pulse", "xvfb"):
+        p = _state.get(key)
+        if p and p.poll() is None:
+            p.terminate()
+            try:
+                p.wait(timeout=3)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+    d = _state.get("dir")
+    if d:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def _tmp() -> Path:
+    if "dir" not in _state:
+        _state["dir"] = Path(tempfile.mkdtemp(prefix="nalcast-avsync-"))
+        atexit.register(_cleanup)
+    return _state["dir"]
+
+
+def xvfb(w: int, h: int) -> str:
+    """An Xvfb of its own on a free display (-displayfd); returns ':N'."""
+    if "display" in _state:
+        return _state["display"]
+    r, wfd = os.pipe()
+    p = subprocess.Popen(["Xvfb", "-displayfd", str(wfd), "-screen", "0", f"{w}x{h}x24", "-noreset", "-nolisten", "tcp"],
+                         pass_fds=(wfd,), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, start_new_session=True)
+    os.close(wfd)
+    _state["xvfb"] = p
+    _tmp()
+    text = b""
+    while not text.endswith(b"\n"):
+        chunk = os.read(r, 16)
+        if not chunk:
+            break
+        text += chunk
+    os.close(r)
+    if not text.strip().isdigit():
+        raise RuntimeError(f"Xvfb did not start (exit {p.poll()})")
+    _state["display"] = ":" + text.decode().strip()
+    return _state["display"]
+
+
+def pulse() -> dict:
+    """A private PulseAudio (its own runtime directory, a null sink `avsync` as the default
+    sink, a unix socket): the environment its clients need."""
+    if "pulse_env" in _state:
+        return _state["pulse_env"]
+    d = _tmp() / "pulse"
+    d.mkdir()
+    sock = d / "native"
+    env = dict(os.environ, XDG_RUNTIME_DIR=str(d), HOME=str(d), PULSE_SERVER=f"unix:{sock}")
+    env.pop("PULSE_SINK", None)
+    env.pop("PULSE_SOURCE", None)
+    p = subprocess.Popen(["pulseaudio", "-n", "--daemonize=no", "--exit-idle-time=-1", "--use-pid-file=no",
+                          "--load=module-null-sink sink_name=avsync rate=48000 channels=2",
+                          f"--load=module-native-protocol-unix socket={sock} auth-anonymous=1"],
+                         env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=open(d / "log", "wb"), start_new_session=True)
+    _state["pulse"] = p
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        if p.poll() is not None:
+            raise RuntimeError(f"pulseaudio exited {p.returncode}")
+        if subprocess.run(["pactl", "info"], env=env, capture_output=True).returncode == 0:
+            _state["pulse_env"] = env
+            return env
+        time.sleep(0.1)
+    raise RuntimeError("pulseaudio did not answer in 10 s")
+
+
+def start_flasher(ctx, display: str, seconds: int) -> subprocess.Popen:
+    """c/flasher.c on `display` for `seconds` beeps, from 2 s from now on."""
+    exe = ctx.tool("flasher", ("-lxcb", "-lpulse-simple", "-lpulse", "-lpthread", "-lm"))
+    log = ctx.dir("logs") / "avsync-flasher.out"
+    p = subprocess.Popen([str(exe), display, str(seconds)], env=pulse(), stdin=subprocess.DEVNULL,
+                         stdout=open(log, "wb"), stderr=subprocess.STDOUT, start_new_session=True)
+    _state["flasher"] = p
+    return p
+
+
+def stop(p: Optional[subprocess.Popen]) -> None:
+    if p and p.poll() is None:
+        p.terminate()
+        try:
+            p.wait(timeout=3)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+
+# ---------------------------------------------------------------------------
+# the cases
+
+def _measure_sync(kind: str, seconds: int, size: tuple, argv_of, scene: bool):
+    """A measure function: record `seconds` (+ the flasher's 2 s lead) with the argv that
+    argv_of(ctx, out, display, seconds) returns, then analyse the file."""
+    from harness import Sample
+    from live import BenchError
+
+    def measure(ctx) -> Sample:
+        out = ctx.dir("avsync", "streams") / f"{kind}.mkv"
+        if out.exists():
+            out.unlink()
+        log = ctx.dir("logs") / f"avsync-{kind}.stderr"
+        flasher = None
+        try:
+            env = dict(os.environ)
+            display = None
+            if scene:
+                display = xvfb(*size)
+                env = pulse()
+                flasher = start_flasher(ctx, display, seconds + 1)
+            argv = argv_of(ctx, out, display, seconds + 3)
+            t0 = time.monotonic()
+            with open(log, "wb") as err:
+                p = subprocess.run([str(a) for a in argv], env=env, stdin=subprocess.DEVNULL,
+                                   stdout=subprocess.DEVNULL, stderr=err, timeout=seconds + 60)
+            wall = time.monotonic() - t0
+            if p.returncode != 0:
+                tail = log.read_text(errors="replace").strip().splitlines()[-1:] or ["?"]
+                return Sample(0, 0, 0, status=p.returncode, extra={"error": tail[0][:200]})
+            r = analyse(out)
+        except (RuntimeError, BenchError, subprocess.TimeoutExpired) as e:
+            return Sample(0, 0, 0, status=1, extra={"error": str(e)})
+        finally:
+            stop(flasher)
+        (ctx.dir("avsync") / f"{kind}.json").write_text(json.dumps(r, indent=1) + "\n")
+        if not r.get("pairs"):
+            return Sample(0, 0, 0, status=1, extra={"error": describe(r)})
+        extra = {k: r[k] for k in ("pairs", "max_abs_ms", "mean_ms", "drift_ms_per_min") if k in r}
+        extra["missing"] = max(r["flashes"], r["beeps"]) - r["pairs"]
+        return Sample(wall, 0, 0, extra=extra)
+    return measure
+
+
+def cases(ctx) -> list:
+    from harness import Case, Contender, has_program
+
+    seconds = int(os.environ.get("NALCAST_AVSYNC_SECONDS") or (4 if ctx.quick else 10))
+    size = (320, 240) if ctx.quick else (1280, 720)
+    cost_s = 3 if ctx.quick else 10
+    cost_size = (320, 240) if ctx.quick else (1920, 1080)
+    missing = [t for t in ("ffmpeg", "Xvfb", "pulseaudio", "pactl") if not has_program(t)]
+    no_scene = f"skipped ({', '.join(missing)} not installed)" if missing else None
+    help_text = ctx.nalcast.help("produce") or ""
+    skip_n = ctx.nalcast.unavailable("produce")
+    if skip_n is None and "--audio" not in help_text:
+        skip_n = "skipped (nalcast produce has no --audio)"
+    skip_flash = skip_n or (None if "--flash" in help_text else "skipped (nalcast produce has no --flash)")
+    w, h = size
+    x264_ff = ["-c:v", "libx264", "-preset", "ultrafast", "-tune", "zerolatency", "-bf", 0, "-g", 2 * FPS]
+
+    def ffmpeg_rec(ctx, out, display, t):
+        return ["ffmpeg", "-hide_banner", "-v", "error", "-f", "x11grab", "-thread_queue_size", 1024, "-framerate", FPS,
+                "-video_size", f"{w}x{h}", "-i", display, "-f", "pulse", "-thread_queue_size", 1024, "-i", "avsync.monitor", "-t", t, *x264_ff, "-c:a", "aac", "-b:a", "128k",
+                "-y", out]
+
+    def nalcast_x11(ctx, out, display, t):
+        return [ctx.nalcast.path, "produce", "--source", f"x11:{display}", "--audio", "monitor", "--fps", FPS,
+                "--preset", "ultrafast", "--duration", f"{t}s", "-o", out, "--quiet"]
+
+    def nalcast_tone(ctx, out, display, t):
+        return [ctx.nalcast.path, "produce", "--source", "testsrc", "--size", f"{w}x{h}", "--flash", "--audio", "tone",
+                "--fps", FPS, "--preset", "ultrafast", "--duration", f"{t}s", "-o", out, "--quiet"]
+
+    figures = [("max_abs_ms", "max |offset|", "{:.1f} ms"), ("mean_ms", "mean", "{:+.1f} ms"),
+               ("drift_ms_per_min", "drift", "{:+.2f} ms/min"), ("pairs", "pairs", "{:.0f}"),
+               ("missing", "unpaired", "{:.0f}")]
+    sync = Case(NAME, f"avsync {w}x{h} {seconds} s", "", seconds, [
+        Contender("ffmpeg x11grab + pulse", measure=_measure_sync("ffmpeg-x11-pulse", seconds, size, ffmpeg_rec, True),
+                  role="ffmpeg", skip=no_scene),
+        Contender("nalcast x11 + --audio monitor", measure=_measure_sync("nalcast-x11-monitor", seconds, size, nalcast_x11, True),
+                  skip=no_scene or skip_n, usage_error_skips=True),
+        Contender("nalcast testsrc --flash + --audio tone", measure=_measure_sync("nalcast-testsrc-tone", seconds, size, nalcast_tone, False),
+                  skip=skip_flash, usage_error_skips=True),
+    ], runs=1, figures=figures)
+    sync.notes.append(f"{sync.label}: offset = beep onset - flash frame time in the recording (positive: sound late); "
+                      f"the x11 rows' flashes are seen at the first grab after the paint, 0 to {1000 / FPS:.0f} ms late")
+
+    # cost
+    cw, ch = cost_size
+    outs = ctx.dir("avsync", "cost")
+    x264_n = ["--fps", FPS, "--preset", "ultrafast", "--duration", f"{cost_s}s", "--quiet"]
+
+    def grab(audio: bool) -> list:
+        argv = ["ffmpeg", "-hide_banner", "-v", "error", "-f", "x11grab", "-thread_queue_size", 1024, "-framerate", FPS,
+                "-video_size", f"{cw}x{ch}", "-i", "DISPLAY"]
+        if audio:
+            argv += ["-f", "pulse", "-thread_queue_size", 1024, "-i", "avsync.monitor"]
+        argv += ["-t", cost_s, *x264_ff] + (["-c:a", "aac", "-b:a", "128k"] if audio else []) + ["-y", outs / f"ffmpeg-{int(audio)}.mkv"]
+        return argv
+
+    def nalcast_cost(source: str, audio: Optional[str], name: str) -> list:
+        argv = [ctx.nalcast.path, "produce", "--source", source, *x264_n]
+        if source == "testsrc":
+            argv[4:4] = ["--size", f"{cw}x{ch}"]
+        if audio:
+            argv += ["--audio", audio]
+        return argv + ["-o", outs / f"{name}.mkv"]
+
+    cost_rows = [
+        ("ffmpeg x11grab", grab(False), no_scene, True),
+        ("ffmpeg x11grab + pulse aac", grab(True), no_scene, True),
+        ("nalcast x11", nalcast_cost("x11:DISPLAY", None, "x11"), no_scene or skip_n, True),
+        ("nalcast x11 --audio monitor", nalcast_cost("x11:DISPLAY", "monitor", "x11-monitor"), no_scene or skip_n, True),
+        ("nalcast testsrc", nalcast_cost("testsrc", None, "testsrc"), skip_n, False),
+        ("nalcast testsrc --audio tone", nalcast_cost("testsrc", "tone", "testsrc-tone"), skip_n, False),
+    ]
+    contenders = [Contender(name, measure=_measure_cost(argv, scene, cost_s, cost_size), skip=skip,
+                            role="ffmpeg" if name == "ffmpeg x11grab" else "", usage_error_skips=True)
+                  for name, argv, skip, scene in cost_rows]
+    cost = Case(NAME, f"avsync cost {cw}x{ch} ultrafast {cost_s} s", "", cost_s, contenders,
+                runs=ctx.runs_for(3), figures=[("cpu_pct", "CPU", "{:.1f} %"), ("rss_mib", "peak RSS", "{:.1f} MiB")],
+                after=_cost_notes)
+    return [sync, cost]
+
+
+def _measure_cost(argv: list, scene: bool, seconds: int, size: tuple):
+    """One run under the rusage launcher while the flasher paints and beeps (x11 rows)."""
+    from harness import Sample, _launch, Contender
+
+    def measure(ctx) -> Sample:
+        flasher = None
+        env_saved = dict(os.environ)
+        try:
+            real = list(argv)
+            if scene:
+                display = xvfb(*size)
+                real = [display if a == "DISPLAY" else (f"x11:{display}" if a == "x11:DISPLAY" else a) for a in real]
+                os.environ.update(pulse())
+                flasher = start_flasher(ctx, display, seconds + 4)
+                time.sleep(2)  # the first paint and beep
+            c = Contender("cost", real)
+            log = ctx.dir("logs") / f"avsync-cost-{Path(str(real[-1])).stem}.stderr"
+            s = _launch(ctx, c, log)
+            if s.status != 0 and not s.extra.get("error"):
+                lines = [l for l in log.read_text(errors="replace").splitlines() if l.strip()]
+                s.extra["error"] = lines[-1][:200] if lines else ""
+        except RuntimeError as e:
+            return Sample(0, 0, 0, status=1, extra={"error": str(e)})
+        finally:
+            stop(flasher)
+            os.environ.clear()
+            os.environ.update(env_saved)
+        if s.status == 0 and s.wall_s > 0:
+            s.extra.update(cpu_pct=s.cpu_s / s.wall_s * 100, rss_mib=s.rss_kib / 1024)
+        return s
+    return measure
+
+
+def _cost_notes(case) -> list:
+    import statistics
+    med = {}
+    for c in case.contenders:
+        if c.samples and not c.skip and not c.failed:
+            med[c.name] = (statistics.median(s.extra["cpu_pct"] for s in c.samples),
+                           statistics.median(s.rss_kib for s in c.samples) / 1024)
+    notes = []
+    for base, with_audio in (("ffmpeg x11grab", "ffmpeg x11grab + pulse aac"), ("nalcast x11", "nalcast x11 --audio monitor"),
+                             ("nalcast testsrc", "nalcast testsrc --audio tone")):
+        if base in med and with_audio in med:
+            (c0, r0), (c1, r1) = med[base], med[with_audio]
+            notes.append(f"{case.label}: sound adds to {base}: {c1 - c0:+.1f} % of a core, {r1 - r0:+.1f} MiB peak RSS "
+                         f"({r1:.1f} MiB with sound)")
+    return notes
+
+
+if __name__ == "__main__":
+    import argparse
+    ap = argparse.ArgumentParser(description="A/V offsets of a recording of the flash and the beep")
+    ap.add_argument("file", type=Path)
+    ap.add_argument("--json", action="store_true")
+    a = ap.parse_args()
+    res = analyse(a.file)
+    print(json.dumps(res, indent=1) if a.json else describe(res))
