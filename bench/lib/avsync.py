@@ -241,7 +241,7 @@ def pulse() -> dict:
 def start_flasher(ctx, display: str, seconds: int) -> subprocess.Popen:
     """c/flasher.c on `display` for `seconds` beeps, from 2 s from now on."""
     exe = ctx.tool("flasher", ("-lxcb", "-lpulse-simple", "-lpulse", "-lpthread", "-lm"))
-    log = ctx.dir("logs") / "avsync-flasher.out"
+    log = ctx.dir("logs") / ("avsync-quick-flasher.out" if ctx.quick else "avsync-flasher.out")
     p = subprocess.Popen([str(exe), display, str(seconds)], env=pulse(), stdin=subprocess.DEVNULL,
                          stdout=open(log, "wb"), stderr=subprocess.STDOUT, start_new_session=True)
     _state["flasher"] = p
@@ -268,10 +268,11 @@ def _measure_sync(kind: str, seconds: int, size: tuple, argv_of, scene: bool):
     from live import BenchError
 
     def measure(ctx) -> Sample:
-        out = ctx.dir("avsync", "streams") / f"{kind}.mkv"
+        home = "avsync-quick" if ctx.quick else "avsync"  # a --quick run beside a long one writes apart
+        out = ctx.dir(home, "streams") / f"{kind}.mkv"
         if out.exists():
             out.unlink()
-        log = ctx.dir("logs") / f"avsync-{kind}.stderr"
+        log = ctx.dir("logs") / f"{home}-{kind}.stderr"
         flasher = None
         try:
             env = dict(os.environ)
@@ -294,7 +295,7 @@ def _measure_sync(kind: str, seconds: int, size: tuple, argv_of, scene: bool):
             return Sample(0, 0, 0, status=1, extra={"error": str(e)})
         finally:
             stop(flasher)
-        (ctx.dir("avsync") / f"{kind}.json").write_text(json.dumps(r, indent=1) + "\n")
+        (ctx.dir(home) / f"{kind}.json").write_text(json.dumps(r, indent=1) + "\n")
         if not r.get("pairs"):
             return Sample(0, 0, 0, status=1, extra={"error": describe(r)})
         extra = {k: r[k] for k in ("pairs", "max_abs_ms", "mean_ms", "drift_ms_per_min") if k in r}
@@ -320,10 +321,13 @@ def cases(ctx) -> list:
     w, h = size
     x264_ff = ["-c:v", "libx264", "-preset", "ultrafast", "-tune", "zerolatency", "-bf", 0, "-g", 2 * FPS]
 
-    def ffmpeg_rec(ctx, out, display, t):
-        return ["ffmpeg", "-hide_banner", "-v", "error", "-f", "x11grab", "-thread_queue_size", 1024, "-framerate", FPS,
-                "-video_size", f"{w}x{h}", "-i", display, "-f", "pulse", "-thread_queue_size", 1024, "-i", "avsync.monitor", "-t", t, *x264_ff, "-c:a", "aac", "-b:a", "128k",
-                "-y", out]
+    def ffmpeg_rec(fragment: Optional[int]):
+        def argv(ctx, out, display, t):
+            pulse_opts = ["-fragment_size", fragment] if fragment else []
+            return ["ffmpeg", "-hide_banner", "-v", "error", "-f", "x11grab", "-thread_queue_size", 1024, "-framerate", FPS,
+                    "-video_size", f"{w}x{h}", "-i", display, "-f", "pulse", "-thread_queue_size", 1024, *pulse_opts,
+                    "-i", "avsync.monitor", "-t", t, *x264_ff, "-c:a", "aac", "-b:a", "128k", "-y", out]
+        return argv
 
     def nalcast_x11(ctx, out, display, t):
         return [ctx.nalcast.path, "produce", "--source", f"x11:{display}", "--audio", "monitor", "--fps", FPS,
@@ -337,8 +341,12 @@ def cases(ctx) -> list:
                ("drift_ms_per_min", "drift", "{:+.2f} ms/min"), ("pairs", "pairs", "{:.0f}"),
                ("missing", "unpaired", "{:.0f}")]
     sync = Case(NAME, f"avsync {w}x{h} {seconds} s", "", seconds, [
-        Contender("ffmpeg x11grab + pulse", measure=_measure_sync("ffmpeg-x11-pulse", seconds, size, ffmpeg_rec, True),
+        Contender("ffmpeg x11grab + pulse", measure=_measure_sync("ffmpeg-x11-pulse", seconds, size, ffmpeg_rec(None), True),
                   role="ffmpeg", skip=no_scene),
+        # PulseAudio's default fragments for a recording stream are large (FFmpeg asks none):
+        # the same with 20 ms ones, as one would set for a live capture.
+        Contender("ffmpeg x11grab + pulse -fragment_size 3840",
+                  measure=_measure_sync("ffmpeg-x11-pulse-frag", seconds, size, ffmpeg_rec(3840), True), skip=no_scene),
         Contender("nalcast x11 + --audio monitor", measure=_measure_sync("nalcast-x11-monitor", seconds, size, nalcast_x11, True),
                   skip=no_scene or skip_n, usage_error_skips=True),
         Contender("nalcast testsrc --flash + --audio tone", measure=_measure_sync("nalcast-testsrc-tone", seconds, size, nalcast_tone, False),
@@ -349,7 +357,7 @@ def cases(ctx) -> list:
 
     # cost
     cw, ch = cost_size
-    outs = ctx.dir("avsync", "cost")
+    outs = ctx.dir("avsync-quick" if ctx.quick else "avsync", "cost")
     x264_n = ["--fps", FPS, "--preset", "ultrafast", "--duration", f"{cost_s}s", "--quiet"]
 
     def grab(audio: bool) -> list:
