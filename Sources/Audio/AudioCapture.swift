@@ -117,12 +117,12 @@ public final class AudioCapture: Sendable {
                 }
                 pulse.append(PulseInput(label: spec.description, server: pulseServer, device: device, track: track, channels: Self.channels, mix: mix, report: onEvent))
             case .wav(let path):
-                let file = try PCMFile(path: path)
+                let file = try Self.open(path, spec)
                 let header = try WAVHeader.read(file, name: spec.description, stopped: { false })
                 opened.append((file, header.layout))
                 files.append(FileInput(label: spec.description, track: track, channels: Self.channels, mix: mix, report: onEvent))
             case .raw(let path, let layout):
-                opened.append((try PCMFile(path: path), layout))
+                opened.append((try Self.open(path, spec), layout))
                 files.append(FileInput(label: spec.description, track: track, channels: Self.channels, mix: mix, report: onEvent))
             case .tone:
                 break
@@ -131,6 +131,14 @@ public final class AudioCapture: Sendable {
         pulseInputs = pulse
         fileInputs = files
         work = Mutex(Work(encoder: encoder, pulse: streams, files: opened))
+    }
+
+    private static func open(_ path: String, _ spec: AudioSourceSpec) throws(AudioError) -> PCMFile {
+        do {
+            return try PCMFile(path: path)
+        } catch {
+            throw AudioError(error.kind, "--audio \(spec): \(error.message)")
+        }
     }
 
     /// Starts the source threads and the audio thread.

@@ -32,7 +32,7 @@ public enum AudioSourceSpec: Sendable, Hashable, CustomStringConvertible {
         case .monitor: return "monitor"
         case .mic: return "mic"
         case .wav(let path): return "wav:\(path)"
-        case .raw(let path, let format): return "raw:\(path) (\(format))"
+        case .raw(let path, _): return "raw:\(path)"
         case .tone: return "tone"
         }
     }

@@ -22,12 +22,12 @@ final class PCMFile: @unchecked Sendable {
         guard fd >= 0 else {
             let code = errno
             let kind: AudioError.Kind = code == ENOENT || code == EACCES || code == ENOTDIR ? .noInput : .unavailable
-            throw AudioError(kind, "\(path): \(String(cString: strerror(code)))")
+            throw AudioError(kind, String(cString: strerror(code)))
         }
         var st = stat()
         if fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR {
             close(fd)
-            throw AudioError(.noInput, "\(path): is a directory")
+            throw AudioError(.noInput, "is a directory")
         }
         self.fd = fd
         owned = true
