@@ -25,6 +25,18 @@ public final class ContainerSegmentWriter: SegmentWriter {
         _ = try sink.accept(unit)
     }
 
+    public func declare(audio format: AudioFormat) {
+        sink.declare(audio: format)
+    }
+
+    public func append(audio packet: AudioPacket) throws(SinkError) {
+        try sink.accept(audio: packet)
+    }
+
+    public func takeAudioCounts() -> (written: Int, dropped: Int) {
+        sink.takeAudioCounts()
+    }
+
     public func flush() throws(SinkError) -> Int {
         try sink.writeOut()
         return sink.bytesWritten > sink.headerBytes ? sink.bytesWritten : 0

@@ -169,6 +169,9 @@ final class ConsumeSession {
             case .startedSkipping(let sink):
                 log.line("\(sink): behind, skipping to the next IDR")
                 events?.emit("skipped", [("sink", sink)])
+            case .audioNotCarried(let sink):
+                log.line("\(sink): raw H.264 carries video only; the stream's audio is not written there (counted in nalcast_sink_dropped_audio_packets_total)")
+                events?.emit("audio-not-carried", [("sink", sink)])
             case .closed(let sink, let error):
                 if let error {
                     log.line(error.peerClosed ? "\(sink): the reader went away (\(error.message)); closed" : "\(error)", force: !error.peerClosed)
