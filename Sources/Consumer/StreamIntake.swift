@@ -25,6 +25,12 @@ public final class StreamIntake {
     public private(set) var lastConnectionEndedCleanly = false
     /// The last access unit delivered ended with an end-of-stream or end-of-sequence NAL unit.
     private var lastUnitEndedStream = false
+    /// The audio track last declared to the sinks.
+    private var audioFormat: AudioFormat?
+    /// Media time minus container time of the last access unit delivered since the input
+    /// (re)opened: where the same container clock puts audio. nil before the first one.
+    private var audioOffset: Int64?
+    private var lastAudioTime: MediaTime?
 
     /// Sees every access unit that goes to the sinks, on the intake's thread.
     private let observer: ((TimedUnit) -> Void)?
@@ -61,6 +67,33 @@ public final class StreamIntake {
         if let type = unit.nalUnits.last?.type { lastUnitEndedStream = type == .endOfStream || type == .endOfSequence }
         fanout.push(outgoing)
         outgoing.removeAll(keepingCapacity: true)
+    }
+
+    /// The demuxed source has this audio track (said at each opening): the sinks hear of it
+    /// when it is new or changed, before its first packet.
+    public func declare(audio format: AudioFormat) {
+        guard format != audioFormat else { return }
+        audioFormat = format
+        fanout.push(.audioFormat(format))
+    }
+
+    /// One audio packet of a demuxed source, its time from the same container clock as the
+    /// video's (`packetTime`): placed in media time as the last access unit was, so that the
+    /// two stay in step across rebasing and reconnects. Before the first picture of an
+    /// opening (or out of time order) it is dropped and counted.
+    public func push(audio data: [UInt8], packetTime: MediaTime) {
+        guard audioFormat != nil, !waitingForEntry, let offset = audioOffset else {
+            metrics.droppedAudioPackets.increment()
+            return
+        }
+        let time = MediaTime(ticks: packetTime.ticks &+ offset)
+        if let last = lastAudioTime, time <= last {
+            metrics.droppedAudioPackets.increment()
+            return
+        }
+        lastAudioTime = time
+        metrics.audioPackets.increment()
+        fanout.push(.audio(AudioPacket(data: data, mediaTime: time)))
     }
 
     /// The VUI frame rate of the last SPS an access unit carried (parsed only then).
@@ -113,6 +146,7 @@ public final class StreamIntake {
         skippedSoFar = 0
         waitingForEntry = true
         pendingDiscontinuity = true
+        audioOffset = nil
         // The next connection's clock may start over: media time goes on from here.
         clock.discontinuity()
     }
@@ -156,6 +190,7 @@ public final class StreamIntake {
                 outgoing.append(.discontinuity)
             }
         }
+        if let packetTime { audioOffset = time.ticks &- packetTime.ticks }
         observer?(received)
         outgoing.append(.unit(received))
         if handsOnEachUnit {

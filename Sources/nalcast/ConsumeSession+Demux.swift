@@ -35,7 +35,7 @@ extension ConsumeSession {
                 log.line("opened \(shown) in \(fixed(seconds, 2)) s (\(found))" + (attempts > 1 ? " after \(attempts) attempts" : ""))
                 events?.emit("connected", [("endpoint", shown), ("attempts", attempts), ("openSeconds", seconds)])
                 if !ignored.isEmpty {
-                    log.line("\(shown): relaying its H.264 video only; ignoring \(ignored.count) other track\(ignored.count == 1 ? "" : "s"): \(ignored.joined(separator: ", "))")
+                    log.line("\(shown): relaying its H.264 video\(found.contains(", audio aac") ? " and AAC audio" : " only"); ignoring \(ignored.count) other track\(ignored.count == 1 ? "" : "s"): \(ignored.joined(separator: ", "))")
                     events?.emit("tracks-ignored", [("endpoint", shown), ("tracks", ignored.joined(separator: ", "))])
                 }
             case .unreachable(let shown, let reason):
