@@ -215,7 +215,12 @@ final class Muxer {
         }
         var dictionary = Self.dictionary(headerOptions)
         if fragmentedMP4 {
-            CAVFormat_av_dict_set(&dictionary, "movflags", "frag_keyframe+empty_moov+default_base_moof", 0)
+            // With audio, the first moov waits for the first fragment (delay_moov): it then
+            // knows each track's first times and writes edit lists that keep the tracks in
+            // step (without them every track of a fragmented file starts at 0, and audio at
+            // an IDR's instant would play a B-frame delay early).
+            CAVFormat_av_dict_set(&dictionary, "movflags", audioStream == nil ? "frag_keyframe+empty_moov+default_base_moof"
+                                                                              : "frag_keyframe+empty_moov+delay_moov+default_base_moof", 0)
             CAVFormat_av_dict_set(&dictionary, "frag_duration", "1000000", 0)
         }
         let rc = CAVFormat_avformat_write_header(context, &dictionary)

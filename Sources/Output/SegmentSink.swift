@@ -113,6 +113,13 @@ public final class SegmentSink: AccessUnitSink {
     private var closedAudioWritten = 0
     /// At most this many audio packets wait for a picture (about 10 s at 48 kHz).
     static let maxPendingAudio = 500
+    /// Pictures waiting for the audio of their instant (`placeHeld`), and the latest audio
+    /// time heard.
+    private var heldUnits: [TimedUnit] = []
+    private var heldHead = 0
+    private var lastAudioTime: MediaTime?
+    /// How far the audio may lag behind the pictures before they go on without it.
+    static let maxAudioLag = MediaTime.seconds(1.5)
 
     /// Container segments carry the audio track; Annex-B segments do not.
     public var carriesAudio: Bool { config.writer != nil }
@@ -170,6 +177,7 @@ public final class SegmentSink: AccessUnitSink {
             switch item {
             case .discontinuity:
                 // What came before the cut belongs to the segment it closes.
+                try placeHeld(&report, force: true)
                 try placeAudio(before: nil)
                 planner.markReconnect()
             case .gap:
@@ -182,14 +190,16 @@ public final class SegmentSink: AccessUnitSink {
                     droppedAudio += 1
                 }
                 pendingAudio.append(packet)
+                if lastAudioTime.map({ packet.mediaTime > $0 }) ?? true { lastAudioTime = packet.mediaTime }
             case .unit(let received):
-                try placeAudio(before: received.mediaTime)
-                if try place(received) {
-                    report.units += 1
-                    report.bytes += received.unit.byteCount
+                if audioFormat == nil {
+                    try placeUnit(received, &report)
+                } else {
+                    heldUnits.append(received)
                 }
             }
         }
+        try placeHeld(&report, force: false)
         try flushCurrent()
         if let error = finisher.takeError() { throw error }
         takeAudioCounts(into: &report)
@@ -198,10 +208,44 @@ public final class SegmentSink: AccessUnitSink {
 
     public func close() throws(SinkError) {
         defer { finisher.finish() }
+        var report = WriteReport()
+        try placeHeld(&report, force: true)
         try placeAudio(before: nil)
         try closeCurrent(reason: "end", nextStart: nil)
         finisher.finish()
         if let error = finisher.takeError() { throw error }
+    }
+
+    /// With an audio track, pictures wait for the audio of their instant to arrive (a
+    /// container interleaves audio late: MPEG-TS muxers gather several frames in one PES
+    /// packet), at most `maxAudioLag` of media time, so that the audio before a cut goes to
+    /// the segment the cut closes. `force`: all of them now (the end, a reconnect).
+    private func placeHeld(_ report: inout WriteReport, force: Bool) throws(SinkError) {
+        guard heldHead < heldUnits.count else { return }
+        let newest = heldUnits[heldUnits.count - 1].mediaTime
+        while heldHead < heldUnits.count {
+            let next = heldUnits[heldHead]
+            let heard = lastAudioTime.map { $0 >= next.mediaTime } ?? false
+            guard force || heard || newest - next.mediaTime > Self.maxAudioLag else { break }
+            heldHead += 1
+            try placeAudio(before: next.mediaTime)
+            try placeUnit(next, &report)
+        }
+        if heldHead == heldUnits.count {
+            heldUnits.removeAll(keepingCapacity: true)
+            heldHead = 0
+        } else if heldHead >= 64 {
+            heldUnits.removeFirst(heldHead)
+            heldHead = 0
+        }
+    }
+
+    private func placeUnit(_ received: TimedUnit, _ report: inout WriteReport) throws(SinkError) {
+        try placeAudio(before: received.mediaTime)
+        if try place(received) {
+            report.units += 1
+            report.bytes += received.unit.byteCount
+        }
     }
 
     /// Hands the waiting audio packets before `time` (all when nil) to the open segment;
