@@ -257,7 +257,14 @@ public final class DemuxReader: Sendable {
             guard let packet else { return .endOfInput }
             if packet.isAudio {
                 // Audio goes out at once: the sinks interleave it with the pictures by time.
-                if let pts = packet.pts { intake.push(audio: packet.data, packetTime: MediaTime(ticks: pts - (reorderDelay ?? 0))) }
+                if let pts = packet.pts, let format = demuxer.audioFormat {
+                    // Frames after the first of one packet follow it, a packet's length each.
+                    let step = Int64(format.samplesPerPacket) * MediaTime.ticksPerSecond
+                    for (i, frame) in packet.audioFrames.enumerated() {
+                        let time = pts - (reorderDelay ?? 0) + step * Int64(i) / Int64(max(1, format.sampleRate))
+                        intake.push(audio: frame, packetTime: MediaTime(ticks: time))
+                    }
+                }
                 continue
             }
             if reorderDelay == nil, let pts = packet.pts, let dts = packet.dts { reorderDelay = max(0, pts - dts) }

@@ -57,9 +57,11 @@ public final class Demuxer {
         public var pts: Int64?
         public var keyframe: Bool
         public var newExtradata: [UInt8]?
-        /// A packet of the audio track (`audioFormat`): one raw AAC frame (an ADTS header
-        /// taken off), `pts` its time; else a packet of the video.
+        /// A packet of the audio track (`audioFormat`): its raw AAC frames (ADTS headers
+        /// taken off; a packet may hold several, one after the other from `pts`), `data`
+        /// empty; else a packet of the video.
         public var isAudio = false
+        public var audioFrames: [[UInt8]] = []
     }
 
     /// The URL masked, for messages.
@@ -82,6 +84,8 @@ public final class Demuxer {
     private let timeBase: AVRational
     private let audioIndex: Int32
     private let audioTimeBase: AVRational
+    /// Where the next audio frame follows the last, for a frame the container left untimed.
+    private var nextAudioTime: Int64?
     private let interrupt: UnsafeMutablePointer<CAVFormat_interrupt>
     private let deadline: DemuxDeadline
 
@@ -197,9 +201,14 @@ public final class Demuxer {
             let p = packet.pointee
             if p.stream_index == audioIndex && audioIndex >= 0 {
                 guard let data = p.data, p.size > 0 else { continue }
-                let bytes = Self.withoutADTS(UnsafeBufferPointer(start: data, count: Int(p.size)))
-                guard !bytes.isEmpty, let pts = ticks(p.pts, audioTimeBase) ?? ticks(p.dts, audioTimeBase) else { continue }
-                return Packet(data: bytes, dts: pts, pts: pts, keyframe: true, newExtradata: nil, isAudio: true)
+                let frames = Self.adtsFrames(UnsafeBufferPointer(start: data, count: Int(p.size)))
+                // The parser splits a PES packet of several frames and times only the first:
+                // the others follow it, a frame's length each.
+                guard !frames.isEmpty, let pts = ticks(p.pts, audioTimeBase) ?? ticks(p.dts, audioTimeBase) ?? nextAudioTime else { continue }
+                if let format = audioFormat {
+                    nextAudioTime = pts + Int64(frames.count * format.samplesPerPacket) * MediaTime.ticksPerSecond / Int64(max(1, format.sampleRate))
+                }
+                return Packet(data: [], dts: pts, pts: pts, keyframe: true, newExtradata: nil, isAudio: true, audioFrames: frames)
             }
             guard p.stream_index == streamIndex else { continue }
             let data = p.data.map { Array(UnsafeBufferPointer(start: $0, count: Int(p.size))) } ?? []
@@ -244,14 +253,21 @@ public final class Demuxer {
         return [UInt8(bits >> 8), UInt8(bits & 0xFF)]
     }
 
-    /// An AAC frame without its ADTS header (7 bytes, 9 with a CRC), as MP4, Matroska and
-    /// FLV store it (MPEG-TS writers add one again); a frame without one as it is.
-    static func withoutADTS(_ bytes: UnsafeBufferPointer<UInt8>) -> [UInt8] {
-        guard bytes.count >= 7, bytes[0] == 0xFF, bytes[1] & 0xF6 == 0xF0 else { return Array(bytes) }
-        let header = bytes[1] & 1 == 1 ? 7 : 9
-        let length = (Int(bytes[3] & 3) << 11) | (Int(bytes[4]) << 3) | Int(bytes[5] >> 5)
-        guard length > header, length <= bytes.count else { return Array(bytes) }
-        return Array(bytes[header..<length])
+    /// The AAC frames of a packet without their ADTS headers (7 bytes, 9 with a CRC), as
+    /// MP4, Matroska and FLV store them (MPEG-TS writers add them again): a PES packet may
+    /// hold several frames. A packet without ADTS is one raw frame, as it is.
+    static func adtsFrames(_ bytes: UnsafeBufferPointer<UInt8>) -> [[UInt8]] {
+        var frames: [[UInt8]] = []
+        var at = 0
+        while bytes.count - at >= 7, bytes[at] == 0xFF, bytes[at + 1] & 0xF6 == 0xF0 {
+            let header = bytes[at + 1] & 1 == 1 ? 7 : 9
+            let length = (Int(bytes[at + 3] & 3) << 11) | (Int(bytes[at + 4]) << 3) | Int(bytes[at + 5] >> 5)
+            guard length > header, at + length <= bytes.count else { break }
+            frames.append(Array(bytes[(at + header)..<(at + length)]))
+            at += length
+        }
+        if frames.isEmpty && !bytes.isEmpty { frames.append(Array(bytes)) }
+        return frames
     }
 
     /// `audio (aac)`, one per stream but those in `except`.

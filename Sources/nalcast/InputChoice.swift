@@ -12,6 +12,8 @@ import Glibc
 /// - a raw Annex-B file or `-`: `FileReader` and the same scanner (the fast path);
 /// - `rtsp://`, `rtsps://`, `srt://`, `rtmp://`, `rtmps://`, `udp://`, `http://`, `https://`:
 ///   libavformat's protocols and demuxers (`DemuxReader`), live: reopened when lost;
+/// - `ts:tcp://HOST:PORT`: MPEG-TS over TCP (`produce --listen ts:…`, or any MPEG-TS
+///   sender), H.264 and its AAC audio: the same demuxer, live;
 /// - a file whose first bytes say MP4, MPEG-TS, Matroska or FLV (`InputSniffer`): the same
 ///   demuxer, read to its end. Y4M, AVI and the rest are still refused with their hint.
 enum InputChoice {
@@ -29,6 +31,7 @@ enum InputChoice {
     /// take or this libavformat lacks, and 69 when a URL or container needs the FFmpeg
     /// libraries and they are not there.
     static func parse(_ text: String, rtspTransport: String) throws -> ConsumeCommand.Input {
+        if text.lowercased().hasPrefix("ts:") { return try transportStream(text) }
         guard let colon = text.firstIndex(of: ":"), text[colon...].hasPrefix("://") else {
             if text.hasPrefix("unix:") { return .network(try ConsumeCommand.endpoint(text, option: "from")) }
             return try file(text)
@@ -52,6 +55,22 @@ enum InputChoice {
         return .demux(DemuxReader.Source(url: text, shown: shown, live: true, options: liveOptions(scheme: scheme, rtspTransport: rtspTransport),
                                          picturesMaySpanPackets: scheme.hasPrefix("rtsp"), waitsForSender: listens(text),
                                          endsWithItsInput: scheme.hasPrefix("http")))
+    }
+
+    /// `ts:tcp://HOST:PORT`: an MPEG transport stream over TCP, read by libavformat (which
+    /// connects itself), reopened when lost like every live URL.
+    static func transportStream(_ text: String) throws -> ConsumeCommand.Input {
+        let rest = String(text.dropFirst(3))
+        guard rest.lowercased().hasPrefix("tcp://"), case .tcp = try ConsumeCommand.endpoint(rest, option: "from") else {
+            throw CommandError.usage("consume: --from \(text): expected ts:tcp://HOST:PORT (MPEG-TS over TCP)")
+        }
+        if let problem = FFmpegLibraries.problem {
+            throw CommandError.unavailable("consume: --from \(text): \(problem)")
+        }
+        guard Demuxer.supports(scheme: "tcp") else {
+            throw CommandError.usage("consume: --from \(text): this libavformat (\(FFmpegLibraries.package)) cannot read tcp:// (no such protocol in it)")
+        }
+        return .demux(DemuxReader.Source(url: rest, shown: text, live: true, options: liveOptions(scheme: "tcp", rtspTransport: "tcp")))
     }
 
     /// True when the URL's query makes libavformat listen for its sender rather than call
