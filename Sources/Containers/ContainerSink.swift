@@ -65,6 +65,8 @@ public final class ContainerSink: AccessUnitSink {
         self.fallbackFrameRate = fallbackFrameRate
         do {
             muxer = try Muxer(format: format, fd: fd, fragmented: fragmented)
+            // A segment (the one caller that asks for fragments): see `Muxer.timeOffset`.
+            if fragmented && format == .ts { muxer.timeOffset = 126_000 }
         } catch {
             if ownsDescriptor { _ = Glibc.close(fd) }
             throw SinkError(sink: name, message: "\(label): \(error.message)")

@@ -52,6 +52,11 @@ final class Muxer {
     /// The AAC track (stream 1), when `audio` was set before the header.
     private var audioStream: UnsafeMutablePointer<AVStream>?
     private var lastAudioDts: Int64?
+    /// Added to every time written (90 kHz ticks): MPEG-TS segments start at 1.4 s, as FFmpeg's
+    /// MPEG-TS does, so that the decode times before the first picture of a stream with
+    /// B-frames are not negative (which the muxer would make good by moving the first
+    /// segment's times alone, and segments' times would no longer follow each other).
+    var timeOffset: Int64 = 0
     /// The audio track to declare in the header: set before `writeHeader`, else there is none.
     var audio: AudioFormat?
     /// True once the header declared an audio track.
@@ -290,8 +295,8 @@ final class Muxer {
             packet.pointee.data = bytes.baseAddress
             packet.pointee.size = Int32(size)
             packet.pointee.stream_index = 0
-            packet.pointee.pts = pts
-            packet.pointee.dts = dts
+            packet.pointee.pts = pts &+ timeOffset
+            packet.pointee.dts = dts &+ timeOffset
             packet.pointee.duration = duration
             packet.pointee.flags = keyframe ? AV_PKT_FLAG_KEY : 0
             CAVFormat_av_packet_rescale_ts(packet, Self.ninetyKHz, stream.pointee.time_base)
@@ -317,7 +322,7 @@ final class Muxer {
         guard let context, let audioStream, let packet else { return false }
         guard !data.isEmpty else { return false }
         let tb = audioStream.pointee.time_base
-        let dts = CAVFormat_av_rescale_q(pts, Self.ninetyKHz, tb)
+        let dts = CAVFormat_av_rescale_q(pts &+ timeOffset, Self.ninetyKHz, tb)
         if let last = lastAudioDts, dts <= last { return false }
         buffer.removeAll(keepingCapacity: true)
         buffer.append(contentsOf: data)
