@@ -52,9 +52,44 @@ public final class StreamIntake {
         self.handsOnEachUnit = handsOnEachUnit
     }
 
+    /// Called (once, on the intake's thread) when a connection's first bytes are MPEG-TS
+    /// (0x47 every 188 bytes) rather than Annex-B: the caller hands the input to a reader that
+    /// demuxes it. Set before the first bytes; nil: no looking (every byte is parsed).
+    public var onTransportStream: (() -> Void)? {
+        didSet { head = onTransportStream == nil ? nil : InputSniffer.Head() }
+    }
+    /// The first bytes of the current connection, held until they say what the input is.
+    private var head: InputSniffer.Head?
+    /// MPEG-TS was found: the rest of the input is not parsed here.
+    private var handedOver = false
+
+    /// Parses the bytes held while looking (a connection that ended before they could tell).
+    private func releaseHead() {
+        guard let held = head?.chunks else { return }
+        head = nil
+        for piece in held { parser.push(piece) { completed.append($0) } }
+    }
+
     /// Bytes read from the input.
     public func push(_ chunk: [UInt8]) {
         metrics.bytes.increment(by: UInt64(chunk.count))
+        guard !handedOver else { return }
+        if head != nil {
+            switch head!.add(chunk) {
+            case .needMore:
+                return
+            case .notAnnexB(.mpegTS):
+                head = nil
+                handedOver = true
+                onTransportStream?()
+                return
+            case .annexB, .notAnnexB:
+                // Annex-B (or garbage the scanner skips and counts, as before).
+                releaseHead()
+                deliverCompleted()
+                return
+            }
+        }
         parser.push(chunk) { completed.append($0) }
         deliverCompleted()
     }
@@ -107,6 +142,7 @@ public final class StreamIntake {
 
     /// The input ended for good (end of file): the last access unit goes out too.
     public func finish() {
+        releaseHead()
         parser.finish { completed.append($0) }
         deliverCompleted()
     }
@@ -128,6 +164,10 @@ public final class StreamIntake {
     @discardableResult
     public func inputFailed() -> Int {
         lastConnectionEndedCleanly = false
+        if head?.chunks.isEmpty == false {
+            releaseHead()
+            deliverCompleted()
+        }
         var dropped = 0
         if parser.hasAccessUnitInProgress {
             metrics.unfinishedUnits.increment()
@@ -139,6 +179,8 @@ public final class StreamIntake {
 
     private func startOver() {
         parser.reset()
+        // Each connection's first bytes are looked at again.
+        if onTransportStream != nil { head = InputSniffer.Head() }
         // The next connection's own last access unit says how it ended: one that delivers
         // nothing and closes has not ended its stream, whatever the one before did.
         lastUnitEndedStream = false

@@ -1,4 +1,5 @@
 import Consumer
+import EventLoop
 import Containers
 import Output
 import Relay
@@ -21,6 +22,22 @@ extension ConsumeSession {
     /// own thread; what it reports becomes log lines and events, its end the run's outcome.
     func startDemux(_ fanout: SinkFanout, _ ending: Ending) -> DemuxReader? {
         guard case .demux(let source) = config.input else { return nil }
+        return startDemux(source, fanout, ending)
+    }
+
+    /// A `tcp://` input whose first bytes are MPEG-TS (a producer's MPEG-TS listener) is read
+    /// as `ts:tcp://` would be: the client stops and a `DemuxReader` connects again.
+    func transportStreamHandOver(_ endpoint: Endpoint, _ fanout: SinkFanout, _ ending: Ending, stop: @escaping () -> Void) -> () -> Void {
+        { [self] in
+            stop()
+            log.line("\(endpoint) sends MPEG-TS: reading it through libavformat, as --from ts:\(endpoint)")
+            let source = DemuxReader.Source(url: endpoint.description, shown: "ts:\(endpoint)", live: true,
+                                            options: InputChoice.liveOptions(scheme: "tcp", rtspTransport: "tcp"))
+            handedOverDemux = startDemux(source, fanout, ending)
+        }
+    }
+
+    func startDemux(_ source: DemuxReader.Source, _ fanout: SinkFanout, _ ending: Ending) -> DemuxReader? {
         let log = self.log
         let events = self.events
         let reconnectTimeout = config.reconnectTimeout

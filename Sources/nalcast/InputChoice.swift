@@ -8,7 +8,9 @@ import Glibc
 
 /// `consume --from`: which reader takes the input.
 ///
-/// - `tcp://HOST:PORT`, `unix:PATH`: nalcast's own client (`StreamClient`) and scanner;
+/// - `tcp://HOST:PORT`, `unix:PATH`: nalcast's own client (`StreamClient`) and scanner (a
+///   `tcp://` whose first bytes are MPEG-TS goes to the demuxer instead, as `ts:tcp://`:
+///   `StreamIntake.onTransportStream`, `ConsumeSession.transportStreamHandOver`);
 /// - a raw Annex-B file or `-`: `FileReader` and the same scanner (the fast path);
 /// - `rtsp://`, `rtsps://`, `srt://`, `rtmp://`, `rtmps://`, `udp://`, `http://`, `https://`:
 ///   libavformat's protocols and demuxers (`DemuxReader`), live: reopened when lost;

@@ -207,4 +207,60 @@ import TestSupport
             #expect(decoded.samples >= 4 * 48_000, "\(name): \(decoded.samples) samples")
         }
     }
+
+    /// A TCP server that sends `data` whole to each of its first `connections` callers,
+    /// then closes: a stand-in for a producer's MPEG-TS listener, which serves every reader.
+    final class TSServer: @unchecked Sendable {
+        // @unchecked Sendable: `fd` and `data` are set in init and only read after; the one
+        // thread it starts is the only other user.
+        let port: UInt16
+        private let fd: Int32
+        private let data: [UInt8]
+        private let thread: Thread
+
+        init(data: [UInt8], connections: Int) throws {
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            self.fd = fd
+            var one: Int32 = 1
+            setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+            var addr = sockaddr_in()
+            addr.sin_family = sa_family_t(AF_INET)
+            addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            let bound = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
+            guard bound == 0, listen(fd, 4) == 0 else { throw MediaServerError("bind: \(String(cString: strerror(errno)))") }
+            _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+            port = UInt16(bigEndian: addr.sin_port)
+            self.data = data
+            thread = Thread {
+                for _ in 0..<connections {
+                    let c = accept(fd, nil, nil)
+                    guard c >= 0 else { break }
+                    var sent = 0
+                    while sent < data.count {
+                        let n = data[sent...].withUnsafeBytes { send(c, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                        if n <= 0 { break }
+                        sent += n
+                    }
+                    close(c)
+                }
+                close(fd)
+            }
+            thread.start()
+        }
+    }
+
+    @Test func aTCPInputThatSendsMPEGTSIsFoundAndDemuxed() throws {
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let source = try Self.makeSource(dir)
+        // The first connection is looked at and dropped; the demuxer's is the second.
+        let server = try TSServer(data: [UInt8](try Data(contentsOf: source)), connections: 2)
+        let out = dir.appendingPathComponent("out.mp4")
+        let r = try Run.nalcast(["consume", "--from", "tcp://127.0.0.1:\(server.port)", "-o", out.path, "--reconnect-timeout", "1s"], timeout: 60)
+        #expect(r.stderr.contains("sends MPEG-TS: reading it through libavformat"), "\(r.stderr)")
+        #expect(try Self.codecs(out.path) == ["h264", "aac"])
+        #expect(try Self.packets(out.path, "v").count == 150)
+        #expect(try Self.packets(out.path, "a").count == (try Self.packets(source.path, "a")).count)
+    }
 }
