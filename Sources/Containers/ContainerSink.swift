@@ -138,6 +138,8 @@ public final class ContainerSink: AccessUnitSink {
     /// Audio packets written and dropped since the last call.
     func takeAudioCounts() -> (written: Int, dropped: Int) { audio.takeCounts() }
 
+    public func audioCountsAfterLastWrite() -> (written: Int, dropped: Int) { audio.takeCounts() }
+
     private func add(audio packet: AudioPacket) throws(MuxError) {
         try audio.add(packet, format: audioFormat, offset: timer.mediaToContainer, muxer: muxer)
     }

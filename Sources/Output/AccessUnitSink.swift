@@ -23,11 +23,16 @@ public protocol AccessUnitSink: AnyObject {
     /// containers. Annex-B sinks say no, and their runner keeps audio out of their queue
     /// (said once, counted). Read once, when the runner is made.
     var carriesAudio: Bool { get }
+    /// Audio packets written and dropped since the last `write` returned: what `close`
+    /// wrote out (a container writes the audio waiting for pictures at its end). Read once,
+    /// after `close`.
+    func audioCountsAfterLastWrite() -> (written: Int, dropped: Int)
 }
 
 extension AccessUnitSink {
     /// Raw Annex-B carries video only.
     public var carriesAudio: Bool { false }
+    public func audioCountsAfterLastWrite() -> (written: Int, dropped: Int) { (0, 0) }
 }
 
 /// Why a sink stopped: one line, e.g. `stdout: write: Broken pipe`.

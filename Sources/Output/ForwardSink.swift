@@ -57,6 +57,8 @@ public final class ForwardSink: AccessUnitSink {
     /// The transport's (a push carries the audio track, raw Annex-B does not).
     public var carriesAudio: Bool { transport.carriesAudio }
 
+    public func audioCountsAfterLastWrite() -> (written: Int, dropped: Int) { (0, transport.takeDroppedAudio()) }
+
     public func write(_ items: ArraySlice<SinkItem>) throws(SinkError) -> WriteReport {
         var report = WriteReport()
         var batchUnits = 0

@@ -261,6 +261,12 @@ public final class SegmentSink: AccessUnitSink {
         pendingAudio.removeFirst(n)
     }
 
+    public func audioCountsAfterLastWrite() -> (written: Int, dropped: Int) {
+        var report = WriteReport()
+        takeAudioCounts(into: &report)
+        return (report.audioPackets, report.droppedAudio)
+    }
+
     /// Adds what the segment writers and this sink wrote and dropped of the audio.
     private func takeAudioCounts(into report: inout WriteReport) {
         if let writer = current?.writer {

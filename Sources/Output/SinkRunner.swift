@@ -177,6 +177,9 @@ public final class SinkRunner: @unchecked Sendable {
         } else {
             try? sink.close()
         }
+        let lateAudio = sink.audioCountsAfterLastWrite()
+        counters.writtenAudioPackets.increment(by: UInt64(lateAudio.written))
+        counters.droppedAudioPackets.increment(by: UInt64(lateAudio.dropped))
         condition.withLock {
             closed = true
             // What is still queued will never be written.
