@@ -25,15 +25,18 @@ extension ConsumeSession {
         return startDemux(source, fanout, ending)
     }
 
-    /// A `tcp://` input whose first bytes are MPEG-TS (a producer's MPEG-TS listener) is read
+    /// A `tcp://` or `unix:` input whose first bytes are MPEG-TS (a producer's MPEG-TS listener) is read
     /// as `ts:tcp://` would be: the client stops and a `DemuxReader` connects again.
     func transportStreamHandOver(_ endpoint: Endpoint, _ fanout: SinkFanout, _ ending: Ending, stop: @escaping () -> Void) -> () -> Void {
         { [self] in
             stop()
+            // The FFmpeg libraries are opened only now: an Annex-B input never maps them.
+            if let problem = FFmpegLibraries.problem {
+                ending.end(.notAnnexB("\(endpoint) sends MPEG-TS, which needs libavformat: \(problem)"))
+                return
+            }
             log.line("\(endpoint) sends MPEG-TS: reading it through libavformat, as --from ts:\(endpoint)")
-            let source = DemuxReader.Source(url: endpoint.description, shown: "ts:\(endpoint)", live: true,
-                                            options: InputChoice.liveOptions(scheme: "tcp", rtspTransport: "tcp"))
-            handedOverDemux = startDemux(source, fanout, ending)
+            handedOverDemux = startDemux(InputChoice.transportStreamSource(endpoint), fanout, ending)
         }
     }
 

@@ -277,9 +277,7 @@ final class ConsumeSession {
         var lastConnected: Double?
         // Set once the client exists: the intake calls it from the client's own read.
         var stopClient: (() -> Void)?
-        if case .tcp = endpoint {
-            intake.onTransportStream = transportStreamHandOver(endpoint, fanout, ending) { stopClient?() }
-        }
+        intake.onTransportStream = transportStreamHandOver(endpoint, fanout, ending) { stopClient?() }
         let client: StreamClient
         do {
             client = try StreamClient(loop: loop, endpoint: endpoint, intake: intake, backoff: backoff, stallTimeout: config.stallTimeout) { event in

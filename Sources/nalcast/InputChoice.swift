@@ -1,5 +1,6 @@
 import Consumer
 import Containers
+import EventLoop
 import H264
 
 #if canImport(Glibc)
@@ -14,7 +15,7 @@ import Glibc
 /// - a raw Annex-B file or `-`: `FileReader` and the same scanner (the fast path);
 /// - `rtsp://`, `rtsps://`, `srt://`, `rtmp://`, `rtmps://`, `udp://`, `http://`, `https://`:
 ///   libavformat's protocols and demuxers (`DemuxReader`), live: reopened when lost;
-/// - `ts:tcp://HOST:PORT`: MPEG-TS over TCP (`produce --listen ts:…`, or any MPEG-TS
+/// - `ts:tcp://HOST:PORT`, `ts:unix:PATH`: MPEG-TS over a socket (`produce --listen ts:…`, or any MPEG-TS
 ///   sender), H.264 and its AAC audio: the same demuxer, live;
 /// - a file whose first bytes say MP4, MPEG-TS, Matroska or FLV (`InputSniffer`): the same
 ///   demuxer, read to its end. Y4M, AVI and the rest are still refused with their hint.
@@ -59,20 +60,39 @@ enum InputChoice {
                                          endsWithItsInput: scheme.hasPrefix("http")))
     }
 
-    /// `ts:tcp://HOST:PORT`: an MPEG transport stream over TCP, read by libavformat (which
+    /// `ts:tcp://HOST:PORT` or `ts:unix:PATH` (the forms `produce --listen` serves MPEG-TS
+    /// on): an MPEG transport stream over a stream socket, read by libavformat (which
     /// connects itself), reopened when lost like every live URL.
     static func transportStream(_ text: String) throws -> ConsumeCommand.Input {
         let rest = String(text.dropFirst(3))
-        guard rest.lowercased().hasPrefix("tcp://"), case .tcp = try ConsumeCommand.endpoint(rest, option: "from") else {
-            throw CommandError.usage("consume: --from \(text): expected ts:tcp://HOST:PORT (MPEG-TS over TCP)")
+        let endpoint: Endpoint
+        do {
+            endpoint = try ConsumeCommand.endpoint(rest, option: "from")
+        } catch {
+            throw CommandError.usage("consume: --from \(text): expected ts:tcp://HOST:PORT or ts:unix:PATH (MPEG-TS over a socket)")
+        }
+        guard rest.lowercased().hasPrefix("tcp://") || rest.hasPrefix("unix:") else {
+            throw CommandError.usage("consume: --from \(text): expected ts:tcp://HOST:PORT or ts:unix:PATH (MPEG-TS over a socket)")
         }
         if let problem = FFmpegLibraries.problem {
             throw CommandError.unavailable("consume: --from \(text): \(problem)")
         }
-        guard Demuxer.supports(scheme: "tcp") else {
-            throw CommandError.usage("consume: --from \(text): this libavformat (\(FFmpegLibraries.package)) cannot read tcp:// (no such protocol in it)")
+        let scheme = rest.hasPrefix("unix:") ? "unix" : "tcp"
+        guard Demuxer.supports(scheme: scheme) else {
+            throw CommandError.usage("consume: --from \(text): this libavformat (\(FFmpegLibraries.package)) cannot read \(scheme): (no such protocol in it)")
         }
-        return .demux(DemuxReader.Source(url: rest, shown: text, live: true, options: liveOptions(scheme: "tcp", rtspTransport: "tcp")))
+        return .demux(transportStreamSource(endpoint))
+    }
+
+    /// What libavformat opens for MPEG-TS from `endpoint` (its `unix:` protocol takes the path
+    /// after the colon).
+    static func transportStreamSource(_ endpoint: Endpoint) -> DemuxReader.Source {
+        let url: String
+        switch endpoint {
+        case .tcp: url = endpoint.description
+        case .unix(let path): url = "unix:" + path
+        }
+        return DemuxReader.Source(url: url, shown: "ts:\(endpoint)", live: true, options: liveOptions(scheme: "tcp", rtspTransport: "tcp"))
     }
 
     /// True when the URL's query makes libavformat listen for its sender rather than call
