@@ -231,7 +231,7 @@ public final class Demuxer {
     /// AudioSpecificConfig is made from the profile, the sample rate and the channel count.
     static func aacFormat(_ par: AVCodecParameters) -> AudioFormat? {
         guard par.codec_type == AVMEDIA_TYPE_AUDIO, par.codec_id == AV_CODEC_ID_AAC, par.sample_rate > 0 else { return nil }
-        let channels = Int(CAVFormat_channels([par]))
+        let channels = Int(CAVFormat_track_channels([par]))
         var config = par.extradata.map { Array(UnsafeBufferPointer(start: $0, count: Int(par.extradata_size))) } ?? []
         if config.isEmpty {
             // FF_PROFILE_AAC_LOW is 1: the object type is the profile + 1 (2, AAC-LC, when unknown).

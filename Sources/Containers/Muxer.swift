@@ -205,7 +205,7 @@ final class Muxer {
         stream.pointee.time_base = Self.ninetyKHz
         if let audio {
             guard let st = CAVFormat_avformat_new_stream(context, nil), let apar = st.pointee.codecpar else { throw MuxError("out of memory") }
-            CAVFormat_set_aac(apar, Int32(clamping: audio.sampleRate), Int32(clamping: audio.channels), Int32(clamping: audio.samplesPerPacket), Int64(audio.bitrate))
+            CAVFormat_aac_track(apar, Int32(clamping: audio.sampleRate), Int32(clamping: audio.channels), Int32(clamping: audio.samplesPerPacket), Int64(audio.bitrate))
             if !audio.extradata.isEmpty {
                 let rc = audio.extradata.withUnsafeBufferPointer { CAVFormat_set_extradata(apar, $0.baseAddress, Int32($0.count)) }
                 guard rc >= 0 else { throw MuxError("out of memory") }
