@@ -50,7 +50,8 @@ let package = Package(
 
         // Wiring. Serving (the stream server and the HTTP endpoint) links no capture or encoder
         // library, so that a consumer can serve too.
-        .target(name: "Serving", dependencies: ["H264", "Relay", "EventLoop"]),
+        // Its MPEG-TS listener muxes through Containers (libavformat, opened only when one is asked for).
+        .target(name: "Serving", dependencies: ["H264", "Relay", "EventLoop", "Output", "Containers"]),
         .target(name: "Producer", dependencies: ["H264", "Relay", "EventLoop", "Capture", "Encoder"]),
         // Where access units go (files, stdout, segments, a forward endpoint), for produce and consume.
         .target(name: "Output", dependencies: ["H264", "Relay", "EventLoop"]),
