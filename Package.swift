@@ -71,7 +71,7 @@ let package = Package(
         .testTarget(name: "H264Tests", dependencies: ["H264", "TestSupport"]),
         .testTarget(name: "RelayTests", dependencies: ["Relay", "H264"]),
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop", "H264", "LoopTestSupport"]),
-        .testTarget(name: "ServingTests", dependencies: ["Serving", "EventLoop", "H264", "LoopTestSupport"]),
+        .testTarget(name: "ServingTests", dependencies: ["Serving", "EventLoop", "H264", "Output", "Relay", "LoopTestSupport", "TestSupport"]),
         .testTarget(name: "ConsumerTests", dependencies: ["Consumer", "H264"]),
         .testTarget(name: "OutputTests", dependencies: ["Output", "Relay", "H264", "TestSupport"]),
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "TestSupport"]),

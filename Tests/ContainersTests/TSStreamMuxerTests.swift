@@ -19,32 +19,14 @@ import TestSupport
         return parser.push(Array(try Data(contentsOf: URL(fileURLWithPath: path)))) + parser.finish()
     }
 
-    /// 2 s of a 440 Hz tone as AAC-LC 48 kHz stereo: raw frames (ADTS headers taken off) on the
-    /// 90 kHz line, and the AudioSpecificConfig.
+    /// 2 s of a 440 Hz tone as AAC-LC 48 kHz stereo: raw frames on the 90 kHz line, and the
+    /// AudioSpecificConfig.
     static func audio(in dir: URL) throws -> (AudioFormat, [AudioPacket]) {
-        let path = dir.appendingPathComponent("a.aac").path
-        let r = try Tool.run(["ffmpeg", "-v", "error", "-nostdin", "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000:duration=2",
-                              "-ac", "2", "-c:a", "aac", "-b:a", "128k", "-f", "adts", "-y", path])
-        try #require(r.status == 0, "\(r.stderr)")
-        let bytes = Array(try Data(contentsOf: URL(fileURLWithPath: path)))
-        var packets: [AudioPacket] = []
-        var at = 0
-        var config: [UInt8] = []
-        while at + 7 <= bytes.count, bytes[at] == 0xFF, bytes[at + 1] & 0xF0 == 0xF0 {
-            let protectionAbsent = bytes[at + 1] & 1 == 1
-            let length = (Int(bytes[at + 3] & 3) << 11) | (Int(bytes[at + 4]) << 3) | Int(bytes[at + 5] >> 5)
-            let header = protectionAbsent ? 7 : 9
-            if config.isEmpty {
-                let objectType = (bytes[at + 2] >> 6) + 1
-                let rateIndex = (bytes[at + 2] >> 2) & 0xF
-                let channels = ((bytes[at + 2] & 1) << 2) | (bytes[at + 3] >> 6)
-                config = [(objectType << 3) | (rateIndex >> 1), ((rateIndex & 1) << 7) | (channels << 3)]
-            }
-            let time = MediaTime(ticks: Int64(packets.count) * 1024 * 90_000 / 48_000)
-            packets.append(AudioPacket(data: Array(bytes[(at + header)..<(at + length)]), mediaTime: time))
-            at += length
+        let aac = try AACFrames.tone(seconds: 2, in: dir)
+        let packets = aac.frames.enumerated().map { i, frame in
+            AudioPacket(data: frame, mediaTime: MediaTime(ticks: Int64(i) * 1024 * 90_000 / 48_000))
         }
-        return (AudioFormat(extradata: config), packets)
+        return (AudioFormat(extradata: aac.config), packets)
     }
 
     @Test func videoAndAudioUnitsAreWholePacketsThatFFmpegReadsCleanly() throws {
