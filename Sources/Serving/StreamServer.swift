@@ -87,12 +87,13 @@ public final class StreamServer {
         public let readers: Gauge
         public let joinSeconds: Histogram
         public let joinBurst: Histogram
-        /// The TS listeners' audio packets left out (none yet to go with, out of order).
-        public let tsAudioDropped: Counter
-        /// Access units the TS listeners' muxer left out (before the first IDR, no media time).
-        public let tsUnitsDropped: Counter
+        /// With a TS listener: its audio packets left out (before the first IDR, out of order).
+        public let tsAudioDropped: Counter?
+        /// With a TS listener: access units its muxer left out (before the first IDR, no media time).
+        public let tsUnitsDropped: Counter?
 
-        public init(registry: MetricsRegistry) {
+        /// `transportStream`: a TS listener is served, and its own counters are registered.
+        public init(registry: MetricsRegistry, transportStream: Bool = false) {
             accessUnitsSent = registry.counter("nalcast_access_units_sent_total", help: "Access units written to readers.")
             bytesSent = registry.counter("nalcast_bytes_sent_total", help: "Bytes written to readers.")
             readersJoined = registry.counter("nalcast_readers_joined_total", help: "Readers that connected and were accepted.")
@@ -108,8 +109,8 @@ public final class StreamServer {
             joinBurst = registry.histogram(
                 "nalcast_join_burst_access_units", help: "Access units queued at once for a starting reader: its first IDR, and for --join gop the cached GOP behind it.",
                 buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512])
-            tsAudioDropped = registry.counter("nalcast_ts_audio_packets_dropped_total", help: "Audio packets the MPEG-TS listeners left out (before the first IDR, out of media time order, or over 256 waiting).")
-            tsUnitsDropped = registry.counter("nalcast_ts_access_units_dropped_total", help: "Access units the MPEG-TS listeners left out (before the first IDR, or without media time).")
+            tsAudioDropped = !transportStream ? nil : registry.counter("nalcast_ts_audio_packets_dropped_total", help: "Audio packets the MPEG-TS listeners left out (before the first IDR, out of media time order, or over 256 waiting).")
+            tsUnitsDropped = !transportStream ? nil : registry.counter("nalcast_ts_access_units_dropped_total", help: "Access units the MPEG-TS listeners left out (before the first IDR, or without media time).")
         }
     }
 
@@ -166,7 +167,7 @@ public final class StreamServer {
         self.metrics = metrics
         self.broadcaster = Broadcaster(config: config.broadcaster, clock: clock)
         if config.listeners.contains(where: { $0.format == .mpegTS }) {
-            transportStream = try TransportStreamPackaging(audio: config.audio, droppedAudio: metrics.tsAudioDropped, droppedUnits: metrics.tsUnitsDropped)
+            transportStream = try TransportStreamPackaging(audio: config.audio, droppedAudio: metrics.tsAudioDropped ?? Counter(), droppedUnits: metrics.tsUnitsDropped ?? Counter())
         }
         for listening in config.listeners {
             let format = listening.format

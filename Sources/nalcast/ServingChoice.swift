@@ -166,7 +166,7 @@ final class ServingSide {
         let server: StreamServer
         do {
             server = try StreamServer(loop: loop, config: StreamServer.Config(listeners: choice.listeners, broadcaster: choice.broadcaster, audio: audio),
-                                      metrics: StreamServer.Metrics(registry: registry))
+                                      metrics: StreamServer.Metrics(registry: registry, transportStream: choice.servesTransportStream))
         } catch let error as SocketError {
             // Which listener: the one whose address the error names, else all of them.
             let named = choice.listeners.first { error.description.contains($0.endpoint.description) }
