@@ -224,15 +224,14 @@ public final class StreamServer {
 
     /// A reader's socket and how its bytes are framed. Loop-owned.
     private final class Reader {
-        let connection: Connection
-        /// The WebSocket side of a viewer; nil for a reader of a listener.
-        let viewer: WebSocketViewer?
-        /// A TS reader's continuity counters; nil for Annex-B readers and viewers.
+        /// A reader of a TS listener: its continuity counters; nil for Annex-B readers and viewers.
         var continuity: TSContinuity?
-        init(connection: Connection, viewer: WebSocketViewer?, format: WireFormat = .annexB) {
+        let connection: Connection
+        /// The WebSocket side of a viewer; nil for a raw Annex-B reader.
+        let viewer: WebSocketViewer?
+        init(connection: Connection, viewer: WebSocketViewer?) {
             self.connection = connection
             self.viewer = viewer
-            self.continuity = format == .mpegTS ? TSContinuity() : nil
         }
     }
 
@@ -259,7 +258,9 @@ public final class StreamServer {
         let connection = Connection(loop: loop, socket: socket)
         connection.onProgress = { [unowned self] progress in self.progressed(id, progress, viewer) }
         connection.onClose = { [unowned self] reason in self.closed(id, reason: reason.description) }
-        readers[id] = Reader(connection: connection, viewer: viewer, format: format)
+        let reader = Reader(connection: connection, viewer: viewer)
+        if format == .mpegTS { reader.continuity = TSContinuity() }
+        readers[id] = reader
         metrics.readersJoined.increment()
         metrics.readers.set(Double(readers.count))
         onEvent(.readerJoined(id, peer: peer))
