@@ -424,6 +424,14 @@ static inline void CAVFormat_memory_free(CAVFormat_memory_io *io) {
     io->size = io->capacity = 0;
 }
 
+// av_opt_set, for the mpegts muxer's one-shot `resend_headers` flag (PAT and PMT with the next
+// packet). Looked up on first use, not required by CAVFormat_load: without it, PAT and PMT
+// come before a keyframe that follows another picture, and every 100 ms.
+#include <libavutil/opt.h>
+static inline int CAVFormat_av_opt_set(void *obj, const char *name, const char *val, int search_flags) {
+    CAVFORMAT_FN(CAVFORMAT_AVUTIL, av_opt_set); return f_ ? f_(obj, name, val, search_flags) : AVERROR(ENOSYS);
+}
+
 // An AAC track's parameters for a muxer: the channel layout is a struct with a union, which
 // Swift reaches less simply than C.
 static inline void CAVFormat_set_aac(AVCodecParameters *par, int sample_rate, int channels) {

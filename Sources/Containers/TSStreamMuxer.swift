@@ -16,9 +16,9 @@ import Musl
 /// reader that starts or resumes at any unit boundary is at a TS packet boundary.
 ///
 /// What a reader can rely on:
-/// - PAT and PMT in front of every IDR (the muxer repeats them before a video keyframe that
-///   follows a non-key picture, and every 100 ms), then the IDR's PES with SPS and PPS in
-///   it (`nalUnitsForEntry`): a reader can start at any IDR unit;
+/// - PAT and PMT at the start of every IDR unit (the muxer's `resend_headers`, and every
+///   100 ms), then the IDR's PES with SPS and PPS in it (`nalUnitsForEntry`): a reader can
+///   start at any IDR unit;
 /// - video on PID 0x100, audio (AAC in ADTS, which the muxer wraps from the raw frames and
 ///   the AudioSpecificConfig) on PID 0x101, the PCR on the video PID;
 /// - PTS on nalcast's media time line: the access unit's 90 kHz media time for video (no
@@ -101,6 +101,12 @@ public final class TSStreamMuxer {
             droppedAccessUnits += 1
             droppedAudioPackets += packets.count
             return nil
+        }
+        if unit.isIDR {
+            // PAT and PMT with the unit's first packet, even right after another IDR (the
+            // muxer repeats them by itself only before a keyframe that follows a non-key
+            // picture): a reader starting at this unit learns the program first.
+            _ = CAVFormat_av_opt_set(context.pointee.priv_data, "mpegts_flags", "+resend_headers", 0)
         }
         if let audio {
             for packet in packets {

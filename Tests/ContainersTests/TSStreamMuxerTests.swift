@@ -67,6 +67,22 @@ import TestSupport
         #expect(try MediaProbe.video(path)?.frames == 50)
     }
 
+    @Test func everyIDRUnitStartsWithPATAndPMTEvenAfterAnotherIDR() throws {
+        let dir = try Tool.tempDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let units = try Self.accessUnits(in: dir)
+        let muxer = try TSStreamMuxer(audio: nil)
+        // Two IDRs in a row (a forced IDR right after a natural one, or --keyint 1).
+        for (i, unit) in [units[0], units[25], units[1]].enumerated() {
+            let ts = try #require(try muxer.package(unit, pts90k: UInt64(i * 3600), audio: []))
+            let pids = stride(from: 0, to: ts.count, by: 188).map { (Int(ts[$0 + 1] & 0x1F) << 8) | Int(ts[$0 + 2]) }
+            let video = try #require(pids.firstIndex(of: 0x100))
+            if unit.isIDR {
+                #expect(pids[..<video].contains(0) && pids[..<video].contains(0x1000), "unit \(i): PIDs \(pids.prefix(4))")
+            }
+        }
+    }
+
     @Test func nothingBeforeTheFirstEntryPoint() throws {
         let dir = try Tool.tempDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }

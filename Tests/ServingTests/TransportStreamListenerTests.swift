@@ -28,6 +28,9 @@ import Testing
         let loop = EventLoop()
         var broadcaster = BroadcasterConfig()
         broadcaster.joinPolicy = .next
+        // The 3 s are handed over at once, before the reader reads: room for all of them, so
+        // that it skips nothing.
+        broadcaster.readerLimits = QueueLimits(maxLagNs: 60_000_000_000, maxBytes: 64 << 20)
         let config = StreamServer.Config(listeners: [Listening(.tcp(host: "127.0.0.1", port: 0), format: .mpegTS)], broadcaster: broadcaster,
                                          audio: AudioFormat(extradata: aac.config))
         let server = try StreamServer(loop: loop, config: config, metrics: StreamServer.Metrics(registry: MetricsRegistry()))
