@@ -125,6 +125,35 @@ import Testing
         }
     }
 
+    @Test func aRelayServesWhatItReadsAsMPEGTS() throws {
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let sock = dir.appendingPathComponent("p.sock").path
+        let producer = try Background(Run.nalcast, ["produce", "--size", "320x240", "--listen", "unix:\(sock)"])
+        #expect(producer.waitFor("serving"), "\(producer.stderr)")
+        let relay = try Background(Run.nalcast, ["consume", "--from", "unix:\(sock)", "--listen", "ts:tcp://127.0.0.1:0", "--reconnect-timeout", "0"])
+        #expect(relay.waitFor("(MPEG-TS)"), "\(relay.stderr)")
+        let line = try #require(relay.stderr.split(separator: "\n").first { $0.contains("serving ts:") })
+        let ts = try #require(line.split(whereSeparator: { $0 == " " || $0 == "," }).first { $0.hasPrefix("ts:tcp://") })
+        let reader = try StreamReaderClient(String(ts.dropFirst(3)))
+        usleep(2_000_000)
+        let data = reader.finish()
+        relay.signal(SIGTERM)
+        producer.signal(SIGTERM)
+        #expect(relay.wait() == 0)
+        #expect(producer.wait() == 0)
+        let shape = Self.continuityBreaks(data)
+        #expect(!shape.misaligned && shape.packets > 50 && shape.breaks == 0, "\(shape)")
+        let file = dir.appendingPathComponent("relayed.ts")
+        try data.write(to: file)
+        #expect(try Self.decodeErrors(file.path) == "")
+        let video = try Self.videoPackets(file.path)
+        #expect(video.count >= 30 && video.first?.key == true, "\(video.count) pictures")
+        // The relay's media time: the producer's timestamp SEI, 3000 ticks a picture at 30 fps.
+        let steps = zip(video, video.dropFirst()).map { $1.pts - $0.pts }
+        #expect(steps.allSatisfy { $0 > 0 && $0 % 3000 == 0 }, "\(steps)")
+    }
+
     @Test func listenerAddressesAreCheckedAndShown() throws {
         let dry = try Run.nalcast(["produce", "--listen", "tcp://127.0.0.1:7300", "--listen", "ts:unix:/tmp/nalcast-ts.sock", "--dry-run"])
         #expect(dry.status == 0)
