@@ -52,9 +52,9 @@ final class TransportStreamPackaging {
     private let droppedUnits: Counter
     private var countedAudioDrops = 0
     private var countedUnitDrops = 0
+    /// Set when the muxer failed (out of memory): every access unit after it is left out,
+    /// and counted, for the TS readers.
     private var failed = false
-    /// Called once if muxing fails (the TS readers then get no more).
-    var onFailure: (String) -> Void = { _ in }
 
     init(audio: AudioFormat?, droppedAudio: Counter, droppedUnits: Counter) throws(MuxError) {
         muxer = try TSStreamMuxer(audio: audio)
@@ -73,8 +73,7 @@ final class TransportStreamPackaging {
     /// The TS of `unit` at `pts90k` and the audio gathered since the last one; nil when
     /// the stream has no time or the muxer left it out (counted).
     func package(_ unit: AccessUnit, pts90k: UInt64?) -> TransportStreamUnit? {
-        guard !failed else { return nil }
-        guard let pts90k else {
+        guard !failed, let pts90k else {
             droppedUnits.increment()
             return nil
         }
@@ -86,7 +85,7 @@ final class TransportStreamPackaging {
             return TransportStreamUnit(bytes: bytes)
         } catch {
             failed = true
-            onFailure(error.description)
+            droppedUnits.increment()
             return nil
         }
     }
