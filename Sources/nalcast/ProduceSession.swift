@@ -65,6 +65,10 @@ final class ProduceSession {
         if let sink { runners.append(makeOutput(sink, live: source.isLive, registry: registry, outcome)) }
         runners += makeForwards(live: source.isLive, registry: registry, events)
         let output = runners.isEmpty ? nil : SinkFanout(runners: runners)
+        if let audio, let output {
+            output.deliver(audioFormat: audio.capture.format)
+            audio.delivery.add { output.deliver(audio: $0) }
+        }
         let loop = EventLoop()
         let control = CaptureControl()
         let serving = try wireServing(loop, control, registry, events, audio)
