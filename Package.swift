@@ -37,6 +37,13 @@ let package = Package(
             providers: [.apt(["libavformat-dev", "libavcodec-dev", "libavutil-dev"])]
         ),
 
+        .systemLibrary(
+            name: "CAudio",
+            // No pkgConfig: libpulse-simple, libswresample, libavcodec and libavutil are opened
+            // with dlopen when `produce --audio` starts (shim.h), never linked.
+            providers: [.apt(["libpulse-dev", "libswresample-dev", "libavcodec-dev", "libavutil-dev"])]
+        ),
+
         .systemLibrary(name: "CLinux"),  // glibc's <malloc.h> (mallopt): no library to link
 
         // Pure Swift layers.
@@ -61,7 +68,10 @@ let package = Package(
         // And the other way: any H.264 source libavformat reads (container files, RTSP, SRT,
         // RTMP, UDP, HTTP) as access units for consume (`Demuxer`, read by Consumer's DemuxReader).
         .target(name: "Containers", dependencies: ["CAVFormat", "H264", "Output"]),
-        .executableTarget(name: "nalcast", dependencies: ["CLinux", "H264", "Relay", "EventLoop", "Capture", "Encoder", "Serving", "Producer", "Consumer", "Output", "Containers"]),
+        // Sound for produce: PulseAudio, WAV/raw PCM and a test tone mixed into one 48 kHz
+        // stereo track, encoded to AAC-LC (libavcodec), timed on the video's clock.
+        .target(name: "Audio", dependencies: ["CAudio", "H264", "Output", "EventLoop"]),
+        .executableTarget(name: "nalcast", dependencies: ["CLinux", "Audio", "H264", "Relay", "EventLoop", "Capture", "Encoder", "Serving", "Producer", "Consumer", "Output", "Containers"]),
 
         // Helpers the tests share: running ffmpeg, ffprobe and friends; the conformance streams
         // (Tests/Fixtures/h264/) and their facts.
@@ -88,6 +98,8 @@ let package = Package(
         // The real media servers the push and relay tests start (nginx-rtmp, srt-live-transmit,
         // GStreamer's RTSP server; TestSupport runs them), proven with FFmpeg as the client.
         .testTarget(name: "MediaServerTests", dependencies: ["TestSupport"]),
+        // Sound captured from a private PulseAudio daemon each test starts, checked with FFmpeg.
+        .testTarget(name: "AudioTests", dependencies: ["Audio", "Output", "H264", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )
