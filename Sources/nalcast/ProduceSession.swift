@@ -140,10 +140,11 @@ final class ProduceSession {
     /// The stream server (`--listen`), `--metrics`, the signals and the status line, on the loop.
     private func wireServing(_ loop: EventLoop, _ control: CaptureControl, _ registry: MetricsRegistry, _ events: EventLog?,
                              _ audio: ProduceAudio?) throws -> LoopSide {
-        let serving = try ServingSide(loop: loop, choice: plan.serving, .encoder, registry: registry, events: events,
+        let serving = try ServingSide(loop: loop, choice: plan.serving, .encoder, registry: registry, events: events, audio: audio?.capture.format,
                                       metricsText: { registry.render() + ProduceSession.captureMetrics(control.statistics()) + (audio?.metrics ?? "") },
                                       onRequestIDR: { control.requestIDR() }, onFinished: { loop.stop() })
         let server = serving.server
+        if let audio { serving.carry(audio.delivery) }
         let metricsServer = try makeMetricsServer(loop, control, registry, events, audio)
         let captureEnded = Mailbox<Int>(loop: loop) { _ in if server == nil { loop.stop() } }
         let signals = watchSignals(loop, control, server, events)

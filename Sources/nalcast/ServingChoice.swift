@@ -211,6 +211,18 @@ final class ServingSide {
         webServer?.start()
     }
 
+    /// `produce --audio` with a `ts:` listener: every audio packet goes to the stream server's
+    /// mailbox (from the audio thread), to be muxed with the next access unit; one the mailbox
+    /// refuses (the loop thread is behind) is counted in
+    /// `nalcast_ts_audio_packets_dropped_total`. Annex-B readers and viewers get no sound.
+    func carry(_ audio: AudioDelivery) {
+        guard let server, server.config.listeners.contains(where: { $0.format == .mpegTS }), let mailbox = server.mailbox else { return }
+        let refused = server.metrics.tsAudioDropped
+        audio.add { packet in
+            if !mailbox.send(.audio(packet)) { refused?.increment() }
+        }
+    }
+
     /// `serving tcp://…`, `the page on http://…/`: for the line that says where the stream goes.
     var places: [String] {
         var out: [String] = []

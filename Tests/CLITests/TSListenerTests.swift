@@ -125,6 +125,34 @@ import Testing
         }
     }
 
+    @Test func soundTravelsWithThePictures() throws {
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let (producer, _, ts) = try Self.producer(["--audio", "tone"])
+        let reader = try StreamReaderClient(ts)
+        usleep(3_000_000)
+        let data = reader.finish()
+        producer.signal(SIGTERM)
+        #expect(producer.wait() == 0, "\(producer.stderr)")
+        let shape = Self.continuityBreaks(data)
+        #expect(!shape.misaligned && shape.packets > 100 && shape.breaks == 0, "\(shape)")
+        let file = dir.appendingPathComponent("av.ts")
+        try data.write(to: file)
+        let probe = try Run.program("ffprobe", ["-v", "error", "-show_entries", "stream=codec_name,sample_rate,channels", "-of", "csv=p=0", file.path])
+        #expect(Set(probe.text.split(separator: "\n").map(String.init)) == ["h264", "aac,48000,2"], "\(probe.text)")
+        #expect(try Self.decodeErrors(file.path) == "")
+        // Both tracks on the one time line, from the first picture: the sound spans what the
+        // pictures span, but for its last moment, which the audio capture had not encoded yet
+        // when produce stopped (it encodes 150 ms behind capture, in 21 ms packets).
+        func span(_ stream: String) throws -> Double {
+            let r = try Run.program("ffprobe", ["-v", "error", "-select_streams", stream, "-show_entries", "packet=pts_time", "-of", "csv=p=0", file.path])
+            let times = r.text.split(separator: "\n").compactMap { Double($0.split(separator: ",").first ?? "") }
+            return (times.last ?? 0) - (times.first ?? 0)
+        }
+        let video = try span("v:0"), audio = try span("a:0")
+        #expect(video > 2 && audio <= video + 0.05 && audio >= video - 0.3, "video spans \(video) s, audio \(audio) s")
+    }
+
     @Test func aRelayServesWhatItReadsAsMPEGTS() throws {
         let dir = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
