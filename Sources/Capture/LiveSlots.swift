@@ -32,6 +32,13 @@ struct LiveSlots {
         return next
     }
 
+    /// Starts the clock at `start` (CLOCK_MONOTONIC ns) instead of at the first `wait()`: a
+    /// source that lays its slots on a grid of its own (the test pattern's flash, on whole
+    /// seconds) keeps them there whatever the first wake-up cost.
+    mutating func start(atMonotonic start: Int64) {
+        if self.start == nil { self.start = start }
+    }
+
     /// The next slot without waiting (a source that is not paced in real time).
     mutating func take() -> Int64 {
         defer { next += 1 }

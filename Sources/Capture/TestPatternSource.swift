@@ -114,17 +114,19 @@ public final class TestPatternSource: FrameSource {
 
     // MARK: the flash
 
-    /// Sleeps until the first instant at or after now of the grid of frame slots that starts
-    /// at the whole second just passed (CLOCK_REALTIME), and returns that instant: slot 0's.
+    /// Starts the frame slots at the first instant at or after now of the grid that starts at
+    /// the whole second just passed (CLOCK_REALTIME), and returns that instant: slot 0's (the
+    /// first `slots.wait()` sleeps until it).
     private func waitForSecondsGrid() -> Int64 {
         let now = Int64(realtimeNanoseconds())
+        let monotonicNow = monotonicNanoseconds()
         let second = now - now % 1_000_000_000
         // The first grid slot at or after now.
         let index = Int64((Int128(now - second) * Int128(frameRate.numerator) + Int128(1_000_000_000) * Int128(frameRate.denominator) - 1)
                           / (Int128(1_000_000_000) * Int128(frameRate.denominator)))
         let start = second + frameRate.nanoseconds(ofFrame: index)
-        var ts = timespec(tv_sec: Int(start / 1_000_000_000), tv_nsec: Int(start % 1_000_000_000))
-        while clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &ts, nil) == EINTR {}
+        // Slot 0 is that instant on the monotonic clock, not whenever the first wait wakes.
+        slots.start(atMonotonic: monotonicNow + (start - now))
         return start
     }
 
