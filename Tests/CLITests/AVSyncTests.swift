@@ -95,4 +95,24 @@ import TestSupport
         let late = Self.offsets(flashes: try Self.flashes(shifted), beeps: try Self.beeps(shifted))
         #expect(!late.isEmpty && late.allSatisfy { abs($0 - 100) <= 20 }, "offsets with the sound 100 ms late: \(late)")
     }
+
+    @Test func toneAndFlashAreInStepForATransportStreamReader() throws {
+        // The same through a ts: listener, recorded by FFmpeg as a player would read it: the
+        // TS carries each picture's and each AAC frame's PTS from the producer's time line.
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let sock = dir.appendingPathComponent("live.sock").path
+        let out = dir.appendingPathComponent("sync.ts").path
+        let producer = try Background(Run.nalcast, ["produce", "--source", "testsrc", "--size", "320x240", "--audio", "tone",
+                                                    "--preset", "ultrafast", "--duration", "8s", "--listen", "ts:unix:\(sock)"])
+        defer { producer.signal(SIGTERM); producer.wait() }
+        #expect(producer.waitFor("capturing"), "\(producer.stderr)")
+        let r = try Run.program("ffmpeg", ["-nostdin", "-v", "error", "-analyzeduration", "500000", "-i", "unix:\(sock)",
+                                           "-t", "5", "-c", "copy", "-y", out], timeout: 30)
+        #expect(r.status == 0, "ffmpeg: \(r.stderr)")
+        let flashes = try Self.flashes(out)
+        let offsets = Self.offsets(flashes: flashes, beeps: try Self.beeps(out))
+        #expect(offsets.count >= 4, "flashes at \(flashes), offsets \(offsets)")
+        #expect(offsets.allSatisfy { abs($0) <= 20 }, "A/V offsets (ms): \(offsets)")
+    }
 }
