@@ -15,7 +15,8 @@
  * latency (pa_simple_get_latency: when the next sample written will be played) and puts
  * the beep's first sample where that says the second falls. Both instants are printed to
  * stdout, one line each: `paint S LATE_NS` (paint done, ns after the second) and
- * `beep S LATENCY_US` (the latency the placement used).
+ * `beep S LATENCY_US` (the latency the placement used; 0 after an underrun, when the beep
+ * may start late). It runs at real-time priority (SCHED_FIFO) when it may.
  *
  * Build: gcc -O2 -o flasher flasher.c -lxcb -lpulse-simple -lpulse -lpthread -lm
  */
@@ -23,6 +24,7 @@
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -121,6 +123,12 @@ int main(int argc, char **argv) {
     xcb_create_gc(c, gc, screen->root, XCB_GC_FOREGROUND | XCB_GC_SUBWINDOW_MODE, values);
     const uint32_t dark = 0x202020, white = 0xffffff; /* TrueColor 24-bit: 0xRRGGBB */
     fill(c, screen, gc, dark);
+
+    /* Real-time priority when allowed (root, CAP_SYS_NICE): on a loaded machine a paint or a
+     * chunk of sound that comes late would be the flasher's error, not the recorder's. The
+     * sound thread inherits it. */
+    struct sched_param prio = {.sched_priority = 50};
+    if (sched_setscheduler(0, SCHED_FIFO, &prio) != 0) printf("note: no real-time priority\n");
 
     /* Start one whole second after the next one: time for the sound stream to settle. */
     first_second = (realtime_ns() / NS + 2) * NS;

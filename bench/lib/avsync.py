@@ -344,6 +344,16 @@ def cases(ctx) -> list:
         return [ctx.nalcast.path, "produce", "--source", "testsrc", "--size", f"{w}x{h}", "--flash", "--audio", "tone",
                 "--fps", FPS, "--preset", "ultrafast", "--duration", f"{t}s", "-o", out, "--quiet"]
 
+    def nalcast_ts(ctx, out, display, t):
+        # the ts: listener read by FFmpeg as a player would: the TS's PTS from the producer
+        sock = out.with_suffix(".sock")
+        script = (f"rm -f '{sock}'; '{ctx.nalcast.path}' produce --source testsrc --size {w}x{h} --audio tone --fps {FPS} "
+                  f"--preset ultrafast --duration {t + 3}s --listen 'ts:unix:{sock}' --quiet & "
+                  f"until [ -S '{sock}' ]; do sleep 0.05; done; "
+                  f"ffmpeg -hide_banner -nostdin -v error -analyzeduration 500000 -i 'unix:{sock}' -t {t} -c copy -y '{out}'; "
+                  "s=$?; wait; exit $s")
+        return ["sh", "-c", script]
+
     figures = [("max_abs_ms", "max |offset|", "{:.1f} ms"), ("settled_max_abs_ms", f"after {SETTLE_S} s", "{:.1f} ms"),
                ("mean_ms", "mean", "{:+.1f} ms"),
                ("drift_ms_per_min", "drift", "{:+.2f} ms/min"), ("pairs", "pairs", "{:.0f}"),
@@ -359,6 +369,10 @@ def cases(ctx) -> list:
                   skip=no_scene or skip_n, usage_error_skips=True),
         Contender("nalcast testsrc --flash + --audio tone", measure=_measure_sync("nalcast-testsrc-tone", seconds, size, nalcast_tone, False),
                   skip=skip_flash, usage_error_skips=True),
+        Contender("nalcast testsrc + tone, ts: listener -> ffmpeg -c copy",
+                  measure=_measure_sync("nalcast-testsrc-tone-ts", seconds, size, nalcast_ts, False),
+                  skip=skip_flash or (None if "ts:tcp" in help_text else "skipped (nalcast produce has no ts: listener)"),
+                  usage_error_skips=True),
     ], runs=1, figures=figures)
     sync.notes.append(f"{sync.label}: offset = beep onset - flash frame time in the recording (positive: sound late); "
                       f"the x11 rows' flashes are seen at the first grab after the paint, 0 to {1000 / FPS:.0f} ms late")
