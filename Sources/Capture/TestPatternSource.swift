@@ -19,8 +19,9 @@ import Musl
 /// With `flash`, the pattern is a sync reference for sound: the frame of each whole second
 /// is white from edge to edge (luma 235, neutral chroma), and in realtime mode the frame
 /// slots are laid on CLOCK_REALTIME so that whole seconds fall on slots: the first frame
-/// waits for the next slot of a grid that starts at a whole second, so the flashed frame's
-/// capture time is that second to within the wake-up jitter. `--audio tone` beeps at the
+/// waits for the next slot of a grid that starts at a whole second, and each frame's capture
+/// time is its slot's instant on that grid (the flashed frame's is the second itself; it is
+/// made within the wake-up jitter of it). `--audio tone` beeps at the
 /// same instants; a recording's offset between flashes and beeps is its A/V offset. At a
 /// rate that does not divide a second (29.97) the flash is the frame nearest to the second,
 /// within half a frame interval of it. Without realtime, the flash is at whole seconds of
@@ -99,7 +100,10 @@ public final class TestPatternSource: FrameSource {
         let slot = realtime ? slots.wait() : slots.take()
         produced += 1
 
-        let captureTime = realtimeNanoseconds()
+        // With the flash in realtime mode a frame's capture time is its slot's instant on the
+        // whole-second grid: the picture is made for that instant (the flash for its second),
+        // and the sound is placed by these times. Otherwise, when it was made.
+        let captureTime = slotZeroRealtime.map { UInt64($0 + frameRate.nanoseconds(ofFrame: slot)) } ?? realtimeNanoseconds()
         let buffer = reusable.obtain(capacity: PixelFormat.i420.frameByteCount(width: width, height: height))
         let frame = Frame(width: width, height: height, format: .i420, buffer: buffer, planes: planes,
                           sequence: UInt64(slot), captureTimeNs: captureTime, pts90k: frameRate.ticks90k(ofFrame: slot))
