@@ -248,7 +248,7 @@ def pulse() -> dict:
 def start_flasher(ctx, display: str, seconds: int) -> subprocess.Popen:
     """c/flasher.c on `display` for `seconds` beeps, from 2 s from now on."""
     exe = ctx.tool("flasher", ("-lxcb", "-lpulse-simple", "-lpulse", "-lpthread", "-lm"))
-    log = ctx.dir("logs") / ("avsync-quick-flasher.out" if ctx.quick else "avsync-flasher.out")
+    log = ctx.dir("logs") / f"avsync-flasher-{os.getpid()}.out"
     p = subprocess.Popen([str(exe), display, str(seconds)], env=pulse(), stdin=subprocess.DEVNULL,
                          stdout=open(log, "wb"), stderr=subprocess.STDOUT, start_new_session=True)
     _state["flasher"] = p
@@ -275,7 +275,8 @@ def _measure_sync(kind: str, seconds: int, size: tuple, argv_of, scene: bool):
     from live import BenchError
 
     def measure(ctx) -> Sample:
-        home = "avsync-quick" if ctx.quick else "avsync"  # a --quick run beside a long one writes apart
+        # runs of other lengths write apart: a 10 s table can be made beside a 10-minute run
+        home = "avsync-quick" if ctx.quick else f"avsync-{seconds}s"
         out = ctx.dir(home, "streams") / f"{kind}.mkv"
         if out.exists():
             out.unlink()
