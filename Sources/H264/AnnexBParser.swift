@@ -38,8 +38,15 @@ public struct AnnexBParser {
     public var bytesInProgress: Int { assembler.bytesInHand + scanner.pendingBytes }
 
     /// True once an access unit has begun that is not out yet: a NAL unit of it is in the
-    /// assembler, or a NAL header has arrived. A few zeros or a bare start code are nothing yet.
-    public var hasAccessUnitInProgress: Bool { assembler.nalUnitsInHand > 0 || scanner.pendingBodyCount > 0 }
+    /// assembler, or a NAL header has arrived. A few zeros or a bare start code are nothing yet,
+    /// and neither is an AUD (or end of sequence) alone: a delimited stream sends the next
+    /// access unit's AUD behind each picture (`AccessUnitDelimiting`), and a stream that stops
+    /// after it has lost nothing.
+    public var hasAccessUnitInProgress: Bool {
+        if assembler.hasContentInHand { return true }
+        guard let first = scanner.pendingHead().first else { return false }
+        return !AccessUnitAssembler.isDelimiting(NALHeader(first).type)
+    }
 
     /// Pushes bytes; `emit` gets each access unit they completed.
     public mutating func push(_ chunk: [UInt8], emit: (AccessUnit) -> Void) {

@@ -1,0 +1,83 @@
+import TestSupport
+import Testing
+@testable import H264
+
+/// A delimited stream (`AccessUnitDelimiting`: each access unit followed at once by the next
+/// one's AUD) and nalcast's own parser: an access unit comes out as soon as the next one's
+/// AUD header byte has arrived, the stream's tail (an AUD, an end of sequence) is no access
+/// unit, and a stream cut right after an AUD has lost nothing.
+@Suite struct DelimitedStreamTests {
+    /// An IDR slice whose slice header says first_mb_in_slice 0, slice_type 7, pps 0.
+    static let idrSlice = NALUnit(escapedBody: [0x65, 0x88, 0x84, 0x21, 0xA0])
+    static let aud = NALUnit(escapedBody: [0x09, 0x10])
+
+    static func bytes(_ nals: [NALUnit]) -> [UInt8] { nals.flatMap { Array($0.wire) } }
+
+    /// The brief's case: an access unit, then only `00 00 00 01 09`: it is out.
+    @Test func accessUnitIsOutAtTheNextDelimitersHeaderByte() {
+        var parser = AnnexBParser()
+        var units = parser.push(Self.bytes([Self.aud, Self.idrSlice]))
+        #expect(units.isEmpty, "nothing shows the access unit is complete yet")
+        units = parser.push([0, 0, 0, 1])
+        #expect(units.isEmpty, "a start code alone does not say what begins")
+        units = parser.push([0x09])
+        #expect(units.count == 1)
+        #expect(units.first?.nalTypes == [.accessUnitDelimiter, .idrSlice])
+        #expect(!parser.hasAccessUnitInProgress, "an AUD alone is nothing lost")
+        #expect(parser.bytesInProgress == 5)
+        // The AUD's payload and an end of sequence end the stream: no access unit, a clean end.
+        units = parser.push([0xF0, 0, 0, 0, 1, 0x0A])
+        units += parser.finish()
+        #expect(units.isEmpty)
+        #expect(parser.assembler.delimiterOnlyUnits == 1)
+        #expect(parser.assembler.endedStream)
+    }
+
+    @Test func framingSendsTheNextDelimiterBehindEachAccessUnit() {
+        var framing = AccessUnitDelimiting()
+        let first = framing.frame([Self.aud, Self.idrSlice])
+        #expect(Self.bytes(first) == Self.bytes([Self.aud, Self.idrSlice, AccessUnitDelimiting.delimiter]), "the first keeps its own AUD")
+        let second = framing.frame([Self.aud, Self.idrSlice])
+        #expect(Self.bytes(second) == Self.bytes([Self.idrSlice, AccessUnitDelimiting.delimiter]), "later ones leave theirs out")
+        var fresh = AccessUnitDelimiting()
+        let bare = fresh.frame([Self.idrSlice])
+        #expect(bare.map(\.type) == [.accessUnitDelimiter, .idrSlice, .accessUnitDelimiter], "a stream without AUDs gets them")
+        #expect(Self.bytes(framing.closing()) == [0, 0, 0, 1, 0x0A])
+        #expect(Self.bytes([AccessUnitDelimiting.delimiter]) == [0, 0, 0, 1, 0x09, 0xF0])
+    }
+
+    /// Every conformance stream, delimited and pushed a byte at a time: each access unit is
+    /// out once the AUD behind it has its header byte in, the access units are the stream's
+    /// own (an AUD in front), and the tail adds none.
+    @Test(arguments: ConformanceStream.all)
+    func conformanceStreamsDelimited(stream: ConformanceStream) throws {
+        var parser = AnnexBParser()
+        let reference = parser.push(try stream.load()) + parser.finish()
+        #expect(reference.count == stream.accessUnits)
+        var framing = AccessUnitDelimiting()
+        var delimited: [UInt8] = []
+        // For each access unit: the offset just past its trailing AUD's header byte.
+        var released: [Int] = []
+        for unit in reference {
+            delimited += Self.bytes(framing.frame(unit.nalUnits))
+            released.append(delimited.count - 2)
+        }
+        delimited += Self.bytes(framing.closing())
+        var out: [AccessUnit] = []
+        parser = AnnexBParser()
+        for (offset, byte) in delimited.enumerated() {
+            parser.push([byte]) { out.append($0) }
+            let due = released.filter { $0 <= offset }.count
+            #expect(out.count == due, "\(stream): \(out.count) access units out at byte \(offset), \(due) due")
+            if out.count != due { break }
+        }
+        parser.finish { out.append($0) }
+        #expect(out.count == reference.count)
+        for (got, want) in zip(out, reference) {
+            #expect(got.nalTypes == [.accessUnitDelimiter] + want.nalTypes.filter { $0 != .accessUnitDelimiter })
+            #expect(got.isIDR == want.isIDR)
+        }
+        #expect(parser.assembler.delimiterOnlyUnits == 1)
+        #expect(parser.assembler.endedStream)
+    }
+}
