@@ -17,7 +17,7 @@
 /// adds the whole NAL unit with `append(_:)` (not `push`, which would ask again).
 ///
 /// An access unit with no picture whose NAL units are only AUDs, end of sequence, end of
-/// stream and filler data is not handed out: it is the tail of a delimited stream (the AUD
+/// stream, filler data and empty filler SEIs is not handed out: it is the tail of a delimited stream (the AUD
 /// sent behind the last picture, `AccessUnitDelimiting`, and the end of sequence that ends
 /// it), with nothing to decode. It is counted in `delimiterOnlyUnits`, and `endedStream`
 /// says whether it ended the stream, as for any access unit.
@@ -44,10 +44,13 @@ public struct AccessUnitAssembler {
     /// NAL units in the access unit in hand.
     public var nalUnitsInHand: Int { current.count }
     /// True when the access unit in hand has a NAL unit other than an AUD, end of sequence,
-    /// end of stream or filler data: something that would be lost if the stream stopped here.
-    public var hasContentInHand: Bool { current.contains { !Self.isDelimiting($0.type) } }
+    /// end of stream, filler data or an empty filler SEI: something that would be lost if the
+    /// stream stopped here.
+    public var hasContentInHand: Bool {
+        current.contains { !Self.isDelimiting($0.type) && !AccessUnitDelimiting.isFillerSEI($0) }
+    }
     /// Access units closed without handing them out: no picture, only AUDs, end of sequence,
-    /// end of stream or filler data (a delimited stream's tail).
+    /// end of stream, filler data or empty filler SEIs (a delimited stream's tail).
     public private(set) var delimiterOnlyUnits = 0
     /// The last access unit closed (handed out or delimiter-only) ended with an end-of-sequence
     /// or end-of-stream NAL unit: the stream says it ended there.

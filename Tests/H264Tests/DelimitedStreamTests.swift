@@ -35,15 +35,33 @@ import Testing
 
     @Test func framingSendsTheNextDelimiterBehindEachAccessUnit() {
         var framing = AccessUnitDelimiting()
-        let first = framing.frame([Self.aud, Self.idrSlice])
-        #expect(Self.bytes(first) == Self.bytes([Self.aud, Self.idrSlice, AccessUnitDelimiting.delimiter]), "the first keeps its own AUD")
-        let second = framing.frame([Self.aud, Self.idrSlice])
-        #expect(Self.bytes(second) == Self.bytes([Self.idrSlice, AccessUnitDelimiting.delimiter]), "later ones leave theirs out")
+        let trailer: [UInt8] = [0, 0, 0, 1, 0x09, 0xF0, 0, 0, 0, 1, 0x06]
+        let sei = NALUnit(escapedBody: [0x06, 0x05, 0x01, 0x42, 0x80])
+        let first = framing.frame([Self.aud, Self.idrSlice]).flatMap { $0 }
+        #expect(first == Self.bytes([Self.aud, Self.idrSlice]) + trailer, "the first keeps its own AUD")
+        let second = framing.frame([Self.aud, sei, Self.idrSlice]).flatMap { $0 }
+        #expect(second == [0x05, 0x01, 0x42, 0x80] + Self.bytes([Self.idrSlice]) + trailer, "the SEI the trailer began goes on")
+        let third = framing.frame([Self.aud, Self.idrSlice]).flatMap { $0 }
+        #expect(third == [0x03, 0x00, 0x80] + Self.bytes([Self.idrSlice]) + trailer, "no SEI first: an empty filler SEI")
+        #expect(framing.frame([Self.aud]).isEmpty, "an AUD alone would open a second access unit")
+        #expect(framing.closing().flatMap { $0 } == [0x03, 0x00, 0x80, 0, 0, 0, 1, 0x0A])
         var fresh = AccessUnitDelimiting()
-        let bare = fresh.frame([Self.idrSlice])
-        #expect(bare.map(\.type) == [.accessUnitDelimiter, .idrSlice, .accessUnitDelimiter], "a stream without AUDs gets them")
-        #expect(Self.bytes(framing.closing()) == [0, 0, 0, 1, 0x0A])
-        #expect(Self.bytes([AccessUnitDelimiting.delimiter]) == [0, 0, 0, 1, 0x09, 0xF0])
+        #expect(fresh.closing().flatMap { $0 } == [0, 0, 0, 1, 0x0A], "an end of sequence alone when nothing was written")
+        let bare = fresh.frame([Self.idrSlice]).flatMap { $0 }
+        #expect(bare == [0, 0, 0, 1, 0x09, 0xF0] + Self.bytes([Self.idrSlice]) + trailer, "a stream without AUDs gets them")
+    }
+
+    /// A stream cut anywhere in the trailer has lost nothing; cut in the next access unit's
+    /// SEI body, it has.
+    @Test func theTrailerIsNothingInProgress() {
+        var framing = AccessUnitDelimiting()
+        let bytes = framing.frame([Self.aud, Self.idrSlice]).flatMap { $0 }
+        var parser = AnnexBParser()
+        let units = parser.push(bytes)
+        #expect(units.count == 1)
+        #expect(!parser.hasAccessUnitInProgress)
+        _ = parser.push([0x03])
+        #expect(parser.hasAccessUnitInProgress)
     }
 
     /// Every conformance stream, delimited and pushed a byte at a time: each access unit is
@@ -56,13 +74,13 @@ import Testing
         #expect(reference.count == stream.accessUnits)
         var framing = AccessUnitDelimiting()
         var delimited: [UInt8] = []
-        // For each access unit: the offset just past its trailing AUD's header byte.
+        // For each access unit: the offset of its trailing AUD's header byte.
         var released: [Int] = []
         for unit in reference {
-            delimited += Self.bytes(framing.frame(unit.nalUnits))
-            released.append(delimited.count - 2)
+            delimited += framing.frame(unit.nalUnits).flatMap { $0 }
+            released.append(delimited.count - 7)
         }
-        delimited += Self.bytes(framing.closing())
+        delimited += framing.closing().flatMap { $0 }
         var out: [AccessUnit] = []
         parser = AnnexBParser()
         for (offset, byte) in delimited.enumerated() {
@@ -73,8 +91,10 @@ import Testing
         }
         parser.finish { out.append($0) }
         #expect(out.count == reference.count)
-        for (got, want) in zip(out, reference) {
-            #expect(got.nalTypes == [.accessUnitDelimiter] + want.nalTypes.filter { $0 != .accessUnitDelimiter })
+        for (n, (got, want)) in zip(out, reference).enumerated() {
+            // After the first, each begins with the SEI the trailer began (a filler: these have none).
+            let begun: [NALType] = n == 0 ? [.accessUnitDelimiter] : [.accessUnitDelimiter, .sei]
+            #expect(got.nalTypes == begun + want.nalTypes.filter { $0 != .accessUnitDelimiter })
             #expect(got.isIDR == want.isIDR)
         }
         #expect(parser.assembler.delimiterOnlyUnits == 1)
