@@ -18,12 +18,14 @@ import TestSupport
         let endpoint: String
         let metrics: String
 
-        /// A counter of the producer's `/metrics`, -1 when it cannot be read.
-        func counter(_ name: String) throws -> Int {
-            let text = try Run.program("curl", ["-s", "http://\(metrics)/metrics"]).text
-            let line = text.split(separator: "\n").first { $0.hasPrefix(name + " ") }
-            return line.flatMap { Int($0.split(separator: " ").last ?? "") } ?? -1
-        }
+        func counter(_ name: String) throws -> Int { try ReaderLatencyTests.counter(name, at: metrics) }
+    }
+
+    /// A counter of a producer's `/metrics` at `address`, -1 when it cannot be read.
+    static func counter(_ name: String, at address: String) throws -> Int {
+        let text = try Run.program("curl", ["-s", "http://\(address)/metrics"]).text
+        let line = text.split(separator: "\n").first { $0.hasPrefix(name + " ") }
+        return line.flatMap { Int($0.split(separator: " ").last ?? "") } ?? -1
     }
 
     /// A producer that has encoded its first picture, the next one 10 s away.
@@ -97,5 +99,46 @@ import TestSupport
         try Self.check("nalcast consume", binary: true, reader: { endpoint in
             [Run.nalcast, "consume", "--from", endpoint, "-o", "-", "-q"]
         })
+    }
+
+    /// `produce -o -` into a pipe is read the same way: ffprobe reading the pipe has the
+    /// first picture before a second is encoded (FileSink delimits what it writes into a pipe).
+    @Test func aPipeFromProduceIsNotAPictureBehind() throws {
+        let metricsPort = try FreePort.tcp()
+        let producer = Process()
+        producer.executableURL = URL(fileURLWithPath: Run.nalcast)
+        producer.arguments = ["produce", "--size", "320x240", "--fps", "0.1", "-o", "-", "-q", "--metrics", "tcp://127.0.0.1:\(metricsPort)"]
+        let pipe = Pipe()
+        producer.standardOutput = pipe
+        producer.standardError = FileHandle.nullDevice
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let out = dir.appendingPathComponent("ffprobe.out")
+        _ = FileManager.default.createFile(atPath: out.path, contents: nil)
+        let reader = Process()
+        reader.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        reader.arguments = ["stdbuf", "-oL", "ffprobe", "-v", "error", "-flags", "low_delay", "-threads", "1", "-probesize", "32", "-analyzeduration", "0",
+                            "-f", "h264", "-i", "-", "-show_frames", "-show_entries", "frame=key_frame,width", "-of", "csv=p=0"]
+        reader.standardInput = pipe
+        reader.standardOutput = try FileHandle(forWritingTo: out)
+        reader.standardError = FileHandle.nullDevice
+        try producer.run()
+        try reader.run()
+        defer {
+            for process in [reader, producer] where process.isRunning {
+                kill(process.processIdentifier, SIGKILL)
+                process.waitUntilExit()
+            }
+        }
+        let deadline = Date().addingTimeInterval(30)
+        var seen = false
+        while !seen && Date() < deadline && reader.isRunning {
+            seen = String(decoding: (try? Data(contentsOf: out)) ?? Data(), as: UTF8.self).split(separator: "\n").contains { $0.hasPrefix("1,320") }
+            if !seen { usleep(10_000) }
+        }
+        #expect(seen, "ffprobe decoded nothing from the pipe")
+        guard seen else { return }
+        let encoded = try Self.counter("nalcast_frames_encoded_total", at: "127.0.0.1:\(metricsPort)")
+        #expect(encoded == 1, "ffprobe had its first picture only once \(encoded) were encoded: it waited for the next")
     }
 }
