@@ -2,10 +2,10 @@ import Foundation
 import Testing
 import TestSupport
 
-/// No picture waits in a reader's parser for the next one: FFmpeg (ffprobe over TCP),
-/// GStreamer (`tcpclientsrc ! h264parse ! avdec_h264`) and `nalcast consume` each have the
-/// first picture of `produce --listen` out of their decoder (or, for consume, written)
-/// before the producer has encoded a second.
+/// No picture waits in a reader's parser for the next one: FFmpeg (ffprobe over TCP, also
+/// behind a relay, and reading `produce -o -` from a pipe), GStreamer (`tcpclientsrc !
+/// h264parse ! avdec_h264`) and `nalcast consume` each have the first picture of `produce`
+/// out of their decoder (or, for consume, written) before the producer has encoded a second.
 ///
 /// The proof is a count, not a clock: the producer makes one picture every 10 s
 /// (`--fps 0.1`), the reader joins with the cached GOP (`--join gop`: that picture, at
@@ -43,7 +43,9 @@ import TestSupport
     /// Starts `reader` (its stdout line-buffered into a file), waits until a line of it
     /// satisfies `isPicture` (with `binary`, until it has any bytes), and checks the
     /// producer's counts at that moment.
-    static func check(_ name: String, binary: Bool = false, reader arguments: (String) -> [String], isPicture: (Substring) -> Bool = { _ in true }) throws {
+    /// With `throughRelay`, the reader reads a relay of the producer (`consume --listen`).
+    static func check(_ name: String, binary: Bool = false, throughRelay: Bool = false, reader arguments: (String) -> [String],
+                      isPicture: (Substring) -> Bool = { _ in true }) throws {
         let producer = try producer()
         defer {
             // Killed: a clean stop would wait for the capture slot 10 s away.
@@ -51,10 +53,23 @@ import TestSupport
             producer.process.wait()
         }
         #expect(try producer.counter("nalcast_frames_encoded_total") == 1, "\(name): the producer has not encoded its first picture yet")
+        var endpoint = producer.endpoint
+        var relay: Background? = nil
+        defer {
+            relay?.signal(SIGKILL)
+            relay?.wait()
+        }
+        if throughRelay {
+            let (process, served) = try RelayServeTests.relay(from: producer.endpoint, ["--join", "gop"])
+            relay = process
+            endpoint = served
+            // The relay has the picture once it has read it: its cached GOP.
+            #expect(process.waitFor("connected to"), "\(process.stderr)")
+        }
         let dir = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let out = dir.appendingPathComponent("reader.out")
-        let reader = try Background("stdbuf", ["-oL"] + arguments(producer.endpoint), stdoutTo: out)
+        let reader = try Background("stdbuf", ["-oL"] + arguments(endpoint), stdoutTo: out)
         defer {
             reader.signal(SIGKILL)  // nothing is asked of its end
             reader.wait()
@@ -91,6 +106,15 @@ import TestSupport
             return ["gst-launch-1.0", "-v", "tcpclientsrc", "host=127.0.0.1", "port=\(port)", "!", "h264parse", "!", "avdec_h264", "max-threads=1",
                     "!", "fakesink", "sync=false", "silent=false"]
         }, isPicture: { $0.contains("last-message = chain") && $0.contains("115200 bytes") })
+    }
+
+    /// Through a relay (`consume --listen`): the relay's parser hands the access unit on at
+    /// once, and its reader's stream is delimited as the producer's is.
+    @Test func ffmpegThroughARelayDecodesThePictureBeforeTheNextExists() throws {
+        try Self.check("ffprobe behind a relay", throughRelay: true, reader: { endpoint in
+            ["ffprobe", "-v", "error", "-flags", "low_delay", "-threads", "1", "-probesize", "32", "-analyzeduration", "0", "-f", "h264",
+             "-i", endpoint, "-show_frames", "-show_entries", "frame=key_frame,width", "-of", "csv=p=0"]
+        }, isPicture: { $0.hasPrefix("1,320") })
     }
 
     /// nalcast's own consumer writes the access unit (`-o -`) before the next one exists:
