@@ -118,7 +118,7 @@ final class ProduceSession {
         let log = self.log
         return plan.forwards.enumerated().map { index, target in
             let name = ForwardChoice.sinkName(index, of: plan.forwards.count)
-            let sink = target.makeSink(name: name, fallbackFrameRate: nil, countedClock: false, onEvent: ForwardChoice.reporter(name: name, log: log, events: events))
+            let sink = target.makeSink(name: name, fallbackFrameRate: nil, countedClock: false, live: live, onEvent: ForwardChoice.reporter(name: name, log: log, events: events))
             return SinkRunner(sink: sink, queue: SinkQueue(policy: live ? .skipToEntry : .wait, highWater: 8 << 20),
                               counters: SinkCounters(registry: registry, sink: name)) { event in
                 if case .closed(_, let error?) = event { log.line(error.description, force: true) }

@@ -4,7 +4,7 @@ import TestSupport
 
 /// No picture waits in a reader's parser for the next one: FFmpeg (ffprobe over TCP, also
 /// behind a relay, and reading `produce -o -` from a pipe), GStreamer (`tcpclientsrc !
-/// h264parse ! avdec_h264`) and `nalcast consume` each have the first picture of `produce`
+/// h264parse ! avdec_h264`), `nalcast consume` and a raw reader of `--forward tcp://` each have the first picture of `produce`
 /// out of their decoder (or, for consume, written) before the producer has encoded a second.
 ///
 /// The proof is a count, not a clock: the producer makes one picture every 10 s
@@ -123,6 +123,41 @@ import TestSupport
         try Self.check("nalcast consume", binary: true, reader: { endpoint in
             [Run.nalcast, "consume", "--from", endpoint, "-o", "-", "-q"]
         })
+    }
+
+    /// `produce --forward tcp://` to a raw Annex-B reader is delimited as well (a live run):
+    /// ffprobe listening for the push has the first picture before a second is encoded.
+    @Test func aForwardToARawReaderIsNotAPictureBehind() throws {
+        let port = try FreePort.tcp()
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let out = dir.appendingPathComponent("ffprobe.out")
+        let reader = try Background("stdbuf", ["-oL", "ffprobe", "-v", "error", "-flags", "low_delay", "-threads", "1", "-probesize", "32",
+                                               "-analyzeduration", "0", "-f", "h264", "-i", "tcp://127.0.0.1:\(port)?listen=1",
+                                               "-show_frames", "-show_entries", "frame=key_frame,width", "-of", "csv=p=0"], stdoutTo: out)
+        defer {
+            reader.signal(SIGKILL)
+            reader.wait()
+        }
+        let listening = Date().addingTimeInterval(10)
+        while !ServerProcess.portInUse(port, .tcp) && Date() < listening { usleep(20_000) }
+        let metricsPort = try FreePort.tcp()
+        let producer = try Background(Run.nalcast, ["produce", "--size", "320x240", "--fps", "0.1", "--forward", "tcp://127.0.0.1:\(port)", "-q",
+                                                    "--metrics", "tcp://127.0.0.1:\(metricsPort)"])
+        defer {
+            producer.signal(SIGKILL)
+            producer.wait()
+        }
+        let deadline = Date().addingTimeInterval(30)
+        var seen = false
+        while !seen && Date() < deadline && reader.process.isRunning {
+            seen = String(decoding: (try? Data(contentsOf: out)) ?? Data(), as: UTF8.self).split(separator: "\n").contains { $0.hasPrefix("1,320") }
+            if !seen { usleep(10_000) }
+        }
+        #expect(seen, "ffprobe decoded nothing from the forward: \(reader.stderr.suffix(800))")
+        guard seen else { return }
+        let encoded = try Self.counter("nalcast_frames_encoded_total", at: "127.0.0.1:\(metricsPort)")
+        #expect(encoded == 1, "ffprobe had its first picture only once \(encoded) were encoded: it waited for the next")
     }
 
     /// `produce -o -` into a pipe is read the same way: ffprobe reading the pipe has the
