@@ -279,6 +279,23 @@ static inline int CAVFormat_set_extradata(AVCodecParameters *par, const uint8_t 
     return 0;
 }
 
+// An AAC audio track's parameters, for the container writers: what a muxer needs besides
+// the extradata (the AudioSpecificConfig). The channel layout is the native one for mono and
+// stereo, unspecified beyond.
+static inline void CAVFormat_aac_track(AVCodecParameters *par, int sample_rate, int channels, int frame_size, int64_t bit_rate) {
+    par->codec_type = AVMEDIA_TYPE_AUDIO;
+    par->codec_id = AV_CODEC_ID_AAC;
+    par->sample_rate = sample_rate;
+    par->frame_size = frame_size;
+    par->bit_rate = bit_rate;
+    par->ch_layout.order = channels <= 2 ? AV_CHANNEL_ORDER_NATIVE : AV_CHANNEL_ORDER_UNSPEC;
+    par->ch_layout.nb_channels = channels;
+    par->ch_layout.u.mask = channels == 1 ? AV_CH_LAYOUT_MONO : channels == 2 ? AV_CH_LAYOUT_STEREO : 0;
+}
+
+// The channel count of a track read from a container (ch_layout is a struct with a union).
+static inline int CAVFormat_track_channels(const AVCodecParameters *par) { return par->ch_layout.nb_channels; }
+
 // AV_INPUT_BUFFER_PADDING_SIZE is a macro: packet buffers need that many zeros at their end.
 static inline int CAVFormat_padding_size(void) { return AV_INPUT_BUFFER_PADDING_SIZE; }
 

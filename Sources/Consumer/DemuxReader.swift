@@ -168,6 +168,7 @@ public final class DemuxReader: Sendable {
                 let seconds = Double(monotonicNanoseconds() - began) / 1e9
                 if everOpened { intake.metrics.reconnects.increment() }
                 let found = demuxer.formatName + (demuxer.width > 0 ? ", \(demuxer.width)x\(demuxer.height)" : "")
+                    + (demuxer.audioFormat.map { ", audio aac \($0.sampleRate) Hz \($0.channels) ch" } ?? "")
                 onEvent(.opened(source: source.shown, attempts: attempts, seconds: seconds, found: found, ignored: everOpened ? [] : demuxer.ignoredTracks))
                 everOpened = true
                 backoff.connected()
@@ -233,6 +234,10 @@ public final class DemuxReader: Sendable {
             return .invalid("\(source.shown): its H.264 description (extradata) is unreadable: \(error)")
         }
         var malformed = 0
+        if let format = demuxer.audioFormat { intake.declare(audio: format) }
+        // The first picture's reordering delay (pts - dts): audio is placed that much earlier,
+        // as the container writers present pictures (`PacketTimer`'s presentation shift).
+        var reorderDelay: Int64?
         // An IDR picture waiting for the next packet (`picturesMaySpanPackets`): its NAL units,
         // time and bytes.
         var waiting: (nals: [NALUnit], time: MediaTime?, bytes: Int)?
@@ -250,6 +255,19 @@ public final class DemuxReader: Sendable {
                 return error.kind == .timedOut ? .stalled : .failed(error.message)
             }
             guard let packet else { return .endOfInput }
+            if packet.isAudio {
+                // Audio goes out at once: the sinks interleave it with the pictures by time.
+                if let pts = packet.pts, let format = demuxer.audioFormat {
+                    // Frames after the first of one packet follow it, a packet's length each.
+                    let step = Int64(format.samplesPerPacket) * MediaTime.ticksPerSecond
+                    for (i, frame) in packet.audioFrames.enumerated() {
+                        let time = pts - (reorderDelay ?? 0) + step * Int64(i) / Int64(max(1, format.sampleRate))
+                        intake.push(audio: frame, packetTime: MediaTime(ticks: time))
+                    }
+                }
+                continue
+            }
+            if reorderDelay == nil, let pts = packet.pts, let dts = packet.dts { reorderDelay = max(0, pts - dts) }
             if let extradata = packet.newExtradata, (try? packager.setExtradata(extradata)) == nil {
                 // Kept the previous parameter sets; in-band ones still pass through.
                 packager.noteMalformed()

@@ -165,6 +165,8 @@ public final class StreamClient {
             lastDataNs = monotonicNanoseconds()
             // An exact-size copy: the NAL units cut from it share it while sinks hold them.
             intake.push(Array(buffer[0..<n]))
+            // The intake may have handed the input to another reader (MPEG-TS found).
+            if stopped { return }
             if n < buffer.count { return }
         }
     }

@@ -25,6 +25,12 @@ public final class StreamIntake {
     public private(set) var lastConnectionEndedCleanly = false
     /// The last access unit delivered ended with an end-of-stream or end-of-sequence NAL unit.
     private var lastUnitEndedStream = false
+    /// The audio track last declared to the sinks.
+    private var audioFormat: AudioFormat?
+    /// Media time minus container time of the last access unit delivered since the input
+    /// (re)opened: where the same container clock puts audio. nil before the first one.
+    private var audioOffset: Int64?
+    private var lastAudioTime: MediaTime?
 
     /// Sees every access unit that goes to the sinks, on the intake's thread.
     private let observer: ((TimedUnit) -> Void)?
@@ -46,9 +52,44 @@ public final class StreamIntake {
         self.handsOnEachUnit = handsOnEachUnit
     }
 
+    /// Called (once, on the intake's thread) when a connection's first bytes are MPEG-TS
+    /// (0x47 every 188 bytes) rather than Annex-B: the caller hands the input to a reader that
+    /// demuxes it. Set before the first bytes; nil: no looking (every byte is parsed).
+    public var onTransportStream: (() -> Void)? {
+        didSet { head = onTransportStream == nil ? nil : InputSniffer.Head() }
+    }
+    /// The first bytes of the current connection, held until they say what the input is.
+    private var head: InputSniffer.Head?
+    /// MPEG-TS was found: the rest of the input is not parsed here.
+    private var handedOver = false
+
+    /// Parses the bytes held while looking (a connection that ended before they could tell).
+    private func releaseHead() {
+        guard let held = head?.chunks else { return }
+        head = nil
+        for piece in held { parser.push(piece) { completed.append($0) } }
+    }
+
     /// Bytes read from the input.
     public func push(_ chunk: [UInt8]) {
         metrics.bytes.increment(by: UInt64(chunk.count))
+        guard !handedOver else { return }
+        if head != nil {
+            switch head!.add(chunk) {
+            case .needMore:
+                return
+            case .notAnnexB(.mpegTS):
+                head = nil
+                handedOver = true
+                onTransportStream?()
+                return
+            case .annexB, .notAnnexB:
+                // Annex-B (or garbage the scanner skips and counts, as before).
+                releaseHead()
+                deliverCompleted()
+                return
+            }
+        }
         parser.push(chunk) { completed.append($0) }
         deliverCompleted()
     }
@@ -63,6 +104,33 @@ public final class StreamIntake {
         outgoing.removeAll(keepingCapacity: true)
     }
 
+    /// The demuxed source has this audio track (said at each opening): the sinks hear of it
+    /// when it is new or changed, before its first packet.
+    public func declare(audio format: AudioFormat) {
+        guard format != audioFormat else { return }
+        audioFormat = format
+        fanout.push(.audioFormat(format))
+    }
+
+    /// One audio packet of a demuxed source, its time from the same container clock as the
+    /// video's (`packetTime`): placed in media time as the last access unit was, so that the
+    /// two stay in step across rebasing and reconnects. Before the first picture of an
+    /// opening (or out of time order) it is dropped and counted.
+    public func push(audio data: [UInt8], packetTime: MediaTime) {
+        guard audioFormat != nil, !waitingForEntry, let offset = audioOffset else {
+            metrics.droppedAudioPackets.increment()
+            return
+        }
+        let time = MediaTime(ticks: packetTime.ticks &+ offset)
+        if let last = lastAudioTime, time <= last {
+            metrics.droppedAudioPackets.increment()
+            return
+        }
+        lastAudioTime = time
+        metrics.audioPackets.increment()
+        fanout.push(.audio(AudioPacket(data: data, mediaTime: time)))
+    }
+
     /// The VUI frame rate of the last SPS an access unit carried (parsed only then).
     private func frameRateOf(_ unit: AccessUnit) -> Double? {
         if let sps = unit.nalUnits.first(where: { $0.type == .sps }), let parsed = try? SequenceParameterSet(sps) {
@@ -74,6 +142,7 @@ public final class StreamIntake {
 
     /// The input ended for good (end of file): the last access unit goes out too.
     public func finish() {
+        releaseHead()
         parser.finish { completed.append($0) }
         deliverCompleted()
     }
@@ -95,6 +164,10 @@ public final class StreamIntake {
     @discardableResult
     public func inputFailed() -> Int {
         lastConnectionEndedCleanly = false
+        if head?.chunks.isEmpty == false {
+            releaseHead()
+            deliverCompleted()
+        }
         var dropped = 0
         if parser.hasAccessUnitInProgress {
             metrics.unfinishedUnits.increment()
@@ -106,6 +179,8 @@ public final class StreamIntake {
 
     private func startOver() {
         parser.reset()
+        // Each connection's first bytes are looked at again.
+        if onTransportStream != nil { head = InputSniffer.Head() }
         // The next connection's own last access unit says how it ended: one that delivers
         // nothing and closes has not ended its stream, whatever the one before did.
         lastUnitEndedStream = false
@@ -113,6 +188,7 @@ public final class StreamIntake {
         skippedSoFar = 0
         waitingForEntry = true
         pendingDiscontinuity = true
+        audioOffset = nil
         // The next connection's clock may start over: media time goes on from here.
         clock.discontinuity()
     }
@@ -158,6 +234,7 @@ public final class StreamIntake {
                 outgoing.append(.discontinuity)
             }
         }
+        if let packetTime { audioOffset = time.ticks &- packetTime.ticks }
         observer?(received)
         outgoing.append(.unit(received))
         if handsOnEachUnit {

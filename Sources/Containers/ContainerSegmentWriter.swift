@@ -4,7 +4,8 @@ import Output
 /// a `ContainerSink` over the segment's `.part` descriptor (which the segment sink owns).
 /// MP4 segments are fragmented (a fragment at every IDR and at least every second, written
 /// as it closes), so that what a killed `consume` leaves in a `.part` is playable up to its
-/// last complete fragment, which is the prefix the segment index records.
+/// last complete fragment, which is the prefix the segment index records. MPEG-TS segments'
+/// times start at 1.4 s (`Muxer.timeOffset`), so that they follow each other from the first.
 public final class ContainerSegmentWriter: SegmentWriter {
     private let sink: ContainerSink
 
@@ -23,6 +24,18 @@ public final class ContainerSegmentWriter: SegmentWriter {
 
     public func append(_ unit: TimedUnit) throws(SinkError) {
         _ = try sink.accept(unit)
+    }
+
+    public func declare(audio format: AudioFormat) {
+        sink.declare(audio: format)
+    }
+
+    public func append(audio packet: AudioPacket) throws(SinkError) {
+        try sink.accept(audio: packet)
+    }
+
+    public func takeAudioCounts() -> (written: Int, dropped: Int) {
+        sink.takeAudioCounts()
     }
 
     public func flush() throws(SinkError) -> Int {

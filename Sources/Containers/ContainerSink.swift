@@ -22,6 +22,10 @@ public final class ContainerSink: AccessUnitSink {
     private let ownsDescriptor: Bool
     private let fallbackFrameRate: Double?
     private var timer: PacketTimer
+    private var audio = AudioInterleaver()
+    private var audioFormat: AudioFormat?
+
+    public var carriesAudio: Bool { true }
 
     /// Writes to standard output (`-o -`): a pipe takes ts, mkv and flv, not mp4.
     public convenience init(format: ContainerFormat, fallbackFrameRate: Double? = nil, countedClock: Bool = false) throws(SinkError) {
@@ -61,6 +65,8 @@ public final class ContainerSink: AccessUnitSink {
         self.fallbackFrameRate = fallbackFrameRate
         do {
             muxer = try Muxer(format: format, fd: fd, fragmented: fragmented)
+            // A segment (the one caller that asks for fragments): see `Muxer.timeOffset`.
+            if fragmented && format == .ts { muxer.timeOffset = 126_000 }
         } catch {
             if ownsDescriptor { _ = Glibc.close(fd) }
             throw SinkError(sink: name, message: "\(label): \(error.message)")
@@ -77,6 +83,10 @@ public final class ContainerSink: AccessUnitSink {
                     if try add(unit) { report.units += 1 } else { report.dropped += 1 }
                 case .discontinuity, .gap:
                     timer.discontinuity()
+                case .audioFormat(let format):
+                    declare(audio: format)
+                case .audio(let packet):
+                    try add(audio: packet)
                 }
             }
             try writeSettled(finishing: false)
@@ -85,6 +95,7 @@ public final class ContainerSink: AccessUnitSink {
             throw sinkError(error)
         }
         report.bytes = muxer.bytesWritten - before
+        (report.audioPackets, report.droppedAudio) = audio.takeCounts()
         return report
     }
 
@@ -111,6 +122,26 @@ public final class ContainerSink: AccessUnitSink {
     /// Takes one access unit without writing anything out yet (`writeOut` does).
     func accept(_ unit: TimedUnit) throws(SinkError) -> Bool {
         do { return try add(unit) } catch { throw sinkError(error) }
+    }
+
+    /// The stream's audio track: declared in the header if that is not written yet.
+    func declare(audio format: AudioFormat) {
+        audioFormat = format
+        if !muxer.headerWritten { muxer.audio = format }
+    }
+
+    /// Takes one audio packet without writing it yet.
+    func accept(audio packet: AudioPacket) throws(SinkError) {
+        do { try add(audio: packet) } catch { throw sinkError(error) }
+    }
+
+    /// Audio packets written and dropped since the last call.
+    func takeAudioCounts() -> (written: Int, dropped: Int) { audio.takeCounts() }
+
+    public func audioCountsAfterLastWrite() -> (written: Int, dropped: Int) { audio.takeCounts() }
+
+    private func add(audio packet: AudioPacket) throws(MuxError) {
+        try audio.add(packet, format: audioFormat, offset: timer.mediaToContainer, muxer: muxer)
     }
 
     /// Writes the settled access units and flushes the output buffer.
@@ -146,8 +177,10 @@ public final class ContainerSink: AccessUnitSink {
     private func writeSettled(finishing: Bool) throws(MuxError) {
         let muxer = self.muxer
         try timer.take(finishing: finishing) { (packet) throws(MuxError) in
+            try audio.write(upTo: packet.dts, muxer: muxer)
             try muxer.write(packet.nalUnits, pts: packet.pts, dts: packet.dts, duration: packet.duration, keyframe: packet.keyframe)
         }
+        if finishing { try audio.write(upTo: nil, muxer: muxer) }
     }
 
     private func sinkError(_ error: MuxError) -> SinkError {

@@ -57,6 +57,11 @@ public final class Demuxer {
         public var pts: Int64?
         public var keyframe: Bool
         public var newExtradata: [UInt8]?
+        /// A packet of the audio track (`audioFormat`): its raw AAC frames (ADTS headers
+        /// taken off; a packet may hold several, one after the other from `pts`), `data`
+        /// empty; else a packet of the video.
+        public var isAudio = false
+        public var audioFrames: [[UInt8]] = []
     }
 
     /// The URL masked, for messages.
@@ -70,11 +75,17 @@ public final class Demuxer {
     public let formatName: String
     /// The tracks left out, described: `audio (aac)`, `video (mjpeg)`.
     public let ignoredTracks: [String]
+    /// The audio track handed on with the video: the best AAC one (others are ignored tracks).
+    public let audioFormat: AudioFormat?
 
     private var context: UnsafeMutablePointer<AVFormatContext>?
     private var packet: UnsafeMutablePointer<AVPacket>?
     private let streamIndex: Int32
     private let timeBase: AVRational
+    private let audioIndex: Int32
+    private let audioTimeBase: AVRational
+    /// Where the next audio frame follows the last, for a frame the container left untimed.
+    private var nextAudioTime: Int64?
     private let interrupt: UnsafeMutablePointer<CAVFormat_interrupt>
     private let deadline: DemuxDeadline
 
@@ -111,7 +122,7 @@ public final class Demuxer {
         }
         let best = CAVFormat_av_find_best_stream(opened, AVMEDIA_TYPE_VIDEO, -1, -1, nil, 0)
         guard best >= 0, let stream = opened.pointee.streams[Int(best)] else {
-            let kinds = Self.describeStreams(opened, except: -1)
+            let kinds = Self.describeStreams(opened, except: [])
             CAVFormat_avformat_close_input(&context)
             throw DemuxError(.noVideo, "\(shown) has no video stream" + (kinds.isEmpty ? "" : " (only \(kinds.joined(separator: ", ")))"))
         }
@@ -127,9 +138,21 @@ public final class Demuxer {
         width = Int(par.width)
         height = Int(par.height)
         extradata = par.extradata.map { Array(UnsafeBufferPointer(start: $0, count: Int(par.extradata_size))) } ?? []
-        ignoredTracks = Self.describeStreams(opened, except: best)
+        // The audio that goes with it: the best audio track, if it is AAC (what every
+        // container nalcast writes takes, copied as it is).
+        let audio = CAVFormat_av_find_best_stream(opened, AVMEDIA_TYPE_AUDIO, -1, best, nil, 0)
+        if audio >= 0, let st = opened.pointee.streams[Int(audio)], let format = Self.aacFormat(st.pointee.codecpar.pointee) {
+            audioIndex = audio
+            audioTimeBase = st.pointee.time_base
+            audioFormat = format
+        } else {
+            audioIndex = -1
+            audioTimeBase = AVRational(num: 1, den: 90_000)
+            audioFormat = nil
+        }
+        ignoredTracks = Self.describeStreams(opened, except: [best, audioIndex])
         // The other tracks are not read at all: libavformat drops their packets itself.
-        for i in 0..<Int(opened.pointee.nb_streams) where Int32(i) != best {
+        for i in 0..<Int(opened.pointee.nb_streams) where Int32(i) != best && Int32(i) != audioIndex {
             opened.pointee.streams[i]!.pointee.discard = AVDISCARD_ALL
         }
         packet = CAVFormat_av_packet_alloc()
@@ -176,6 +199,17 @@ public final class Demuxer {
             }
             defer { CAVFormat_av_packet_unref(packet) }
             let p = packet.pointee
+            if p.stream_index == audioIndex && audioIndex >= 0 {
+                guard let data = p.data, p.size > 0 else { continue }
+                let frames = Self.adtsFrames(UnsafeBufferPointer(start: data, count: Int(p.size)))
+                // The parser splits a PES packet of several frames and times only the first:
+                // the others follow it, a frame's length each.
+                guard !frames.isEmpty, let pts = ticks(p.pts, audioTimeBase) ?? ticks(p.dts, audioTimeBase) ?? nextAudioTime else { continue }
+                if let format = audioFormat {
+                    nextAudioTime = pts + Int64(frames.count * format.samplesPerPacket) * MediaTime.ticksPerSecond / Int64(max(1, format.sampleRate))
+                }
+                return Packet(data: [], dts: pts, pts: pts, keyframe: true, newExtradata: nil, isAudio: true, audioFrames: frames)
+            }
             guard p.stream_index == streamIndex else { continue }
             let data = p.data.map { Array(UnsafeBufferPointer(start: $0, count: Int(p.size))) } ?? []
             var size: Int32 = 0
@@ -187,15 +221,59 @@ public final class Demuxer {
         }
     }
 
-    private func ticks(_ value: Int64) -> Int64? {
+    private func ticks(_ value: Int64, _ base: AVRational? = nil) -> Int64? {
         guard value != CAVFormat_no_pts() else { return nil }
-        return CAVFormat_av_rescale_q(value, timeBase, AVRational(num: 1, den: 90_000))
+        return CAVFormat_av_rescale_q(value, base ?? timeBase, AVRational(num: 1, den: 90_000))
     }
 
-    /// `audio (aac)`, one per stream but `except`.
-    private static func describeStreams(_ ctx: UnsafeMutablePointer<AVFormatContext>, except: Int32) -> [String] {
+    /// The `AudioFormat` of an AAC track; nil for another codec. Without extradata (AAC in
+    /// MPEG-TS comes as ADTS, which carries its configuration in every frame header) the
+    /// AudioSpecificConfig is made from the profile, the sample rate and the channel count.
+    static func aacFormat(_ par: AVCodecParameters) -> AudioFormat? {
+        guard par.codec_type == AVMEDIA_TYPE_AUDIO, par.codec_id == AV_CODEC_ID_AAC, par.sample_rate > 0 else { return nil }
+        let channels = Int(CAVFormat_track_channels([par]))
+        var config = par.extradata.map { Array(UnsafeBufferPointer(start: $0, count: Int(par.extradata_size))) } ?? []
+        if config.isEmpty {
+            // FF_PROFILE_AAC_LOW is 1: the object type is the profile + 1 (2, AAC-LC, when unknown).
+            let objectType = par.profile >= 0 && par.profile < 30 ? Int(par.profile) + 1 : 2
+            guard let config2 = audioSpecificConfig(objectType: objectType, sampleRate: Int(par.sample_rate), channels: channels) else { return nil }
+            config = config2
+        }
+        return AudioFormat(codec: .aac, sampleRate: Int(par.sample_rate), channels: max(1, channels), bitrate: Int(par.bit_rate),
+                           samplesPerPacket: par.frame_size > 0 ? Int(par.frame_size) : 1024, extradata: config)
+    }
+
+    /// The two-byte AudioSpecificConfig (ISO/IEC 14496-3 1.6.2.1) of a plain AAC stream:
+    /// object type, sampling frequency index, channel configuration. nil for a rate with no
+    /// index or more than 7 channels.
+    static func audioSpecificConfig(objectType: Int, sampleRate: Int, channels: Int) -> [UInt8]? {
+        let rates = [96_000, 88_200, 64_000, 48_000, 44_100, 32_000, 24_000, 22_050, 16_000, 12_000, 11_025, 8_000, 7_350]
+        guard let index = rates.firstIndex(of: sampleRate), (1...7).contains(channels), (1...30).contains(objectType) else { return nil }
+        let bits = (objectType << 11) | (index << 7) | (channels << 3)
+        return [UInt8(bits >> 8), UInt8(bits & 0xFF)]
+    }
+
+    /// The AAC frames of a packet without their ADTS headers (7 bytes, 9 with a CRC), as
+    /// MP4, Matroska and FLV store them (MPEG-TS writers add them again): a PES packet may
+    /// hold several frames. A packet without ADTS is one raw frame, as it is.
+    static func adtsFrames(_ bytes: UnsafeBufferPointer<UInt8>) -> [[UInt8]] {
+        var frames: [[UInt8]] = []
+        var at = 0
+        while bytes.count - at >= 7, bytes[at] == 0xFF, bytes[at + 1] & 0xF6 == 0xF0 {
+            let header = bytes[at + 1] & 1 == 1 ? 7 : 9
+            let length = (Int(bytes[at + 3] & 3) << 11) | (Int(bytes[at + 4]) << 3) | Int(bytes[at + 5] >> 5)
+            guard length > header, at + length <= bytes.count else { break }
+            frames.append(Array(bytes[(at + header)..<(at + length)]))
+            at += length
+        }
+        if frames.isEmpty && !bytes.isEmpty { frames.append(Array(bytes)) }
+        return frames
+    }
+
+    /// `audio (aac)`, one per stream but those in `except`.
+    private static func describeStreams(_ ctx: UnsafeMutablePointer<AVFormatContext>, except: [Int32]) -> [String] {
         (0..<Int(ctx.pointee.nb_streams)).compactMap { i in
-            guard Int32(i) != except, let st = ctx.pointee.streams[i] else { return nil }
+            guard !except.contains(Int32(i)), let st = ctx.pointee.streams[i] else { return nil }
             let par = st.pointee.codecpar.pointee
             let kind: String
             switch par.codec_type {

@@ -49,6 +49,18 @@ final class Muxer {
     private let ownIO: Bool
     private let io: UnsafeMutablePointer<CAVFormat_fd_io>
     private var stream: UnsafeMutablePointer<AVStream>?
+    /// The AAC track (stream 1), when `audio` was set before the header.
+    private var audioStream: UnsafeMutablePointer<AVStream>?
+    private var lastAudioDts: Int64?
+    /// Added to every time written (90 kHz ticks): MPEG-TS segments start at 1.4 s, as FFmpeg's
+    /// MPEG-TS does, so that the decode times before the first picture of a stream with
+    /// B-frames are not negative (which the muxer would make good by moving the first
+    /// segment's times alone, and segments' times would no longer follow each other).
+    var timeOffset: Int64 = 0
+    /// The audio track to declare in the header: set before `writeHeader`, else there is none.
+    var audio: AudioFormat?
+    /// True once the header declared an audio track.
+    var hasAudioTrack: Bool { audioStream != nil }
     private var packet: UnsafeMutablePointer<AVPacket>?
     private var buffer: [UInt8] = []
     private var lastDts: Int64?
@@ -191,6 +203,16 @@ final class Muxer {
             guard rc >= 0 else { throw MuxError("out of memory") }
         }
         stream.pointee.time_base = Self.ninetyKHz
+        if let audio {
+            guard let st = CAVFormat_avformat_new_stream(context, nil), let apar = st.pointee.codecpar else { throw MuxError("out of memory") }
+            CAVFormat_aac_track(apar, Int32(clamping: audio.sampleRate), Int32(clamping: audio.channels), Int32(clamping: audio.samplesPerPacket), Int64(audio.bitrate))
+            if !audio.extradata.isEmpty {
+                let rc = audio.extradata.withUnsafeBufferPointer { CAVFormat_set_extradata(apar, $0.baseAddress, Int32($0.count)) }
+                guard rc >= 0 else { throw MuxError("out of memory") }
+            }
+            st.pointee.time_base = AVRational(num: 1, den: Int32(clamping: max(1, audio.sampleRate)))
+            audioStream = st
+        }
         if let frameRate, frameRate.isFinite, frameRate > 0, frameRate < 1000 {
             let q = CAVFormat_av_d2q(frameRate, 1_000_000)
             stream.pointee.avg_frame_rate = q
@@ -198,7 +220,12 @@ final class Muxer {
         }
         var dictionary = Self.dictionary(headerOptions)
         if fragmentedMP4 {
-            CAVFormat_av_dict_set(&dictionary, "movflags", "frag_keyframe+empty_moov+default_base_moof", 0)
+            // With audio, the first moov waits for the first fragment (delay_moov): it then
+            // knows each track's first times and writes edit lists that keep the tracks in
+            // step (without them every track of a fragmented file starts at 0, and audio at
+            // an IDR's instant would play a B-frame delay early).
+            CAVFormat_av_dict_set(&dictionary, "movflags", audioStream == nil ? "frag_keyframe+empty_moov+default_base_moof"
+                                                                              : "frag_keyframe+empty_moov+delay_moov+default_base_moof", 0)
             CAVFormat_av_dict_set(&dictionary, "frag_duration", "1000000", 0)
         }
         let rc = CAVFormat_avformat_write_header(context, &dictionary)
@@ -268,8 +295,8 @@ final class Muxer {
             packet.pointee.data = bytes.baseAddress
             packet.pointee.size = Int32(size)
             packet.pointee.stream_index = 0
-            packet.pointee.pts = pts
-            packet.pointee.dts = dts
+            packet.pointee.pts = pts &+ timeOffset
+            packet.pointee.dts = dts &+ timeOffset
             packet.pointee.duration = duration
             packet.pointee.flags = keyframe ? AV_PKT_FLAG_KEY : 0
             CAVFormat_av_packet_rescale_ts(packet, Self.ninetyKHz, stream.pointee.time_base)
@@ -286,6 +313,39 @@ final class Muxer {
             return result
         }
         guard rc >= 0 else { throw failure("write", rc) }
+    }
+
+    /// One audio packet (stream 1), at `pts` 90 kHz ticks on the video's container time line.
+    /// False when it was not written: no audio track, or not after the last one (a muxer
+    /// wants its times rising).
+    func writeAudio(_ data: [UInt8], pts: Int64, duration: Int64) throws(MuxError) -> Bool {
+        guard let context, let audioStream, let packet else { return false }
+        guard !data.isEmpty else { return false }
+        let tb = audioStream.pointee.time_base
+        let dts = CAVFormat_av_rescale_q(pts &+ timeOffset, Self.ninetyKHz, tb)
+        if let last = lastAudioDts, dts <= last { return false }
+        buffer.removeAll(keepingCapacity: true)
+        buffer.append(contentsOf: data)
+        let size = buffer.count
+        packetBytes += size
+        buffer.append(contentsOf: repeatElement(0, count: Int(CAVFormat_padding_size())))
+        let rc: Int32 = buffer.withUnsafeMutableBufferPointer { bytes in
+            CAVFormat_av_packet_unref(packet)
+            packet.pointee.data = bytes.baseAddress
+            packet.pointee.size = Int32(size)
+            packet.pointee.stream_index = audioStream.pointee.index
+            packet.pointee.pts = dts
+            packet.pointee.dts = dts
+            packet.pointee.duration = CAVFormat_av_rescale_q(duration, Self.ninetyKHz, tb)
+            packet.pointee.flags = AV_PKT_FLAG_KEY
+            let result = CAVFormat_av_write_frame(context, packet)
+            packet.pointee.data = nil
+            packet.pointee.size = 0
+            return result
+        }
+        guard rc >= 0 else { throw failure("write", rc) }
+        lastAudioDts = dts
+        return true
     }
 
     /// Pushes what the output buffer holds to the descriptor (a pipe's reader sees it now).

@@ -74,6 +74,15 @@ struct PacketTimer {
         afterDiscontinuity = true
     }
 
+    /// What to add to a media time to place it on this timer's container time line, as the
+    /// last access unit was placed: audio of the same media time presents with a picture
+    /// whose reordering delay the presentation shift took off (an IDR, where segments
+    /// start). nil before the first access unit.
+    var mediaToContainer: Int64? {
+        guard let lastDts else { return nil }
+        return lastDts &- lastMediaTime
+    }
+
     /// Access units taken and not handed out yet (a field waiting for its pair counts one).
     var pendingCount: Int { queued.count - queuedHead + (held == nil ? 0 : 1) + (pendingField == nil ? 0 : 1) }
 

@@ -24,6 +24,8 @@ public final class PushTransport: ForwardTransport {
     private let fallbackFrameRate: Double?
     private var timer: PacketTimer
     private var muxer: Muxer?
+    private var audioFormat: AudioFormat?
+    private var audio = AudioInterleaver()
     private let interrupt: UnsafeMutablePointer<CAVFormat_interrupt>
 
     public init(_ push: PushTarget, fallbackFrameRate: Double? = nil, countedClock: Bool = false, connectTimeout: Double = 5, sendTimeout: Double = 5) {
@@ -51,6 +53,7 @@ public final class PushTransport: ForwardTransport {
             arm(connectTimeout)
             let opened = try Muxer(push: push.url, muxer: push.muxer, label: push.kind.rawValue, protocolOptions: push.protocolOptions,
                                    headerOptions: push.headerOptions, interrupt: interrupt)
+            opened.audio = audioFormat
             try opened.writeHeader(entry: first, fallbackFrameRate: fallbackFrameRate)
             muxer = opened
         } catch {
@@ -64,6 +67,7 @@ public final class PushTransport: ForwardTransport {
         do {
             arm(sendTimeout)
             try timer.take(finishing: false) { (packet) throws(MuxError) in
+                try audio.write(upTo: packet.dts, muxer: muxer)
                 try muxer.write(packet.nalUnits, pts: packet.pts, dts: packet.dts, duration: packet.duration, keyframe: packet.keyframe)
             }
         } catch {
@@ -95,8 +99,10 @@ public final class PushTransport: ForwardTransport {
                 arm(sendTimeout)
                 let muxer = self.muxer!
                 try timer.take(finishing: true) { (packet) throws(MuxError) in
+                    try audio.write(upTo: packet.dts, muxer: muxer)
                     try muxer.write(packet.nalUnits, pts: packet.pts, dts: packet.dts, duration: packet.duration, keyframe: packet.keyframe)
                 }
+                try audio.write(upTo: nil, muxer: muxer)
                 try muxer.finish()
             } catch {
                 failure = ForwardError(error.message)
@@ -105,10 +111,33 @@ public final class PushTransport: ForwardTransport {
         // Freeing the muxer closes the connection (an RTSP one says TEARDOWN): briefly,
         // after a failure.
         arm(finishing && failure == nil ? sendTimeout : 0.5)
+        audio.discard()
         muxer = nil
         interrupt.pointee.deadline_ns = 0
         if let failure { throw failure }
     }
+
+    /// FLV (RTMP), MPEG-TS (SRT, UDP) and RTSP all carry AAC.
+    public var carriesAudio: Bool { true }
+
+    /// Declared in the header of every connection opened from now on.
+    public func declareAudio(_ format: AudioFormat) {
+        audioFormat = format
+    }
+
+    /// Waits for the first video packet that decodes after it (`AudioInterleaver`); a
+    /// connection without an audio track (opened before the format came) counts it dropped.
+    public func send(audio packet: AudioPacket) throws(ForwardError) {
+        guard let muxer else { throw ForwardError("not connected") }
+        do {
+            arm(sendTimeout)
+            try audio.add(packet, format: audioFormat, offset: timer.mediaToContainer, muxer: muxer)
+        } catch {
+            throw ForwardError(error.message)
+        }
+    }
+
+    public func takeDroppedAudio() -> Int { audio.takeCounts().dropped }
 
     /// The next blocking calls give up `seconds` from now.
     private func arm(_ seconds: Double) {

@@ -19,6 +19,20 @@ public protocol AccessUnitSink: AnyObject {
     func write(_ items: ArraySlice<SinkItem>) throws(SinkError) -> WriteReport
     /// Flushes and closes (end of input or a stop). Called once, on the worker thread.
     func close() throws(SinkError)
+    /// True when the sink writes an audio track (`SinkItem.audioFormat`, `.audio`): the
+    /// containers. Annex-B sinks say no, and their runner keeps audio out of their queue
+    /// (said once, counted). Read once, when the runner is made.
+    var carriesAudio: Bool { get }
+    /// Audio packets written and dropped since the last `write` returned: what `close`
+    /// wrote out (a container writes the audio waiting for pictures at its end). Read once,
+    /// after `close`.
+    func audioCountsAfterLastWrite() -> (written: Int, dropped: Int)
+}
+
+extension AccessUnitSink {
+    /// Raw Annex-B carries video only.
+    public var carriesAudio: Bool { false }
+    public func audioCountsAfterLastWrite() -> (written: Int, dropped: Int) { (0, 0) }
 }
 
 /// Why a sink stopped: one line, e.g. `stdout: write: Broken pipe`.
@@ -43,9 +57,15 @@ public struct WriteReport: Sendable, Equatable {
     public var bytes = 0
     /// Access units not written and not to be (a remote that is down).
     public var dropped = 0
-    public init(units: Int = 0, bytes: Int = 0, dropped: Int = 0) {
+    /// Audio packets written, and those not written and not to be (before the first video
+    /// entry point, for a segment or a connection already closed, out of time order).
+    public var audioPackets = 0
+    public var droppedAudio = 0
+    public init(units: Int = 0, bytes: Int = 0, dropped: Int = 0, audioPackets: Int = 0, droppedAudio: Int = 0) {
         self.units = units
         self.bytes = bytes
         self.dropped = dropped
+        self.audioPackets = audioPackets
+        self.droppedAudio = droppedAudio
     }
 }

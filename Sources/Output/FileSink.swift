@@ -61,6 +61,7 @@ public final class FileSink: AccessUnitSink {
     public func write(_ items: ArraySlice<SinkItem>) throws(SinkError) -> WriteReport {
         var report = WriteReport()
         for item in items {
+            // Audio never reaches it: its runner keeps it out (`carriesAudio` is false).
             guard case .unit(let u) = item else { continue }
             if let chunks = delimiting?.frame(u.nalUnits) {
                 output.add(chunks: chunks)

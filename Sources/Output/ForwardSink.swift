@@ -54,11 +54,33 @@ public final class ForwardSink: AccessUnitSink {
         self.init(transport: SocketTransport(endpoint: endpoint, connectTimeout: connectTimeout, sendTimeout: sendTimeout), backoff: backoff, onEvent: onEvent)
     }
 
+    /// The transport's (a push carries the audio track, raw Annex-B does not).
+    public var carriesAudio: Bool { transport.carriesAudio }
+
+    public func audioCountsAfterLastWrite() -> (written: Int, dropped: Int) { (0, transport.takeDroppedAudio()) }
+
     public func write(_ items: ArraySlice<SinkItem>) throws(SinkError) -> WriteReport {
         var report = WriteReport()
         var batchUnits = 0
         for item in items {
             switch item {
+            case .audioFormat(let format):
+                transport.declareAudio(format)
+            case .audio(let packet):
+                // A connection carries audio from its first picture on.
+                guard connected, !needEntry else {
+                    report.droppedAudio += 1
+                    continue
+                }
+                do {
+                    try transport.send(audio: packet)
+                    report.audioPackets += 1
+                } catch {
+                    report.droppedAudio += 1
+                    report.dropped += batchUnits
+                    batchUnits = 0
+                    lose(error.description)
+                }
             case .discontinuity, .gap:
                 needEntry = true
                 if connected { transport.discontinuity() }
@@ -82,6 +104,9 @@ public final class ForwardSink: AccessUnitSink {
                 batchUnits += 1
             }
         }
+        let droppedAudio = transport.takeDroppedAudio()
+        report.droppedAudio += droppedAudio
+        report.audioPackets -= min(report.audioPackets, droppedAudio)
         guard connected, batchUnits > 0 else { return report }
         do {
             report.bytes += try transport.flush()
@@ -161,6 +186,24 @@ public protocol ForwardTransport: AnyObject {
     /// Ends the connection: `finishing` at the end of the stream (say so to the remote,
     /// write what is left), else after a failure (just drop it).
     func close(finishing: Bool) throws(ForwardError)
+    /// True when it pushes an audio track (a container to a media server); raw Annex-B
+    /// does not.
+    var carriesAudio: Bool { get }
+    /// The stream's audio track, declared in every connection's header from the next `open`.
+    func declareAudio(_ format: AudioFormat)
+    /// One audio packet, after the connection's first access unit: interleaved by time with
+    /// the video, as the transport buffers it.
+    func send(audio: AudioPacket) throws(ForwardError)
+    /// Audio packets taken by `send(audio:)` and then not written (out of time order, a
+    /// connection lost with them waiting) since the last call.
+    func takeDroppedAudio() -> Int
+}
+
+extension ForwardTransport {
+    public var carriesAudio: Bool { false }
+    public func declareAudio(_ format: AudioFormat) {}
+    public func send(audio: AudioPacket) throws(ForwardError) {}
+    public func takeDroppedAudio() -> Int { 0 }
 }
 
 /// Why a forward's remote could not be reached or written, one line.

@@ -28,6 +28,18 @@ public protocol SegmentWriter: AnyObject {
     /// Writes the rest and the trailer, and returns the file's length. The descriptor stays
     /// open: the finisher syncs and closes it.
     func finish() throws(SinkError) -> Int
+    /// The stream's audio track, declared before the segment's first access unit.
+    func declare(audio format: AudioFormat)
+    /// One audio packet of this segment (at or after its first picture's time).
+    func append(audio packet: AudioPacket) throws(SinkError)
+    /// Audio packets written and dropped since the last call.
+    func takeAudioCounts() -> (written: Int, dropped: Int)
+}
+
+extension SegmentWriter {
+    public func declare(audio format: AudioFormat) {}
+    public func append(audio packet: AudioPacket) throws(SinkError) {}
+    public func takeAudioCounts() -> (written: Int, dropped: Int) { (0, 0) }
 }
 
 /// Makes the writer of one segment: the `.part` file's descriptor and path.
@@ -88,6 +100,29 @@ public final class SegmentSink: AccessUnitSink {
     /// Access units dropped because no segment could start with them (before the first
     /// IDR, between a reconnect and the next IDR).
     public private(set) var skippedBeforeEntry = 0
+    /// The audio track, given to each container segment before its first picture.
+    private var audioFormat: AudioFormat?
+    /// Audio packets not yet placed: each waits for the first access unit after it in media
+    /// time, so that one at or after a cut goes to the segment the cut opens, one before it
+    /// to the segment it closes (each segment holds the audio of its own instants, with no
+    /// gap or overlap between segments).
+    private var pendingAudio: [AudioPacket] = []
+    /// Audio packets dropped here (no segment open for them) since the last report.
+    private var droppedAudio = 0
+    /// Audio packets written into segments closed since the last report.
+    private var closedAudioWritten = 0
+    /// At most this many audio packets wait for a picture (about 10 s at 48 kHz).
+    static let maxPendingAudio = 500
+    /// Pictures waiting for the audio of their instant (`placeHeld`), and the latest audio
+    /// time heard.
+    private var heldUnits: [TimedUnit] = []
+    private var heldHead = 0
+    private var lastAudioTime: MediaTime?
+    /// How far the audio may lag behind the pictures before they go on without it.
+    static let maxAudioLag = MediaTime.seconds(1.5)
+
+    /// Container segments carry the audio track; Annex-B segments do not.
+    public var carriesAudio: Bool { config.writer != nil }
 
     private struct OpenSegment {
         var output: FileOutput
@@ -141,26 +176,114 @@ public final class SegmentSink: AccessUnitSink {
         for item in items {
             switch item {
             case .discontinuity:
+                // What came before the cut belongs to the segment it closes.
+                try placeHeld(&report, force: true)
+                try placeAudio(before: nil)
                 planner.markReconnect()
             case .gap:
                 break
+            case .audioFormat(let format):
+                audioFormat = format
+            case .audio(let packet):
+                if pendingAudio.count >= Self.maxPendingAudio {
+                    pendingAudio.removeFirst()
+                    droppedAudio += 1
+                }
+                pendingAudio.append(packet)
+                if lastAudioTime.map({ packet.mediaTime > $0 }) ?? true { lastAudioTime = packet.mediaTime }
             case .unit(let received):
-                if try place(received) {
-                    report.units += 1
-                    report.bytes += received.unit.byteCount
+                if audioFormat == nil {
+                    try placeUnit(received, &report)
+                } else {
+                    heldUnits.append(received)
                 }
             }
         }
+        try placeHeld(&report, force: false)
         try flushCurrent()
         if let error = finisher.takeError() { throw error }
+        takeAudioCounts(into: &report)
         return report
     }
 
     public func close() throws(SinkError) {
         defer { finisher.finish() }
+        var report = WriteReport()
+        try placeHeld(&report, force: true)
+        try placeAudio(before: nil)
         try closeCurrent(reason: "end", nextStart: nil)
         finisher.finish()
         if let error = finisher.takeError() { throw error }
+    }
+
+    /// With an audio track, pictures wait for the audio of their instant to arrive (a
+    /// container interleaves audio late: MPEG-TS muxers gather several frames in one PES
+    /// packet), at most `maxAudioLag` of media time, so that the audio before a cut goes to
+    /// the segment the cut closes. `force`: all of them now (the end, a reconnect).
+    private func placeHeld(_ report: inout WriteReport, force: Bool) throws(SinkError) {
+        guard heldHead < heldUnits.count else { return }
+        let newest = heldUnits[heldUnits.count - 1].mediaTime
+        while heldHead < heldUnits.count {
+            let next = heldUnits[heldHead]
+            let heard = lastAudioTime.map { $0 >= next.mediaTime } ?? false
+            guard force || heard || newest - next.mediaTime > Self.maxAudioLag else { break }
+            heldHead += 1
+            try placeAudio(before: next.mediaTime)
+            try placeUnit(next, &report)
+        }
+        if heldHead == heldUnits.count {
+            heldUnits.removeAll(keepingCapacity: true)
+            heldHead = 0
+        } else if heldHead >= 64 {
+            heldUnits.removeFirst(heldHead)
+            heldHead = 0
+        }
+    }
+
+    private func placeUnit(_ received: TimedUnit, _ report: inout WriteReport) throws(SinkError) {
+        try placeAudio(before: received.mediaTime)
+        if try place(received) {
+            report.units += 1
+            report.bytes += received.unit.byteCount
+        }
+    }
+
+    /// Hands the waiting audio packets before `time` (all when nil) to the open segment;
+    /// with none open, or when they are older than it, they are dropped and counted.
+    private func placeAudio(before time: MediaTime?) throws(SinkError) {
+        guard !pendingAudio.isEmpty else { return }
+        var n = 0
+        for packet in pendingAudio {
+            if let time, packet.mediaTime >= time { break }
+            n += 1
+            // Audio of an instant before the open segment began (it came later than the
+            // pictures waited for it) belongs to a segment already closed: counted.
+            if let segment = current, let writer = segment.writer, packet.mediaTime >= segment.startTime {
+                try writer.append(audio: packet)
+            } else {
+                droppedAudio += 1
+            }
+        }
+        pendingAudio.removeFirst(n)
+    }
+
+    public func audioCountsAfterLastWrite() -> (written: Int, dropped: Int) {
+        var report = WriteReport()
+        takeAudioCounts(into: &report)
+        return (report.audioPackets, report.droppedAudio)
+    }
+
+    /// Adds what the segment writers and this sink wrote and dropped of the audio.
+    private func takeAudioCounts(into report: inout WriteReport) {
+        if let writer = current?.writer {
+            let counts = writer.takeAudioCounts()
+            report.audioPackets += counts.written
+            report.droppedAudio += counts.dropped
+        }
+        report.droppedAudio += droppedAudio
+        report.audioPackets += closedAudioWritten
+        droppedAudio = 0
+        closedAudioWritten = 0
     }
 
     /// Returns false when the access unit was not written (no segment can start with it).
@@ -216,6 +339,7 @@ public final class SegmentSink: AccessUnitSink {
             entry.resumes = true
             do {
                 let writer = try make(fd, partPath)
+                if let audioFormat { writer.declare(audio: audioFormat) }
                 try writer.append(entry)
                 segment.writer = writer
             } catch {
@@ -301,6 +425,11 @@ public final class SegmentSink: AccessUnitSink {
         var frames = segment.frames
         var failure: SinkError?
         if let writer = segment.writer {
+            defer {
+                let counts = writer.takeAudioCounts()
+                closedAudioWritten += counts.written
+                droppedAudio += counts.dropped
+            }
             do {
                 bytes = try writer.finish()
             } catch {

@@ -17,6 +17,25 @@ public final class SinkFanout: Sendable {
         for runner in runners { runner.push(items) }
     }
 
+    /// The audio track of what follows (`SinkItem.audioFormat`): before its first packet.
+    /// `produce --audio` calls it once its encoder is open, before handing any packet, and
+    /// again only if the track changes. Container sinks declare the track in the header they
+    /// write at the next video entry point (a sink whose header is already written when the
+    /// format comes counts the packets it cannot carry); Annex-B sinks say once that they
+    /// carry video only.
+    public func deliver(audioFormat: AudioFormat) {
+        push(.audioFormat(audioFormat))
+    }
+
+    /// One encoded audio packet, on the video's media time line (`AudioPacket.mediaTime`,
+    /// the timestamp SEI's `pts_90k` clock), from the thread that also pushes the video (or
+    /// any one thread: the runners' queues keep each caller's order). Packets should come in
+    /// time order and within a second or so of the video of the same instant; container
+    /// sinks interleave the two by time.
+    public func deliver(audio: AudioPacket) {
+        push(.audio(audio))
+    }
+
     /// Finishes every sink: each gets the time left of `timeout` seconds. Returns the names
     /// of the sinks that did not finish in time.
     public func finish(timeout: Double) -> [String] {

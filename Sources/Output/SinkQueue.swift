@@ -14,8 +14,11 @@ public typealias SinkQueue = SkipQueue<SinkItem>
 
 extension SinkItem: SkipQueueElement {
     public var byteCount: Int {
-        if case .unit(let received) = self { return received.unit.byteCount }
-        return 0
+        switch self {
+        case .unit(let received): return received.unit.byteCount
+        case .audio(let packet): return packet.data.count
+        case .discontinuity, .gap, .audioFormat: return 0
+        }
     }
 
     public var isEntryPoint: Bool {
@@ -23,9 +26,13 @@ extension SinkItem: SkipQueueElement {
         return false
     }
 
+    /// Audio packets are not markers: a sink that skips to catch up skips them too (and
+    /// counts them), up to the next video entry point.
     public var isMarker: Bool {
-        if case .unit = self { return false }
-        return true
+        switch self {
+        case .unit, .audio: return false
+        case .discontinuity, .gap, .audioFormat: return true
+        }
     }
 
     /// Sinks are bounded by bytes only.

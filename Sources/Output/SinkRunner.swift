@@ -26,6 +26,9 @@ public final class SinkRunner: @unchecked Sendable {
     private var closed = false
     private var done = false
     private var thread: OSThread?
+    /// The sink writes an audio track (`AccessUnitSink.carriesAudio`); immutable.
+    public let carriesAudio: Bool
+    private var saidAudioNotCarried = false
     private let onEvent: @Sendable (Event) -> Void
 
     /// What a runner reports, from the thread it happens on.
@@ -34,6 +37,9 @@ public final class SinkRunner: @unchecked Sendable {
         case startedSkipping(sink: String)
         /// The sink closed: normally (nil) or failing.
         case closed(sink: String, error: SinkError?)
+        /// The stream has audio and this sink carries video only (raw Annex-B): said once;
+        /// its audio packets are counted as dropped.
+        case audioNotCarried(sink: String)
     }
 
     /// Items handed to the sink per `write` call at most.
@@ -42,6 +48,7 @@ public final class SinkRunner: @unchecked Sendable {
     /// Starts the worker thread for `sink`. `onEvent` is called without any lock held.
     public init(sink: sending AccessUnitSink, queue: SinkQueue, counters: SinkCounters, onEvent: @escaping @Sendable (Event) -> Void = { _ in }) {
         self.name = sink.name
+        self.carriesAudio = sink.carriesAudio
         self.queue = queue
         self.counters = counters
         self.onEvent = onEvent
@@ -57,16 +64,37 @@ public final class SinkRunner: @unchecked Sendable {
     /// Hands items to the sink under one lock (the access units cut from one read).
     public func push(_ items: some Collection<SinkItem>) {
         var startedSkipping = false
+        var audioNotCarried = false
         condition.lock()
         defer {
             condition.unlock()
             if startedSkipping { onEvent(.startedSkipping(sink: name)) }
+            if audioNotCarried { onEvent(.audioNotCarried(sink: name)) }
         }
         var wake = false
         for item in items {
+            if !carriesAudio {
+                switch item {
+                case .audio:
+                    counters.droppedAudioPackets.increment()
+                    continue
+                case .audioFormat:
+                    if !saidAudioNotCarried {
+                        saidAudioNotCarried = true
+                        audioNotCarried = true
+                    }
+                    continue
+                case .unit, .discontinuity, .gap:
+                    break
+                }
+            }
             while true {
                 if closed || finishing {
-                    if case .unit = item { counters.droppedUnits.increment() }
+                    switch item {
+                    case .unit: counters.droppedUnits.increment()
+                    case .audio: counters.droppedAudioPackets.increment()
+                    case .discontinuity, .gap, .audioFormat: break
+                    }
                     break
                 }
                 if queue.isEmpty { wake = true }
@@ -75,7 +103,7 @@ public final class SinkRunner: @unchecked Sendable {
                 case .queued:
                     break
                 case .skipped:
-                    counters.skippedUnits.increment()
+                    if case .audio = item { counters.droppedAudioPackets.increment() } else { counters.skippedUnits.increment() }
                     if !wasSkipping { startedSkipping = true }
                 case .full:
                     // Let the worker at what is queued, then wait for room.
@@ -135,6 +163,8 @@ public final class SinkRunner: @unchecked Sendable {
                     counters.writtenUnits.increment(by: UInt64(report.units))
                     counters.writtenBytes.increment(by: UInt64(report.bytes))
                     if report.dropped > 0 { counters.droppedUnits.increment(by: UInt64(report.dropped)) }
+                    if report.audioPackets > 0 { counters.writtenAudioPackets.increment(by: UInt64(report.audioPackets)) }
+                    if report.droppedAudio > 0 { counters.droppedAudioPackets.increment(by: UInt64(report.droppedAudio)) }
                 } catch {
                     failure = error
                     break
@@ -147,13 +177,21 @@ public final class SinkRunner: @unchecked Sendable {
         } else {
             try? sink.close()
         }
+        let lateAudio = sink.audioCountsAfterLastWrite()
+        counters.writtenAudioPackets.increment(by: UInt64(lateAudio.written))
+        counters.droppedAudioPackets.increment(by: UInt64(lateAudio.dropped))
         condition.withLock {
             closed = true
             // What is still queued will never be written.
             let left = queue.take(maxItems: .max)
             var units: UInt64 = 0
-            for item in left { if case .unit = item { units += 1 } }
+            var audio: UInt64 = 0
+            for item in left {
+                if case .unit = item { units += 1 }
+                if case .audio = item { audio += 1 }
+            }
             counters.droppedUnits.increment(by: units)
+            counters.droppedAudioPackets.increment(by: audio)
         }
         onEvent(.closed(sink: name, error: failure))
         condition.withLock {

@@ -1,4 +1,5 @@
 import Consumer
+import EventLoop
 import Containers
 import Output
 import Relay
@@ -21,6 +22,25 @@ extension ConsumeSession {
     /// own thread; what it reports becomes log lines and events, its end the run's outcome.
     func startDemux(_ fanout: SinkFanout, _ ending: Ending) -> DemuxReader? {
         guard case .demux(let source) = config.input else { return nil }
+        return startDemux(source, fanout, ending)
+    }
+
+    /// A `tcp://` or `unix:` input whose first bytes are MPEG-TS (a producer's MPEG-TS listener) is read
+    /// as `ts:tcp://` would be: the client stops and a `DemuxReader` connects again.
+    func transportStreamHandOver(_ endpoint: Endpoint, _ fanout: SinkFanout, _ ending: Ending, stop: @escaping () -> Void) -> () -> Void {
+        { [self] in
+            stop()
+            // The FFmpeg libraries are opened only now: an Annex-B input never maps them.
+            if let problem = FFmpegLibraries.problem {
+                ending.end(.notAnnexB("\(endpoint) sends MPEG-TS, which needs libavformat: \(problem)"))
+                return
+            }
+            log.line("\(endpoint) sends MPEG-TS: reading it through libavformat, as --from ts:\(endpoint)")
+            handedOverDemux = startDemux(InputChoice.transportStreamSource(endpoint), fanout, ending)
+        }
+    }
+
+    func startDemux(_ source: DemuxReader.Source, _ fanout: SinkFanout, _ ending: Ending) -> DemuxReader? {
         let log = self.log
         let events = self.events
         let reconnectTimeout = config.reconnectTimeout
@@ -35,7 +55,7 @@ extension ConsumeSession {
                 log.line("opened \(shown) in \(fixed(seconds, 2)) s (\(found))" + (attempts > 1 ? " after \(attempts) attempts" : ""))
                 events?.emit("connected", [("endpoint", shown), ("attempts", attempts), ("openSeconds", seconds)])
                 if !ignored.isEmpty {
-                    log.line("\(shown): relaying its H.264 video only; ignoring \(ignored.count) other track\(ignored.count == 1 ? "" : "s"): \(ignored.joined(separator: ", "))")
+                    log.line("\(shown): relaying its H.264 video\(found.contains(", audio aac") ? " and AAC audio" : " only"); ignoring \(ignored.count) other track\(ignored.count == 1 ? "" : "s"): \(ignored.joined(separator: ", "))")
                     events?.emit("tracks-ignored", [("endpoint", shown), ("tracks", ignored.joined(separator: ", "))])
                 }
             case .unreachable(let shown, let reason):

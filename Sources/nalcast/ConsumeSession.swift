@@ -28,6 +28,9 @@ final class ConsumeSession {
     var relay: ConsumeRelay?
     /// The run's end, once `run` made it: what a paced input asks before it sleeps on.
     private(set) var ending: Ending?
+    /// The reader of a `tcp://` input found to be MPEG-TS (`transportStreamHandOver`); set
+    /// on the loop thread, which is the thread of `run`.
+    var handedOverDemux: DemuxReader?
 
     init(config: ConsumeCommand.Config, options: ParsedOptions) throws {
         self.config = config
@@ -108,7 +111,7 @@ final class ConsumeSession {
         client = nil
         serving.stop()
         relay?.close()
-        drain(fileReader, demuxReader, fanout, after: ended)
+        drain(fileReader, demuxReader ?? handedOverDemux, fanout, after: ended)
         if serving.statusTimer != nil { serving.statusLine.end() }
         return try report(ended, ending, fanout)
     }
@@ -169,6 +172,9 @@ final class ConsumeSession {
             case .startedSkipping(let sink):
                 log.line("\(sink): behind, skipping to the next IDR")
                 events?.emit("skipped", [("sink", sink)])
+            case .audioNotCarried(let sink):
+                log.line("\(sink): raw H.264 carries video only; the stream's audio is not written there (counted in nalcast_sink_dropped_audio_packets_total)")
+                events?.emit("audio-not-carried", [("sink", sink)])
             case .closed(let sink, let error):
                 if let error {
                     log.line(error.peerClosed ? "\(sink): the reader went away (\(error.message)); closed" : "\(error)", force: !error.peerClosed)
@@ -275,6 +281,9 @@ final class ConsumeSession {
         let intake = makeIntake(fanout, .arrival)
         let sourceLost = relay?.sourceLost
         var lastConnected: Double?
+        // Set once the client exists: the intake calls it from the client's own read.
+        var stopClient: (() -> Void)?
+        intake.onTransportStream = transportStreamHandOver(endpoint, fanout, ending) { stopClient?() }
         let client: StreamClient
         do {
             client = try StreamClient(loop: loop, endpoint: endpoint, intake: intake, backoff: backoff, stallTimeout: config.stallTimeout) { event in
@@ -312,6 +321,7 @@ final class ConsumeSession {
         } catch {
             throw CommandError.unavailable("consume: --from \(endpoint): \(error)")
         }
+        stopClient = { [unowned client] in client.stop() }
         client.start()
         return client
     }

@@ -1,5 +1,6 @@
 import Consumer
 import Containers
+import EventLoop
 import H264
 
 #if canImport(Glibc)
@@ -8,10 +9,14 @@ import Glibc
 
 /// `consume --from`: which reader takes the input.
 ///
-/// - `tcp://HOST:PORT`, `unix:PATH`: nalcast's own client (`StreamClient`) and scanner;
+/// - `tcp://HOST:PORT`, `unix:PATH`: nalcast's own client (`StreamClient`) and scanner (a
+///   `tcp://` whose first bytes are MPEG-TS goes to the demuxer instead, as `ts:tcp://`:
+///   `StreamIntake.onTransportStream`, `ConsumeSession.transportStreamHandOver`);
 /// - a raw Annex-B file or `-`: `FileReader` and the same scanner (the fast path);
 /// - `rtsp://`, `rtsps://`, `srt://`, `rtmp://`, `rtmps://`, `udp://`, `http://`, `https://`:
 ///   libavformat's protocols and demuxers (`DemuxReader`), live: reopened when lost;
+/// - `ts:tcp://HOST:PORT`, `ts:unix:PATH`: MPEG-TS over a socket (`produce --listen ts:…`, or any MPEG-TS
+///   sender), H.264 and its AAC audio: the same demuxer, live;
 /// - a file whose first bytes say MP4, MPEG-TS, Matroska or FLV (`InputSniffer`): the same
 ///   demuxer, read to its end. Y4M, AVI and the rest are still refused with their hint.
 enum InputChoice {
@@ -29,6 +34,7 @@ enum InputChoice {
     /// take or this libavformat lacks, and 69 when a URL or container needs the FFmpeg
     /// libraries and they are not there.
     static func parse(_ text: String, rtspTransport: String) throws -> ConsumeCommand.Input {
+        if text.lowercased().hasPrefix("ts:") { return try transportStream(text) }
         guard let colon = text.firstIndex(of: ":"), text[colon...].hasPrefix("://") else {
             if text.hasPrefix("unix:") { return .network(try ConsumeCommand.endpoint(text, option: "from")) }
             return try file(text)
@@ -52,6 +58,41 @@ enum InputChoice {
         return .demux(DemuxReader.Source(url: text, shown: shown, live: true, options: liveOptions(scheme: scheme, rtspTransport: rtspTransport),
                                          picturesMaySpanPackets: scheme.hasPrefix("rtsp"), waitsForSender: listens(text),
                                          endsWithItsInput: scheme.hasPrefix("http")))
+    }
+
+    /// `ts:tcp://HOST:PORT` or `ts:unix:PATH` (the forms `produce --listen` serves MPEG-TS
+    /// on): an MPEG transport stream over a stream socket, read by libavformat (which
+    /// connects itself), reopened when lost like every live URL.
+    static func transportStream(_ text: String) throws -> ConsumeCommand.Input {
+        let rest = String(text.dropFirst(3))
+        let endpoint: Endpoint
+        do {
+            endpoint = try ConsumeCommand.endpoint(rest, option: "from")
+        } catch {
+            throw CommandError.usage("consume: --from \(text): expected ts:tcp://HOST:PORT or ts:unix:PATH (MPEG-TS over a socket)")
+        }
+        guard rest.lowercased().hasPrefix("tcp://") || rest.hasPrefix("unix:") else {
+            throw CommandError.usage("consume: --from \(text): expected ts:tcp://HOST:PORT or ts:unix:PATH (MPEG-TS over a socket)")
+        }
+        if let problem = FFmpegLibraries.problem {
+            throw CommandError.unavailable("consume: --from \(text): \(problem)")
+        }
+        let scheme = rest.hasPrefix("unix:") ? "unix" : "tcp"
+        guard Demuxer.supports(scheme: scheme) else {
+            throw CommandError.usage("consume: --from \(text): this libavformat (\(FFmpegLibraries.package)) cannot read \(scheme): (no such protocol in it)")
+        }
+        return .demux(transportStreamSource(endpoint))
+    }
+
+    /// What libavformat opens for MPEG-TS from `endpoint` (its `unix:` protocol takes the path
+    /// after the colon).
+    static func transportStreamSource(_ endpoint: Endpoint) -> DemuxReader.Source {
+        let url: String
+        switch endpoint {
+        case .tcp: url = endpoint.description
+        case .unix(let path): url = "unix:" + path
+        }
+        return DemuxReader.Source(url: url, shown: "ts:\(endpoint)", live: true, options: liveOptions(scheme: "tcp", rtspTransport: "tcp"))
     }
 
     /// True when the URL's query makes libavformat listen for its sender rather than call

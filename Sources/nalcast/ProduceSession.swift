@@ -102,6 +102,9 @@ final class ProduceSession {
             sink: sink, queue: SinkQueue(policy: live ? .skipToEntry : .wait, highWater: 32 << 20),
             counters: SinkCounters(registry: registry, sink: sink.name)
         ) { event in
+            if case .audioNotCarried(let name) = event {
+                log.line("\(name): raw H.264 carries video only; the audio is not written there (use -o FILE.mp4, .ts or .mkv for both)")
+            }
             guard case .closed(_, let error?) = event else { return }
             if error.peerClosed {
                 log.line("\(error.sink): the reader closed the pipe")

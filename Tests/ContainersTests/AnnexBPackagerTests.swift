@@ -120,3 +120,29 @@ import Testing
         #expect(packager.malformedPackets == 0)
     }
 }
+
+/// AAC as containers read it: ADTS frames (MPEG-TS) to raw frames, and the
+/// AudioSpecificConfig made from the track's parameters when the container gave none.
+@Suite struct AACFramingTests {
+    /// An ADTS header without CRC for a frame of `payload` bytes: AAC-LC, 48 kHz, stereo.
+    static func adts(_ payload: [UInt8]) -> [UInt8] {
+        let length = payload.count + 7
+        return [0xFF, 0xF1, 0x4C, 0x80 | UInt8(length >> 11), UInt8((length >> 3) & 0xFF), UInt8((length & 7) << 5) | 0x1F, 0xFC] + payload
+    }
+
+    @Test func adtsHeadersComeOffEveryFrameOfAPacket() {
+        let packet = Self.adts([1, 2, 3]) + Self.adts([4, 5])
+        let frames = packet.withUnsafeBufferPointer { Demuxer.adtsFrames($0) }
+        #expect(frames == [[1, 2, 3], [4, 5]])
+        // A raw frame (MP4, Matroska, FLV) stays as it is.
+        let raw: [UInt8] = [0x21, 0x10, 0x04]
+        #expect(raw.withUnsafeBufferPointer { Demuxer.adtsFrames($0) } == [raw])
+    }
+
+    @Test func audioSpecificConfigOfAACLC() {
+        // Object type 2, 48 kHz (index 3), 2 channels: 0x11 0x90, what FFmpeg's AAC encoder writes.
+        #expect(Demuxer.audioSpecificConfig(objectType: 2, sampleRate: 48_000, channels: 2) == [0x11, 0x90])
+        #expect(Demuxer.audioSpecificConfig(objectType: 2, sampleRate: 44_100, channels: 1) == [0x12, 0x08])
+        #expect(Demuxer.audioSpecificConfig(objectType: 2, sampleRate: 12_345, channels: 2) == nil)
+    }
+}

@@ -1,0 +1,63 @@
+import Output
+
+/// The audio packets of a container writer (`ContainerSink`, `PushTransport`) waiting for
+/// the video to pass them, so that the two tracks go out interleaved by time: each packet is
+/// placed on the container's time line as the last access unit was
+/// (`PacketTimer.mediaToContainer`) and written before the first video packet that decodes
+/// after it (the rest at the end). Counts what it wrote and what it could not. One thread.
+struct AudioInterleaver {
+    private var pending: [(data: [UInt8], pts: Int64, duration: Int64)] = []
+    private var head = 0
+    /// Written and dropped since the last `takeCounts`.
+    private var written = 0
+    private var dropped = 0
+    /// At most this many packets wait for video (about 10 s at 48 kHz): past it, the oldest
+    /// is written anyway.
+    static let maxPending = 500
+
+    /// Takes one packet of the track `format`; `offset` is nil while no access unit was
+    /// placed. Dropped and counted when the header declared no audio track, or another one
+    /// (the track changed after it was written), or before the first picture.
+    mutating func add(_ packet: AudioPacket, format: AudioFormat?, offset: Int64?, muxer: Muxer) throws(MuxError) {
+        guard muxer.hasAudioTrack, let offset, let format, muxer.audio == format else {
+            dropped += 1
+            return
+        }
+        if pending.count - head >= Self.maxPending { try write(upTo: nil, count: 1, muxer: muxer) }
+        pending.append((packet.data, packet.mediaTime.ticks &+ offset, format.packetDuration.ticks))
+    }
+
+    /// Writes the waiting packets up to container time `time` (all when nil), at most `count`.
+    mutating func write(upTo time: Int64?, count: Int = .max, muxer: Muxer) throws(MuxError) {
+        var n = 0
+        while head < pending.count && n < count {
+            let next = pending[head]
+            if let time, next.pts > time { break }
+            head += 1
+            n += 1
+            if try muxer.writeAudio(next.data, pts: next.pts, duration: next.duration) { written += 1 } else { dropped += 1 }
+        }
+        if head == pending.count {
+            pending.removeAll(keepingCapacity: true)
+            head = 0
+        } else if head >= 64 {
+            pending.removeFirst(head)
+            head = 0
+        }
+    }
+
+    /// Drops what waits (a connection lost), counted.
+    mutating func discard() {
+        dropped += pending.count - head
+        pending.removeAll(keepingCapacity: true)
+        head = 0
+    }
+
+    mutating func takeCounts() -> (written: Int, dropped: Int) {
+        defer {
+            written = 0
+            dropped = 0
+        }
+        return (written, dropped)
+    }
+}
