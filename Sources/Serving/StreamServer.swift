@@ -276,7 +276,9 @@ public final class StreamServer {
         if let viewer = reader.viewer { return pumpViewer(id, reader.connection, viewer) }
         if reader.continuity != nil { return pumpTransportStream(id, reader) }
         let connection = reader.connection
-        guard connection.isIdle else { return }
+        // A connection whose write just failed is closed (and idle) before it says so on the
+        // loop's next turn; its in-flight access unit stays unfinished until then.
+        guard !connection.isClosed, connection.isIdle else { return }
         while let nals = broadcaster.nextToWrite(id) {
             let progress = connection.write(nals)
             metrics.bytesSent.increment(by: UInt64(progress.bytes))
@@ -301,7 +303,7 @@ public final class StreamServer {
     /// continued; at the end of a drain, closes after the last one.
     private func pumpTransportStream(_ id: ReaderID, _ reader: Reader) {
         let connection = reader.connection
-        guard connection.isIdle else { return }
+        guard !connection.isClosed, connection.isIdle else { return }
         while let unit = broadcaster.nextUnitToWrite(id) {
             // An access unit the muxer left out (counted there) is nothing for this reader.
             let bytes = unit.transportStream.map { reader.continuity!.bytes(for: $0) } ?? []
