@@ -24,6 +24,8 @@ RUN apt-get update \
         libavformat-dev=7:5.1.9-0+deb12u1 \
         libavcodec-dev=7:5.1.9-0+deb12u1 \
         libavutil-dev=7:5.1.9-0+deb12u1 \
+        libswresample-dev=7:5.1.9-0+deb12u1 \
+        libpulse-dev=16.1+dfsg1-2+b1 \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY Package.swift ./
@@ -36,9 +38,10 @@ FROM debian:bookworm-slim AS runtime
 # runtime-packages: exactly what `ldd nalcast` lists beyond the base image (libc6,
 # libgcc-s1 and libstdc++6 are part of every bookworm base and follow its security updates),
 # then the packages of the libraries nalcast opens with dlopen only when it writes a
-# container (MP4, MPEG-TS, Matroska, FLV: Sources/CAVFormat/shim.h), named on this line,
+# container (MP4, MPEG-TS, Matroska, FLV: Sources/CAVFormat/shim.h) or captures sound
+# (`produce --audio`: libswresample, libpulse; Sources/CAudio/shim.h), named on this line,
 # which DeployFilesTests reads and checks against the SONAMEs in the binary:
-# dlopen: libavformat.so.59 libavcodec.so.59 libavutil.so.57
+# dlopen: libavformat.so.59 libavcodec.so.59 libavutil.so.57 libswresample.so.4 libpulse.so.0 libpulse-simple.so.0
 # libavformat59 pulls in some 110 more packages (Debian's libavcodec59 links every codec
 # library it was built with); acceptable for the image. Without them nalcast still serves
 # and writes Annex-B, and a container output exits 69 naming libavformat59.
@@ -59,6 +62,8 @@ RUN apt-get update \
         libavformat59=7:5.1.9-0+deb12u1 \
         libavcodec59=7:5.1.9-0+deb12u1 \
         libavutil57=7:5.1.9-0+deb12u1 \
+        libswresample4=7:5.1.9-0+deb12u1 \
+        libpulse0=16.1+dfsg1-2+b1 \
     && rm -rf /var/lib/apt/lists/* \
     && useradd --system --uid 10001 --user-group --home-dir /var/lib/nalcast --create-home --shell /usr/sbin/nologin nalcast \
     && install -d -o nalcast -g nalcast /var/lib/nalcast/segments

@@ -37,6 +37,13 @@ let package = Package(
             providers: [.apt(["libavformat-dev", "libavcodec-dev", "libavutil-dev"])]
         ),
 
+        .systemLibrary(
+            name: "CAudio",
+            // No pkgConfig: libpulse-simple, libswresample, libavcodec and libavutil are opened
+            // with dlopen when `produce --audio` starts (shim.h), never linked.
+            providers: [.apt(["libpulse-dev", "libswresample-dev", "libavcodec-dev", "libavutil-dev"])]
+        ),
+
         .systemLibrary(name: "CLinux"),  // glibc's <malloc.h> (mallopt): no library to link
 
         // Pure Swift layers.
@@ -50,7 +57,8 @@ let package = Package(
 
         // Wiring. Serving (the stream server and the HTTP endpoint) links no capture or encoder
         // library, so that a consumer can serve too.
-        .target(name: "Serving", dependencies: ["H264", "Relay", "EventLoop"]),
+        // Its MPEG-TS listener muxes through Containers (libavformat, opened only when one is asked for).
+        .target(name: "Serving", dependencies: ["H264", "Relay", "EventLoop", "Output", "Containers"]),
         .target(name: "Producer", dependencies: ["H264", "Relay", "EventLoop", "Capture", "Encoder"]),
         // Where access units go (files, stdout, segments, a forward endpoint), for produce and consume.
         .target(name: "Output", dependencies: ["H264", "Relay", "EventLoop"]),
@@ -60,7 +68,10 @@ let package = Package(
         // And the other way: any H.264 source libavformat reads (container files, RTSP, SRT,
         // RTMP, UDP, HTTP) as access units for consume (`Demuxer`, read by Consumer's DemuxReader).
         .target(name: "Containers", dependencies: ["CAVFormat", "H264", "Output"]),
-        .executableTarget(name: "nalcast", dependencies: ["CLinux", "H264", "Relay", "EventLoop", "Capture", "Encoder", "Serving", "Producer", "Consumer", "Output", "Containers"]),
+        // Sound for produce: PulseAudio, WAV/raw PCM and a test tone mixed into one 48 kHz
+        // stereo track, encoded to AAC-LC (libavcodec), timed on the video's clock.
+        .target(name: "Audio", dependencies: ["CAudio", "H264", "Output", "EventLoop"]),
+        .executableTarget(name: "nalcast", dependencies: ["CLinux", "Audio", "H264", "Relay", "EventLoop", "Capture", "Encoder", "Serving", "Producer", "Consumer", "Output", "Containers"]),
 
         // Helpers the tests share: running ffmpeg, ffprobe and friends; the conformance streams
         // (Tests/Fixtures/h264/) and their facts.
@@ -70,7 +81,7 @@ let package = Package(
         .testTarget(name: "H264Tests", dependencies: ["H264", "TestSupport"]),
         .testTarget(name: "RelayTests", dependencies: ["Relay", "H264"]),
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop", "H264", "LoopTestSupport"]),
-        .testTarget(name: "ServingTests", dependencies: ["Serving", "EventLoop", "H264", "LoopTestSupport"]),
+        .testTarget(name: "ServingTests", dependencies: ["Serving", "EventLoop", "H264", "Output", "Relay", "LoopTestSupport", "TestSupport"]),
         .testTarget(name: "ConsumerTests", dependencies: ["Consumer", "H264"]),
         .testTarget(name: "OutputTests", dependencies: ["Output", "Relay", "H264", "TestSupport"]),
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "TestSupport"]),
@@ -87,6 +98,8 @@ let package = Package(
         // The real media servers the push and relay tests start (nginx-rtmp, srt-live-transmit,
         // GStreamer's RTSP server; TestSupport runs them), proven with FFmpeg as the client.
         .testTarget(name: "MediaServerTests", dependencies: ["TestSupport"]),
+        // Sound captured from a private PulseAudio daemon each test starts, checked with FFmpeg.
+        .testTarget(name: "AudioTests", dependencies: ["Audio", "Output", "H264", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

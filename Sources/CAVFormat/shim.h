@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -389,6 +390,75 @@ static inline const uint8_t *CAVFormat_new_extradata(const AVPacket *pkt, int *s
     const uint8_t *data = CAVFormat_av_packet_get_side_data(pkt, AV_PKT_DATA_NEW_EXTRADATA, &n);
     *size = data ? (int)n : 0;
     return data;
+}
+
+// The state behind an AVIOContext that writes into memory (the MPEG-TS listener's muxer,
+// `TSStreamMuxer`): what the muxer wrote since the owner last took it (`size` reset to 0).
+typedef struct CAVFormat_memory_io {
+    uint8_t *data;
+    int size;
+    int capacity;
+    int error;  // ENOMEM once a write could not grow the buffer
+} CAVFormat_memory_io;
+
+// AVIOContext's write callback into `CAVFormat_memory_io`: appends, growing by doubling.
+static inline int CAVFormat_memory_write(void *opaque, uint8_t *buf, int size) {
+    CAVFormat_memory_io *io = (CAVFormat_memory_io *)opaque;
+    if (io->error) return AVERROR(io->error);
+    if (io->size + size > io->capacity) {
+        int capacity = io->capacity ? io->capacity : 64 * 1024;
+        while (capacity < io->size + size) capacity *= 2;
+        uint8_t *grown = (uint8_t *)realloc(io->data, (size_t)capacity);
+        if (!grown) {
+            io->error = ENOMEM;
+            return AVERROR(ENOMEM);
+        }
+        io->data = grown;
+        io->capacity = capacity;
+    }
+    memcpy(io->data + io->size, buf, (size_t)size);
+    io->size += size;
+    return size;
+}
+
+// A write-only, unseekable AVIOContext over `io`, with a buffer of whole TS packets (188 × 64).
+static inline AVIOContext *CAVFormat_memory_avio(CAVFormat_memory_io *io) {
+    const int size = 188 * 64;
+    unsigned char *buffer = (unsigned char *)CAVFormat_av_malloc(size);
+    if (!buffer) return NULL;
+    AVIOContext *pb = CAVFormat_avio_alloc_context(buffer, size, 1, io, NULL, CAVFormat_memory_write, NULL);
+    if (!pb) {
+        CAVFormat_av_free(buffer);
+        return NULL;
+    }
+    pb->seekable = 0;
+    return pb;
+}
+
+static inline void CAVFormat_memory_free(CAVFormat_memory_io *io) {
+    free(io->data);
+    io->data = NULL;
+    io->size = io->capacity = 0;
+}
+
+// av_opt_set, for the mpegts muxer's one-shot `resend_headers` flag (PAT and PMT with the next
+// packet). Looked up on first use, not required by CAVFormat_load: without it, PAT and PMT
+// come before a keyframe that follows another picture, and every 100 ms.
+#include <libavutil/opt.h>
+static inline int CAVFormat_av_opt_set(void *obj, const char *name, const char *val, int search_flags) {
+    CAVFORMAT_FN(CAVFORMAT_AVUTIL, av_opt_set); return f_ ? f_(obj, name, val, search_flags) : AVERROR(ENOSYS);
+}
+
+// An AAC track's parameters for a muxer: the channel layout is a struct with a union, which
+// Swift reaches less simply than C.
+static inline void CAVFormat_set_aac(AVCodecParameters *par, int sample_rate, int channels) {
+    par->codec_type = AVMEDIA_TYPE_AUDIO;
+    par->codec_id = AV_CODEC_ID_AAC;
+    par->sample_rate = sample_rate;
+    par->frame_size = 1024;
+    par->ch_layout.order = channels <= 2 ? AV_CHANNEL_ORDER_NATIVE : AV_CHANNEL_ORDER_UNSPEC;
+    par->ch_layout.nb_channels = channels;
+    par->ch_layout.u.mask = channels == 1 ? AV_CH_LAYOUT_MONO : channels == 2 ? AV_CH_LAYOUT_STEREO : 0;
 }
 
 #endif

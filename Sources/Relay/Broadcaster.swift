@@ -168,13 +168,14 @@ public struct Broadcaster: Sendable {
 
     /// Hands one access unit to every reader. The capture side never waits: slow readers skip.
     /// `pts90k` is the media time readers get with it, in place of its timestamp SEI's (a
-    /// relay's media clock, which also times streams without a SEI).
-    public mutating func publish(_ accessUnit: AccessUnit, pts90k: UInt64? = nil) -> [BroadcastEvent] {
+    /// relay's media clock, which also times streams without a SEI). `transportStream` is
+    /// the same moment muxed as MPEG-TS, for the TS listener's readers.
+    public mutating func publish(_ accessUnit: AccessUnit, pts90k: UInt64? = nil, transportStream: TransportStreamUnit? = nil) -> [BroadcastEvent] {
         let now = clock.nowNanoseconds
         published += 1
         // One entry for the cache and every reader's queue: its wire list (SPS and PPS in
         // front of an IDR) and byte count are worked out once, not once per reader.
-        let entry = QueuedAccessUnit(accessUnit, arrivalNs: now, pts90k: pts90k)
+        let entry = QueuedAccessUnit(accessUnit, arrivalNs: now, pts90k: pts90k, transportStream: transportStream)
         cache(entry)
         if accessUnit.isIDR {
             idrRequestPending = false

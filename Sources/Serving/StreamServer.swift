@@ -1,14 +1,18 @@
 import EventLoop
 import H264
+import Output
 import Relay
 
 /// Serves the encoded stream to every connected reader: the loop side of `nalcast produce`.
 ///
-/// A reader is a socket and its framing: raw Annex-B for a reader of the `--listen` socket,
-/// one WebSocket binary message per access unit (`AccessUnitMessage`, `WebSocketViewer`) for
-/// a viewer of the browser page, handed over by an `HTTPServer` route (`webSocketRoute`)
-/// after the upgrade. Both kinds are readers of the same `Broadcaster`: the same join at an
-/// IDR, skip to the next IDR when behind, timeout, and `maxReaders` counting both.
+/// A reader is a socket and its framing: raw Annex-B for a reader of a `--listen` socket,
+/// MPEG-TS for a reader of a `ts:` listener (`WireFormat`: each access unit muxed once with
+/// the audio since the previous one, `TransportStreamUnit`, its continuity counters kept
+/// per reader by `TSContinuity`), one WebSocket binary message per access unit
+/// (`AccessUnitMessage`, `WebSocketViewer`) for a viewer of the browser page, handed over by
+/// an `HTTPServer` route (`webSocketRoute`) after the upgrade. All are readers of the same
+/// `Broadcaster`: the same join at an IDR, skip to the next IDR when behind, timeout, and
+/// `maxReaders` counting all.
 ///
 /// The capture thread hands access units over through `mailbox` (`send(.accessUnit(au))`)
 /// and never waits; the `Broadcaster` decides what each reader gets (join policy, lag and
@@ -29,6 +33,9 @@ public final class StreamServer {
         /// cached GOP is forgotten, so a reader joining meanwhile waits for the source's next
         /// IDR instead of getting old pictures.
         case sourceLost
+        /// An encoded audio packet on the video's media time line: the TS readers get it with
+        /// the next access unit (Annex-B readers and viewers never do).
+        case audio(AudioPacket)
     }
 
     /// Something worth a line in `--events`.
@@ -44,16 +51,27 @@ public final class StreamServer {
     }
 
     public struct Config: Sendable {
-        /// Where raw Annex-B readers connect; nil for WebSocket viewers only.
-        public var listen: Endpoint?
+        /// Where readers connect, each listener with its wire format; empty for WebSocket
+        /// viewers only.
+        public var listeners: [Listening]
         public var broadcaster: BroadcasterConfig
         /// How long readers may take to drain their queues when capture ends.
         public var drainTimeout: Double
-        public init(listen: Endpoint?, broadcaster: BroadcasterConfig = BroadcasterConfig(), drainTimeout: Double = 2) {
-            self.listen = listen
+        /// The audio track the TS listeners declare and carry (`.audio` messages); nil for
+        /// video only.
+        public var audio: AudioFormat?
+        public init(listeners: [Listening], broadcaster: BroadcasterConfig = BroadcasterConfig(), drainTimeout: Double = 2, audio: AudioFormat? = nil) {
+            self.listeners = listeners
             self.broadcaster = broadcaster
             self.drainTimeout = drainTimeout
+            self.audio = audio
         }
+        /// One Annex-B listener at `listen` (or none).
+        public init(listen: Endpoint?, broadcaster: BroadcasterConfig = BroadcasterConfig(), drainTimeout: Double = 2) {
+            self.init(listeners: listen.map { [Listening($0)] } ?? [], broadcaster: broadcaster, drainTimeout: drainTimeout)
+        }
+        /// The first listener's address.
+        public var listen: Endpoint? { listeners.first?.endpoint }
     }
 
     /// Counters for the status line and `/metrics`, readable from any thread.
@@ -69,8 +87,13 @@ public final class StreamServer {
         public let readers: Gauge
         public let joinSeconds: Histogram
         public let joinBurst: Histogram
+        /// With a TS listener: its audio packets left out (before the first IDR, out of order).
+        public let tsAudioDropped: Counter?
+        /// With a TS listener: access units its muxer left out (before the first IDR, no media time).
+        public let tsUnitsDropped: Counter?
 
-        public init(registry: MetricsRegistry) {
+        /// `transportStream`: a TS listener is served, and its own counters are registered.
+        public init(registry: MetricsRegistry, transportStream: Bool = false) {
             accessUnitsSent = registry.counter("nalcast_access_units_sent_total", help: "Access units written to readers.")
             bytesSent = registry.counter("nalcast_bytes_sent_total", help: "Bytes written to readers.")
             readersJoined = registry.counter("nalcast_readers_joined_total", help: "Readers that connected and were accepted.")
@@ -86,18 +109,22 @@ public final class StreamServer {
             joinBurst = registry.histogram(
                 "nalcast_join_burst_access_units", help: "Access units queued at once for a starting reader: its first IDR, and for --join gop the cached GOP behind it.",
                 buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512])
+            tsAudioDropped = !transportStream ? nil : registry.counter("nalcast_ts_audio_packets_dropped_total", help: "Audio packets the MPEG-TS listeners left out (before the first IDR, out of media time order, or over 256 waiting).")
+            tsUnitsDropped = !transportStream ? nil : registry.counter("nalcast_ts_access_units_dropped_total", help: "Access units the MPEG-TS listeners left out (before the first IDR, or without media time).")
         }
     }
 
     public let config: Config
     public let metrics: Metrics
-    /// Where it listens (with the kernel's port for port 0); nil without `listen`.
-    public var listenEndpoint: Endpoint? { listener?.boundEndpoint }
-    /// Where it listens, for a server made with `listen`.
+    /// Where its first listener listens (with the kernel's port for port 0); nil without one.
+    public var listenEndpoint: Endpoint? { listeners.first?.listener.boundEndpoint }
+    /// Where its first listener listens, for a server made with one.
     public var boundEndpoint: Endpoint {
-        guard let listener else { preconditionFailure("a StreamServer without listen has no endpoint") }
-        return listener.boundEndpoint
+        guard let first = listeners.first else { preconditionFailure("a StreamServer without listen has no endpoint") }
+        return first.listener.boundEndpoint
     }
+    /// Every listener, as bound (the kernel's port for port 0), in the order configured.
+    public var boundListeners: [Listening] { listeners.map { Listening($0.listener.boundEndpoint, format: $0.format) } }
     /// Readers connected now, of both framings (loop thread).
     public var readerCount: Int { readers.count }
 
@@ -114,7 +141,9 @@ public final class StreamServer {
     public var onFinished: () -> Void = {}
 
     private let loop: EventLoop
-    private var listener: Listener?
+    private var listeners: [(listener: Listener, format: WireFormat)] = []
+    /// The TS listeners' muxer; nil without one.
+    private var transportStream: TransportStreamPackaging?
     private var broadcaster: Broadcaster
     private var readers: [ReaderID: Reader] = [:]
     /// Upgrade requests being answered with an error, until the answer is written.
@@ -128,14 +157,20 @@ public final class StreamServer {
     /// Readers that were sent the end-of-stream NAL unit while draining.
     private var ended: Set<ReaderID> = []
 
-    /// Binds and listens at once, so a busy address is reported here.
-    public init(loop: EventLoop, config: Config, metrics: Metrics, clock: any Clock = SystemClock()) throws(SocketError) {
+    /// Binds and listens at once, so a busy address is reported here (a `SocketError`); with
+    /// a TS listener, sets up its muxer (a `MuxError` when FFmpeg's libraries are missing).
+    public init(loop: EventLoop, config: Config, metrics: Metrics, clock: any Clock = SystemClock()) throws {
         self.loop = loop
         self.config = config
         self.metrics = metrics
         self.broadcaster = Broadcaster(config: config.broadcaster, clock: clock)
-        if let listen = config.listen {
-            self.listener = try Listener(loop: loop, endpoint: listen) { [unowned self] socket in self.accept(socket) }
+        if config.listeners.contains(where: { $0.format == .mpegTS }) {
+            transportStream = try TransportStreamPackaging(audio: config.audio, droppedAudio: metrics.tsAudioDropped ?? Counter(), droppedUnits: metrics.tsUnitsDropped ?? Counter())
+        }
+        for listening in config.listeners {
+            let format = listening.format
+            let listener = try Listener(loop: loop, endpoint: listening.endpoint) { [unowned self] socket in self.accept(socket, format) }
+            listeners.append((listener, format))
         }
         // Bounded so a stalled loop cannot grow memory: at 30 fps, 256 access units is 8 s.
         self.mailbox = Mailbox(loop: loop, capacity: 256) { [unowned self] messages in self.receive(messages) }
@@ -144,7 +179,7 @@ public final class StreamServer {
     /// Starts accepting readers and the timer for timeouts and deferred IDR requests.
     public func start() {
         loop.preconditionOnLoop()
-        listener?.start()
+        for entry in listeners { entry.listener.start() }
         let timer = LoopTimer(loop: loop) { [unowned self] in self.handle(self.broadcaster.tick()) }
         timer.start(after: 0.1, repeating: 0.1)
         ticker = timer
@@ -164,12 +199,17 @@ public final class StreamServer {
             switch message {
             case .accessUnit(let unit):
                 guard !draining else { continue }
-                handle(broadcaster.publish(unit))
+                let ts = transportStream?.package(unit, pts90k: unit.timestamp?.pts90k)
+                handle(broadcaster.publish(unit, transportStream: ts))
                 for id in readers.keys { pump(id) }
             case .timedUnit(let unit, let pts90k):
                 guard !draining else { continue }
-                handle(broadcaster.publish(unit, pts90k: pts90k))
+                let ts = transportStream?.package(unit, pts90k: pts90k)
+                handle(broadcaster.publish(unit, pts90k: pts90k, transportStream: ts))
                 for id in readers.keys { pump(id) }
+            case .audio(let packet):
+                guard !draining else { continue }
+                transportStream?.add(packet)
             case .captureEnded:
                 beginDrain()
             case .sourceLost:
@@ -182,6 +222,8 @@ public final class StreamServer {
 
     /// A reader's socket and how its bytes are framed. Loop-owned.
     private final class Reader {
+        /// A reader of a TS listener: its continuity counters; nil for Annex-B readers and viewers.
+        var continuity: TSContinuity?
         let connection: Connection
         /// The WebSocket side of a viewer; nil for a raw Annex-B reader.
         let viewer: WebSocketViewer?
@@ -194,7 +236,7 @@ public final class StreamServer {
         }
     }
 
-    private func accept(_ socket: Socket) {
+    private func accept(_ socket: Socket, _ format: WireFormat) {
         let peer = (try? socket.peerAddress().description) ?? "?"
         guard !draining else {
             socket.close()
@@ -207,17 +249,19 @@ public final class StreamServer {
             socket.close()
             return
         }
-        join(id, socket: socket, peer: peer, viewer: nil, outcome.events)
+        join(id, socket: socket, peer: peer + (format == .mpegTS ? " (mpegts)" : ""), viewer: nil, format: format, outcome.events)
     }
 
     /// Starts a reader the `Broadcaster` accepted as `id`.
-    private func join(_ id: ReaderID, socket: Socket, peer: String, viewer: WebSocketViewer?, _ events: [BroadcastEvent]) {
+    private func join(_ id: ReaderID, socket: Socket, peer: String, viewer: WebSocketViewer?, format: WireFormat = .annexB, _ events: [BroadcastEvent]) {
         // Small kernel buffers: lag must show in our queue, where it can be skipped.
         try? socket.configureForStreaming()
         let connection = Connection(loop: loop, socket: socket)
         connection.onProgress = { [unowned self] progress in self.progressed(id, progress, viewer) }
         connection.onClose = { [unowned self] reason in self.closed(id, reason: reason.description) }
-        readers[id] = Reader(connection: connection, viewer: viewer)
+        let reader = Reader(connection: connection, viewer: viewer)
+        if format == .mpegTS { reader.continuity = TSContinuity() }
+        readers[id] = reader
         metrics.readersJoined.increment()
         metrics.readers.set(Double(readers.count))
         onEvent(.readerJoined(id, peer: peer))
@@ -231,8 +275,11 @@ public final class StreamServer {
     private func pump(_ id: ReaderID) {
         guard let reader = readers[id] else { return }
         if let viewer = reader.viewer { return pumpViewer(id, reader.connection, viewer) }
+        if reader.continuity != nil { return pumpTransportStream(id, reader) }
         let connection = reader.connection
-        guard connection.isIdle else { return }
+        // A connection whose write just failed is closed (and idle) before it says so on the
+        // loop's next turn; its in-flight access unit stays unfinished until then.
+        guard !connection.isClosed, connection.isIdle else { return }
         while let nals = broadcaster.nextToWrite(id) {
             let progress = connection.write(chunks: reader.delimiting.frame(nals))
             metrics.bytesSent.increment(by: UInt64(progress.bytes))
@@ -251,6 +298,30 @@ public final class StreamServer {
             // unit that never comes: see `AccessUnitDelimiting` for why this ending.
             ended.insert(id)
             connection.write(chunks: reader.delimiting.closing())
+            connection.closeAfterFlush()
+        }
+    }
+
+    /// Writes queued access units to a TS reader as their TS units, its continuity counters
+    /// continued; at the end of a drain, closes after the last one.
+    private func pumpTransportStream(_ id: ReaderID, _ reader: Reader) {
+        let connection = reader.connection
+        guard !connection.isClosed, connection.isIdle else { return }
+        while let unit = broadcaster.nextUnitToWrite(id) {
+            // An access unit the muxer left out (counted there) is nothing for this reader.
+            let bytes = unit.transportStream.map { reader.continuity!.bytes(for: $0) } ?? []
+            let progress = connection.write(chunks: [bytes])
+            metrics.bytesSent.increment(by: UInt64(progress.bytes))
+            if progress.finishedItems > 0 {
+                broadcaster.didWrite(id, bytes: progress.bytes, finished: true)
+                metrics.accessUnitsSent.increment()
+                continue
+            }
+            if progress.bytes > 0 { broadcaster.didWrite(id, bytes: progress.bytes, finished: false) }
+            break
+        }
+        if draining && connection.isIdle && broadcaster.queue(of: id)?.count ?? 0 == 0 && !ended.contains(id) {
+            ended.insert(id)
             connection.closeAfterFlush()
         }
     }
@@ -385,7 +456,7 @@ public final class StreamServer {
     private func beginDrain() {
         guard !draining else { return }
         draining = true
-        listener?.close()
+        for entry in listeners { entry.listener.close() }
         if readers.isEmpty { return finish() }
         for id in readers.keys { pump(id) }
         let timer = LoopTimer(loop: loop) { [unowned self] in self.finish() }

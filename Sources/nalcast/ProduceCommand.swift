@@ -14,7 +14,7 @@ enum ProduceCommand: Command {
     static let name = "produce"
     static let summary = "Capture frames, encode them with libx264 and serve the H.264 stream to readers."
     static let usage = "nalcast produce [--source SRC] [--listen ADDR] [-o FILE|-] [OPTIONS]"
-    static let specs: [OptionSpec] = sourceSpecs + ServingChoice.specs(.encoder) + observabilitySpecs
+    static let specs: [OptionSpec] = sourceSpecs + AudioPlan.specs + ServingChoice.specs(.encoder) + observabilitySpecs
     private static let sourceSpecs: [OptionSpec] = [
         // Source
         OptionSpec(name: "source", value: "SRC", help: "testsrc, y4m:PATH, raw:PATH, x11, x11:DISPLAY (see below)", defaultText: "testsrc"),
@@ -61,6 +61,8 @@ enum ProduceCommand: Command {
         "  x11:77.1           screen 1 of display :77",
         "  x11:host:0.0       display 0 of another host",
         "",
+    ] + AudioPlan.notes + [
+        "",
         "Durations take a unit: 500ms, 10s, 2m, 1h; a bare --keyint counts frames (x264's --keyint, FFmpeg's -g).",
     ]
     static let environmentExample = "NALCAST_LISTEN=tcp://0.0.0.0:7264 NALCAST_ALLOW_REMOTE=1 NALCAST_KEYINT=1s nalcast produce --source x11"
@@ -93,6 +95,8 @@ enum ProduceCommand: Command {
         /// The frame as the source delivers it, when known before capture starts.
         var frame: (width: Int, height: Int, format: PixelFormat)?
         var frameNote: String?
+        /// `--audio`: nil for video only.
+        var audio: AudioPlan?
 
         var lines: [String] {
             var out = [
@@ -117,6 +121,7 @@ enum ProduceCommand: Command {
             if let m = capture.maxSize { out.append("max-size: \(m)") }
             if let f = capture.frameLimit { out.append("frames: \(f)") }
             if let d = capture.durationLimit { out.append("duration: \(d)s") }
+            out += audio?.lines ?? ["audio: none"]
             out.append("output: \(output.map { "\($0 == "-" ? "stdout" : $0) (\(OutputChoice.describe(outputFormat)))" } ?? "none")")
             for f in forwards { out.append("forward: \(f) (\(f.carries))") }
             out += serving.lines(.encoder)
@@ -225,6 +230,7 @@ enum ProduceCommand: Command {
             quiet: o.has("quiet"), warnings: warnings)
         plan.outputFormat = outputFormat
         plan.forwards = forwards
+        plan.audio = try AudioPlan.parse(o)
         switch source {
         case .testPattern(let w, let h): plan.frame = (w, h, .i420)
         case .raw(_, let w, let h, let format, _): plan.frame = (w, h, format)

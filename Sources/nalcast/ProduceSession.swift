@@ -56,6 +56,7 @@ final class ProduceSession {
         let outcome = Outcome()
         // Opened while SIGINT still ends the process: opening a FIFO waits for its reader.
         let sink = try openOutput()
+        let audio = try plan.audio.map { try ProduceAudio(plan: $0, log: log, events: events) }
 
         // Only the loop thread takes these signals: block them before any thread starts
         // (the -o writer's is the first).
@@ -66,13 +67,16 @@ final class ProduceSession {
         let output = runners.isEmpty ? nil : SinkFanout(runners: runners)
         let loop = EventLoop()
         let control = CaptureControl()
-        let serving = try wireServing(loop, control, registry, events)
+        let serving = try wireServing(loop, control, registry, events, audio)
         announce(Self.describe(source, plan: plan), serving)
 
-        let captureThread = startCapture(source, control, serving, output, outcome, events)
+        audio?.capture.start()
+        let captureThread = startCapture(source, control, serving, output, outcome, events, audio)
         withExtendedLifetime(serving) { loop.run() }
 
         captureThread.join()
+        audio?.capture.stop()
+        if let audio { log.line(audio.summary) }
         drain(serving, output)
         return try report(control, outcome, events)
     }
@@ -130,26 +134,28 @@ final class ProduceSession {
     }
 
     /// The stream server (`--listen`), `--metrics`, the signals and the status line, on the loop.
-    private func wireServing(_ loop: EventLoop, _ control: CaptureControl, _ registry: MetricsRegistry, _ events: EventLog?) throws -> LoopSide {
-        let serving = try ServingSide(loop: loop, choice: plan.serving, .encoder, registry: registry, events: events,
-                                      metricsText: { registry.render() + ProduceSession.captureMetrics(control.statistics()) },
+    private func wireServing(_ loop: EventLoop, _ control: CaptureControl, _ registry: MetricsRegistry, _ events: EventLog?,
+                             _ audio: ProduceAudio?) throws -> LoopSide {
+        let serving = try ServingSide(loop: loop, choice: plan.serving, .encoder, registry: registry, events: events, audio: audio?.capture.format,
+                                      metricsText: { registry.render() + ProduceSession.captureMetrics(control.statistics()) + (audio?.metrics ?? "") },
                                       onRequestIDR: { control.requestIDR() }, onFinished: { loop.stop() })
         let server = serving.server
-        let metricsServer = try makeMetricsServer(loop, control, registry, events)
+        if let audio { serving.carry(audio.delivery) }
+        let metricsServer = try makeMetricsServer(loop, control, registry, events, audio)
         let captureEnded = Mailbox<Int>(loop: loop) { _ in if server == nil { loop.stop() } }
         let signals = watchSignals(loop, control, server, events)
         serving.start()
         metricsServer?.start()
-        let statusTimer = startStatusLine(loop, control, server)
+        let statusTimer = startStatusLine(loop, control, server, audio)
         return LoopSide(serving: serving, metricsServer: metricsServer, captureEnded: captureEnded, signals: signals, statusTimer: statusTimer)
     }
 
     /// `--metrics`: `/metrics`, `/healthz`, and `POST /bitrate` for a live bitrate change.
-    private func makeMetricsServer(_ loop: EventLoop, _ control: CaptureControl, _ registry: MetricsRegistry, _ events: EventLog?) throws -> HTTPServer? {
+    private func makeMetricsServer(_ loop: EventLoop, _ control: CaptureControl, _ registry: MetricsRegistry, _ events: EventLog?, _ audio: ProduceAudio?) throws -> HTTPServer? {
         guard let endpoint = plan.metrics else { return nil }
         let server: HTTPServer
         do {
-            server = try ServingSide.httpServer(loop, endpoint) { registry.render() + ProduceSession.captureMetrics(control.statistics()) }
+            server = try ServingSide.httpServer(loop, endpoint) { registry.render() + ProduceSession.captureMetrics(control.statistics()) + (audio?.metrics ?? "") }
         } catch {
             throw CommandError.unavailable("--metrics \(endpoint): \(error)")
         }
@@ -183,7 +189,7 @@ final class ProduceSession {
     }
 
     /// `frame=… fps=… kbps=… readers=… dropped=… encode=…ms`, once a second.
-    private func startStatusLine(_ loop: EventLoop, _ control: CaptureControl, _ server: StreamServer?) -> LoopTimer {
+    private func startStatusLine(_ loop: EventLoop, _ control: CaptureControl, _ server: StreamServer?, _ audio: ProduceAudio?) -> LoopTimer {
         var last = (frames: UInt64(0), bytes: UInt64(0))
         let timer = LoopTimer(loop: loop) { [status] in
             let s = control.statistics()
@@ -193,6 +199,7 @@ final class ProduceSession {
             var text = "frame=\(s.framesEncoded) fps=\(fixed(fps, 1)) kbps=\(Int(kbps))"
             if let server { text += " readers=\(server.readerCount)" }
             text += " dropped=\(s.droppedTotal) encode=\(fixed(s.lastEncodeMs, 1))ms"
+            if let audio { text += audio.statusText }
             status.show(text)
         }
         if status.enabled { timer.start(after: 1, repeating: 1) }
@@ -210,11 +217,12 @@ final class ProduceSession {
     /// The capture thread: everything from frames to access units happens there, and each
     /// access unit goes to the server's mailbox and to the output.
     private func startCapture(_ source: sending any FrameSource, _ control: CaptureControl, _ serving: LoopSide, _ writer: SinkFanout?,
-                              _ outcome: Outcome, _ events: EventLog?) -> OSThread {
+                              _ outcome: Outcome, _ events: EventLog?, _ audio: ProduceAudio?) -> OSThread {
         let mailbox = serving.server?.mailbox
         let ended = serving.captureEnded
         let handOff = mailbox.map { makeHandOff($0, control, events) }
         let pipeline = CapturePipeline(source: source, options: plan.capture, control: control, log: libraryLog) { unit in
+            if let audio, let t = unit.timestamp { audio.videoFrame(captureTimeNs: t.captureTimeNs, pts90k: t.pts90k) }
             handOff?.hand(unit)
             if let writer {
                 writer.push(.unit(TimedUnit(encoded: unit)))

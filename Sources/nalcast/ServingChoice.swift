@@ -1,9 +1,11 @@
 import EventLoop
 import H264
+import Output
 import Relay
 import Serving
 
-/// What `produce` and `consume` share to serve their stream: the options (`--listen`, `--web`,
+/// What `produce` and `consume` share to serve their stream: the options (`--listen`, repeatable,
+/// each address Annex-B or `ts:` MPEG-TS; `--web`,
 /// `--allow-remote`, `--join`, the `--reader-*` bounds, `--max-readers`), the lines of
 /// `--dry-run`, and the loop side built from them (`ServingSide`: the `StreamServer`, the
 /// `--web` page with /ws, /metrics and /healthz, the events they report).
@@ -13,13 +15,16 @@ import Serving
 /// does not encode, so its readers start with the cached GOP (`gop`, the default) or at the
 /// stream's next IDR (`next`).
 struct ServingChoice {
-    /// Where raw Annex-B readers connect.
-    var listen: Endpoint?
+    /// Where readers connect (`--listen`, repeatable): each address Annex-B (`tcp://…`,
+    /// `unix:…`) or MPEG-TS (`ts:tcp://…`, `ts:unix:…`).
+    var listeners: [Listening] = []
     /// `--web`: the browser page, its WebSocket stream, /metrics and /healthz.
     var web: Endpoint?
     var broadcaster = BroadcasterConfig()
 
-    var isServing: Bool { listen != nil || web != nil }
+    var isServing: Bool { !listeners.isEmpty || web != nil }
+    /// True when a listener serves MPEG-TS (the only readers that get audio).
+    var servesTransportStream: Bool { listeners.contains { $0.format == .mpegTS } }
 
     /// Which command: the option texts and what `--join` may be.
     enum Role {
@@ -39,7 +44,7 @@ struct ServingChoice {
         switch role {
         case .encoder:
             specs += [
-                OptionSpec(name: "listen", value: "ADDR", help: "serve readers on tcp://HOST:PORT or unix:PATH", defaultText: "tcp://127.0.0.1:7264 unless -o, --forward or --web is given"),
+                OptionSpec(name: "listen", value: "ADDR", help: "serve readers on tcp://HOST:PORT or unix:PATH (raw H.264 Annex-B, video only), or on ts:tcp://HOST:PORT or ts:unix:PATH (MPEG-TS: video and audio with timestamps, for ffplay, VLC, mpv); repeatable, each listener its own format", defaultText: "tcp://127.0.0.1:7264 unless -o, --forward or --web is given", repeatable: true),
                 OptionSpec(name: "web", value: "ADDR", help: "serve a page that plays the stream in a browser on ADDR (open http://HOST:PORT/; the stream at /ws, also /metrics and /healthz)"),
                 OptionSpec(name: "allow-remote", value: nil, help: "allow --listen, --web or --metrics on a non-loopback address (the stream may show your screen)"),
                 OptionSpec(name: "join", value: "POLICY", help: "where a new reader starts: idr (fresh IDR at once), gop (cached GOP), next (next IDR)", defaultText: "idr"),
@@ -47,7 +52,7 @@ struct ServingChoice {
             ]
         case .relay:
             specs += [
-                OptionSpec(name: "listen", value: "ADDR", help: "relay: serve what is read to readers on tcp://HOST:PORT or unix:PATH (Annex-B); on the machine of the --from producer, another port than its 7264, e.g. tcp://127.0.0.1:7265"),
+                OptionSpec(name: "listen", value: "ADDR", help: "relay: serve what is read to readers on tcp://HOST:PORT or unix:PATH (Annex-B), or ts:tcp://HOST:PORT or ts:unix:PATH (MPEG-TS, video only); repeatable; on the machine of the --from producer, another port than its 7264, e.g. tcp://127.0.0.1:7265", repeatable: true),
                 OptionSpec(name: "web", value: "ADDR", help: "relay: serve a page that plays what is read in a browser on ADDR (open http://HOST:PORT/; the stream at /ws, also /metrics and /healthz)"),
                 OptionSpec(name: "allow-remote", value: nil, help: "allow --listen, --web or --metrics on a non-loopback address"),
                 OptionSpec(name: "join", value: "POLICY", help: "where a new reader starts: gop (the cached GOP from its IDR at once, then live), next (the next IDR); no idr: there is no encoder to ask", defaultText: "gop"),
@@ -69,11 +74,20 @@ struct ServingChoice {
         let prefix = role == .encoder ? "" : "consume: "
         var choice = ServingChoice()
         let webText = o.string("web")
-        if let listenText = o.string("listen") ?? (defaultListen && webText == nil ? "tcp://127.0.0.1:\(Endpoint.defaultPort)" : nil) {
-            do { choice.listen = try Endpoint(parsing: listenText) } catch { throw CommandError.usage("\(prefix)--listen: \(error)") }
-        }
-        if let listen = choice.listen, !listen.isLoopback, !o.has("allow-remote") {
-            throw CommandError.usage("\(prefix)--listen \(listen) is not a loopback address: add --allow-remote to serve other machines")
+        var listenTexts = o.strings("listen")
+        if listenTexts.isEmpty && defaultListen && webText == nil { listenTexts = ["tcp://127.0.0.1:\(Endpoint.defaultPort)"] }
+        for text in listenTexts {
+            let listening: Listening
+            do { listening = try Listening(parsing: text) } catch { throw CommandError.usage("\(prefix)--listen: \(error)") }
+            if !listening.endpoint.isLoopback, !o.has("allow-remote") {
+                throw CommandError.usage("\(prefix)--listen \(listening) is not a loopback address: add --allow-remote to serve other machines")
+            }
+            // (Port 0, the kernel's choice, may be given for several.)
+            if case .tcp(_, 0) = listening.endpoint {
+            } else if choice.listeners.contains(where: { $0.endpoint == listening.endpoint }) {
+                throw CommandError.usage("\(prefix)--listen \(listening): given twice; each listener needs an address of its own")
+            }
+            choice.listeners.append(listening)
         }
         if let webText {
             do { choice.web = try Endpoint(parsing: webText) } catch { throw CommandError.usage("\(prefix)--web: \(error)") }
@@ -107,7 +121,8 @@ struct ServingChoice {
 
     /// The `--dry-run` lines: `listen:`, `web:` and, when serving, the reader policies.
     func lines(_ role: Role) -> [String] {
-        var out = ["listen: \(listen?.description ?? "none")", "web: \(web?.description ?? "none")"]
+        let listen = listeners.isEmpty ? "none" : listeners.map { "\($0) (\($0.format == .mpegTS ? "MPEG-TS" : "Annex-B"))" }.joined(separator: ", ")
+        var out = ["listen: \(listen)", "web: \(web?.description ?? "none")"]
         guard isServing else { return out }
         let b = broadcaster
         var join = "join: \(b.joinPolicy.rawValue)"
@@ -137,7 +152,10 @@ final class ServingSide {
     ///   - metricsText: the body of /metrics (the registry, and whatever the command adds).
     ///   - onRequestIDR: asks the encoder for an IDR; nil for a relay.
     ///   - onFinished: the stream ended and the readers are drained or closed.
+    /// - Parameters:
+    ///   - audio: the audio track the TS listeners carry; nil for video only.
     init(loop: EventLoop, choice: ServingChoice, _ role: ServingChoice.Role, registry: MetricsRegistry, events: EventLog?,
+         audio: AudioFormat? = nil,
          metricsText: @escaping () -> String, onRequestIDR: (() -> Void)?, onFinished: @escaping () -> Void) throws {
         let prefix = role == .encoder ? "" : "consume: "
         guard choice.isServing else {
@@ -147,10 +165,16 @@ final class ServingSide {
         }
         let server: StreamServer
         do {
-            server = try StreamServer(loop: loop, config: StreamServer.Config(listen: choice.listen, broadcaster: choice.broadcaster),
-                                      metrics: StreamServer.Metrics(registry: registry))
+            server = try StreamServer(loop: loop, config: StreamServer.Config(listeners: choice.listeners, broadcaster: choice.broadcaster, audio: audio),
+                                      metrics: StreamServer.Metrics(registry: registry, transportStream: choice.servesTransportStream))
+        } catch let error as SocketError {
+            // Which listener: the one whose address the error names, else all of them.
+            let named = choice.listeners.first { error.description.contains($0.endpoint.description) }
+            let listen = named.map(\.description) ?? choice.listeners.map(\.description).joined(separator: " ")
+            throw CommandError.unavailable("\(prefix)--listen \(listen): \(error)")
         } catch {
-            throw CommandError.unavailable("\(prefix)--listen \(choice.listen.map(\.description) ?? ""): \(error)")
+            let ts = choice.listeners.filter { $0.format == .mpegTS }.map(\.description).joined(separator: " ")
+            throw CommandError.unavailable("\(prefix)--listen \(ts): \(error)")
         }
         if let onRequestIDR { server.onRequestIDR = onRequestIDR }
         server.onEvent = { event in ServingSide.report(event, to: events) }
@@ -187,10 +211,24 @@ final class ServingSide {
         webServer?.start()
     }
 
+    /// `produce --audio` with a `ts:` listener: every audio packet goes to the stream server's
+    /// mailbox (from the audio thread), to be muxed with the next access unit; one the mailbox
+    /// refuses (the loop thread is behind) is counted in
+    /// `nalcast_ts_audio_packets_dropped_total`. Annex-B readers and viewers get no sound.
+    func carry(_ audio: AudioDelivery) {
+        guard let server, server.config.listeners.contains(where: { $0.format == .mpegTS }), let mailbox = server.mailbox else { return }
+        let refused = server.metrics.tsAudioDropped
+        audio.add { packet in
+            if !mailbox.send(.audio(packet)) { refused?.increment() }
+        }
+    }
+
     /// `serving tcp://…`, `the page on http://…/`: for the line that says where the stream goes.
     var places: [String] {
         var out: [String] = []
-        if let listen = server?.listenEndpoint { out.append("serving \(listen)") }
+        for listening in server?.boundListeners ?? [] {
+            out.append("serving \(listening)" + (listening.format == .mpegTS ? " (MPEG-TS)" : ""))
+        }
         if let web = webServer?.boundEndpoint { out.append("the page on \(ServingChoice.pageURL(web))") }
         return out
     }

@@ -10,6 +10,11 @@ import Testing
 /// IDR nalcast starts every reader with) was decoded. Options that throw away the packets
 /// read while probing (`-fflags nobuffer`) lose that IDR and the first picture comes at the
 /// next natural one, keyint later (pts 60 at 30 fps).
+///
+/// A line with no `-f` is the MPEG-TS listener's (`--listen ts:…`), which players open with
+/// no options: it is read from such a listener, and must decode without a complaint (a
+/// reader that did not start at an IDR with its parameter sets gets the decoder's errors;
+/// TSListenerTests checks the keyframe itself).
 @Suite(.serialized) struct ViewerRecipeTests {
     static let files = ["README.md", "docs/usage.md", "deploy/compose.yaml", "deploy/compose.x11.yaml",
                         "deploy/systemd/nalcast-screen.service", "deploy/systemd/nalcast-record.service", "Dockerfile"]
@@ -49,11 +54,11 @@ import Testing
     }
 
     /// ffmpeg with the reader options against a live producer: the pts of each decoded picture.
-    static func decodedPTS(options: [String], frames: Int) throws -> (pts: [Int], stderr: String) {
+    static func decodedPTS(options: [String], frames: Int, transportStream: Bool = false) throws -> (pts: [Int], stderr: String) {
         let dir = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let sock = dir.appendingPathComponent("live.sock").path
-        let producer = try Background(Run.nalcast, ["produce", "--size", "320x240", "--duration", "20s", "--keyint", "2s", "--listen", "unix:\(sock)"],
+        let producer = try Background(Run.nalcast, ["produce", "--size", "320x240", "--duration", "20s", "--keyint", "2s", "--listen", (transportStream ? "ts:" : "") + "unix:\(sock)"],
                                       environment: Deploy.environment())
         defer { producer.signal(SIGTERM); producer.wait() }
         #expect(producer.waitFor("serving "), "\(producer.stderr)")
@@ -74,6 +79,11 @@ import Testing
         // Recipes that are the same options need one run.
         var seen: Set<[String]> = []
         for (file, options) in recipes where seen.insert(options).inserted {
+            if !options.contains("-f") {
+                let (pts, stderr) = try Self.decodedPTS(options: options, frames: 10, transportStream: true)
+                #expect(pts.count == 10 && stderr.isEmpty, "\(file): ffplay \(options.joined(separator: " ")) of a TS listener: \(pts.count) of 10 pictures\n\(stderr)")
+                continue
+            }
             #expect(options.contains("-f") && options.contains("h264"), "\(file): ffplay without -f h264: \(options)")
             let frames = 10
             let (pts, stderr) = try Self.decodedPTS(options: options, frames: frames)

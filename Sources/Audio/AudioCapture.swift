@@ -1,0 +1,272 @@
+import EventLoop
+import H264
+import Output
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Figures of the audio side, for the status line, events and metrics.
+public struct AudioStatistics: Sendable {
+    public var packets: UInt64 = 0
+    public var bytes: UInt64 = 0
+    /// Samples (per channel) lost: a source delivered after their place was encoded.
+    public var lateSamples: UInt64 = 0
+    /// Samples lost: a source ran further ahead of the encoder than the buffer holds.
+    public var overflowSamples: UInt64 = 0
+    /// Packets encoded before the first video frame, which have no place on its time line.
+    public var packetsBeforeVideo: UInt64 = 0
+    /// Each source: its name, state, times it was lost, and its clock's drift against the
+    /// system clock in ppm (live sources).
+    public var sources: [(name: String, state: AudioSourceState, losses: Int, driftPPM: Double)] = []
+
+    /// Samples dropped for any reason.
+    public var droppedSamples: UInt64 { lateSamples + overflowSamples }
+}
+
+/// `produce --audio`: up to two sources mixed into one 48 kHz stereo track, encoded to
+/// AAC-LC, each packet handed to `onPacket` with its capture time and its place on the
+/// video's media time line.
+///
+/// Threads: one per live or file source (reads, timestamps, adds to the mix) and one audio
+/// thread that, paced by the clock, takes 1024 samples once every source has had time to
+/// deliver them (`slack`), adds the tone, encodes and hands the packets on. None of them
+/// ever waits for video or for a consumer of the packets; video never waits for them.
+/// A source that is late or gone leaves silence; what it delivers too late is counted.
+///
+/// The packets' media times need the video's time line: `anchor(videoCaptureTimeNs:pts90k:)`
+/// with the first encoded frame's pair. Packets before it wait (up to 2 s); those captured
+/// before that frame are counted and left out.
+public final class AudioCapture: Sendable {
+    public static let sampleRate = 48_000
+    public static let channels = 2
+    /// How long after a sample's capture time the audio thread encodes it: time for a live
+    /// source's read (10 ms), its scheduling and its latency to be behind us.
+    public static let slack: UInt64 = 150_000_000
+
+    public let format: AudioFormat
+    public let sourceSpecs: [AudioSourceSpec]
+    let track: TrackClock
+    let mix: MixBuffer
+    let hasTone: Bool
+    let onPacket: @Sendable (AudioPacket) -> Void
+    let onEvent: @Sendable (AudioEvent) -> Void
+
+    private let pulseInputs: [PulseInput]
+    private let fileInputs: [FileInput]
+    private let work: Mutex<Work?>
+    private let threads = Mutex<[OSThread]>([])
+    private let stopped = Atomic<Bool>(false)
+    private let timeline = Mutex<TimelineState>(TimelineState())
+    private let counters = Mutex<AudioStatistics>(AudioStatistics())
+
+    private struct TimelineState {
+        var anchor: AudioTimeline?
+        var held: [AudioPacket] = []
+    }
+
+    /// What the threads take when they start: the open streams and files, the encoder.
+    ///
+    /// @unchecked Sendable: built on the thread that makes the capture, then taken apart by
+    /// `start()` (each piece moved to the one thread that uses it) and never touched again.
+    private final class Work: @unchecked Sendable {
+        let encoder: AACEncoder
+        let pulse: [PulseStream]
+        let files: [(PCMFile, PCMLayout)]
+
+        init(encoder: AACEncoder, pulse: [PulseStream], files: [(PCMFile, PCMLayout)]) {
+            self.encoder = encoder
+            self.pulse = pulse
+            self.files = files
+        }
+    }
+
+    /// Opens everything (libraries, the encoder, each source) so that a missing server,
+    /// device or file fails here with one line; `start()` then runs it.
+    /// `pulseServer`: a PulseAudio server address (`unix:/run/user/1000/pulse/native`), nil
+    /// for libpulse's own choice ($PULSE_SERVER, then the user's session server).
+    public init(sources: [AudioSourceSpec], bitrate: Int = 128_000, pulseServer: String? = nil,
+                onPacket: @escaping @Sendable (AudioPacket) -> Void,
+                onEvent: @escaping @Sendable (AudioEvent) -> Void = { _ in }) throws(AudioError) {
+        guard !sources.isEmpty, sources.count <= 2 else { throw .usage("--audio: one or two sources") }
+        try AudioLibraries.load(pulse: sources.contains { $0.isPulse })
+        let encoder = try AACEncoder(sampleRate: Self.sampleRate, channels: Self.channels, bitrate: bitrate)
+        format = encoder.format
+        sourceSpecs = sources
+        // Sample 0 is 100 ms before now: a live source's first read (captured a little
+        // before it arrives) then lands on the track rather than before it.
+        track = TrackClock(startNs: realtimeNow() - 100_000_000, rate: Self.sampleRate)
+        let mix = MixBuffer(channels: Self.channels, capacity: Self.sampleRate * 2)
+        self.mix = mix
+        hasTone = sources.contains(.tone)
+        self.onPacket = onPacket
+        self.onEvent = onEvent
+        var pulse: [PulseInput] = []
+        var streams: [PulseStream] = []
+        var files: [FileInput] = []
+        var opened: [(PCMFile, PCMLayout)] = []
+        for spec in sources {
+            switch spec {
+            case .pulse, .monitor, .mic:
+                let device = spec.pulseDevice ?? nil
+                switch PulseStream.open(server: pulseServer, device: device, rate: Self.sampleRate, channels: Self.channels) {
+                case .success(let stream): streams.append(stream)
+                case .failure(let failure):
+                    let what = failure.noServer ? "no PulseAudio server" : "PulseAudio"
+                    throw AudioError(.unavailable, "--audio \(spec): \(what): \(failure.text)")
+                }
+                pulse.append(PulseInput(label: spec.description, server: pulseServer, device: device, track: track, channels: Self.channels, mix: mix, report: onEvent))
+            case .wav(let path):
+                let file = try Self.open(path, spec)
+                let header = try WAVHeader.read(file, name: spec.description, stopped: { false })
+                opened.append((file, header.layout))
+                files.append(FileInput(label: spec.description, track: track, channels: Self.channels, mix: mix, report: onEvent))
+            case .raw(let path, let layout):
+                opened.append((try Self.open(path, spec), layout))
+                files.append(FileInput(label: spec.description, track: track, channels: Self.channels, mix: mix, report: onEvent))
+            case .tone:
+                break
+            }
+        }
+        pulseInputs = pulse
+        fileInputs = files
+        work = Mutex(Work(encoder: encoder, pulse: streams, files: opened))
+    }
+
+    private static func open(_ path: String, _ spec: AudioSourceSpec) throws(AudioError) -> PCMFile {
+        do {
+            return try PCMFile(path: path)
+        } catch {
+            throw AudioError(error.kind, "--audio \(spec): \(error.message)")
+        }
+    }
+
+    /// Starts the source threads and the audio thread.
+    public func start() {
+        guard let work = work.withLock({ w -> Work? in defer { w = nil }; return w }) else { return }
+        let stopped: @Sendable () -> Bool = { [self] in self.stopped.load(ordering: .relaxed) }
+        var started: [OSThread] = []
+        for (input, stream) in zip(pulseInputs, work.pulse) {
+            started.append(OSThread(name: "nalcast-pulse") { input.run(first: stream, stopped: stopped) })
+        }
+        for (input, file) in zip(fileInputs, work.files) {
+            started.append(OSThread(name: "nalcast-pcm") { input.run(file: file.0, layout: file.1, stopped: stopped) })
+        }
+        let encoder = work.encoder
+        started.append(OSThread(name: "nalcast-audio") { [self] in self.encodeLoop(encoder) })
+        threads.withLock { $0 = started }
+    }
+
+    /// Stops every thread and joins them; the encoder's last packets are handed on.
+    public func stop() {
+        stopped.store(true, ordering: .relaxed)
+        let all = threads.withLock { t -> [OSThread] in defer { t = [] }; return t }
+        for thread in all { thread.join() }
+    }
+
+    /// The video's time line, from its first frame's capture time and pts; held packets go
+    /// out now.
+    public func anchor(_ timeline: AudioTimeline) {
+        let ready = self.timeline.withLock { t -> [AudioPacket] in
+            guard t.anchor == nil else { return [] }
+            t.anchor = timeline
+            defer { t.held = [] }
+            return t.held
+        }
+        for packet in ready { place(packet.data, captureTimeNs: packet.captureTimeNs) }
+    }
+
+    public func anchor(videoCaptureTimeNs: UInt64, pts90k: UInt64) {
+        anchor(AudioTimeline(videoCaptureTimeNs: videoCaptureTimeNs, pts90k: pts90k))
+    }
+
+    public func statistics() -> AudioStatistics {
+        var s = counters.withLock { $0 }
+        let counts = mix.counts
+        s.lateSamples = counts.late
+        s.overflowSamples = counts.overflow
+        s.sources = sourceSpecs.map { spec in
+            if let p = pulseInputs.first(where: { $0.label == spec.description }) {
+                return (spec.description, p.state.withLock { $0 }, p.losses.load(ordering: .relaxed), p.drift.withLock { $0 })
+            }
+            if let f = fileInputs.first(where: { $0.label == spec.description }) {
+                return (spec.description, f.state.withLock { $0 }, 0, 0)
+            }
+            return (spec.description, .capturing, 0, 0)
+        }
+        return s
+    }
+
+    /// The audio thread: one packet's worth at a time, once its last sample is `slack` old.
+    private func encodeLoop(_ encoder: AACEncoder) {
+        let samples = format.samplesPerPacket
+        var frame = [Float](repeating: 0, count: samples * Self.channels)
+        var next: Int64 = 0
+        let stop = { [self] in self.stopped.load(ordering: .relaxed) }
+        do {
+            while true {
+                let due = track.realtime(at: next + Int64(samples)) + Self.slack
+                guard sleep(untilRealtime: due, unless: stop) else { break }
+                let position = mix.take(samples, into: &frame)
+                next = position + Int64(samples)
+                if hasTone { ToneSignal.add(into: &frame, channels: Self.channels, track: track, from: position) }
+                for i in frame.indices { frame[i] = max(-1, min(1, frame[i])) }
+                try frame.withUnsafeBufferPointer { buffer throws(AudioError) in
+                    try encoder.encode(interleaved: buffer, position: position) { data, pts in deliver(data, pts: pts) }
+                }
+            }
+            try encoder.encode(interleaved: nil, position: next) { data, pts in deliver(data, pts: pts) }
+        } catch {
+            onEvent(.failed(reason: error.message))
+        }
+    }
+
+    private func deliver(_ data: UnsafeBufferPointer<UInt8>, pts: Int64) {
+        counters.withLock {
+            $0.packets += 1
+            $0.bytes += UInt64(data.count)
+        }
+        place(Array(data), captureTimeNs: track.realtime(at: pts))
+    }
+
+    /// Gives a packet its media time and hands it on, or holds it until the anchor is known.
+    private func place(_ data: [UInt8], captureTimeNs: UInt64) {
+        let anchor: AudioTimeline? = timeline.withLock { t in
+            if t.anchor == nil {
+                t.held.append(AudioPacket(data: data, mediaTime: .zero, captureTimeNs: captureTimeNs))
+                if t.held.count > 94 {  // 2 s of packets: the oldest has no video to join
+                    t.held.removeFirst()
+                    counters.withLock { $0.packetsBeforeVideo += 1 }
+                }
+            }
+            return t.anchor
+        }
+        guard let anchor else { return }
+        if captureTimeNs < anchor.captureTimeNs {
+            counters.withLock { $0.packetsBeforeVideo += 1 }
+            return
+        }
+        onPacket(AudioPacket(data: data, mediaTime: anchor.mediaTime(forCaptureTimeNs: captureTimeNs), captureTimeNs: captureTimeNs))
+    }
+}
+
+/// The `tone` source: 100 ms of a 1 kHz sine at -6 dBFS starting at each whole second of
+/// CLOCK_REALTIME, silence between. Computed from each sample's capture time, so the beep
+/// starts on the same instant as the test pattern's white flash (the frame captured at each
+/// whole second) whatever the track's start.
+enum ToneSignal {
+    static let amplitude: Float = 0.501187  // -6 dBFS
+    static let frequency = 1000.0
+    static let lengthNs: UInt64 = 100_000_000
+
+    static func add(into frame: inout [Float], channels: Int, track: TrackClock, from position: Int64) {
+        let count = frame.count / channels
+        for i in 0..<count {
+            let ns = track.realtime(at: position + Int64(i))
+            let phase = ns % 1_000_000_000
+            guard phase < lengthNs else { continue }
+            let value = amplitude * Float(sin(2 * Double.pi * frequency * Double(phase) / 1e9))
+            for c in 0..<channels { frame[i * channels + c] += value }
+        }
+    }
+}

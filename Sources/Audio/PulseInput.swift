@@ -1,0 +1,147 @@
+import CAudio
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One record stream from PulseAudio (pa_simple), owned by one thread at a time.
+///
+/// @unchecked Sendable: the stream is opened on the thread that starts capture (to fail
+/// early with a clear line) and then handed to the source's thread, which alone uses and
+/// frees it; never two threads at once.
+final class PulseStream: @unchecked Sendable {
+    let handle: OpaquePointer
+
+    private init(handle: OpaquePointer) { self.handle = handle }
+
+    deinit { CAudio_pa_simple_free(handle) }
+
+    /// Opens `device` (nil: the default source) as float32 stereo at `rate`, about 10 ms per
+    /// read; the error is pa_strerror's text.
+    static func open(server: String?, device: String?, rate: Int, channels: Int) -> Result<PulseStream, PulseFailure> {
+        var error: Int32 = 0
+        let fragment = UInt32(rate / 100 * channels * 4)
+        let handle = withOptionalCString(server) { server in
+            withOptionalCString(device) { device in
+                CAudio_record(server, device, Int32(rate), Int32(channels), fragment, &error)
+            }
+        }
+        guard let handle else { return .failure(PulseFailure(code: error)) }
+        return .success(PulseStream(handle: handle))
+    }
+}
+
+private func withOptionalCString<R>(_ text: String?, _ body: (UnsafePointer<CChar>?) -> R) -> R {
+    guard let text else { return body(nil) }
+    return text.withCString { body($0) }
+}
+
+/// A PulseAudio error code and its text.
+struct PulseFailure: Error {
+    let code: Int32
+    var text: String { String(cString: CAudio_pa_strerror(code)) }
+    /// The server is not there (as opposed to a device it does not have).
+    var noServer: Bool { code == Int32(PA_ERR_CONNECTIONREFUSED.rawValue) || code == Int32(PA_ERR_INVALIDSERVER.rawValue) }
+}
+
+/// A PulseAudio source (or PipeWire's pulse server): its thread reads 10 ms at a time,
+/// timestamps each read from the server's latency, corrects the card's clock drift and adds
+/// the samples to the track. A server that goes away is reported and reconnected with
+/// backoff (0.25 s doubling to 4 s); the track holds silence meanwhile and the samples that
+/// follow go where their capture time says, so later timestamps stay right.
+final class PulseInput: Sendable {
+    let label: String
+    let server: String?
+    let device: String?
+    let track: TrackClock
+    let channels: Int
+    let mix: MixBuffer
+    let report: @Sendable (AudioEvent) -> Void
+    let state = Mutex<AudioSourceState>(.starting)
+    let drift = Mutex<Double>(0)
+    let losses = Atomic<Int>(0)
+
+    init(label: String, server: String?, device: String?, track: TrackClock, channels: Int, mix: MixBuffer, report: @escaping @Sendable (AudioEvent) -> Void) {
+        self.label = label
+        self.server = server
+        self.device = device
+        self.track = track
+        self.channels = channels
+        self.mix = mix
+        self.report = report
+    }
+
+    /// Runs until `stopped`, starting with `first` (already open).
+    func run(first: PulseStream, stopped: () -> Bool) {
+        var stream: PulseStream? = first
+        var backoff: UInt64 = 250_000_000
+        while !stopped() {
+            if stream == nil {
+                switch PulseStream.open(server: server, device: device, rate: track.rate, channels: channels) {
+                case .success(let s):
+                    stream = s
+                    backoff = 250_000_000
+                case .failure:
+                    _ = sleep(untilRealtime: realtimeNow() + backoff, unless: stopped)
+                    backoff = min(backoff * 2, 4_000_000_000)
+                    continue
+                }
+            }
+            guard let open = stream else { continue }
+            state.withLock { $0 = .capturing }
+            report(.connected(source: label))
+            let reason = capture(open, stopped: stopped)
+            stream = nil
+            if let reason {
+                state.withLock { $0 = .lost }
+                losses.add(1, ordering: .relaxed)
+                report(.lost(source: label, reason: reason))
+            }
+        }
+    }
+
+    /// Reads until the stream fails (its reason) or `stopped` (nil).
+    private func capture(_ stream: PulseStream, stopped: () -> Bool) -> String? {
+        let frames = track.rate / 100
+        var buffer = [Float](repeating: 0, count: frames * channels)
+        let resampler: Resampler
+        do {
+            resampler = try Resampler(input: .f32, rate: track.rate, channels: channels, outRate: track.rate, outChannels: channels)
+        } catch {
+            return error.message
+        }
+        var corrector = DriftCorrector(rate: track.rate)
+        var position: Int64?
+        var error: Int32 = 0
+        while !stopped() {
+            let ok = buffer.withUnsafeMutableBytes { CAudio_pa_simple_read(stream.handle, $0.baseAddress, $0.count, &error) }
+            guard ok >= 0 else { return PulseFailure(code: error).text }
+            let now = realtimeNow()
+            let latency = CAudio_pa_simple_get_latency(stream.handle, &error)
+            // A latency past 100 ms is a buffer setting rather than a delay (an idle null
+            // sink's monitor says half a second while data flows every 10 ms) and would place
+            // the samples where the encoder has been already: it counts as 100 ms.
+            let latencyNs = latency == UInt64.max ? 0 : min(latency, 100_000) * 1000
+            // The end of what was just read was captured `latency` ago.
+            let measuredEnd = track.position(atRealtime: now &- latencyNs)
+            if position == nil { position = Int64(measuredEnd.rounded()) - Int64(frames) }
+            buffer.withUnsafeBytes { input in
+                resampler.convert(input.baseAddress, frames: frames) { out in
+                    mix.add(out, at: position!)
+                    position! += Int64(out.count / channels)
+                }
+            }
+            let written = Double(position! + resampler.delay)
+            switch corrector.observe(measured: measuredEnd, written: written, frames: frames) {
+            case .none: break
+            case .compensate(let delta, let distance):
+                resampler.compensate(delta: delta, distance: distance)
+                drift.withLock { $0 = corrector.driftPPM }
+            case .jump(let samples):
+                position! += samples
+                report(.resynced(source: label, milliseconds: Double(samples) * 1000 / Double(track.rate)))
+            }
+        }
+        return nil
+    }
+}

@@ -1,0 +1,103 @@
+import Containers
+import EventLoop
+import H264
+import Output
+import Relay
+
+/// How a listener's readers get the stream (`--listen [ts:]ADDR`).
+public enum WireFormat: String, Sendable, Hashable, CaseIterable {
+    /// Raw H.264 Annex-B, the access units' own bytes (`tcp://…`, `unix:…`): video only.
+    case annexB = "annexb"
+    /// MPEG-TS (`ts:tcp://…`, `ts:unix:…`): video and, when the producer has it, AAC audio,
+    /// with PTS and PCR, so that a player plays it at the right speed with no options.
+    case mpegTS = "mpegts"
+
+    /// The prefix of a `--listen` address in this format: `ts:` for MPEG-TS, none for Annex-B.
+    public var addressPrefix: String { self == .mpegTS ? "ts:" : "" }
+}
+
+/// One address the stream server accepts readers on, and how they get the stream.
+public struct Listening: Sendable, Hashable, CustomStringConvertible {
+    public var endpoint: Endpoint
+    public var format: WireFormat
+    public init(_ endpoint: Endpoint, format: WireFormat = .annexB) {
+        self.endpoint = endpoint
+        self.format = format
+    }
+
+    /// Parses `tcp://HOST:PORT`, `unix:PATH` (Annex-B) or either behind `ts:` (MPEG-TS).
+    public init(parsing text: String) throws(EndpointParseError) {
+        if text.hasPrefix("ts:") {
+            self.init(try Endpoint(parsing: String(text.dropFirst(3))), format: .mpegTS)
+        } else {
+            self.init(try Endpoint(parsing: text))
+        }
+    }
+
+    /// As it is written on the command line: `ts:tcp://127.0.0.1:7265`.
+    public var description: String { format.addressPrefix + endpoint.description }
+}
+
+/// The stream as MPEG-TS for the TS listeners: each published access unit muxed once (with
+/// the audio packets that arrived since the previous one) into a `TransportStreamUnit` that
+/// travels with it through the `Broadcaster`. Loop-owned, as the stream server.
+final class TransportStreamPackaging {
+    private let muxer: TSStreamMuxer
+    /// Audio packets since the last access unit, in arrival order.
+    private var pendingAudio: [AudioPacket] = []
+    /// Audio held while no access unit comes (before the first, or a stalled capture): about
+    /// 5 s of AAC at 48 kHz; older packets beyond it are dropped and counted.
+    private let maxPendingAudio = 256
+    private let droppedAudio: Counter
+    private let droppedUnits: Counter
+    private var countedAudioDrops = 0
+    private var countedUnitDrops = 0
+    /// Set when the muxer failed (out of memory): every access unit after it is left out,
+    /// and counted, for the TS readers.
+    private var failed = false
+
+    init(audio: AudioFormat?, droppedAudio: Counter, droppedUnits: Counter) throws(MuxError) {
+        muxer = try TSStreamMuxer(audio: audio)
+        self.droppedAudio = droppedAudio
+        self.droppedUnits = droppedUnits
+    }
+
+    func add(_ packet: AudioPacket) {
+        if pendingAudio.count >= maxPendingAudio {
+            pendingAudio.removeFirst()
+            droppedAudio.increment()
+        }
+        pendingAudio.append(packet)
+    }
+
+    /// The TS of `unit` at `pts90k` and the audio gathered since the last one; nil when
+    /// the stream has no time or the muxer left it out (counted).
+    func package(_ unit: AccessUnit, pts90k: UInt64?) -> TransportStreamUnit? {
+        guard !failed, let pts90k else {
+            droppedUnits.increment()
+            return nil
+        }
+        let audio = pendingAudio
+        pendingAudio.removeAll(keepingCapacity: true)
+        defer { countMuxerDrops() }
+        do {
+            guard let bytes = try muxer.package(unit, pts90k: pts90k, audio: audio) else { return nil }
+            return TransportStreamUnit(bytes: bytes)
+        } catch {
+            failed = true
+            droppedUnits.increment()
+            return nil
+        }
+    }
+
+    private func countMuxerDrops() {
+        if muxer.droppedAudioPackets > countedAudioDrops {
+            droppedAudio.increment(by: UInt64(muxer.droppedAudioPackets - countedAudioDrops))
+            countedAudioDrops = muxer.droppedAudioPackets
+        }
+        if muxer.droppedAccessUnits > countedUnitDrops {
+            droppedUnits.increment(by: UInt64(muxer.droppedAccessUnits - countedUnitDrops))
+            countedUnitDrops = muxer.droppedAccessUnits
+        }
+    }
+}

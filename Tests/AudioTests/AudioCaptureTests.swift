@@ -1,0 +1,183 @@
+import Audio
+import Foundation
+import H264
+import Output
+import Synchronization
+import Testing
+import TestSupport
+
+/// What a capture handed out: its packets and events, in order.
+final class Recorder: Sendable {
+    let packets = Mutex<[AudioPacket]>([])
+    let events = Mutex<[AudioEvent]>([])
+
+    var onPacket: @Sendable (AudioPacket) -> Void { { [self] p in self.packets.withLock { $0.append(p) } } }
+    var onEvent: @Sendable (AudioEvent) -> Void { { [self] e in self.events.withLock { $0.append(e) } } }
+    var count: Int { packets.withLock { $0.count } }
+
+    func eventNames() -> [String] { events.withLock { $0.map(\.name) } }
+
+    /// The packets as an ADTS (.aac) file FFmpeg reads.
+    func writeADTS(_ url: URL, format: AudioFormat) throws {
+        var bytes: [UInt8] = []
+        for packet in packets.withLock({ $0 }) {
+            bytes += ADTS.header(payloadSize: packet.data.count, sampleRate: format.sampleRate, channels: format.channels)!
+            bytes += packet.data
+        }
+        try Data(bytes).write(to: url)
+    }
+}
+
+/// Capture for `seconds`, the video's time line anchored at the start so that no packet is
+/// left out as "before the video".
+func capture(_ sources: [AudioSourceSpec], server: String? = nil, seconds: Double, during: (() throws -> Void)? = nil) throws -> (Recorder, AudioCapture) {
+    let recorder = Recorder()
+    let capture = try AudioCapture(sources: sources, pulseServer: server, onPacket: recorder.onPacket, onEvent: recorder.onEvent)
+    capture.anchor(AudioTimeline(captureTimeNs: 0, mediaTime: .zero))
+    capture.start()
+    try during?()
+    Thread.sleep(forTimeInterval: seconds)
+    capture.stop()
+    return (recorder, capture)
+}
+
+@Suite("Audio capture and AAC encoding, checked with FFmpeg")
+struct AudioCaptureTests {
+    @Test("tone: a 1 kHz beep of 100 ms at -6 dBFS starts at each whole second of the packets' capture times")
+    func toneAtWholeSeconds() throws {
+        let dir = try Tool.tempDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let (recorder, capture) = try capture([.tone], seconds: 2.6)
+        #expect(capture.format.extradata.starts(with: [0x11, 0x90]), "AudioSpecificConfig of AAC-LC 48 kHz stereo")
+        #expect(capture.format.samplesPerPacket == 1024)
+        let packets = recorder.packets.withLock { $0 }
+        #expect(packets.count > 100)
+        // Contiguous: each packet 1024 samples after the one before, on both clocks.
+        for (a, b) in zip(packets, packets.dropFirst()) {
+            #expect(abs(Int64(b.captureTimeNs) - Int64(a.captureTimeNs) - 21_333_333) <= 1)
+            #expect(abs(b.mediaTime.ticks - a.mediaTime.ticks - 1920) <= 1)
+        }
+        let url = dir.appendingPathComponent("tone.aac")
+        try recorder.writeADTS(url, format: capture.format)
+        let pcm = try PCMAnalysis.decode(url)
+        let first = Int64(packets[0].captureTimeNs)
+        let onsets = pcm.onsets(threshold: 0.05)
+        #expect(onsets.count >= 2, "beeps found: \(onsets.count)")
+        for onset in onsets {
+            let ns = first + Int64(onset) * 1_000_000_000 / 48_000
+            let offset = (ns + 500_000_000) % 1_000_000_000 - 500_000_000  // from the nearest whole second
+            #expect(abs(offset) <= 2_000_000, "a beep starts \(Double(offset) / 1e6) ms from its second")
+            let beep = onset + 480..<onset + 4320  // 10 to 90 ms into the beep
+            #expect(abs(pcm.frequency(in: beep) - 1000) < 5)
+            let peakDB = 20 * log10(Double(pcm.level(in: beep)) * 2.0.squareRoot())
+            #expect(abs(peakDB + 6) < 1, "beep level \(peakDB) dBFS")
+            let after = onset + 6000..<min(pcm.samples.count, onset + 40000)  // the silence after it
+            #expect(pcm.level(in: after) < 0.001)
+        }
+    }
+
+    @Test("wav: a 44.1 kHz mono 880 Hz file is resampled to 48 kHz stereo and heard for its length")
+    func wavFile() throws {
+        let dir = try Tool.tempDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let wav = dir.appendingPathComponent("in.wav")
+        try PCMAnalysis.makeSine(wav, frequency: 880, seconds: 1.5, rate: 44_100, channels: 1)
+        let (recorder, capture) = try capture([.wav(path: wav.path)], seconds: 2.3)
+        #expect(recorder.eventNames() == ["audio-connected", "audio-ended"])
+        #expect(capture.statistics().droppedSamples == 0)
+        let url = dir.appendingPathComponent("wav.aac")
+        try recorder.writeADTS(url, format: capture.format)
+        let pcm = try PCMAnalysis.decode(url)
+        let range = try #require(pcm.soundRange(threshold: 0.02))
+        #expect(abs(Double(range.count) / 48_000 - 1.5) < 0.01, "heard for \(Double(range.count) / 48_000) s")
+        let inner = range.lowerBound + 2400..<range.upperBound - 2400
+        #expect(abs(pcm.frequency(in: inner) - 880) < 2)
+        #expect(abs(pcm.level(in: inner) - 0.0625) < 0.01, "RMS \(pcm.level(in: inner))")  // mono to both channels at -3 dB (equal power)
+        #expect(pcm.largestStep(in: inner) < 0.03, "a click: a step of \(pcm.largestStep(in: inner))")
+    }
+
+    @Test("raw: s16le PCM read as --audio-format says")
+    func rawFile() throws {
+        let dir = try Tool.tempDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let raw = dir.appendingPathComponent("in.pcm")
+        let made = try Tool.run(["ffmpeg", "-nostdin", "-v", "error", "-f", "lavfi", "-i", "sine=frequency=600:sample_rate=32000:duration=1",
+                                 "-ac", "2", "-f", "s16le", raw.path])
+        #expect(made.status == 0)
+        let (recorder, capture) = try capture([.raw(path: raw.path, format: PCMLayout(sample: .s16le, rate: 32_000, channels: 2))], seconds: 1.6)
+        let url = dir.appendingPathComponent("raw.aac")
+        try recorder.writeADTS(url, format: capture.format)
+        let pcm = try PCMAnalysis.decode(url)
+        let range = try #require(pcm.soundRange(threshold: 0.02))
+        #expect(abs(Double(range.count) / 48_000 - 1.0) < 0.01)
+        #expect(abs(pcm.frequency(in: range.lowerBound + 2400..<range.upperBound - 2400) - 600) < 2)
+    }
+
+    @Test("monitor: a 440 Hz WAV played into PulseAudio's null sink is captured whole: frequency, level, length, no gap or click")
+    func pulseMonitor() throws {
+        let server = try PulseAudioServer()
+        let wav = server.directory.appendingPathComponent("sine.wav")
+        try PCMAnalysis.makeSine(wav, frequency: 440, seconds: 2, rate: 44_100, channels: 2)
+        var player: ServerProcess?
+        let (recorder, capture) = try capture([.monitor], server: server.address, seconds: 3.2) {
+            Thread.sleep(forTimeInterval: 0.3)
+            player = try server.play(wav)
+        }
+        #expect(player?.waitForExit(timeout: 5) == 0, "\(player?.logTail() ?? "")")
+        let stats = capture.statistics()
+        #expect(stats.droppedSamples == 0)
+        #expect(stats.sources.first?.state == .capturing)
+        let url = server.directory.appendingPathComponent("monitor.aac")
+        try recorder.writeADTS(url, format: capture.format)
+        let pcm = try PCMAnalysis.decode(url)
+        let range = try #require(pcm.soundRange(threshold: 0.02), "\(server.process.logTail())")
+        #expect(abs(Double(range.count) / 48_000 - 2.0) < 0.03, "heard for \(Double(range.count) / 48_000) s")
+        let inner = range.lowerBound + 2400..<range.upperBound - 2400
+        #expect(abs(pcm.frequency(in: inner) - 440) < 2)
+        #expect(abs(pcm.level(in: inner) - 0.0625) < 0.01, "RMS \(pcm.level(in: inner))")  // FFmpeg's sine (1/8) made stereo at -3 dB
+        // No gap: every 5 ms of the tone holds it.
+        let levels = PCMAnalysis(samples: Array(pcm.samples[inner]), rate: 48_000).rms(window: 240)
+        #expect(levels.min() ?? 0 > 0.06, "a gap: 5 ms at RMS \(levels.min() ?? 0)")
+        #expect(pcm.largestStep(in: inner) < 0.03, "a click: a step of \(pcm.largestStep(in: inner))")
+    }
+
+    @Test("a server killed mid-run: the loss is an event, packets go on (silence), and capture resumes when it is back")
+    func serverLost() throws {
+        let server = try PulseAudioServer()
+        let (recorder, capture) = try capture([.monitor], server: server.address, seconds: 2.5) {
+            Thread.sleep(forTimeInterval: 0.8)
+            server.kill()
+            Thread.sleep(forTimeInterval: 0.8)
+            try server.start()
+        }
+        let names = recorder.eventNames()
+        #expect(names.starts(with: ["audio-connected", "audio-lost", "audio-connected"]), "\(names)")
+        let stats = capture.statistics()
+        #expect(stats.sources.first?.losses == 1)
+        #expect(stats.sources.first?.state == .capturing)
+        // The packets kept their cadence through the loss: about 2.5 s of them, no hole.
+        let packets = recorder.packets.withLock { $0 }
+        #expect(packets.count > 100, "\(packets.count) packets")
+        for (a, b) in zip(packets, packets.dropFirst()) { #expect(b.mediaTime.ticks - a.mediaTime.ticks == 1920) }
+    }
+
+    @Test("no server: one clear error of the unavailable kind")
+    func missingServer() throws {
+        let dir = try Tool.tempDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        do {
+            _ = try AudioCapture(sources: [.monitor], pulseServer: "unix:" + dir.appendingPathComponent("none").path, onPacket: { _ in })
+            Issue.record("no error")
+        } catch {
+            #expect(error.kind == .unavailable)
+            #expect(error.message.hasPrefix("--audio monitor: no PulseAudio server"), "\(error.message)")
+        }
+    }
+
+    @Test("mediaTime: audio sits on the video's time line by capture time")
+    func timeline() {
+        let line = AudioTimeline(videoCaptureTimeNs: 10_000_000_000, pts90k: 900_000)
+        #expect(line.mediaTime(forCaptureTimeNs: 10_040_000_000).ticks == 903_600)
+        #expect(line.mediaTime(forCaptureTimeNs: 9_990_000_000).ticks == 899_100)
+    }
+}

@@ -1,0 +1,60 @@
+import Foundation
+import Testing
+import TestSupport
+
+/// `produce --audio` through the binary: the exit codes of a missing server or file, and a
+/// PulseAudio server that dies mid-run while video goes on.
+@Suite struct AudioCommandTests {
+    @Test("--audio monitor without a sound server: one line and exit 69")
+    func noServer() throws {
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        var env = ProcessInfo.processInfo.environment
+        env["PULSE_SERVER"] = "unix:" + dir.appendingPathComponent("none").path
+        let r = try Run.nalcast(["produce", "--size", "320x240", "--audio", "monitor", "-o", dir.appendingPathComponent("out.h264").path, "--frames", "5"],
+                                environment: env, timeout: 30)
+        #expect(r.status == 69)
+        #expect(r.stderr == "nalcast: --audio monitor: no PulseAudio server: Connection refused\n", "\(r.stderr)")
+    }
+
+    @Test("--audio wav: a missing file exits 66, a file that is not a WAV 65, an unknown source 64")
+    func badSources() throws {
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let text = dir.appendingPathComponent("notes.txt")
+        try Data("not audio\n".utf8).write(to: text)
+        let out = dir.appendingPathComponent("out.h264").path
+        let missing = try Run.nalcast(["produce", "--audio", "wav:" + dir.appendingPathComponent("none.wav").path, "-o", out, "--frames", "5"], timeout: 30)
+        #expect(missing.status == 66)
+        #expect(missing.stderr.hasPrefix("nalcast: --audio wav:") && missing.stderr.hasSuffix(": No such file or directory\n"), "\(missing.stderr)")
+        let notWAV = try Run.nalcast(["produce", "--audio", "wav:" + text.path, "-o", out, "--frames", "5"], timeout: 30)
+        #expect(notWAV.status == 65, "\(notWAV.stderr)")
+        let unknown = try Run.nalcast(["produce", "--audio", "speakers", "--dry-run"], timeout: 30)
+        #expect(unknown.status == 64)
+        let dry = try Run.nalcast(["produce", "--audio", "tone", "--audio", "mic", "--audio-bitrate", "96k", "--dry-run"], timeout: 30)
+        #expect(dry.text.contains("  audio: tone + mic, AAC-LC 48000 Hz stereo 96k\n"), "\(dry.text)")
+    }
+
+    @Test("the PulseAudio server killed mid-run: the loss is a line and an event, every video frame is still written")
+    func serverKilled() throws {
+        let server = try PulseAudioServer()
+        let dir = server.directory
+        let out = dir.appendingPathComponent("out.h264")
+        let events = dir.appendingPathComponent("events.jsonl")
+        let produce = ServerProcess(name: "nalcast", logURL: dir.appendingPathComponent("produce.log"))
+        try produce.start(Run.nalcast, ["produce", "--size", "320x240", "--audio", "monitor", "--audio", "tone", "-o", out.path,
+                                        "--duration", "4s", "--events", events.path], environment: server.environment)
+        #expect(produce.waitForLog("capturing test pattern", timeout: 20), "\(produce.logTail())")
+        Thread.sleep(forTimeInterval: 1.5)
+        server.kill()
+        #expect(produce.waitForExit(timeout: 30) == 0, "\(produce.logTail())")
+        let log = produce.log
+        #expect(log.contains("nalcast: audio monitor: lost ("), "\(log)")
+        #expect(log.contains("nalcast: audio: "), "the closing line: \(log)")
+        let jsonl = try String(contentsOf: events, encoding: .utf8)
+        #expect(jsonl.contains("\"event\":\"audio-lost\""), "\(jsonl)")
+        let probe = try Tool.run(["ffprobe", "-v", "error", "-count_frames", "-select_streams", "v", "-show_entries", "stream=nb_read_frames",
+                                  "-of", "csv=p=0", out.path])
+        #expect(probe.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "120", "frames: \(probe.stdout) \(probe.stderr)")
+    }
+}
