@@ -26,7 +26,7 @@ let package = Package(
         .systemLibrary(
             name: "CXCBShm",
             pkgConfig: "xcb-shm",
-            providers: [.apt(["libxcb-shm0-dev", "libxcb-xfixes0-dev", "libxcb-randr0-dev"])]
+            providers: [.apt(["libxcb-shm0-dev", "libxcb-xfixes0-dev", "libxcb-randr0-dev", "libxcb-damage0-dev"])]
         ),
 
         .systemLibrary(
