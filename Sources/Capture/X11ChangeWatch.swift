@@ -50,7 +50,10 @@ final class X11ChangeWatch {
         } else {
             cursorEvent = nil
         }
-        xcb_flush(c)
+        // The server reports the whole window as damaged when the damage object is made:
+        // one round trip, so that this event is in hand before the first grab (which answers
+        // it), not after it (a second grab for nothing).
+        free(xcb_get_input_focus_reply(c, xcb_get_input_focus(c), nil))
     }
 
     deinit {
