@@ -230,6 +230,8 @@ public final class X11Source: FrameSource {
 
     private func grabChange(at now: Int64) throws(X11Error) -> Frame {
         changes?.reset()
+        // A wake-up while this change waited for its slot is answered by this frame.
+        _ = wakeUp?.drain()
         if screenChangeEvent == nil { try takeScreenSize(connection.rootSize()) }
         let captureTime = realtimeNanoseconds()
         let buffer = try grab()
