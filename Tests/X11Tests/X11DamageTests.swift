@@ -45,10 +45,13 @@ final class PipelineRun: Sendable {
         return received
     }
 
-    func stop() {
+    /// Stops the pipeline; true once its thread is done (false if it still runs after 10 s).
+    @discardableResult
+    func stop() -> Bool {
         control.stop()
         let end = Date().addingTimeInterval(10)
         while !finished.load(ordering: .acquiring), Date() < end { usleep(10_000) }
+        return finished.load(ordering: .acquiring)
     }
 }
 
@@ -177,6 +180,18 @@ func wireTimestamp(_ unit: AccessUnit) -> StreamTimestamp? {
         // A reader starting there decodes the picture.
         let pictures = try RoundTrip.decode([idr], width: 320, height: 240)
         #expect(pictures.count == 1 && pictures[0].matches(x: 160, y: 120, 0x00ffff))
+    }
+
+    @Test func stopEndsAStillCaptureWithoutKeepAlives() throws {
+        let server = try Xvfb(width: 320, height: 240)
+        defer { server.stop() }
+        // --idle-fps 0: nothing would ever wake the source but the stop.
+        let run = PipelineRun(options: X11Options(display: server.display, drawCursor: false, captureMode: .damage, idleRate: 0))
+        #expect(run.waitFor(1, timeout: 5).count == 1, "\(run.error ?? "no first frame")")
+        usleep(300_000)
+        #expect(run.stop(), "the capture thread did not end")
+        #expect(run.error == nil, "\(run.error ?? "")")
+        #expect(run.control.statistics().framesEncoded >= 1)
     }
 
     @Test func fixedCaptureIsSteady() throws {
