@@ -157,6 +157,10 @@ func wireTimestamp(_ unit: AccessUnit) -> StreamTimestamp? {
         painter.warpPointer(x: 40, y: 40)
         let next = try #require(try source.nextFrame())
         #expect(next.isRepeat == !drawn, drawn ? "a cursor move made no frame" : "a move of an undrawn cursor made a frame")
+        // Same place, another shape (XFixes CursorNotify).
+        painter.setRootCursor(glyph: 152)
+        let reshaped = try #require(try source.nextFrame())
+        #expect(reshaped.isRepeat == !drawn, drawn ? "a cursor shape change made no frame" : "a shape change of an undrawn cursor made a frame")
     }
 
     @Test func aReaderJoiningWhileStillGetsItsIDRAtOnce() throws {
