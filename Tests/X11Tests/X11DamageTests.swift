@@ -184,6 +184,13 @@ func wireTimestamp(_ unit: AccessUnit) -> StreamTimestamp? {
         // A reader starting there decodes the picture.
         let pictures = try RoundTrip.decode([idr], width: 320, height: 240)
         #expect(pictures.count == 1 && pictures[0].matches(x: 160, y: 120, 0x00ffff))
+        // POST /bitrate while still: the picture again at once, at the new bitrate.
+        run.control.requestBitrate(300_000)
+        let after = run.waitFor(3, timeout: 8)
+        try #require(after.count == 3)
+        let again = try #require(wireTimestamp(after[2].unit))
+        #expect(again.pts90k < stamp.pts90k + 5 * 90_000, "the bitrate change waited for the keep-alive")
+        #expect(run.control.statistics().keepAliveFrames == 2)
     }
 
     @Test func stopEndsAStillCaptureWithoutKeepAlives() throws {
