@@ -14,7 +14,7 @@ public struct X11Options: Sendable, Hashable {
     /// When to grab: on change (DAMAGE events) or on every slot of `frameRate`.
     public var captureMode = X11CaptureMode.damage
     /// With `.damage`: while nothing changes, repeat the last frame this many times a
-    /// second (a keep-alive, nearly free to encode); 0 sends nothing while still.
+    /// second (a keep-alive: skipped blocks, cheap to encode); 0 sends nothing while still.
     public var idleRate: Double = 1
 
     public init(display: String? = nil, region: X11Region? = nil, drawCursor: Bool = true,
