@@ -12,7 +12,7 @@ public struct AudioStatistics: Sendable {
     public var bytes: UInt64 = 0
     /// Samples (per channel) lost: a source delivered after their place was encoded.
     public var lateSamples: UInt64 = 0
-    /// Samples lost: a source ran further ahead of the encoder than the buffer holds.
+    /// Samples lost: a source ran further ahead of the encoder than the buffer (1 s) holds.
     public var overflowSamples: UInt64 = 0
     /// Packets encoded before the first video frame, which have no place on its time line.
     public var packetsBeforeVideo: UInt64 = 0
@@ -96,7 +96,8 @@ public final class AudioCapture: Sendable {
         // Sample 0 is 100 ms before now: a live source's first read (captured a little
         // before it arrives) then lands on the track rather than before it.
         track = TrackClock(startNs: realtimeNow() - 100_000_000, rate: Self.sampleRate)
-        let mix = MixBuffer(channels: Self.channels, capacity: Self.sampleRate * 2)
+        // 1 s: more than the slack (150 ms), a packet and a file source's lead (100 ms).
+        let mix = MixBuffer(channels: Self.channels, capacity: Self.sampleRate)
         self.mix = mix
         hasTone = sources.contains(.tone)
         self.onPacket = onPacket

@@ -111,6 +111,7 @@ static inline pa_simple *CAudio_pa_simple_new(const char *server, const char *na
 }
 static inline int CAudio_pa_simple_read(pa_simple *s, void *data, size_t bytes, int *error) { CAUDIO_FN(CAUDIO_PULSE_SIMPLE, pa_simple_read); return f_ ? f_(s, data, bytes, error) : -1; }
 static inline pa_usec_t CAudio_pa_simple_get_latency(pa_simple *s, int *error) { CAUDIO_FN(CAUDIO_PULSE_SIMPLE, pa_simple_get_latency); return f_ ? f_(s, error) : (pa_usec_t)-1; }
+static inline int CAudio_pa_simple_flush(pa_simple *s, int *error) { CAUDIO_FN(CAUDIO_PULSE_SIMPLE, pa_simple_flush); return f_ ? f_(s, error) : -1; }
 static inline void CAudio_pa_simple_free(pa_simple *s) { CAUDIO_FN(CAUDIO_PULSE_SIMPLE, pa_simple_free); if (f_) f_(s); }
 static inline const char *CAudio_pa_strerror(int error) { CAUDIO_FN(CAUDIO_PULSE, pa_strerror); return f_ ? f_(error) : "unknown error"; }
 
@@ -136,7 +137,7 @@ static inline int CAudio_load(int mask, char *why, int size) {
         { CAUDIO_SWRESAMPLE, "swr_convert" }, { CAUDIO_SWRESAMPLE, "swr_set_compensation" }, { CAUDIO_SWRESAMPLE, "swr_get_delay" },
         { CAUDIO_PULSE, "pa_strerror" },
         { CAUDIO_PULSE_SIMPLE, "pa_simple_new" }, { CAUDIO_PULSE_SIMPLE, "pa_simple_read" }, { CAUDIO_PULSE_SIMPLE, "pa_simple_get_latency" },
-        { CAUDIO_PULSE_SIMPLE, "pa_simple_free" },
+        { CAUDIO_PULSE_SIMPLE, "pa_simple_free" }, { CAUDIO_PULSE_SIMPLE, "pa_simple_flush" },
     };
     for (int lib = 0; lib < CAUDIO_LIBRARIES; lib++) {
         if (!(mask & (1 << lib))) continue;
