@@ -1,3 +1,4 @@
+import CAudio
 import EventLoop
 import H264
 import Output
@@ -148,13 +149,16 @@ public final class AudioCapture: Sendable {
         let stopped: @Sendable () -> Bool = { [self] in self.stopped.load(ordering: .relaxed) }
         var started: [OSThread] = []
         for (input, stream) in zip(pulseInputs, work.pulse) {
-            started.append(OSThread(name: "nalcast-pulse") { input.run(first: stream, stopped: stopped) })
+            started.append(OSThread(name: "nalcast-pulse") { CAudio_name_thread("nalcast-pulse"); input.run(first: stream, stopped: stopped) })
         }
         for (input, file) in zip(fileInputs, work.files) {
-            started.append(OSThread(name: "nalcast-pcm") { input.run(file: file.0, layout: file.1, stopped: stopped) })
+            started.append(OSThread(name: "nalcast-pcm") { CAudio_name_thread("nalcast-pcm"); input.run(file: file.0, layout: file.1, stopped: stopped) })
         }
         let encoder = work.encoder
-        started.append(OSThread(name: "nalcast-audio") { [self] in self.encodeLoop(encoder) })
+        started.append(OSThread(name: "nalcast-audio") { [self] in
+            CAudio_name_thread("nalcast-audio")
+            self.encodeLoop(encoder)
+        })
         threads.withLock { $0 = started }
     }
 
