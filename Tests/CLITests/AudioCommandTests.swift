@@ -17,7 +17,7 @@ import TestSupport
         #expect(r.stderr == "nalcast: --audio monitor: no PulseAudio server: Connection refused\n", "\(r.stderr)")
     }
 
-    @Test("--audio wav: a missing file exits 66, a file that is not a WAV 65, an unknown source 64")
+    @Test("--audio wav: a missing file exits 66, a file that is not a WAV 65, an unknown source or a second reader of stdin 64")
     func badSources() throws {
         let dir = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -31,6 +31,8 @@ import TestSupport
         #expect(notWAV.status == 65, "\(notWAV.stderr)")
         let unknown = try Run.nalcast(["produce", "--audio", "speakers", "--dry-run"], timeout: 30)
         #expect(unknown.status == 64)
+        let twoStdin = try Run.nalcast(["produce", "--source", "y4m:-", "--audio", "wav:-", "--dry-run"], timeout: 30)
+        #expect(twoStdin.status == 64 && twoStdin.stderr == "nalcast: --audio wav:-: stdin is read by --source already\n", "\(twoStdin.stderr)")
         let dry = try Run.nalcast(["produce", "--audio", "tone", "--audio", "mic", "--audio-bitrate", "96k", "--dry-run"], timeout: 30)
         #expect(dry.text.contains("  audio: tone + mic, AAC-LC 48000 Hz stereo 96k\n"), "\(dry.text)")
     }
