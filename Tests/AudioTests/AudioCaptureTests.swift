@@ -161,6 +161,49 @@ struct AudioCaptureTests {
         for (a, b) in zip(packets, packets.dropFirst()) { #expect(b.mediaTime.ticks - a.mediaTime.ticks == 1920) }
     }
 
+    @Test("pulse:NAME and tone mixed into one track: the sine between the beeps, both during them")
+    func mixed() throws {
+        let server = try PulseAudioServer()
+        let wav = server.directory.appendingPathComponent("sine.wav")
+        try PCMAnalysis.makeSine(wav, frequency: 440, seconds: 3, rate: 48_000, channels: 2)
+        var player: ServerProcess?
+        let (recorder, capture) = try capture([.pulse("\(server.sinkName).monitor"), .tone], server: server.address, seconds: 2.6) {
+            player = try server.play(wav)
+        }
+        player?.stop()
+        let url = server.directory.appendingPathComponent("mixed.aac")
+        try recorder.writeADTS(url, format: capture.format)
+        let pcm = try PCMAnalysis.decode(url)
+        let first = Int64(recorder.packets.withLock { $0[0].captureTimeNs })
+        // The whole seconds inside the recording, as sample indices of the decoded track.
+        let seconds = (first / 1_000_000_000 + 1...(first / 1_000_000_000 + 2)).map { Int(($0 * 1_000_000_000 - first) * 48_000 / 1_000_000_000) }
+        var checked = 0
+        for start in seconds where start + 40_000 < pcm.samples.count {
+            let between = start + 12_000..<start + 36_000  // 250 to 750 ms: the sine alone
+            guard pcm.level(in: between) > 0.03 else { continue }  // the sine had not started yet
+            #expect(abs(pcm.frequency(in: between) - 440) < 2)
+            #expect(abs(pcm.level(in: between) - 0.0625) < 0.01)
+            let beep = start + 480..<start + 4320
+            let both = (0.0625 * 0.0625 + 0.3544 * 0.3544).squareRoot()  // two unrelated sines add in power
+            #expect(abs(Double(pcm.level(in: beep)) - both) < 0.03, "RMS \(pcm.level(in: beep)) in a beep")
+            checked += 1
+        }
+        #expect(checked >= 1)
+        #expect(capture.statistics().droppedSamples == 0)
+    }
+
+    @Test("pulse:NAME that the server does not have: one clear error of the unavailable kind")
+    func missingDevice() throws {
+        let server = try PulseAudioServer()
+        do {
+            _ = try AudioCapture(sources: [.pulse("nowhere")], pulseServer: server.address, onPacket: { _ in })
+            Issue.record("no error")
+        } catch {
+            #expect(error.kind == .unavailable)
+            #expect(error.message == "--audio pulse:nowhere: PulseAudio: No such entity", "\(error.message)")
+        }
+    }
+
     @Test("no server: one clear error of the unavailable kind")
     func missingServer() throws {
         let dir = try Tool.tempDirectory()
