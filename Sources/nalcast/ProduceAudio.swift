@@ -145,6 +145,7 @@ final class ProduceAudio: Sendable {
         let s = capture.statistics()
         var text = "audio: \(s.packets) packets (\(s.bytes / 1024) KiB)"
         text += ", \(s.droppedSamples) samples dropped (late \(s.lateSamples), overflow \(s.overflowSamples))"
+        if s.slackMs > Int(capture.initialSlackMs) { text += ", encoded \(s.slackMs) ms after capture (late sources)" }
         if s.packetsBeforeVideo > 0 { text += ", \(s.packetsBeforeVideo) packets before the first video frame left out" }
         if delivery.unsentCount > 0 { text += ", \(delivery.unsentCount) packets not sent: no output carries audio" }
         for source in s.sources where source.losses > 0 { text += "; \(source.name) lost \(source.losses) times" }

@@ -32,7 +32,10 @@ final class Recorder: Sendable {
 /// left out as "before the video".
 func capture(_ sources: [AudioSourceSpec], server: String? = nil, seconds: Double, during: (() throws -> Void)? = nil) throws -> (Recorder, AudioCapture) {
     let recorder = Recorder()
-    let capture = try AudioCapture(sources: sources, pulseServer: server, onPacket: recorder.onPacket, onEvent: recorder.onEvent)
+    // Half a second of slack: a test machine running many suites at once may keep a source's
+    // thread from running for longer than the 150 ms produce starts with; what is checked
+    // here is the sound, not how soon it is encoded.
+    let capture = try AudioCapture(sources: sources, pulseServer: server, slack: 500_000_000, onPacket: recorder.onPacket, onEvent: recorder.onEvent)
     capture.anchor(AudioTimeline(captureTimeNs: 0, mediaTime: .zero))
     capture.start()
     try during?()
@@ -47,7 +50,7 @@ struct AudioCaptureTests {
     func toneAtWholeSeconds() throws {
         let dir = try Tool.tempDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let (recorder, capture) = try capture([.tone], seconds: 2.6)
+        let (recorder, capture) = try capture([.tone], seconds: 3)
         #expect(capture.format.extradata.starts(with: [0x11, 0x90]), "AudioSpecificConfig of AAC-LC 48 kHz stereo")
         #expect(capture.format.samplesPerPacket == 1024)
         let packets = recorder.packets.withLock { $0 }
@@ -63,7 +66,7 @@ struct AudioCaptureTests {
         let first = Int64(packets[0].captureTimeNs)
         let onsets = pcm.onsets(threshold: 0.05)
         #expect(onsets.count >= 2, "beeps found: \(onsets.count)")
-        for onset in onsets {
+        for onset in onsets where onset + 6000 < pcm.samples.count {
             let ns = first + Int64(onset) * 1_000_000_000 / 48_000
             let offset = (ns + 500_000_000) % 1_000_000_000 - 500_000_000  // from the nearest whole second
             #expect(abs(offset) <= 2_000_000, "a beep starts \(Double(offset) / 1e6) ms from its second")
@@ -82,7 +85,7 @@ struct AudioCaptureTests {
         defer { try? FileManager.default.removeItem(at: dir) }
         let wav = dir.appendingPathComponent("in.wav")
         try PCMAnalysis.makeSine(wav, frequency: 880, seconds: 1.5, rate: 44_100, channels: 1)
-        let (recorder, capture) = try capture([.wav(path: wav.path)], seconds: 2.3)
+        let (recorder, capture) = try capture([.wav(path: wav.path)], seconds: 2.7)
         #expect(recorder.eventNames() == ["audio-connected", "audio-ended"])
         #expect(capture.statistics().droppedSamples == 0)
         let url = dir.appendingPathComponent("wav.aac")
@@ -104,7 +107,7 @@ struct AudioCaptureTests {
         let made = try Tool.run(["ffmpeg", "-nostdin", "-v", "error", "-f", "lavfi", "-i", "sine=frequency=600:sample_rate=32000:duration=1",
                                  "-ac", "2", "-f", "s16le", raw.path])
         #expect(made.status == 0)
-        let (recorder, capture) = try capture([.raw(path: raw.path, format: PCMLayout(sample: .s16le, rate: 32_000, channels: 2))], seconds: 1.6)
+        let (recorder, capture) = try capture([.raw(path: raw.path, format: PCMLayout(sample: .s16le, rate: 32_000, channels: 2))], seconds: 2)
         let url = dir.appendingPathComponent("raw.aac")
         try recorder.writeADTS(url, format: capture.format)
         let pcm = try PCMAnalysis.decode(url)
@@ -119,7 +122,7 @@ struct AudioCaptureTests {
         let wav = server.directory.appendingPathComponent("sine.wav")
         try PCMAnalysis.makeSine(wav, frequency: 440, seconds: 2, rate: 44_100, channels: 2)
         var player: ServerProcess?
-        let (recorder, capture) = try capture([.monitor], server: server.address, seconds: 3.2) {
+        let (recorder, capture) = try capture([.monitor], server: server.address, seconds: 3.6) {
             Thread.sleep(forTimeInterval: 0.3)
             player = try server.play(wav)
         }
@@ -167,7 +170,7 @@ struct AudioCaptureTests {
         let wav = server.directory.appendingPathComponent("sine.wav")
         try PCMAnalysis.makeSine(wav, frequency: 440, seconds: 3, rate: 48_000, channels: 2)
         var player: ServerProcess?
-        let (recorder, capture) = try capture([.pulse("\(server.sinkName).monitor"), .tone], server: server.address, seconds: 2.6) {
+        let (recorder, capture) = try capture([.pulse("\(server.sinkName).monitor"), .tone], server: server.address, seconds: 3) {
             player = try server.play(wav)
         }
         player?.stop()
