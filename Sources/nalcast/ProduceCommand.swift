@@ -245,7 +245,7 @@ enum ProduceCommand: Command {
             quiet: o.has("quiet"), warnings: warnings)
         plan.outputFormat = outputFormat
         plan.forwards = forwards
-        plan.audio = try AudioPlan.parse(o)
+        plan.audio = try AudioPlan.parse(o, videoReadsStdin: sourceText == "y4m:-" || sourceText == "raw:-")
         switch source {
         case .testPattern(let w, let h): plan.frame = (w, h, .i420)
         case .raw(_, let w, let h, let format, _): plan.frame = (w, h, format)
