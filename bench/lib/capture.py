@@ -40,8 +40,11 @@ ABOUT = ("capture on change: CPU/RSS of a still and a typing-like screen against
 
 FPS = x11.FPS
 # box: the painter's x, y, w, h; hz: its repaints a second
-FULL = dict(w=1920, h=1080, seconds=10.0, warmup=1.0, box=(160, 200, 200, 40), hz=5, paints=40, gap=0.25)
-QUICK = dict(w=320, h=240, seconds=1.2, warmup=0.4, box=(20, 20, 100, 20), hz=5, paints=4, gap=0.2)
+# settle: from the reader's connect to the first paint; tail: from the last paint to the stop
+FULL = dict(w=1920, h=1080, seconds=10.0, warmup=1.0, box=(160, 200, 200, 40), hz=5, paints=40, gap=0.25,
+            settle=0.5, tail=0.3)
+QUICK = dict(w=320, h=240, seconds=1.2, warmup=0.4, box=(20, 20, 100, 20), hz=5, paints=3, gap=0.15,
+             settle=0.3, tail=0.2)
 
 TARGET_STILL_CPU_PER_10S = 0.05
 TARGET_TYPING_VS_FFMPEG = 0.3
@@ -69,7 +72,7 @@ def _child_of(launcher_pid: int, timeout: float = 2.0) -> int:
 
 
 def _steady_probe(p: dict):
-    """Watches the program from `warmup` s on to 0.3 s before it is stopped: its CPU time
+    """Watches the program from `warmup` s on to `tail` s before it is stopped: its CPU time
     (schedstat of its threads) over that window, scaled to 10 s."""
     def probe(launcher) -> dict:
         t0 = time.monotonic()
@@ -77,7 +80,7 @@ def _steady_probe(p: dict):
             pid = _child_of(launcher.pid)
             time.sleep(max(0.0, t0 + p["warmup"] - time.monotonic()))
             a, ta = task_cpu_ns(pid), time.monotonic()
-            time.sleep(max(0.0, t0 + p["seconds"] - 0.3 - time.monotonic()))
+            time.sleep(max(0.0, t0 + p["seconds"] - p["tail"] - time.monotonic()))
             b, tb = task_cpu_ns(pid), time.monotonic()
         except (OSError, BenchError):
             return {}  # exited early: the launcher's status tells why
@@ -206,13 +209,13 @@ def _glass_run(ctx: Context, p: dict, flags: list, name: str) -> Sample:
             raise e
         reader = ThreadReader(connect(port))
         reader.start()
-        time.sleep(0.5)
+        time.sleep(p["settle"])
         t0 = time.monotonic()
         for i in range(p["paints"]):
             time.sleep(p["gap"])
             x11._xsetroot(display, "-solid", "#e01010" if i % 2 else "#10e010")
             paints.append(time.time_ns())
-        time.sleep(0.3)
+        time.sleep(p["tail"])
         wall = time.monotonic() - t0
         Procs.stop(proc)
         reader.join(5)
@@ -277,13 +280,13 @@ def _decoded_run(ctx: Context, p: dict, kind: str, flags: list) -> Sample:
         lines: list = []
         collect = threading.Thread(target=lambda: lines.extend(reader.stdout), daemon=True)
         collect.start()
-        time.sleep(0.5)
+        time.sleep(p["settle"])
         t0 = time.monotonic()
         for i in range(p["paints"]):
             time.sleep(p["gap"])
             x11._xsetroot(display, "-solid", PAINTS[i % 2][0])
             paints.append((time.time_ns(), time.monotonic_ns(), PAINTS[i % 2][1]))
-        time.sleep(0.3)
+        time.sleep(p["tail"])
         wall = time.monotonic() - t0
         Procs.stop(proc)
         try:
