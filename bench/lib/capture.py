@@ -33,7 +33,7 @@ from pathlib import Path
 import x11
 from harness import Case, Context, Contender, Sample, gst_has, has_program, launch
 from live import BenchError, Procs, StreamReader, ThreadReader, connect, free_port, median, pct, stderr_tail
-from live import task_cpu_ns, wait_listening, wait_serving
+from live import cpu_s, rss_kib, task_cpu_ns, wait_listening, wait_serving
 
 NAME = "capture"
 ABOUT = ("capture on change: CPU/RSS of a still and a typing-like screen against FFmpeg x11grab and "
@@ -211,6 +211,13 @@ def _contenders(ctx: Context, p: dict, kind: str, painter: bool) -> list:
     ]
 
 
+def _cost(proc, log: Path) -> tuple:
+    """The producer's CPU s and peak RSS (KiB) from its start to now, while it still runs."""
+    if proc.poll() is not None:
+        raise BenchError(f"the producer exited {proc.returncode}: {stderr_tail(log)}")
+    return cpu_s(proc.pid), rss_kib(proc.pid)[1]
+
+
 def _glass_to_socket(p: dict, flags: list, name: str):
     def measure(ctx: Context) -> Sample:
         try:
@@ -244,6 +251,7 @@ def _glass_run(ctx: Context, p: dict, flags: list, name: str) -> Sample:
             paints.append(time.time_ns())
         time.sleep(p["tail"])
         wall = time.monotonic() - t0
+        used = _cost(proc, log)
         Procs.stop(proc)
         reader.join(5)
     x11._xsetroot(display, "-mod", "8", "8", "-fg", "#c04020", "-bg", "#2040c0")
@@ -258,8 +266,8 @@ def _glass_run(ctx: Context, p: dict, flags: list, name: str) -> Sample:
         if first is None:
             raise BenchError("a paint never showed up in the stream")
         lat.append((first.done_ns - t) / 1e6)
-    return Sample(wall, 0, 0, extra=dict(median_ms=median(lat), p99_ms=pct(lat, 0.99), max_ms=max(lat),
-                                         paints=len(lat), lat=lat))
+    return Sample(wall, *used, extra=dict(median_ms=median(lat), p99_ms=pct(lat, 0.99), max_ms=max(lat),
+                                          paints=len(lat), lat=lat))
 
 
 # The paints' two colours and the luma (BT.601, limited range, as libyuv and swscale give)
@@ -315,6 +323,7 @@ def _decoded_run(ctx: Context, p: dict, kind: str, flags: list) -> Sample:
             paints.append((time.time_ns(), time.monotonic_ns(), PAINTS[i % 2][1]))
         time.sleep(p["tail"])
         wall = time.monotonic() - t0
+        used = _cost(proc, log)
         Procs.stop(proc)
         try:
             reader.wait(timeout=5)
@@ -334,9 +343,9 @@ def _decoded_run(ctx: Context, p: dict, kind: str, flags: list) -> Sample:
         decoded.append((int(first["decoded_real"]) - real) / 1e6)
         arrived.append((int(first["arrival_mono"]) - mono) / 1e6)
         held.append((int(first["decoded_mono"]) - int(first["arrival_mono"])) / 1e6)
-    return Sample(wall, 0, 0, extra=dict(median_ms=median(decoded), p99_ms=pct(decoded, 0.99), max_ms=max(decoded),
-                                         socket_ms=median(arrived), held_ms=median(held), paints=len(decoded),
-                                         lat=decoded, socket=arrived, held=held))
+    return Sample(wall, *used, extra=dict(median_ms=median(decoded), p99_ms=pct(decoded, 0.99), max_ms=max(decoded),
+                                          socket_ms=median(arrived), held_ms=median(held), paints=len(decoded),
+                                          lat=decoded, socket=arrived, held=held))
 
 
 def _pooled(case: Case) -> list:
