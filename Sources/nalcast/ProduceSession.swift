@@ -189,6 +189,7 @@ final class ProduceSession {
             last = (s.framesEncoded, s.bytesEncoded)
             var text = "frame=\(s.framesEncoded) fps=\(fixed(fps, 1)) kbps=\(Int(kbps))"
             if let server { text += " readers=\(server.readerCount)" }
+            if s.keepAliveFrames > 0 { text += " keepalive=\(s.keepAliveFrames)" }
             text += " dropped=\(s.droppedTotal) encode=\(fixed(s.lastEncodeMs, 1))ms"
             status.show(text)
         }
@@ -249,7 +250,8 @@ final class ProduceSession {
     /// The last event, and how capture ended.
     private func report(_ control: CaptureControl, _ outcome: Outcome, _ events: EventLog?) throws -> ExitCode {
         let stats = control.statistics()
-        events?.emit("finished", [("framesEncoded", Int(stats.framesEncoded)), ("framesDropped", Int(stats.droppedTotal))])
+        events?.emit("finished", [("framesEncoded", Int(stats.framesEncoded)), ("framesDropped", Int(stats.droppedTotal)),
+                                  ("keepAliveFrames", Int(stats.keepAliveFrames))])
         events?.flush()
         if let error = outcome.error.withLock({ $0 }) {
             if let captureError = error as? CaptureError { throw commandError(captureError) }
@@ -281,6 +283,8 @@ final class ProduceSession {
         }
         metric("nalcast_frames_captured_total", "counter", "Frames the source produced.", [("", Double(s.framesCaptured))])
         metric("nalcast_frames_encoded_total", "counter", "Frames encoded into access units.", [("", Double(s.framesEncoded))])
+        metric("nalcast_keepalive_frames_total", "counter", "Of the frames encoded, repeats of the last picture sent while the screen was still (x11 --capture damage: keep-alives at --idle-fps, and IDRs for readers who joined then).",
+               [("", Double(s.keepAliveFrames))])
         metric("nalcast_frames_dropped_total", "counter", "Frames dropped, by reason: rate (faster than --fps), late (capture fell behind), handoff (encoded, but the serving thread was behind: left out up to the next IDR).",
                [("{reason=\"rate\"}", Double(s.droppedRate)), ("{reason=\"late\"}", Double(s.droppedLate)),
                 ("{reason=\"handoff\"}", Double(s.droppedHandOff))])
