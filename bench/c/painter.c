@@ -8,9 +8,18 @@
 // nothing covers it), flushed at once.
 //
 //   painter DISPLAY X Y W H HZ SECONDS
+//
+// With SECONDS "-", it paints on demand instead, for the latency benchmarks: each line
+// RRGGBB read from stdin fills the whole box with that colour, waits for the server's
+// answer to a request sent behind it (so the fill has been done), and prints
+// "BEFORE AFTER", CLOCK_REALTIME ns just before the fill was sent and just after that
+// answer came: the paint happened in between (a fraction of a millisecond apart on
+// Xvfb). An X11 screen grabber woken by the DAMAGE event grabs within that window or
+// just after, sooner than a painting process such as xsetroot has even exited.
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <xcb/xcb.h>
 
@@ -21,7 +30,7 @@ int main(int argc, char **argv) {
     }
     int x = atoi(argv[2]), y = atoi(argv[3]), w = atoi(argv[4]), h = atoi(argv[5]);
     double hz = atof(argv[6]), seconds = atof(argv[7]);
-    if (w < 8 || h < 8 || hz <= 0) {
+    if (w < 8 || h < 8 || (hz <= 0 && strcmp(argv[7], "-") != 0)) {
         fprintf(stderr, "painter: the box must be at least 8x8 and HZ above 0\n");
         return 64;
     }
@@ -35,6 +44,29 @@ int main(int argc, char **argv) {
     xcb_gcontext_t gc = xcb_generate_id(c);
     uint32_t values[] = {0xf0f0f0, 0};  // foreground, graphics exposures off
     xcb_create_gc(c, gc, root, XCB_GC_FOREGROUND | XCB_GC_GRAPHICS_EXPOSURES, values);
+
+    if (strcmp(argv[7], "-") == 0) {
+        char line[64];
+        setvbuf(stdout, NULL, _IOLBF, 0);
+        while (fgets(line, sizeof line, stdin)) {
+            uint32_t colour = (uint32_t)strtoul(line, NULL, 16);
+            xcb_rectangle_t box = {(int16_t)x, (int16_t)y, (uint16_t)w, (uint16_t)h};
+            struct timespec before, after;
+            clock_gettime(CLOCK_REALTIME, &before);
+            xcb_change_gc(c, gc, XCB_GC_FOREGROUND, &colour);
+            xcb_poly_fill_rectangle(c, root, gc, 1, &box);
+            free(xcb_get_input_focus_reply(c, xcb_get_input_focus(c), NULL));
+            clock_gettime(CLOCK_REALTIME, &after);
+            if (xcb_connection_has_error(c)) {
+                fprintf(stderr, "painter: the X connection broke\n");
+                return 74;
+            }
+            printf("%lld %lld\n", (long long)before.tv_sec * 1000000000LL + before.tv_nsec,
+                   (long long)after.tv_sec * 1000000000LL + after.tv_nsec);
+        }
+        xcb_disconnect(c);
+        return 0;
+    }
 
     int glyph_w = 9, glyph_h = h * 6 / 10, per_line = (w - 4) / (glyph_w + 1);
     if (per_line < 1) per_line = 1;

@@ -13,10 +13,14 @@ scenecut, 6000k CBR, 3600 kbit VBV), cursor drawn (every contender's default).
   + `x264enc`. `pictures`: the pictures each one wrote.
 - typing: the same, while `c/painter.c` repaints a 200x40 box 5 times a second (a text
   field being typed into) and the rest of the screen stays still.
-- glass-to-socket: `xsetroot -solid` repaints the whole root 4 times a second; from
-  xsetroot's exit (it syncs on close: the server has painted) to the last byte of the
-  first picture whose SEI capture time is at or after the paint, read from loopback TCP.
-  nalcast `--capture damage` against `--capture fixed`.
+- glass-to-socket: `c/painter.c` fills the whole screen with a solid colour 4 times a
+  second and waits for the server's answer to a request behind the fill; from that
+  answer to the last byte of the first picture whose SEI capture time is at or after
+  the fill was sent, read from loopback TCP. nalcast `--capture damage` against
+  `--capture fixed`.
+- glass-to-decoded: the same paints, read by `c/avreader.c` (libavcodec, as ffplay) from
+  nalcast and from FFmpeg x11grab -> `-f h264 tcp://...?listen=1`: to the first decoded
+  picture showing the paint's colour.
 
 Targets (the capture-on-change work): still <= 0.05 CPU-s per 10 s for nalcast damage,
 typing <= 0.3x FFmpeg's CPU, glass-to-socket median <= 12 ms with damage.
@@ -211,6 +215,30 @@ def _contenders(ctx: Context, p: dict, kind: str, painter: bool) -> list:
     ]
 
 
+# The paints' two colours and the luma (BT.601, limited range, as libyuv and swscale give)
+# of each in a decoded picture: avreader's luma= tells which paint a picture shows.
+PAINTS = [("10e010", 135), ("e01010", 83)]
+LUMA_SLACK = 20
+
+
+class Painter:
+    """c/painter.c on demand: fills the whole screen with a colour and says when (CLOCK_REALTIME
+    ns just before the fill was sent, and once the server had done it)."""
+
+    def __init__(self, ctx: Context, procs: Procs, display: str, p: dict):
+        self.proc = procs.start([ctx.tool("painter", ("-lxcb",)), display, 0, 0, p["w"], p["h"], 0, "-"],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=ctx.dir("logs") / "capture-painter.stderr")
+
+    def paint(self, colour: str) -> tuple:
+        self.proc.stdin.write(colour.encode() + b"\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline().split()
+        if len(line) != 2:
+            raise BenchError(f"the painter stopped (exit {self.proc.poll()})")
+        return int(line[0]), int(line[1])
+
+
 def _cost(proc, log: Path) -> tuple:
     """The producer's CPU s and peak RSS (KiB) from its start to now, while it still runs."""
     if proc.poll() is not None:
@@ -243,12 +271,12 @@ def _glass_run(ctx: Context, p: dict, flags: list, name: str) -> Sample:
             raise e
         reader = ThreadReader(connect(port))
         reader.start()
+        painter = Painter(ctx, procs, display, p)
         time.sleep(p["settle"])
         t0 = time.monotonic()
         for i in range(p["paints"]):
             time.sleep(p["gap"])
-            x11._xsetroot(display, "-solid", "#e01010" if i % 2 else "#10e010")
-            paints.append(time.time_ns())
+            paints.append(painter.paint(PAINTS[i % 2][0]))
         time.sleep(p["tail"])
         wall = time.monotonic() - t0
         used = _cost(proc, log)
@@ -261,19 +289,14 @@ def _glass_run(ctx: Context, p: dict, flags: list, name: str) -> Sample:
     if not pics:
         raise BenchError(f"no pictures with timestamps read ({stderr_tail(log)})")
     lat = []
-    for t in paints:
-        first = next((q for q in pics if q.capture_ns >= t), None)
+    for before, after in paints:
+        # a grab woken by the paint's DAMAGE event may start before the painter hears back
+        first = next((q for q in pics if q.capture_ns >= before), None)
         if first is None:
             raise BenchError("a paint never showed up in the stream")
-        lat.append((first.done_ns - t) / 1e6)
+        lat.append((first.done_ns - after) / 1e6)
     return Sample(wall, *used, extra=dict(median_ms=median(lat), p99_ms=pct(lat, 0.99), max_ms=max(lat),
                                           paints=len(lat), lat=lat))
-
-
-# The paints' two colours and the luma (BT.601, limited range, as libyuv and swscale give)
-# of each in a decoded picture: avreader's luma= tells which paint a picture shows.
-PAINTS = [("#10e010", 135), ("#e01010", 83)]
-LUMA_SLACK = 20
 
 
 def _glass_to_decoded(p: dict, kind: str, flags: list):
@@ -315,12 +338,13 @@ def _decoded_run(ctx: Context, p: dict, kind: str, flags: list) -> Sample:
         lines: list = []
         collect = threading.Thread(target=lambda: lines.extend(reader.stdout), daemon=True)
         collect.start()
+        painter = Painter(ctx, procs, display, p)
+        mono_minus_real = time.monotonic_ns() - time.time_ns()  # avreader's arrival is CLOCK_MONOTONIC
         time.sleep(p["settle"])
         t0 = time.monotonic()
         for i in range(p["paints"]):
             time.sleep(p["gap"])
-            x11._xsetroot(display, "-solid", PAINTS[i % 2][0])
-            paints.append((time.time_ns(), time.monotonic_ns(), PAINTS[i % 2][1]))
+            paints.append((*painter.paint(PAINTS[i % 2][0]), PAINTS[i % 2][1]))
         time.sleep(p["tail"])
         wall = time.monotonic() - t0
         used = _cost(proc, log)
@@ -335,13 +359,13 @@ def _decoded_run(ctx: Context, p: dict, kind: str, flags: list) -> Sample:
     if not pics:
         raise BenchError(f"avreader decoded nothing ({stderr_tail(log)})")
     decoded, arrived, held = [], [], []
-    for real, mono, luma in paints:
-        first = next((q for q in pics if int(q["decoded_real"]) >= real and "luma" in q
+    for before, after, luma in paints:
+        first = next((q for q in pics if int(q["decoded_real"]) >= before and "luma" in q
                       and abs(int(q["luma"]) - luma) <= LUMA_SLACK), None)
         if first is None:
             raise BenchError("a paint never showed up in a decoded picture")
-        decoded.append((int(first["decoded_real"]) - real) / 1e6)
-        arrived.append((int(first["arrival_mono"]) - mono) / 1e6)
+        decoded.append((int(first["decoded_real"]) - after) / 1e6)
+        arrived.append((int(first["arrival_mono"]) - mono_minus_real - after) / 1e6)
         held.append((int(first["decoded_mono"]) - int(first["arrival_mono"])) / 1e6)
     return Sample(wall, *used, extra=dict(median_ms=median(decoded), p99_ms=pct(decoded, 0.99), max_ms=max(decoded),
                                           socket_ms=median(arrived), held_ms=median(held), paints=len(decoded),
@@ -393,9 +417,9 @@ def cases(ctx: Context) -> list:
                   skip=skip_n, usage_error_skips=True),
     ], runs=runs, after=_pooled, figures=[("median_ms", "median", "{:.1f} ms"), ("p99_ms", "p99", "{:.1f} ms"),
                                           ("max_ms", "max", "{:.0f} ms")])
-    glass.notes.append(f"{glass.label}: {p['paints']} full-screen repaints (xsetroot -solid) {p['gap'] * 1000:.0f} ms "
-                       "apart, paint done -> last byte of the first picture captured after it, read from loopback "
-                       f"TCP; one frame interval at {FPS} fps = {1000 / FPS:.1f} ms")
+    glass.notes.append(f"{glass.label}: {p['paints']} full-screen fills (c/painter.c) {p['gap'] * 1000:.0f} ms "
+                       "apart, fill done -> last byte of the first picture captured after it was sent, read from "
+                       f"loopback TCP; one frame interval at {FPS} fps = {1000 / FPS:.1f} ms")
     skip_f = None if has_program("ffmpeg") else "skipped (ffmpeg not installed)"
     decoded = Case(NAME, f"capture glass-to-decoded {w}x{h}", "", p["paints"], [
         Contender("nalcast --capture damage", measure=_glass_to_decoded(p, "nalcast", ["--capture", "damage"]),
