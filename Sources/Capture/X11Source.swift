@@ -30,6 +30,10 @@ import CXCBShm
 /// (`Frame.isRepeat`, no pixels) every `1 / idleRate` seconds, and one at once when woken
 /// (`wakeUp`: a reader joined and needs an IDR): the pipeline encodes the picture it kept.
 /// Without the DAMAGE extension the source says so once and captures on the timer.
+/// Each grab reads the whole area, not only the damaged rectangles: on a 1920x1080 Xvfb
+/// screen a whole grab costs 0.67 ms and its conversion to I420 0.57 ms (a 64x64 one
+/// 0.03 ms), against about 7 ms for x264 to encode the frame, which it does whole in any
+/// case; reading rectangles into a kept frame would save at most 1.2 ms of some 9 per change.
 ///
 /// Resize: with RandR, the source listens for RRScreenChangeNotify (without it, it asks
 /// for the root geometry before each grab). When the whole screen is captured, the next
@@ -230,6 +234,8 @@ public final class X11Source: FrameSource {
 
     private func grabChange(at now: Int64) throws(X11Error) -> Frame {
         changes?.reset()
+        // A wake-up while this change waited for its slot is answered by this frame.
+        _ = wakeUp?.drain()
         if screenChangeEvent == nil { try takeScreenSize(connection.rootSize()) }
         let captureTime = realtimeNanoseconds()
         let buffer = try grab()

@@ -32,9 +32,12 @@ public final class CaptureControl: Sendable {
     func attach(_ wake: CaptureWakeUp?) { wakeUp.withLock { $0 = wake } }
     func takeIDRRequest() -> Bool { idrFlag.exchange(false, ordering: .acquiringAndReleasing) }
 
-    /// Asks for a new encoder bitrate (bits per second) from the next frame on (a still
-    /// screen's next frame may be its next keep-alive).
-    public func requestBitrate(_ bitsPerSecond: Int) { bitrateRequest.store(bitsPerSecond, ordering: .releasing) }
+    /// Asks for a new encoder bitrate (bits per second) from the next frame on. A source
+    /// waiting for a change is woken: the kept picture is sent again at the new bitrate.
+    public func requestBitrate(_ bitsPerSecond: Int) {
+        bitrateRequest.store(bitsPerSecond, ordering: .releasing)
+        wakeUp.withLock { $0?.wake() }
+    }
     func takeBitrateRequest() -> Int? {
         let value = bitrateRequest.exchange(0, ordering: .acquiringAndReleasing)
         return value > 0 ? value : nil

@@ -45,10 +45,13 @@ final class PipelineRun: Sendable {
         return received
     }
 
-    func stop() {
+    /// Stops the pipeline; true once its thread is done (false if it still runs after 10 s).
+    @discardableResult
+    func stop() -> Bool {
         control.stop()
         let end = Date().addingTimeInterval(10)
         while !finished.load(ordering: .acquiring), Date() < end { usleep(10_000) }
+        return finished.load(ordering: .acquiring)
     }
 }
 
@@ -154,6 +157,10 @@ func wireTimestamp(_ unit: AccessUnit) -> StreamTimestamp? {
         painter.warpPointer(x: 40, y: 40)
         let next = try #require(try source.nextFrame())
         #expect(next.isRepeat == !drawn, drawn ? "a cursor move made no frame" : "a move of an undrawn cursor made a frame")
+        // Same place, another shape (XFixes CursorNotify).
+        painter.setRootCursor(glyph: 152)
+        let reshaped = try #require(try source.nextFrame())
+        #expect(reshaped.isRepeat == !drawn, drawn ? "a cursor shape change made no frame" : "a shape change of an undrawn cursor made a frame")
     }
 
     @Test func aReaderJoiningWhileStillGetsItsIDRAtOnce() throws {
@@ -177,6 +184,25 @@ func wireTimestamp(_ unit: AccessUnit) -> StreamTimestamp? {
         // A reader starting there decodes the picture.
         let pictures = try RoundTrip.decode([idr], width: 320, height: 240)
         #expect(pictures.count == 1 && pictures[0].matches(x: 160, y: 120, 0x00ffff))
+        // POST /bitrate while still: the picture again at once, at the new bitrate.
+        run.control.requestBitrate(300_000)
+        let after = run.waitFor(3, timeout: 8)
+        try #require(after.count == 3)
+        let again = try #require(wireTimestamp(after[2].unit))
+        #expect(again.pts90k < stamp.pts90k + 5 * 90_000, "the bitrate change waited for the keep-alive")
+        #expect(run.control.statistics().keepAliveFrames == 2)
+    }
+
+    @Test func stopEndsAStillCaptureWithoutKeepAlives() throws {
+        let server = try Xvfb(width: 320, height: 240)
+        defer { server.stop() }
+        // --idle-fps 0: nothing would ever wake the source but the stop.
+        let run = PipelineRun(options: X11Options(display: server.display, drawCursor: false, captureMode: .damage, idleRate: 0))
+        #expect(run.waitFor(1, timeout: 5).count == 1, "\(run.error ?? "no first frame")")
+        usleep(300_000)
+        #expect(run.stop(), "the capture thread did not end")
+        #expect(run.error == nil, "\(run.error ?? "")")
+        #expect(run.control.statistics().framesEncoded >= 1)
     }
 
     @Test func fixedCaptureIsSteady() throws {
