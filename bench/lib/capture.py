@@ -48,7 +48,7 @@ FPS = x11.FPS
 # settle: from the reader's connect to the first paint; tail: from the last paint to the stop
 FULL = dict(w=1920, h=1080, seconds=10.0, warmup=1.0, box=(160, 200, 200, 40), hz=5, paints=40, gap=0.25,
             settle=0.5, tail=0.3)
-QUICK = dict(w=320, h=240, seconds=1.2, warmup=0.4, box=(20, 20, 100, 20), hz=5, paints=3, gap=0.15,
+QUICK = dict(w=320, h=240, seconds=2.0, warmup=0.5, box=(20, 20, 100, 20), hz=5, paints=3, gap=0.15,
              settle=0.3, tail=0.2)
 
 TARGET_STILL_CPU_PER_10S = 0.05
