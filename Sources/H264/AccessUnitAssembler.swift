@@ -17,10 +17,11 @@
 /// adds the whole NAL unit with `append(_:)` (not `push`, which would ask again).
 ///
 /// An access unit with no picture whose NAL units are only AUDs, end of sequence, end of
-/// stream, filler data and empty filler SEIs is not handed out: it is the tail of a delimited stream (the AUD
-/// sent behind the last picture, `AccessUnitDelimiting`, and the end of sequence that ends
-/// it), with nothing to decode. It is counted in `delimiterOnlyUnits`, and `endedStream`
-/// says whether it ended the stream, as for any access unit.
+/// stream, filler data and empty SEIs is not handed out: it is the tail of a delimited
+/// stream (the AUD sent behind the last picture with the SEI it began, `AccessUnitDelimiting`,
+/// and the end of sequence that ends it, or just the trailer where the stream was cut), with
+/// nothing to decode. It is counted in `delimiterOnlyUnits`, and `endedStream` says whether
+/// it ended the stream, as for any access unit.
 ///
 /// The assembler keeps the parameter sets it has seen, so it can parse slice headers and
 /// hand each access unit the SPS and PPS that are active for it.
@@ -44,13 +45,14 @@ public struct AccessUnitAssembler {
     /// NAL units in the access unit in hand.
     public var nalUnitsInHand: Int { current.count }
     /// True when the access unit in hand has a NAL unit other than an AUD, end of sequence,
-    /// end of stream, filler data or an empty filler SEI: something that would be lost if the
+    /// end of stream, filler data or an empty SEI: something that would be lost if the
     /// stream stopped here.
     public var hasContentInHand: Bool {
-        current.contains { !Self.isDelimiting($0.type) && !AccessUnitDelimiting.isFillerSEI($0) }
+        current.contains { !Self.isDelimiting($0.type) && !AccessUnitDelimiting.isEmptySEI($0) }
     }
     /// Access units closed without handing them out: no picture, only AUDs, end of sequence,
-    /// end of stream, filler data or empty filler SEIs (a delimited stream's tail).
+    /// end of stream, filler data or empty SEIs (a delimited stream's tail, or its trailer
+    /// where the stream was cut).
     public private(set) var delimiterOnlyUnits = 0
     /// The last access unit closed (handed out or delimiter-only) ended with an end-of-sequence
     /// or end-of-stream NAL unit: the stream says it ended there.

@@ -89,9 +89,10 @@ public struct AccessUnitDelimiting: Sendable {
         nextIsOpen ? [Self.fillerSEIBody[...], Self.endOfSequence[...]] : [Self.endOfSequence[...]]
     }
 
-    /// True for an SEI whose only message is an empty filler payload: what `frame` puts
-    /// after an AUD where the access unit has no SEI first; nothing to decode.
-    public static func isFillerSEI(_ nal: NALUnit) -> Bool {
-        nal.body.elementsEqual([0x06] + fillerSEIBody)
+    /// True for an SEI with nothing to decode: only an empty filler payload (what `frame` puts
+    /// after an AUD where the access unit has no SEI first), or only its header byte (the
+    /// trailer's last byte, where a reader left or a stream was cut).
+    public static func isEmptySEI(_ nal: NALUnit) -> Bool {
+        nal.type == .sei && (nal.body.count == 1 || nal.body.elementsEqual([0x06] + fillerSEIBody))
     }
 }

@@ -141,7 +141,7 @@ final class ConsumeSession {
             let sink: any AccessUnitSink
             do {
                 sink = try OutputChoice.sink(target: output, format: config.outputFormat, fallbackFrameRate: config.frameRate.framesPerSecond,
-                                             countedClock: config.input.timeIsCounted)
+                                             countedClock: config.input.timeIsCounted, live: config.input.isNetwork || config.realtime || config.input.isPipe)
             } catch {
                 throw CommandError.io(error.message)
             }

@@ -87,7 +87,7 @@ final class ProduceSession {
     private func openOutput() throws -> sending (any AccessUnitSink)? {
         guard let output = plan.output else { return nil }
         do {
-            return try OutputChoice.sink(target: output, format: plan.outputFormat, fallbackFrameRate: nil)
+            return try OutputChoice.sink(target: output, format: plan.outputFormat, fallbackFrameRate: nil, live: plan.realtime)
         } catch {
             throw CommandError.io("-o \(error)")
         }

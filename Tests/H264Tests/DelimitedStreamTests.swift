@@ -60,6 +60,8 @@ import Testing
         let units = parser.push(bytes)
         #expect(units.count == 1)
         #expect(!parser.hasAccessUnitInProgress)
+        var cut = parser
+        #expect(cut.finish().isEmpty, "a stream cut at the trailer ends with no access unit")
         _ = parser.push([0x03])
         #expect(parser.hasAccessUnitInProgress)
     }
