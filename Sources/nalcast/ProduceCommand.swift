@@ -194,6 +194,9 @@ enum ProduceCommand: Command {
             let given = o.values[name] != nil ? o.label(name) : (o.sources[name] == "command line" ? "--\(name)" : "\(o.sources[name]!)")
             warnings.append("produce: warning: \(given.trimmed) is ignored: it is for --source \(owner), not \(sourceText)")
         }
+        if case .x11(let x) = source, x.captureMode == .fixed, o.sources["idle-fps"] != nil {
+            warnings.append("produce: warning: \(o.label("idle-fps").trimmed) is ignored: it is for --capture damage (fixed sends every frame)")
+        }
 
         var capture = CaptureOptions()
         capture.targetFrameRate = fps

@@ -228,6 +228,8 @@ func wireTimestamp(_ unit: AccessUnit) -> StreamTimestamp? {
         #expect(lines(still.stdout).contains("  capture: damage idle-fps=0 (no keep-alive)"), "\(still.stdout)")
         let fixed = try Tool.run([nalcast, "produce", "--source", "x11:4711", "--capture", "fixed", "--dry-run"])
         #expect(lines(fixed.stdout).contains("  capture: fixed"), "\(fixed.stdout)")
+        let ignored = try Tool.run([nalcast, "produce", "--source", "x11:4711", "--capture", "fixed", "--idle-fps", "2", "--dry-run"])
+        #expect(ignored.status == 0 && ignored.stderr.contains("--idle-fps 2 is ignored"), "\(ignored.stderr)")
         let bad = try Tool.run([nalcast, "produce", "--source", "x11:4711", "--capture", "sometimes", "--dry-run"])
         #expect(bad.status == 64 && lines(bad.stderr).count == 1 && bad.stderr.contains("expected damage or fixed"), "\(bad.stderr)")
         let badRate = try Tool.run([nalcast, "produce", "--source", "x11:4711", "--idle-fps", "-1", "--dry-run"])
