@@ -203,7 +203,10 @@ public final class X11Source: FrameSource {
             var fds = [pollfd(fd: xcb_get_file_descriptor(c), events: Int16(POLLIN), revents: 0),
                        pollfd(fd: wakeUp?.fd ?? -1, events: Int16(POLLIN), revents: 0)]
             let count: nfds_t = pendingChange || wakeUp == nil ? 1 : 2
-            let timeout = deadline == Int64.max ? -1 : Int32(clamping: (deadline - now + 999_999) / 1_000_000)
+            // A deadline already past (a pointer query that took longer than a frame
+            // interval on a busy machine) is a zero timeout: poll() takes any negative one
+            // as "forever", and a still screen would then send no keep-alive again.
+            let timeout = deadline == Int64.max ? -1 : Int32(clamping: Swift.max(0, deadline - now + 999_999) / 1_000_000)
             _ = poll(&fds, count, timeout)
         }
     }
