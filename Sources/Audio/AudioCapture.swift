@@ -1,3 +1,4 @@
+import CAudio
 import EventLoop
 import H264
 import Output
@@ -12,10 +13,12 @@ public struct AudioStatistics: Sendable {
     public var bytes: UInt64 = 0
     /// Samples (per channel) lost: a source delivered after their place was encoded.
     public var lateSamples: UInt64 = 0
-    /// Samples lost: a source ran further ahead of the encoder than the buffer holds.
+    /// Samples lost: a source ran further ahead of the encoder than the buffer (1.5 s) holds.
     public var overflowSamples: UInt64 = 0
     /// Packets encoded before the first video frame, which have no place on its time line.
     public var packetsBeforeVideo: UInt64 = 0
+    /// How long after capture samples are encoded now (grows after late deliveries).
+    public var slackMs = Int(AudioCapture.slack / 1_000_000)
     /// Each source: its name, state, times it was lost, and its clock's drift against the
     /// system clock in ppm (live sources).
     public var sources: [(name: String, state: AudioSourceState, losses: Int, driftPPM: Double)] = []
@@ -40,12 +43,17 @@ public struct AudioStatistics: Sendable {
 public final class AudioCapture: Sendable {
     public static let sampleRate = 48_000
     public static let channels = 2
-    /// How long after a sample's capture time the audio thread encodes it: time for a live
-    /// source's read (10 ms), its scheduling and its latency to be behind us.
+    /// How long after a sample's capture time the audio thread encodes it at first: time for
+    /// a live source's read (10 ms), its scheduling and its latency to be behind us.
     public static let slack: UInt64 = 150_000_000
+    /// Each time a source delivers too late (a loaded machine kept its thread from running),
+    /// the slack grows by 50 ms, up to this: later audio, rather than more holes in it.
+    public static let maxSlack: UInt64 = 1_000_000_000
 
     public let format: AudioFormat
     public let sourceSpecs: [AudioSourceSpec]
+    let initialSlack: UInt64
+    public var initialSlackMs: Int { Int(initialSlack / 1_000_000) }
     let track: TrackClock
     let mix: MixBuffer
     let hasTone: Bool
@@ -58,7 +66,7 @@ public final class AudioCapture: Sendable {
     private let threads = Mutex<[OSThread]>([])
     private let stopped = Atomic<Bool>(false)
     private let timeline = Mutex<TimelineState>(TimelineState())
-    private let counters = Mutex<AudioStatistics>(AudioStatistics())
+    private let counters: Mutex<AudioStatistics>
 
     private struct TimelineState {
         var anchor: AudioTimeline?
@@ -85,7 +93,8 @@ public final class AudioCapture: Sendable {
     /// device or file fails here with one line; `start()` then runs it.
     /// `pulseServer`: a PulseAudio server address (`unix:/run/user/1000/pulse/native`), nil
     /// for libpulse's own choice ($PULSE_SERVER, then the user's session server).
-    public init(sources: [AudioSourceSpec], bitrate: Int = 128_000, pulseServer: String? = nil,
+    /// `slack`: how long after capture the first packets are encoded (`AudioCapture.slack`).
+    public init(sources: [AudioSourceSpec], bitrate: Int = 128_000, pulseServer: String? = nil, slack: UInt64 = AudioCapture.slack,
                 onPacket: @escaping @Sendable (AudioPacket) -> Void,
                 onEvent: @escaping @Sendable (AudioEvent) -> Void = { _ in }) throws(AudioError) {
         guard !sources.isEmpty, sources.count <= 2 else { throw .usage("--audio: one or two sources") }
@@ -93,10 +102,15 @@ public final class AudioCapture: Sendable {
         let encoder = try AACEncoder(sampleRate: Self.sampleRate, channels: Self.channels, bitrate: bitrate)
         format = encoder.format
         sourceSpecs = sources
+        initialSlack = min(slack, Self.maxSlack)
+        var initial = AudioStatistics()
+        initial.slackMs = Int(initialSlack / 1_000_000)
+        counters = Mutex(initial)
         // Sample 0 is 100 ms before now: a live source's first read (captured a little
         // before it arrives) then lands on the track rather than before it.
         track = TrackClock(startNs: realtimeNow() - 100_000_000, rate: Self.sampleRate)
-        let mix = MixBuffer(channels: Self.channels, capacity: Self.sampleRate * 2)
+        // 1.5 s: more than the largest slack (1 s), a packet and a file source's lead (100 ms).
+        let mix = MixBuffer(channels: Self.channels, capacity: Self.sampleRate * 3 / 2)
         self.mix = mix
         hasTone = sources.contains(.tone)
         self.onPacket = onPacket
@@ -147,13 +161,16 @@ public final class AudioCapture: Sendable {
         let stopped: @Sendable () -> Bool = { [self] in self.stopped.load(ordering: .relaxed) }
         var started: [OSThread] = []
         for (input, stream) in zip(pulseInputs, work.pulse) {
-            started.append(OSThread(name: "nalcast-pulse") { input.run(first: stream, stopped: stopped) })
+            started.append(OSThread(name: "nalcast-pulse") { CAudio_name_thread("nalcast-pulse"); input.run(first: stream, stopped: stopped) })
         }
         for (input, file) in zip(fileInputs, work.files) {
-            started.append(OSThread(name: "nalcast-pcm") { input.run(file: file.0, layout: file.1, stopped: stopped) })
+            started.append(OSThread(name: "nalcast-pcm") { CAudio_name_thread("nalcast-pcm"); input.run(file: file.0, layout: file.1, stopped: stopped) })
         }
         let encoder = work.encoder
-        started.append(OSThread(name: "nalcast-audio") { [self] in self.encodeLoop(encoder) })
+        started.append(OSThread(name: "nalcast-audio") { [self] in
+            CAudio_name_thread("nalcast-audio")
+            self.encodeLoop(encoder)
+        })
         threads.withLock { $0 = started }
     }
 
@@ -202,19 +219,33 @@ public final class AudioCapture: Sendable {
         let samples = format.samplesPerPacket
         var frame = [Float](repeating: 0, count: samples * Self.channels)
         var next: Int64 = 0
+        var slack = initialSlack
+        var lateSeen: UInt64 = 0
         let stop = { [self] in self.stopped.load(ordering: .relaxed) }
+        func encodeNext() throws(AudioError) {
+            let position = mix.take(samples, into: &frame)
+            next = position + Int64(samples)
+            if hasTone { ToneSignal.add(into: &frame, channels: Self.channels, track: track, from: position) }
+            for i in frame.indices { frame[i] = max(-1, min(1, frame[i])) }
+            try frame.withUnsafeBufferPointer { buffer throws(AudioError) in
+                try encoder.encode(interleaved: buffer, position: position) { data, pts in deliver(data, pts: pts) }
+            }
+        }
         do {
             while true {
-                let due = track.realtime(at: next + Int64(samples)) + Self.slack
-                guard sleep(untilRealtime: due, unless: stop) else { break }
-                let position = mix.take(samples, into: &frame)
-                next = position + Int64(samples)
-                if hasTone { ToneSignal.add(into: &frame, channels: Self.channels, track: track, from: position) }
-                for i in frame.indices { frame[i] = max(-1, min(1, frame[i])) }
-                try frame.withUnsafeBufferPointer { buffer throws(AudioError) in
-                    try encoder.encode(interleaved: buffer, position: position) { data, pts in deliver(data, pts: pts) }
+                let late = mix.counts.late
+                if late > lateSeen {
+                    lateSeen = late
+                    slack = min(Self.maxSlack, slack + 50_000_000)
+                    counters.withLock { $0.slackMs = Int(slack / 1_000_000) }
                 }
+                let due = track.realtime(at: next + Int64(samples)) + slack
+                guard sleep(untilRealtime: due, unless: stop) else { break }
+                try encodeNext()
             }
+            // Stopping: what was captured up to now is encoded too, not left in the buffer.
+            let end = Int64(track.position(atRealtime: realtimeNow()))
+            while next + Int64(samples) <= end { try encodeNext() }
             try encoder.encode(interleaved: nil, position: next) { data, pts in deliver(data, pts: pts) }
         } catch {
             onEvent(.failed(reason: error.message))

@@ -38,7 +38,7 @@ public enum AudioSourceSpec: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Parses `pulse:NAME`, `monitor`, `mic`, `wav:PATH|-`, `raw:PATH|-` (laid out as `raw`
-    /// says) or `tone`; nil with the reason when the text is none of them.
+    /// says) or `tone`; a usage error naming the forms when the text is none of them.
     public static func parse(_ text: String, raw: PCMLayout) -> Result<AudioSourceSpec, AudioError> {
         func path(_ prefix: String) -> Result<String, AudioError> {
             let rest = String(text.dropFirst(prefix.count))

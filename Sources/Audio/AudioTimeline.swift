@@ -22,7 +22,11 @@ public struct AudioTimeline: Sendable, Hashable {
     /// The media time of something captured at `ns` (rounded to the nearest tick).
     public func mediaTime(forCaptureTimeNs ns: UInt64) -> MediaTime {
         let delta = Int64(bitPattern: ns &- captureTimeNs)  // signed: before the anchor is negative
-        let ticks = (Double(delta) * Double(MediaTime.ticksPerSecond) / 1e9).rounded()
-        return MediaTime(ticks: mediaTime.ticks + Int64(ticks))
+        // In integers, whole seconds apart from the rest: exact for any distance (a Double
+        // loses ticks' fractions past a few days of nanoseconds).
+        let seconds = delta / 1_000_000_000
+        let rest = delta % 1_000_000_000  // same sign as delta
+        let restTicks = (rest * 9 + (rest >= 0 ? 50_000 : -50_000)) / 100_000
+        return MediaTime(ticks: mediaTime.ticks + seconds * MediaTime.ticksPerSecond + restTicks)
     }
 }

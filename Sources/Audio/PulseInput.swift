@@ -113,6 +113,10 @@ final class PulseInput: Sendable {
         var corrector = DriftCorrector(rate: track.rate)
         var position: Int64?
         var error: Int32 = 0
+        // What the server recorded between opening the stream and now (the stream is opened
+        // before the video starts, to fail early) would come as a burst whose latency says
+        // little: start from what is recorded from here on.
+        _ = CAudio_pa_simple_flush(stream.handle, &error)
         while !stopped() {
             let ok = buffer.withUnsafeMutableBytes { CAudio_pa_simple_read(stream.handle, $0.baseAddress, $0.count, &error) }
             guard ok >= 0 else { return PulseFailure(code: error).text }

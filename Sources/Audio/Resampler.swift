@@ -8,6 +8,7 @@ import CAudio
 final class Resampler {
     private var context: OpaquePointer?
     private let outChannels: Int
+    private let outRate: Int
     private var output: [Float] = []
 
     enum Input {
@@ -30,6 +31,7 @@ final class Resampler {
         }
         self.context = context
         self.outChannels = outChannels
+        self.outRate = outRate
     }
 
     deinit { CAudio_swr_free(&context) }
@@ -48,7 +50,7 @@ final class Resampler {
     }
 
     /// Samples (at the output rate) the filter holds back.
-    var delay: Int64 { context.map { CAudio_swr_get_delay($0, 48_000) } ?? 0 }
+    var delay: Int64 { context.map { CAudio_swr_get_delay($0, Int64(outRate)) } ?? 0 }
 
     /// Adds (`delta` > 0) or drops samples, spread over the next `distance` output samples.
     func compensate(delta: Int, distance: Int) {

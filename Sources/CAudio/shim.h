@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <dlfcn.h>
+#include <sys/prctl.h>
 #include <libavcodec/avcodec.h>
 #include <libavutil/channel_layout.h>
 #include <libavutil/error.h>
@@ -111,8 +112,13 @@ static inline pa_simple *CAudio_pa_simple_new(const char *server, const char *na
 }
 static inline int CAudio_pa_simple_read(pa_simple *s, void *data, size_t bytes, int *error) { CAUDIO_FN(CAUDIO_PULSE_SIMPLE, pa_simple_read); return f_ ? f_(s, data, bytes, error) : -1; }
 static inline pa_usec_t CAudio_pa_simple_get_latency(pa_simple *s, int *error) { CAUDIO_FN(CAUDIO_PULSE_SIMPLE, pa_simple_get_latency); return f_ ? f_(s, error) : (pa_usec_t)-1; }
+static inline int CAudio_pa_simple_flush(pa_simple *s, int *error) { CAUDIO_FN(CAUDIO_PULSE_SIMPLE, pa_simple_flush); return f_ ? f_(s, error) : -1; }
 static inline void CAudio_pa_simple_free(pa_simple *s) { CAUDIO_FN(CAUDIO_PULSE_SIMPLE, pa_simple_free); if (f_) f_(s); }
 static inline const char *CAudio_pa_strerror(int error) { CAUDIO_FN(CAUDIO_PULSE, pa_strerror); return f_ ? f_(error) : "unknown error"; }
+
+// Names the calling thread (top, /proc/PID/task/*/comm), at most 15 characters: prctl is
+// variadic, which Swift cannot call.
+static inline void CAudio_name_thread(const char *name) { prctl(PR_SET_NAME, (unsigned long)name, 0, 0, 0); }
 
 // Macros and enum values Swift does not import as such.
 static inline int CAudio_error_eof(void) { return AVERROR_EOF; }
@@ -136,7 +142,7 @@ static inline int CAudio_load(int mask, char *why, int size) {
         { CAUDIO_SWRESAMPLE, "swr_convert" }, { CAUDIO_SWRESAMPLE, "swr_set_compensation" }, { CAUDIO_SWRESAMPLE, "swr_get_delay" },
         { CAUDIO_PULSE, "pa_strerror" },
         { CAUDIO_PULSE_SIMPLE, "pa_simple_new" }, { CAUDIO_PULSE_SIMPLE, "pa_simple_read" }, { CAUDIO_PULSE_SIMPLE, "pa_simple_get_latency" },
-        { CAUDIO_PULSE_SIMPLE, "pa_simple_free" },
+        { CAUDIO_PULSE_SIMPLE, "pa_simple_free" }, { CAUDIO_PULSE_SIMPLE, "pa_simple_flush" },
     };
     for (int lib = 0; lib < CAUDIO_LIBRARIES; lib++) {
         if (!(mask & (1 << lib))) continue;

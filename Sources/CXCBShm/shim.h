@@ -4,8 +4,10 @@
 #include <xcb/shm.h>
 #include <xcb/xfixes.h>
 #include <xcb/randr.h>
+#include <xcb/damage.h>
 #include <sys/ipc.h>
 #include <sys/shm.h>
+#include <sys/eventfd.h>
 
 // xcb_shm_id is an extern of an incomplete struct type: Swift cannot take its address.
 static inline xcb_extension_t *CXCBShm_extension_id(void) { return &xcb_shm_id; }
@@ -13,6 +15,12 @@ static inline xcb_extension_t *CXCBShm_extension_id(void) { return &xcb_shm_id; 
 static inline xcb_extension_t *CXCBShm_xfixes_extension_id(void) { return &xcb_xfixes_id; }
 // Same for RandR (screen size change notifications).
 static inline xcb_extension_t *CXCBShm_randr_extension_id(void) { return &xcb_randr_id; }
+
+// Same for DAMAGE (capture on change).
+static inline xcb_extension_t *CXCBShm_damage_extension_id(void) { return &xcb_damage_id; }
+
+// The capture thread's wake-up (CaptureWakeUp): Swift's Glibc module does not import <sys/eventfd.h>.
+static inline int CXCBShm_wakeup_eventfd(void) { return eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC); }
 
 // IPC_PRIVATE is a macro with a cast, ((__key_t) 0): Swift does not import it.
 static inline key_t CXCBShm_ipc_private(void) { return IPC_PRIVATE; }

@@ -14,6 +14,10 @@ public struct Frame {
     public var captureTimeNs: UInt64
     /// Media time in 90 kHz ticks, 0 for the first frame of the source.
     public var pts90k: UInt64
+    /// A change-driven source had nothing new: this stands for the previous frame again
+    /// (a keep-alive, or a wake-up for an IDR), with its own times. It has no pixels
+    /// (no planes); the pipeline encodes the picture it kept.
+    public var isRepeat = false
 
     public init(width: Int, height: Int, format: PixelFormat, buffer: FrameBuffer, planes: [Plane],
                 sequence: UInt64, captureTimeNs: UInt64, pts90k: UInt64) {

@@ -16,4 +16,14 @@ public protocol FrameSource: AnyObject {
     var isLive: Bool { get }
     /// The next frame; nil at the end of the input. Blocks until it is available.
     func nextFrame() throws -> Frame?
+    /// True when the source itself keeps to the frame rate and sends frames only when the
+    /// picture changed (variable frame rate, with repeats): no pacer behind it.
+    var isChangeDriven: Bool { get }
+    /// What interrupts the source's wait, for a source that can wait long (nil otherwise).
+    var wakeUp: CaptureWakeUp? { get }
+}
+
+extension FrameSource {
+    public var isChangeDriven: Bool { false }
+    public var wakeUp: CaptureWakeUp? { nil }
 }

@@ -196,7 +196,9 @@ public final class StreamIntake {
     private func deliverCompleted() {
         let frameRate = parser.assembler.activeSPS?.frameRate
         for unit in completed { deliver(unit, frameRate: frameRate) }
-        if let type = completed.last?.nalUnits.last?.type { lastUnitEndedStream = type == .endOfStream || type == .endOfSequence }
+        // Also set by a delimited stream's tail (an AUD, then an end of sequence), which the
+        // parser closes without handing it out: it has no picture.
+        lastUnitEndedStream = parser.assembler.endedStream
         completed.removeAll(keepingCapacity: true)
         fanout.push(outgoing)
         outgoing.removeAll(keepingCapacity: true)

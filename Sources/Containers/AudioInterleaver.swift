@@ -15,10 +15,11 @@ struct AudioInterleaver {
     /// is written anyway.
     static let maxPending = 500
 
-    /// Takes one packet; `offset` is nil while no access unit was placed (nothing written
-    /// yet, or no audio track): it is then dropped and counted.
+    /// Takes one packet of the track `format`; `offset` is nil while no access unit was
+    /// placed. Dropped and counted when the header declared no audio track, or another one
+    /// (the track changed after it was written), or before the first picture.
     mutating func add(_ packet: AudioPacket, format: AudioFormat?, offset: Int64?, muxer: Muxer) throws(MuxError) {
-        guard muxer.hasAudioTrack, let offset, let format else {
+        guard muxer.hasAudioTrack, let offset, let format, muxer.audio == format else {
             dropped += 1
             return
         }

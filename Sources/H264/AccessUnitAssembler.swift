@@ -16,6 +16,13 @@
 /// takes the completed access unit with `endAccessUnit()` when the answer is yes, and later
 /// adds the whole NAL unit with `append(_:)` (not `push`, which would ask again).
 ///
+/// An access unit with no picture whose NAL units are only AUDs, end of sequence, end of
+/// stream, filler data and empty SEIs is not handed out: it is the tail of a delimited
+/// stream (the AUD sent behind the last picture with the SEI it began, `AccessUnitDelimiting`,
+/// and the end of sequence that ends it, or just the trailer where the stream was cut), with
+/// nothing to decode. It is counted in `delimiterOnlyUnits`, and `endedStream` says whether
+/// it ended the stream, as for any access unit.
+///
 /// The assembler keeps the parameter sets it has seen, so it can parse slice headers and
 /// hand each access unit the SPS and PPS that are active for it.
 public struct AccessUnitAssembler {
@@ -37,6 +44,19 @@ public struct AccessUnitAssembler {
     public var bytesInHand: Int { current.reduce(0) { $0 + $1.wire.count } }
     /// NAL units in the access unit in hand.
     public var nalUnitsInHand: Int { current.count }
+    /// True when the access unit in hand has a NAL unit other than an AUD, end of sequence,
+    /// end of stream, filler data or an empty SEI: something that would be lost if the
+    /// stream stopped here.
+    public var hasContentInHand: Bool {
+        current.contains { !Self.isDelimiting($0.type) && !AccessUnitDelimiting.isEmptySEI($0) }
+    }
+    /// Access units closed without handing them out: no picture, only AUDs, end of sequence,
+    /// end of stream, filler data or empty SEIs (a delimited stream's tail, or its trailer
+    /// where the stream was cut).
+    public private(set) var delimiterOnlyUnits = 0
+    /// The last access unit closed (handed out or delimiter-only) ended with an end-of-sequence
+    /// or end-of-stream NAL unit: the stream says it ended there.
+    public private(set) var endedStream = false
 
     private var current: [NALUnit] = []
     private var sawVCL = false
@@ -100,6 +120,9 @@ public struct AccessUnitAssembler {
     public mutating func finish() -> AccessUnit? {
         endAccessUnit()
     }
+
+    /// AUD, end of sequence, end of stream, filler data: NAL units with nothing to decode.
+    public static func isDelimiting(_ type: NALType) -> Bool { (9...12).contains(type.rawValue) }
 
     /// Types 1, 2 and 5: a slice header follows the NAL header.
     private static func hasSliceHeader(_ type: NALType) -> Bool {
@@ -178,6 +201,15 @@ public struct AccessUnitAssembler {
 
     private mutating func close() -> AccessUnit? {
         guard !current.isEmpty else { return nil }
+        endedStream = current.last.map { $0.type == .endOfStream || $0.type == .endOfSequence } ?? false
+        if !sawVCL && !hasContentInHand {
+            delimiterOnlyUnits += 1
+            current = []
+            isIDR = false
+            timestamp = nil
+            activePPSId = nil
+            return nil
+        }
         var resolution: Resolution? = nil
         var sets: [NALUnit] = []
         if let ppsId = activePPSId, let pps = ppsById[ppsId] {

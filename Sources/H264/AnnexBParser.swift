@@ -38,8 +38,18 @@ public struct AnnexBParser {
     public var bytesInProgress: Int { assembler.bytesInHand + scanner.pendingBytes }
 
     /// True once an access unit has begun that is not out yet: a NAL unit of it is in the
-    /// assembler, or a NAL header has arrived. A few zeros or a bare start code are nothing yet.
-    public var hasAccessUnitInProgress: Bool { assembler.nalUnitsInHand > 0 || scanner.pendingBodyCount > 0 }
+    /// assembler, or a NAL header has arrived. A few zeros or a bare start code are nothing yet,
+    /// and neither is an AUD (or end of sequence) alone, nor the header byte after it: a
+    /// delimited stream sends the next access unit's AUD and the first byte of its SEI behind
+    /// each picture (`AccessUnitDelimiting`), and a stream that stops there has lost nothing.
+    public var hasAccessUnitInProgress: Bool {
+        if assembler.hasContentInHand { return true }
+        let head = scanner.pendingHead()
+        guard let first = head.first else { return false }
+        if AccessUnitAssembler.isDelimiting(NALHeader(first).type) { return false }
+        // The trailer's last byte: the header of the SEI after the AUD, its body to come.
+        return !(head.count == 1 && assembler.nalUnitsInHand > 0)
+    }
 
     /// Pushes bytes; `emit` gets each access unit they completed.
     public mutating func push(_ chunk: [UInt8], emit: (AccessUnit) -> Void) {

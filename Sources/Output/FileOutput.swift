@@ -30,6 +30,11 @@ struct FileOutput {
         for nal in nalUnits where !nal.wire.isEmpty { slices.append(nal.wire) }
     }
 
+    /// Queues bytes (shared, not copied) for the next `flush`.
+    mutating func add(chunks: [ArraySlice<UInt8>]) {
+        for chunk in chunks where !chunk.isEmpty { slices.append(chunk) }
+    }
+
     var hasPending: Bool { !slices.isEmpty }
 
     /// Writes everything queued. Throws the `errno` of the failed call (`EAGAIN` when a

@@ -216,17 +216,25 @@ public struct ForwardError: Error, CustomStringConvertible, Sendable {
 ///
 /// A connect bounded by `connectTimeout` (`Connector.connect`); the socket is then blocking,
 /// with `SO_SNDTIMEO` = `sendTimeout`: a remote that stops reading for that long is gone.
+///
+/// With `delimits` (a live run), each connection's stream is delimited as a `--listen`
+/// reader's is (`AccessUnitDelimiting`): every access unit goes out with the next one's AUD
+/// behind it, so that the remote's parser hands each picture on at once, and a clean close
+/// ends the stream with the filler SEI and end of sequence.
 public final class SocketTransport: ForwardTransport {
     public let endpoint: Endpoint
     private let connectTimeout: Double
     private let sendTimeout: Double
+    private let delimits: Bool
     private var socket: Socket?
     private var output: FileOutput?
+    private var delimiting: AccessUnitDelimiting?
 
-    public init(endpoint: Endpoint, connectTimeout: Double = 2, sendTimeout: Double = 5) {
+    public init(endpoint: Endpoint, connectTimeout: Double = 2, sendTimeout: Double = 5, delimits: Bool = false) {
         self.endpoint = endpoint
         self.connectTimeout = connectTimeout
         self.sendTimeout = sendTimeout
+        self.delimits = delimits
     }
 
     public var target: String { endpoint.description }
@@ -243,13 +251,18 @@ public final class SocketTransport: ForwardTransport {
             }
             self.socket = socket
             output = FileOutput(fd: socket.fd, isSocket: true)
+            delimiting = delimits ? AccessUnitDelimiting() : nil
         } catch {
             throw ForwardError("\(error)")
         }
     }
 
     public func send(_ unit: TimedUnit, entry: Bool) throws(ForwardError) {
-        output?.add(unit.nalUnits)
+        if delimiting != nil {
+            output?.add(chunks: delimiting!.frame(unit.nalUnits))
+        } else {
+            output?.add(unit.nalUnits)
+        }
     }
 
     public func flush() throws(ForwardError) -> Int {
@@ -267,8 +280,16 @@ public final class SocketTransport: ForwardTransport {
     public func discontinuity() {}
 
     public func close(finishing: Bool) throws(ForwardError) {
-        socket?.close()
-        socket = nil
-        output = nil
+        defer {
+            socket?.close()
+            socket = nil
+            output = nil
+            delimiting = nil
+        }
+        if finishing, let delimiting, delimiting.nextIsOpen {
+            // The access unit the last AUD opened never comes: end it as a reader's stream ends.
+            output?.add(chunks: delimiting.closing())
+            _ = try flush()
+        }
     }
 }

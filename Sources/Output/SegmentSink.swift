@@ -249,14 +249,20 @@ public final class SegmentSink: AccessUnitSink {
     }
 
     /// Hands the waiting audio packets before `time` (all when nil) to the open segment;
-    /// with none open they are dropped and counted.
+    /// with none open, or when they are older than it, they are dropped and counted.
     private func placeAudio(before time: MediaTime?) throws(SinkError) {
         guard !pendingAudio.isEmpty else { return }
         var n = 0
         for packet in pendingAudio {
             if let time, packet.mediaTime >= time { break }
             n += 1
-            if let writer = current?.writer { try writer.append(audio: packet) } else { droppedAudio += 1 }
+            // Audio of an instant before the open segment began (it came later than the
+            // pictures waited for it) belongs to a segment already closed: counted.
+            if let segment = current, let writer = segment.writer, packet.mediaTime >= segment.startTime {
+                try writer.append(audio: packet)
+            } else {
+                droppedAudio += 1
+            }
         }
         pendingAudio.removeFirst(n)
     }

@@ -1,3 +1,4 @@
+import Capture
 import Synchronization
 
 /// What other threads may do to a running `CapturePipeline`: stop it, ask for an IDR or
@@ -7,20 +8,36 @@ public final class CaptureControl: Sendable {
     private let idrFlag = Atomic<Bool>(false)
     private let bitrateRequest = Atomic<Int>(0)
     let state = Mutex(StatisticsState())
+    /// The source's wake-up, when it may sleep until the screen changes.
+    private let wakeUp = Mutex<CaptureWakeUp?>(nil)
 
     public init() {}
 
     /// Asks the pipeline to stop after the frame in hand; it then flushes the encoder
-    /// and `run()` returns.
-    public func stop() { stopFlag.store(true, ordering: .releasing) }
+    /// and `run()` returns. A source waiting for a change is woken.
+    public func stop() {
+        stopFlag.store(true, ordering: .releasing)
+        wakeUp.withLock { $0?.wake() }
+    }
     public var isStopped: Bool { stopFlag.load(ordering: .acquiring) }
 
-    /// Asks for the next encoded frame to be an IDR (a reader joined).
-    public func requestIDR() { idrFlag.store(true, ordering: .releasing) }
+    /// Asks for the next encoded frame to be an IDR (a reader joined). A source waiting
+    /// for a change is woken, so the IDR (of the kept picture) goes out at once.
+    public func requestIDR() {
+        idrFlag.store(true, ordering: .releasing)
+        wakeUp.withLock { $0?.wake() }
+    }
+
+    /// The pipeline hands over its source's wake-up.
+    func attach(_ wake: CaptureWakeUp?) { wakeUp.withLock { $0 = wake } }
     func takeIDRRequest() -> Bool { idrFlag.exchange(false, ordering: .acquiringAndReleasing) }
 
-    /// Asks for a new encoder bitrate (bits per second) from the next frame on.
-    public func requestBitrate(_ bitsPerSecond: Int) { bitrateRequest.store(bitsPerSecond, ordering: .releasing) }
+    /// Asks for a new encoder bitrate (bits per second) from the next frame on. A source
+    /// waiting for a change is woken: the kept picture is sent again at the new bitrate.
+    public func requestBitrate(_ bitsPerSecond: Int) {
+        bitrateRequest.store(bitsPerSecond, ordering: .releasing)
+        wakeUp.withLock { $0?.wake() }
+    }
     func takeBitrateRequest() -> Int? {
         let value = bitrateRequest.exchange(0, ordering: .acquiringAndReleasing)
         return value > 0 ? value : nil

@@ -16,8 +16,15 @@ public final class CapturePipeline {
     private let output: @Sendable (AccessUnit) -> Void
     private let log: (@Sendable (String) -> Void)?
     private let converter: ColorConverter
+    /// A change-driven source's second converter: the pipeline keeps the last picture, so
+    /// the converter that made it cannot reuse its buffer for the next one; two taking turns
+    /// do (no 3 MB allocation per 1080p change).
+    private let otherConverter: ColorConverter?
+    private var useOther = false
     private var pacer: Pacer?
     private var encoder: H264Encoder?
+    /// The last picture encoded, for a change-driven source's repeats.
+    private var kept: Frame?
 
     public init(source: any FrameSource, options: CaptureOptions = CaptureOptions(), control: CaptureControl = CaptureControl(),
                 log: (@Sendable (String) -> Void)? = nil, output: @escaping @Sendable (AccessUnit) -> Void) {
@@ -27,7 +34,11 @@ public final class CapturePipeline {
         self.log = log
         self.output = output
         self.converter = ColorConverter(maxSize: options.maxSize)
-        self.pacer = options.targetFrameRate.map { Pacer(rate: $0) }
+        self.otherConverter = source.isChangeDriven ? ColorConverter(maxSize: options.maxSize) : nil
+        // A change-driven source keeps to the rate itself, and its repeats (a joining
+        // reader's IDR) may come sooner than a slot: no pacer.
+        self.pacer = source.isChangeDriven ? nil : options.targetFrameRate.map { Pacer(rate: $0) }
+        control.attach(source.wakeUp)
     }
 
     /// The frame rate the encoder announces: the target, unless the source is slower.
@@ -70,7 +81,24 @@ public final class CapturePipeline {
             guard keep else { continue }
 
             let started = monotonicNanoseconds()
-            let picture = try converter.convert(frame)
+            let picture: Frame
+            if frame.isRepeat {
+                // Nothing changed: the kept picture again, with this frame's times. x264
+                // codes it as P_Skip nearly everywhere (an IDR if one was asked for).
+                guard var again = kept else { continue }
+                again.sequence = frame.sequence
+                again.captureTimeNs = frame.captureTimeNs
+                again.pts90k = frame.pts90k
+                picture = again
+            } else {
+                if let otherConverter {
+                    picture = try (useOther ? otherConverter : converter).convert(frame)
+                    useOther.toggle()
+                    kept = picture
+                } else {
+                    picture = try converter.convert(frame)
+                }
+            }
             let encoder = try encoderFor(picture)
             if control.takeIDRRequest() { encoder.requestIDR() }
             if let bitrate = control.takeBitrateRequest() {
@@ -82,6 +110,7 @@ public final class CapturePipeline {
             control.state.withLock {
                 $0.counters.framesEncoded += 1
                 $0.counters.bytesEncoded += UInt64(au.byteCount)
+                if frame.isRepeat { $0.counters.keepAliveFrames += 1 }
                 $0.encodeTotalNs += finished - started
                 $0.counters.lastEncodeMs = Double(finished - started) / 1e6
                 $0.counters.meanEncodeMs = Double($0.encodeTotalNs) / 1e6 / Double($0.counters.framesEncoded)

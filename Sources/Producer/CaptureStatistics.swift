@@ -4,6 +4,9 @@ public struct CaptureStatistics: Sendable, Hashable {
     public var framesCaptured: UInt64 = 0
     /// Frames encoded (access units handed on).
     public var framesEncoded: UInt64 = 0
+    /// Of `framesEncoded`, repeats of the kept picture sent while the screen was still
+    /// (keep-alives, and IDRs for readers who joined then): capture on change only.
+    public var keepAliveFrames: UInt64 = 0
     /// Frames dropped for coming faster than the target frame rate.
     public var droppedRate: UInt64 = 0
     /// Frames a live source skipped because capture and encode were behind.

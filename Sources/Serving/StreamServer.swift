@@ -156,8 +156,6 @@ public final class StreamServer {
     private var finished = false
     /// Readers that were sent the end-of-stream NAL unit while draining.
     private var ended: Set<ReaderID> = []
-    /// `00 00 00 01` + NAL header type 11 (end of stream).
-    static let endOfStream: ArraySlice<UInt8> = [0, 0, 0, 1, 0x0b]
 
     /// Binds and listens at once, so a busy address is reported here (a `SocketError`); with
     /// a TS listener, sets up its muxer (a `MuxError` when FFmpeg's libraries are missing).
@@ -229,6 +227,9 @@ public final class StreamServer {
         let connection: Connection
         /// The WebSocket side of a viewer; nil for a raw Annex-B reader.
         let viewer: WebSocketViewer?
+        /// A raw reader's framing: each access unit goes out with the next one's AUD behind
+        /// it, so the reader's parser releases it at once (`AccessUnitDelimiting`).
+        var delimiting = AccessUnitDelimiting()
         init(connection: Connection, viewer: WebSocketViewer?) {
             self.connection = connection
             self.viewer = viewer
@@ -276,9 +277,11 @@ public final class StreamServer {
         if let viewer = reader.viewer { return pumpViewer(id, reader.connection, viewer) }
         if reader.continuity != nil { return pumpTransportStream(id, reader) }
         let connection = reader.connection
-        guard connection.isIdle else { return }
+        // A connection whose write just failed is closed (and idle) before it says so on the
+        // loop's next turn; its in-flight access unit stays unfinished until then.
+        guard !connection.isClosed, connection.isIdle else { return }
         while let nals = broadcaster.nextToWrite(id) {
-            let progress = connection.write(nals)
+            let progress = connection.write(chunks: reader.delimiting.frame(nals))
             metrics.bytesSent.increment(by: UInt64(progress.bytes))
             if progress.finishedItems > 0 {
                 broadcaster.didWrite(id, bytes: progress.bytes, finished: true)
@@ -289,10 +292,12 @@ public final class StreamServer {
             break
         }
         if draining && connection.isIdle && broadcaster.queue(of: id)?.count ?? 0 == 0 && !ended.contains(id) {
-            // An end-of-stream NAL unit tells the reader the last access unit is complete (a
-            // consumer keeps it rather than dropping it as possibly cut off).
+            // An end-of-sequence NAL unit tells the reader the stream ended rather than broke
+            // (a consumer keeps the last access unit rather than dropping it as possibly cut
+            // off). It follows the AUD sent behind the last picture, which opened an access
+            // unit that never comes: see `AccessUnitDelimiting` for why this ending.
             ended.insert(id)
-            connection.write(chunks: [StreamServer.endOfStream])
+            connection.write(chunks: reader.delimiting.closing())
             connection.closeAfterFlush()
         }
     }
@@ -301,7 +306,7 @@ public final class StreamServer {
     /// continued; at the end of a drain, closes after the last one.
     private func pumpTransportStream(_ id: ReaderID, _ reader: Reader) {
         let connection = reader.connection
-        guard connection.isIdle else { return }
+        guard !connection.isClosed, connection.isIdle else { return }
         while let unit = broadcaster.nextUnitToWrite(id) {
             // An access unit the muxer left out (counted there) is nothing for this reader.
             let bytes = unit.transportStream.map { reader.continuity!.bytes(for: $0) } ?? []

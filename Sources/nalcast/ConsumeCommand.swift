@@ -79,6 +79,12 @@ enum ConsumeCommand: Command {
             case .demux(let s): s.shown
             }
         }
+        /// Standard input that is not a regular file: a pipe from a live producer, most likely.
+        var isPipe: Bool {
+            guard case .file("-") = self else { return false }
+            var info = stat()
+            return fstat(0, &info) == 0 && (info.st_mode & S_IFMT) != S_IFREG
+        }
         /// A live input (a socket, a live URL): slow sinks skip, the input reconnects.
         var isNetwork: Bool {
             switch self {
@@ -325,8 +331,11 @@ enum OutputChoice {
     }
 
     /// The sink for `-o target`: `FileSink` for raw Annex-B, else a `ContainerSink`.
-    static func sink(target: String, format: ContainerFormat, fallbackFrameRate: Double?, countedClock: Bool = false) throws(SinkError) -> sending any AccessUnitSink {
-        if format == .h264 { return try FileSink(target: target) }
+    /// `live`: the access units come as they happen (a live source or input), so a reader
+    /// behind a pipe waits for each: `FileSink` delimits what it writes there.
+    static func sink(target: String, format: ContainerFormat, fallbackFrameRate: Double?, countedClock: Bool = false,
+                     live: Bool = false) throws(SinkError) -> sending any AccessUnitSink {
+        if format == .h264 { return try FileSink(target: target, delimitsPipes: live) }
         return try ContainerSink(format: format, target: target, fallbackFrameRate: fallbackFrameRate, countedClock: countedClock)
     }
 }

@@ -144,7 +144,7 @@ final class ConsumeSession {
             let sink: any AccessUnitSink
             do {
                 sink = try OutputChoice.sink(target: output, format: config.outputFormat, fallbackFrameRate: config.frameRate.framesPerSecond,
-                                             countedClock: config.input.timeIsCounted)
+                                             countedClock: config.input.timeIsCounted, live: isLive)
             } catch {
                 throw CommandError.io(error.message)
             }
@@ -229,9 +229,15 @@ final class ConsumeSession {
         return sink
     }
 
+    /// Access units come as they happen (a socket, a live URL, a pipe, or `--realtime`): a
+    /// raw Annex-B reader at the other end of a pipe or forward waits for each, so those
+    /// outputs delimit what they write (`AccessUnitDelimiting`).
+    private var isLive: Bool { config.input.isNetwork || config.realtime || config.input.isPipe }
+
     /// One `--forward` target.
     private func makeForwardSink(_ target: ForwardChoice, name: String, _ ending: Ending) -> sending ForwardSink {
         target.makeSink(name: name, fallbackFrameRate: config.frameRate.framesPerSecond, countedClock: config.input.timeIsCounted,
+                        live: isLive,
                         onEvent: ForwardChoice.reporter(name: name, log: log, events: events) { ending.forwardsConnected.withLock { _ = $0.insert(name) } })
     }
 

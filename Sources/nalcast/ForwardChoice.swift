@@ -59,11 +59,13 @@ enum ForwardChoice: CustomStringConvertible {
     static func sinkName(_ index: Int, of count: Int) -> String { count == 1 ? "forward" : "forward\(index + 1)" }
 
     /// A forward sink for this target. `countedClock`: media time counted at the frame rate
-    /// (a file read by `consume`).
-    func makeSink(name: String, fallbackFrameRate: Double?, countedClock: Bool, onEvent: @escaping @Sendable (ForwardSink.Event) -> Void) -> sending ForwardSink {
+    /// (a file read by `consume`). `live`: access units come as they happen, so a raw
+    /// Annex-B remote gets each one delimited (its parser would wait for the next).
+    func makeSink(name: String, fallbackFrameRate: Double?, countedClock: Bool, live: Bool,
+                  onEvent: @escaping @Sendable (ForwardSink.Event) -> Void) -> sending ForwardSink {
         switch self {
         case .socket(let endpoint):
-            return ForwardSink(name: name, transport: SocketTransport(endpoint: endpoint), onEvent: onEvent)
+            return ForwardSink(name: name, transport: SocketTransport(endpoint: endpoint, delimits: live), onEvent: onEvent)
         case .push(let push):
             return ForwardSink(name: name, transport: PushTransport(push, fallbackFrameRate: fallbackFrameRate, countedClock: countedClock), onEvent: onEvent)
         }

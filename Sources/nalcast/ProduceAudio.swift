@@ -26,8 +26,8 @@ struct AudioPlan {
         "  No sound server or no such device: exit 69; a missing file: exit 66.",
     ]
 
-    /// nil without `--audio`.
-    static func parse(_ o: ParsedOptions) throws -> AudioPlan? {
+    /// nil without `--audio`. `videoReadsStdin`: the video source is `y4m:-` or `raw:-`.
+    static func parse(_ o: ParsedOptions, videoReadsStdin: Bool) throws -> AudioPlan? {
         let texts = o.strings("audio")
         let rawFormat = try o.value("audio-format", default: PCMLayout(), expected: "expected FORMAT:RATE:CHANNELS, e.g. s16le:48000:2 (u8, s16le, s24le, s32le, f32le)") {
             PCMLayout(parsing: $0)
@@ -49,8 +49,9 @@ struct AudioPlan {
             }
         }
         if sources.count == 2, sources[0] == sources[1] { throw CommandError.usage("--audio \(texts[0]) is given twice") }
-        if sources.filter({ if case .wav(path: "-") = $0 { return true }; if case .raw(path: "-", _) = $0 { return true }; return false }).count > 1 {
-            throw CommandError.usage("--audio: only one source can read stdin")
+        let readers = sources.filter { if case .wav(path: "-") = $0 { return true }; if case .raw(path: "-", _) = $0 { return true }; return false }
+        if readers.count + (videoReadsStdin ? 1 : 0) > 1 {
+            throw CommandError.usage("--audio \(readers[0]): stdin is read by \(readers.count > 1 ? "another --audio" : "--source") already")
         }
         return AudioPlan(sources: sources, bitrate: bitrate, rawFormat: rawFormat)
     }
@@ -144,6 +145,7 @@ final class ProduceAudio: Sendable {
         let s = capture.statistics()
         var text = "audio: \(s.packets) packets (\(s.bytes / 1024) KiB)"
         text += ", \(s.droppedSamples) samples dropped (late \(s.lateSamples), overflow \(s.overflowSamples))"
+        if s.slackMs > Int(capture.initialSlackMs) { text += ", encoded \(s.slackMs) ms after capture (late sources)" }
         if s.packetsBeforeVideo > 0 { text += ", \(s.packetsBeforeVideo) packets before the first video frame left out" }
         if delivery.unsentCount > 0 { text += ", \(delivery.unsentCount) packets not sent: no output carries audio" }
         for source in s.sources where source.losses > 0 { text += "; \(source.name) lost \(source.losses) times" }

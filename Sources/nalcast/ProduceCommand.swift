@@ -25,6 +25,8 @@ enum ProduceCommand: Command {
         OptionSpec(name: "input-fps", value: "RATE", help: "frame rate of raw: input (30, 29.97, 30000/1001)", defaultText: "30"),
         OptionSpec(name: "region", value: "X,Y,WxH", help: "x11: capture this part of the screen (W, H even)", defaultText: "the whole screen"),
         OptionSpec(name: "cursor", value: nil, help: "x11: draw the pointer into the frames (on; --no-cursor turns it off)"),
+        OptionSpec(name: "capture", value: "MODE", help: "x11: damage (grab when the screen changes, at most --fps) or fixed (every 1/--fps, changed or not)", defaultText: "damage"),
+        OptionSpec(name: "idle-fps", value: "RATE", help: "x11 with --capture damage: repeat the picture this often while the screen is still (a keep-alive; 0: never)", defaultText: "1"),
         OptionSpec(name: "realtime", value: nil, help: "pace a file source at its own frame rate, like FFmpeg's -re (on for testsrc; --no-realtime turns it off)"),
         OptionSpec(name: "frames", value: "N", help: "stop after N encoded frames"),
         OptionSpec(name: "duration", value: "TIME", help: "stop after TIME of media (e.g. 10s, 2m)"),
@@ -57,10 +59,15 @@ enum ProduceCommand: Command {
         "  testsrc            the built-in test pattern (--size)",
         "  y4m:PATH           YUV4MPEG2 frames from a file, y4m:- from stdin",
         "  raw:PATH           raw frames (--input-size, --pix-fmt, --input-fps), raw:- from stdin",
-        "  x11                the X11 screen of $DISPLAY (--region, --cursor)",
+        "  x11                the X11 screen of $DISPLAY (--region, --cursor, --capture, --idle-fps)",
         "  x11:77, x11::77    display :77 (the number alone, or X11's own :77)",
         "  x11:77.1           screen 1 of display :77",
         "  x11:host:0.0       display 0 of another host",
+        "",
+        "x11 captures on change (--capture damage): a frame as soon as the screen (or --region) changed, at most",
+        "--fps a second, each stamped with its real capture time; while still, a repeat of the picture every",
+        "1/--idle-fps s (a picture of skipped blocks, cheap to encode), and an IDR at once for a reader who joins. Where changes are not",
+        "reported (some compositors, GL drivers that draw without DAMAGE) the picture freezes: use --capture fixed.",
         "",
     ] + AudioPlan.notes + [
         "",
@@ -120,6 +127,7 @@ enum ProduceCommand: Command {
             }
             if case .x11(let x) = source {
                 out.append("x11: display=\(x.display ?? "$DISPLAY") region=\(x.region?.description ?? "whole screen") cursor=\(x.drawCursor ? "on" : "off")")
+                out.append("capture: \(x.captureMode.rawValue)" + (x.captureMode == .damage ? " idle-fps=\(x.idleRate > 0 ? short(x.idleRate) : "0 (no keep-alive)")" : ""))
             }
             if let m = capture.maxSize { out.append("max-size: \(m)") }
             if let f = capture.frameLimit { out.append("frames: \(f)") }
@@ -144,7 +152,7 @@ enum ProduceCommand: Command {
         /// Options that only some sources use.
         let sourceOptions: [String: String] = [
             "size": "testsrc", "flash": "testsrc", "input-size": "raw:PATH", "pix-fmt": "raw:PATH", "input-fps": "raw:PATH",
-            "region": "x11", "cursor": "x11",
+            "region": "x11", "cursor": "x11", "capture": "x11", "idle-fps": "x11",
         ]
         var used: Set<String> = []
         switch sourceText {
@@ -177,9 +185,13 @@ enum ProduceCommand: Command {
                 do { x11.region = try X11Region(parsing: text) } catch { throw CommandError.usage(error.description) }
             }
             x11.drawCursor = !o.isOff("cursor")
+            x11.captureMode = try o.value("capture", default: .damage, expected: "expected damage or fixed") { X11CaptureMode(rawValue: $0) }
+            x11.idleRate = try o.value("idle-fps", default: 1, expected: "expected a rate of at least 0.01 a second, or 0 (e.g. 1, 0.5)") {
+                Double($0).flatMap { $0 == 0 || ($0 >= 0.01 && $0 <= 1000) ? $0 : nil }
+            }
             source = .x11(x11)
             realtime = true
-            used.formUnion(["region", "cursor"])
+            used.formUnion(["region", "cursor", "capture", "idle-fps"])
         default:
             throw CommandError.usage("--source \(sourceText): expected testsrc, y4m:PATH, raw:PATH, x11 or x11:DISPLAY (e.g. x11:0)")
         }
@@ -189,6 +201,9 @@ enum ProduceCommand: Command {
         for (name, owner) in sourceOptions.sorted(by: { $0.key < $1.key }) where !used.contains(name) && o.sources[name] != nil {
             let given = o.values[name] != nil ? o.label(name) : (o.sources[name] == "command line" ? "--\(name)" : "\(o.sources[name]!)")
             warnings.append("produce: warning: \(given.trimmed) is ignored: it is for --source \(owner), not \(sourceText)")
+        }
+        if case .x11(let x) = source, x.captureMode == .fixed, o.sources["idle-fps"] != nil {
+            warnings.append("produce: warning: \(o.label("idle-fps").trimmed) is ignored: it is for --capture damage (fixed sends every frame)")
         }
 
         var capture = CaptureOptions()
@@ -233,9 +248,9 @@ enum ProduceCommand: Command {
             quiet: o.has("quiet"), warnings: warnings)
         plan.outputFormat = outputFormat
         plan.forwards = forwards
-        plan.audio = try AudioPlan.parse(o)
+        plan.audio = try AudioPlan.parse(o, videoReadsStdin: sourceText == "y4m:-" || sourceText == "raw:-")
         // The tone beeps at each whole second: the pattern flashes with it (a sync reference).
-        if case .testPattern = source { 
+        if case .testPattern = source {
             plan.flash = o.has("flash") || plan.audio?.sources.contains { if case .tone = $0 { true } else { false } } == true
         }
         switch source {

@@ -95,7 +95,7 @@ final class ProduceSession {
     private func openOutput() throws -> sending (any AccessUnitSink)? {
         guard let output = plan.output else { return nil }
         do {
-            return try OutputChoice.sink(target: output, format: plan.outputFormat, fallbackFrameRate: nil)
+            return try OutputChoice.sink(target: output, format: plan.outputFormat, fallbackFrameRate: nil, live: plan.realtime)
         } catch {
             throw CommandError.io("-o \(error)")
         }
@@ -129,7 +129,7 @@ final class ProduceSession {
         let log = self.log
         return plan.forwards.enumerated().map { index, target in
             let name = ForwardChoice.sinkName(index, of: plan.forwards.count)
-            let sink = target.makeSink(name: name, fallbackFrameRate: nil, countedClock: false, onEvent: ForwardChoice.reporter(name: name, log: log, events: events))
+            let sink = target.makeSink(name: name, fallbackFrameRate: nil, countedClock: false, live: live, onEvent: ForwardChoice.reporter(name: name, log: log, events: events))
             return SinkRunner(sink: sink, queue: SinkQueue(policy: live ? .skipToEntry : .wait, highWater: 8 << 20),
                               counters: SinkCounters(registry: registry, sink: name)) { event in
                 if case .closed(_, let error?) = event { log.line(error.description, force: true) }
@@ -202,6 +202,7 @@ final class ProduceSession {
             last = (s.framesEncoded, s.bytesEncoded)
             var text = "frame=\(s.framesEncoded) fps=\(fixed(fps, 1)) kbps=\(Int(kbps))"
             if let server { text += " readers=\(server.readerCount)" }
+            if s.keepAliveFrames > 0 { text += " keepalive=\(s.keepAliveFrames)" }
             text += " dropped=\(s.droppedTotal) encode=\(fixed(s.lastEncodeMs, 1))ms"
             if let audio { text += audio.statusText }
             status.show(text)
@@ -264,7 +265,8 @@ final class ProduceSession {
     /// The last event, and how capture ended.
     private func report(_ control: CaptureControl, _ outcome: Outcome, _ events: EventLog?) throws -> ExitCode {
         let stats = control.statistics()
-        events?.emit("finished", [("framesEncoded", Int(stats.framesEncoded)), ("framesDropped", Int(stats.droppedTotal))])
+        events?.emit("finished", [("framesEncoded", Int(stats.framesEncoded)), ("framesDropped", Int(stats.droppedTotal)),
+                                  ("keepAliveFrames", Int(stats.keepAliveFrames))])
         events?.flush()
         if let error = outcome.error.withLock({ $0 }) {
             if let captureError = error as? CaptureError { throw commandError(captureError) }
@@ -296,6 +298,8 @@ final class ProduceSession {
         }
         metric("nalcast_frames_captured_total", "counter", "Frames the source produced.", [("", Double(s.framesCaptured))])
         metric("nalcast_frames_encoded_total", "counter", "Frames encoded into access units.", [("", Double(s.framesEncoded))])
+        metric("nalcast_keepalive_frames_total", "counter", "Of the frames encoded, repeats of the last picture sent while the screen was still (x11 --capture damage: keep-alives at --idle-fps, and IDRs for readers who joined then).",
+               [("", Double(s.keepAliveFrames))])
         metric("nalcast_frames_dropped_total", "counter", "Frames dropped, by reason: rate (faster than --fps), late (capture fell behind), handoff (encoded, but the serving thread was behind: left out up to the next IDR).",
                [("{reason=\"rate\"}", Double(s.droppedRate)), ("{reason=\"late\"}", Double(s.droppedLate)),
                 ("{reason=\"handoff\"}", Double(s.droppedHandOff))])

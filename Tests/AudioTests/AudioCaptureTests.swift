@@ -32,7 +32,10 @@ final class Recorder: Sendable {
 /// left out as "before the video".
 func capture(_ sources: [AudioSourceSpec], server: String? = nil, seconds: Double, during: (() throws -> Void)? = nil) throws -> (Recorder, AudioCapture) {
     let recorder = Recorder()
-    let capture = try AudioCapture(sources: sources, pulseServer: server, onPacket: recorder.onPacket, onEvent: recorder.onEvent)
+    // Half a second of slack: a test machine running many suites at once may keep a source's
+    // thread from running for longer than the 150 ms produce starts with; what is checked
+    // here is the sound, not how soon it is encoded.
+    let capture = try AudioCapture(sources: sources, pulseServer: server, slack: 500_000_000, onPacket: recorder.onPacket, onEvent: recorder.onEvent)
     capture.anchor(AudioTimeline(captureTimeNs: 0, mediaTime: .zero))
     capture.start()
     try during?()
@@ -47,7 +50,7 @@ struct AudioCaptureTests {
     func toneAtWholeSeconds() throws {
         let dir = try Tool.tempDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let (recorder, capture) = try capture([.tone], seconds: 2.6)
+        let (recorder, capture) = try capture([.tone], seconds: 3)
         #expect(capture.format.extradata.starts(with: [0x11, 0x90]), "AudioSpecificConfig of AAC-LC 48 kHz stereo")
         #expect(capture.format.samplesPerPacket == 1024)
         let packets = recorder.packets.withLock { $0 }
@@ -63,7 +66,7 @@ struct AudioCaptureTests {
         let first = Int64(packets[0].captureTimeNs)
         let onsets = pcm.onsets(threshold: 0.05)
         #expect(onsets.count >= 2, "beeps found: \(onsets.count)")
-        for onset in onsets {
+        for onset in onsets where onset + 6000 < pcm.samples.count {
             let ns = first + Int64(onset) * 1_000_000_000 / 48_000
             let offset = (ns + 500_000_000) % 1_000_000_000 - 500_000_000  // from the nearest whole second
             #expect(abs(offset) <= 2_000_000, "a beep starts \(Double(offset) / 1e6) ms from its second")
@@ -82,7 +85,7 @@ struct AudioCaptureTests {
         defer { try? FileManager.default.removeItem(at: dir) }
         let wav = dir.appendingPathComponent("in.wav")
         try PCMAnalysis.makeSine(wav, frequency: 880, seconds: 1.5, rate: 44_100, channels: 1)
-        let (recorder, capture) = try capture([.wav(path: wav.path)], seconds: 2.3)
+        let (recorder, capture) = try capture([.wav(path: wav.path)], seconds: 2.7)
         #expect(recorder.eventNames() == ["audio-connected", "audio-ended"])
         #expect(capture.statistics().droppedSamples == 0)
         let url = dir.appendingPathComponent("wav.aac")
@@ -104,7 +107,7 @@ struct AudioCaptureTests {
         let made = try Tool.run(["ffmpeg", "-nostdin", "-v", "error", "-f", "lavfi", "-i", "sine=frequency=600:sample_rate=32000:duration=1",
                                  "-ac", "2", "-f", "s16le", raw.path])
         #expect(made.status == 0)
-        let (recorder, capture) = try capture([.raw(path: raw.path, format: PCMLayout(sample: .s16le, rate: 32_000, channels: 2))], seconds: 1.6)
+        let (recorder, capture) = try capture([.raw(path: raw.path, format: PCMLayout(sample: .s16le, rate: 32_000, channels: 2))], seconds: 2)
         let url = dir.appendingPathComponent("raw.aac")
         try recorder.writeADTS(url, format: capture.format)
         let pcm = try PCMAnalysis.decode(url)
@@ -119,7 +122,7 @@ struct AudioCaptureTests {
         let wav = server.directory.appendingPathComponent("sine.wav")
         try PCMAnalysis.makeSine(wav, frequency: 440, seconds: 2, rate: 44_100, channels: 2)
         var player: ServerProcess?
-        let (recorder, capture) = try capture([.monitor], server: server.address, seconds: 3.2) {
+        let (recorder, capture) = try capture([.monitor], server: server.address, seconds: 3.6) {
             Thread.sleep(forTimeInterval: 0.3)
             player = try server.play(wav)
         }
@@ -158,7 +161,51 @@ struct AudioCaptureTests {
         // The packets kept their cadence through the loss: about 2.5 s of them, no hole.
         let packets = recorder.packets.withLock { $0 }
         #expect(packets.count > 100, "\(packets.count) packets")
-        for (a, b) in zip(packets, packets.dropFirst()) { #expect(b.mediaTime.ticks - a.mediaTime.ticks == 1920) }
+        // (1920 ticks each; a tick either way where a packet's time rounds across a half tick)
+        for (a, b) in zip(packets, packets.dropFirst()) { #expect(abs(b.mediaTime.ticks - a.mediaTime.ticks - 1920) <= 1) }
+    }
+
+    @Test("pulse:NAME and tone mixed into one track: the sine between the beeps, both during them")
+    func mixed() throws {
+        let server = try PulseAudioServer()
+        let wav = server.directory.appendingPathComponent("sine.wav")
+        try PCMAnalysis.makeSine(wav, frequency: 440, seconds: 3, rate: 48_000, channels: 2)
+        var player: ServerProcess?
+        let (recorder, capture) = try capture([.pulse("\(server.sinkName).monitor"), .tone], server: server.address, seconds: 3) {
+            player = try server.play(wav)
+        }
+        player?.stop()
+        let url = server.directory.appendingPathComponent("mixed.aac")
+        try recorder.writeADTS(url, format: capture.format)
+        let pcm = try PCMAnalysis.decode(url)
+        let first = Int64(recorder.packets.withLock { $0[0].captureTimeNs })
+        // The whole seconds inside the recording, as sample indices of the decoded track.
+        let seconds = (first / 1_000_000_000 + 1...(first / 1_000_000_000 + 2)).map { Int(($0 * 1_000_000_000 - first) * 48_000 / 1_000_000_000) }
+        var checked = 0
+        for start in seconds where start + 40_000 < pcm.samples.count {
+            let between = start + 12_000..<start + 36_000  // 250 to 750 ms: the sine alone
+            guard pcm.level(in: between) > 0.03 else { continue }  // the sine had not started yet
+            #expect(abs(pcm.frequency(in: between) - 440) < 2)
+            #expect(abs(pcm.level(in: between) - 0.0625) < 0.01)
+            let beep = start + 480..<start + 4320
+            let both = (0.0625 * 0.0625 + 0.3544 * 0.3544).squareRoot()  // two unrelated sines add in power
+            #expect(abs(Double(pcm.level(in: beep)) - both) < 0.03, "RMS \(pcm.level(in: beep)) in a beep")
+            checked += 1
+        }
+        #expect(checked >= 1)
+        #expect(capture.statistics().droppedSamples == 0)
+    }
+
+    @Test("pulse:NAME that the server does not have: one clear error of the unavailable kind")
+    func missingDevice() throws {
+        let server = try PulseAudioServer()
+        do {
+            _ = try AudioCapture(sources: [.pulse("nowhere")], pulseServer: server.address, onPacket: { _ in })
+            Issue.record("no error")
+        } catch {
+            #expect(error.kind == .unavailable)
+            #expect(error.message == "--audio pulse:nowhere: PulseAudio: No such entity", "\(error.message)")
+        }
     }
 
     @Test("no server: one clear error of the unavailable kind")
@@ -179,5 +226,8 @@ struct AudioCaptureTests {
         let line = AudioTimeline(videoCaptureTimeNs: 10_000_000_000, pts90k: 900_000)
         #expect(line.mediaTime(forCaptureTimeNs: 10_040_000_000).ticks == 903_600)
         #expect(line.mediaTime(forCaptureTimeNs: 9_990_000_000).ticks == 899_100)
+        // Far from the anchor, still exact: 20 years and 1 ms.
+        let far = AudioTimeline(captureTimeNs: 0, mediaTime: .zero)
+        #expect(far.mediaTime(forCaptureTimeNs: 631_152_000_001_000_000).ticks == 631_152_000 * 90_000 + 90)
     }
 }

@@ -152,8 +152,8 @@ import Testing
         let json = try inspect(stream)
         // keyint 60 s: apart from the first IDR, only SIGUSR1 makes them (the join waited for it).
         #expect((json["idrAccessUnits"] as? Int ?? 0) >= 2)
-        // A clean stop ends the stream with an end-of-stream NAL unit: the last picture is whole.
-        #expect((json["nalUnitsByType"] as? [String: Int])?["11"] == 1)
+        // A clean stop ends the stream with an end-of-sequence NAL unit: the last picture is whole.
+        #expect((json["nalUnitsByType"] as? [String: Int])?["10"] == 1)
         #expect(try ffmpegDecode(stream).errors.isEmpty)
         let log = try String(contentsOf: events, encoding: .utf8)
         #expect(log.contains("\"idr-forced\""))

@@ -409,6 +409,8 @@ extension WebViewerTests {
 extension WebViewerTests {
     /// The X screen changes size while the page plays: the producer sends the new SPS and an
     /// IDR, and the page reconfigures its decoder on the same connection (no reconnect).
+    /// `--capture fixed`: the page counts 60 pictures painted at the new size, which a still
+    /// screen captured on change would send as keep-alives, one a second.
     @Test(.enabled(if: PlaybackTests.chromiumMissing == nil && FileManager.default.isExecutableFile(atPath: "/usr/bin/Xvfb"), "needs Chromium and Xvfb"))
     func thePageFollowsAScreenSizeChange() throws {
         let dir = try temporaryDirectory()
@@ -433,7 +435,7 @@ extension WebViewerTests {
         #expect(try xrandr(["--addmode", "screen", "320x240"]).status == 0)
         #expect(try xrandr(["--output", "screen", "--mode", "320x240"]).status == 0)
 
-        let producer = try Background(Run.nalcast, ["produce", "--source", "x11:\(display.dropFirst())", "--fps", "30", "--web", "tcp://127.0.0.1:0"])
+        let producer = try Background(Run.nalcast, ["produce", "--source", "x11:\(display.dropFirst())", "--capture", "fixed", "--fps", "30", "--web", "tcp://127.0.0.1:0"])
         defer {
             producer.signal(SIGINT)
             producer.wait()

@@ -42,11 +42,12 @@ public struct PCMAnalysis: Sendable {
     }
 
     /// Starts of the stretches of sound (1 ms RMS above `threshold` after at least `gap`
-    /// seconds below it), as sample indices.
+    /// seconds below it), as sample indices. Sound at the very start (a stretch already
+    /// under way when the recording began) is not an onset.
     public func onsets(threshold: Float, gap: Double = 0.2) -> [Int] {
         let window = rate / 1000
         var out: [Int] = []
-        var quiet = Int(gap * 1000)
+        var quiet = 0
         for (i, level) in rms(window: window).enumerated() {
             if level > threshold {
                 if quiet >= Int(gap * 1000) { out.append(i * window) }

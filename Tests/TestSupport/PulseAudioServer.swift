@@ -5,7 +5,8 @@ import Foundation
 /// source: what `--audio monitor` and `mic` record), and a native-protocol socket that
 /// `address` names for libpulse (`PULSE_SERVER`). Started with `-n` (no default.pa) so that
 /// nothing of the machine's own configuration, D-Bus or hardware is involved; it runs as
-/// root here as well. Stopped by its PID (`stop()`, or `kill()` for a crash).
+/// root here as well. Stopped by its PID (`stop()`, or `kill()` for a crash); should the test
+/// process die first, the daemon ends by itself 20 s after its last client left.
 public final class PulseAudioServer: Sendable {
     public let directory: URL
     public let socketPath: String
@@ -42,7 +43,7 @@ public final class PulseAudioServer: Sendable {
     public func start() throws {
         try? FileManager.default.removeItem(atPath: socketPath)
         try process.start("pulseaudio", [
-            "-n", "--daemonize=no", "--exit-idle-time=-1", "--use-pid-file=no", "--log-target=stderr",
+            "-n", "--daemonize=no", "--exit-idle-time=20", "--use-pid-file=no", "--log-target=stderr",
             "--load=module-null-sink sink_name=\(sinkName) rate=48000 norewinds=1",
             "--load=module-native-protocol-unix auth-anonymous=1 socket=\(socketPath)",
         ], environment: environment)

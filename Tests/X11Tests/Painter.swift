@@ -39,6 +39,21 @@ final class Painter {
         sync()
     }
 
+    /// Gives the root window the cursor font's glyph `glyph` (e.g. 68, left_ptr; 152, xterm)
+    /// as its cursor: the pointer's shape changes where it shows the root.
+    func setRootCursor(glyph: UInt16) {
+        let font = xcb_generate_id(connection)
+        let name = "cursor"
+        xcb_open_font(connection, font, UInt16(name.utf8.count), name)
+        let cursor = xcb_generate_id(connection)
+        xcb_create_glyph_cursor(connection, cursor, font, font, glyph, glyph + 1, 0, 0, 0, 0xffff, 0xffff, 0xffff)
+        var value = cursor
+        xcb_change_window_attributes(connection, root, UInt32(XCB_CW_CURSOR.rawValue), &value)
+        xcb_free_cursor(connection, cursor)
+        xcb_close_font(connection, font)
+        sync()
+    }
+
     /// Waits until the server has processed everything sent so far.
     func sync() {
         xcb_flush(connection)

@@ -31,7 +31,7 @@ private enum Scene {
         defer { server.stop() }
         Scene.paint(try Painter(display: server.display))
         let log = LogLines()
-        let source = try X11Source(options: X11Options(display: server.display, drawCursor: false, useSharedMemory: sharedMemory),
+        let source = try X11Source(options: X11Options(display: server.display, drawCursor: false, useSharedMemory: sharedMemory, captureMode: .fixed),
                                    log: log.closure)
         #expect(source.width == 320 && source.height == 240)
         #expect(source.pixelFormat == .bgra)
@@ -59,7 +59,7 @@ private enum Scene {
         defer { server.stop() }
         Scene.paint(try Painter(display: server.display))
         let region = X11Region(x: 64, y: 32, width: 192, height: 160)  // screen 64..<256, 32..<192
-        let source = try X11Source(options: X11Options(display: server.display, region: region, drawCursor: false))
+        let source = try X11Source(options: X11Options(display: server.display, region: region, drawCursor: false, captureMode: .fixed))
         #expect(source.width == 192 && source.height == 160)
         let units = try RoundTrip.encode(source, count: 2)
         #expect(try RoundTrip.probeSizes(units) == ["192x160", "192x160"])
@@ -97,9 +97,9 @@ private enum Scene {
         painter.warpPointer(x: 100, y: 100)
         let region = X11Region(x: 64, y: 32, width: 192, height: 160)  // pointer at (36, 68) in the region
 
-        let with = try X11Source(options: X11Options(display: server.display, region: region, drawCursor: true))
+        let with = try X11Source(options: X11Options(display: server.display, region: region, drawCursor: true, captureMode: .fixed))
         let withPicture = try #require(try RoundTrip.decode(RoundTrip.encode(with, count: 2), width: 192, height: 160).last)
-        let without = try X11Source(options: X11Options(display: server.display, region: region, drawCursor: false))
+        let without = try X11Source(options: X11Options(display: server.display, region: region, drawCursor: false, captureMode: .fixed))
         let withoutPicture = try #require(try RoundTrip.decode(RoundTrip.encode(without, count: 2), width: 192, height: 160).last)
 
         #expect(cursorPixels(withPicture, around: 36, 68, background: background) > 20)
@@ -117,7 +117,7 @@ private enum Scene {
         #expect(try server.run(["xrandr", "--addmode", "screen", "320x240"]).status == 0)
 
         let log = LogLines()
-        let source = try X11Source(options: X11Options(display: server.display, drawCursor: false), log: log.closure)
+        let source = try X11Source(options: X11Options(display: server.display, drawCursor: false, captureMode: .fixed), log: log.closure)
         var sizes: [String] = []
         let units = try RoundTrip.encode(source, count: 9) { index in
             if index > 0 { sizes.append("\(source.width)x\(source.height)") }
@@ -152,7 +152,7 @@ private enum Scene {
     @Test func staticScreenStreamsSteadilyAndLateCallsSkipSlots() throws {
         let server = try Xvfb(width: 320, height: 240)
         defer { server.stop() }
-        let source = try X11Source(options: X11Options(display: server.display, frameRate: FrameRate(30)))
+        let source = try X11Source(options: X11Options(display: server.display, frameRate: FrameRate(30), captureMode: .fixed))
         var sequences: [UInt64] = []
         var pts: [UInt64] = []
         for _ in 0..<4 {

@@ -23,9 +23,9 @@ import Testing
         defer { try? FileManager.default.removeItem(at: dir) }
         let file = dir.appendingPathComponent("screen.h264")
 
-        let ok = try Tool.run([Self.nalcast, "produce", "--source", "x11:\(server.display)", "--frames", "5", "-o", file.path])
+        let ok = try Tool.run([Self.nalcast, "produce", "--source", "x11:\(server.display)", "--capture", "fixed", "--frames", "5", "-o", file.path])
         #expect(ok.status == 0, "\(ok.stderr)")
-        #expect(ok.stderr.contains("capturing X11 display \(server.display) (320x240), whole screen 320x240+0+0, MIT-SHM, cursor"), "\(ok.stderr)")
+        #expect(ok.stderr.contains("capturing X11 display \(server.display) (320x240), whole screen 320x240+0+0, MIT-SHM, cursor, fixed rate"), "\(ok.stderr)")
         #expect(try RoundTrip.probeSizes(stream: file) == Array(repeating: "320x240", count: 5))
 
         let region = try Tool.run([Self.nalcast, "produce", "--source", "x11:\(server.display)", "--region", "300,200,64x64", "--frames", "1", "-o", "/dev/null"])
@@ -38,7 +38,7 @@ import Testing
 
         // What users type: the display number alone after x11: (no second colon).
         let number = String(server.display.dropFirst())
-        let bare = try Tool.run([Self.nalcast, "produce", "--source", "x11:\(number)", "--frames", "2", "-o", file.path])
+        let bare = try Tool.run([Self.nalcast, "produce", "--source", "x11:\(number)", "--capture", "fixed", "--frames", "2", "-o", file.path])
         #expect(bare.status == 0, "\(bare.stderr)")
         #expect(bare.stderr.contains("capturing X11 display \(server.display) (320x240)"), "\(bare.stderr)")
         #expect(try RoundTrip.probeSizes(stream: file) == Array(repeating: "320x240", count: 2))

@@ -62,6 +62,9 @@ class Contender:
     check: Optional[Callable[["Contender"], Optional[str]]] = None
     # custom measurement instead of one process under the launcher
     measure: Optional[Callable[["Context"], Sample]] = None
+    # a live program that runs until stopped: the launcher sends it SIGINT after this
+    # many seconds (`rusage -t`), and the exit of a stopped program counts as clean
+    duration_s: Optional[float] = None
     def result_file(self) -> Optional[Path]:
         return self.output or self.stdout
 
@@ -193,15 +196,25 @@ def gst_has(element: str) -> bool:
 # running
 
 
-def _launch(ctx: Context, c: Contender, stderr_path: Path) -> Sample:
+# How programs stopped by SIGINT end: 0 (nalcast, gst-launch -e), 255 (FFmpeg), 130 or
+# killed by the signal itself (-2).
+STOPPED_EXITS = (0, 255, 130, -signal.SIGINT)
+
+
+def launch(ctx: Context, c: Contender, stderr_path: Path, probe: Optional[Callable] = None) -> Sample:
+    """Runs c.argv under the launcher and returns its cost. `probe(launcher)`, if given,
+    is called once the launcher has started (the program is its only child) and may watch
+    the program while it runs; the dict it returns goes into Sample.extra."""
     rusage = ctx.tool("rusage")
     result = ctx.dir("tmp") / "rusage.txt"
+    limit = ["-t", f"{c.duration_s:g}"] if c.duration_s else []
     stdin = open(c.stdin, "rb") if c.stdin else subprocess.DEVNULL
     stdout = open(c.stdout, "wb") if c.stdout else subprocess.DEVNULL
     try:
         with open(stderr_path, "wb") as err:
-            p = subprocess.Popen([str(rusage), str(result), *[str(a) for a in c.argv]],
+            p = subprocess.Popen([str(rusage), *limit, str(result), *[str(a) for a in c.argv]],
                                  stdin=stdin, stdout=stdout, stderr=err, start_new_session=True)
+            seen = probe(p) if probe else {}
             try:
                 p.wait(timeout=ctx.timeout_s)
             except subprocess.TimeoutExpired:
@@ -217,8 +230,11 @@ def _launch(ctx: Context, c: Contender, stderr_path: Path) -> Sample:
     except (OSError, ValueError):
         return Sample(0, 0, 0, status=p.returncode or -1, extra={"error": "launcher wrote no result"})
     code = os.waitstatus_to_exitcode(wstatus)
+    if c.duration_s and code in STOPPED_EXITS and wall_ns >= c.duration_s * 1e9:
+        code = 0  # stopped by the launcher, as asked, not failed
     # user and system time apart too: a case may show them (Case.figures)
-    return Sample(wall_ns / 1e9, (ut + st) / 1e6, rss, status=code, extra={"user_s": ut / 1e6, "sys_s": st / 1e6})
+    return Sample(wall_ns / 1e9, (ut + st) / 1e6, rss, status=code,
+                  extra={"user_s": ut / 1e6, "sys_s": st / 1e6, **seen})
 
 
 def _last_line(path: Optional[Path]) -> str:
@@ -245,7 +261,7 @@ def run_case(ctx: Context, case: Case) -> None:
                 continue
             slug = f"{case.label}-{c.name}".replace(" ", "_").replace("/", "_")
             c.stderr_path = logs / f"{slug}.stderr"
-            s = c.measure(ctx) if c.measure else _launch(ctx, c, c.stderr_path)
+            s = c.measure(ctx) if c.measure else launch(ctx, c, c.stderr_path)
             shown = "".join(f", {label} " + fmt.format(s.extra[key]) for key, label, fmt in case.figures
                             if isinstance(s.extra.get(key), (int, float)))
             log(f"{case.label} | {c.name} run {i + 1}/{runs}: "

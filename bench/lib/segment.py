@@ -44,7 +44,7 @@ def _empty(d: Path) -> None:
 def _runner(ctx: Context, c: Contender, d: Path):
     def measure(ctx: Context):
         _empty(d)
-        return harness._launch(ctx, c, c.stderr_path)
+        return harness.launch(ctx, c, c.stderr_path)
     return measure
 
 
@@ -181,7 +181,7 @@ def _loading_rss(ctx: Context, ext: str) -> dict:
         _empty(d)
         c = Contender(f"tiny {kind}", [ctx.nalcast.path, "consume", "--from", tiny, "--segments", d,
                                        "--segment-name", f"seg-%n.{kind}", "--quiet"])
-        s = harness._launch(ctx, c, ctx.dir("logs") / f"segment-tiny-{kind}.stderr")
+        s = harness.launch(ctx, c, ctx.dir("logs") / f"segment-tiny-{kind}.stderr")
         if s.status == 0:
             out[kind] = s.rss_kib / 1024
     return out

@@ -9,14 +9,13 @@ same screen on a 30 fps timer for FRAMES frames (10 s; --quick 15 frames), curso
   C limit `c/x11grab.c` (xcb_shm_get_image into one segment + libyuv ARGBToI420, no
   cursor); FFmpeg `-f x11grab ... -pix_fmt yuv420p -f null -`. nalcast has no
   convert-only mode: its grab cost is read from the grab+encode rows.
-- grab+encode: FFmpeg x11grab + libx264 and `nalcast produce --source x11:DISPLAY`, the
-  x264 settings of ANCHORS.md (ultrafast, zerolatency, keyint 60, no scenecut,
-  6000k CBR, 3600 kbit VBV), to a file; the x264 option strings are compared.
-- glass-to-socket latency: `xsetroot -solid` repaints the whole root (alternating
-  colours, 4 times a second); the paint is done when xsetroot exits (it syncs on
-  close). nalcast serves on loopback TCP; the latency of a paint is the arrival of the
-  last byte of the first picture whose SEI capture time is at or after it. FFmpeg's
-  stream carries no capture time: no FFmpeg row.
+- grab+encode: FFmpeg x11grab + libx264 and `nalcast produce --source x11:DISPLAY
+  --capture fixed` (a grab every 1/30 s, as FFmpeg does), the x264 settings of
+  ANCHORS.md (ultrafast, zerolatency, keyint 60, no scenecut, 6000k CBR, 3600 kbit VBV),
+  to a file; the x264 option strings are compared.
+
+Capture on change (`--capture damage`), its CPU on a still and a typing-like screen and
+the glass-to-socket latency are the capture benchmark's (capture.py).
 
 Columns: CPU s over the whole run (rusage); the notes give CPU ms per frame.
 """
@@ -25,21 +24,18 @@ from __future__ import annotations
 
 import atexit
 import os
-import signal
 import subprocess
-import time
 from pathlib import Path
 
 import encode
-from harness import Case, Context, Contender, Sample, has_program
-from live import BenchError, Procs, ThreadReader, connect, median, pct, stderr_tail, wait_serving
+from harness import Case, Context, Contender, has_program
 
 NAME = "x11"
-ABOUT = "screen capture from Xvfb: grab+convert and grab+encode CPU vs FFmpeg x11grab, glass-to-socket latency"
+ABOUT = "screen capture from Xvfb on a fixed timer: grab+convert and grab+encode CPU vs FFmpeg x11grab"
 
 FPS, KBPS, BUFSIZE_KBIT, KEYINT, PRESET = 30, 6000, 3600, 60, "ultrafast"
-FULL = dict(w=1920, h=1080, frames=300, paints=40)
-QUICK = dict(w=320, h=240, frames=15, paints=5)
+FULL = dict(w=1920, h=1080, frames=300)
+QUICK = dict(w=320, h=240, frames=15)
 
 _server: dict = {}
 
@@ -123,51 +119,6 @@ def _fair_and_per_frame(frames: int):
     return after
 
 
-def _latency(p: dict):
-    def measure(ctx: Context) -> Sample:
-        try:
-            return _latency_run(ctx, p)
-        except BenchError as e:
-            return Sample(0, 0, 0, status=1, extra={"error": str(e)})
-    return measure
-
-
-def _latency_run(ctx: Context, p: dict) -> Sample:
-    display = _xvfb(p["w"], p["h"])
-    log = ctx.dir("logs") / "x11-latency-nalcast.stderr"
-    argv = [ctx.nalcast.path, "produce", "--source", f"x11:{display}", *_x264_nalcast(),
-            "--listen", "tcp://127.0.0.1:0"]
-    paints = []
-    with Procs() as procs:
-        proc = procs.start(argv, stderr=log)
-        reader = ThreadReader(connect(wait_serving(proc, log)))
-        reader.start()
-        time.sleep(0.5)
-        t0 = time.monotonic()
-        for i in range(p["paints"]):
-            time.sleep(0.25)
-            _xsetroot(display, "-solid", "#e01010" if i % 2 else "#10e010")
-            paints.append(time.time_ns())
-        time.sleep(0.3)
-        wall = time.monotonic() - t0
-        Procs.stop(proc)
-        reader.join(5)
-    _xsetroot(display, "-mod", "8", "8", "-fg", "#c04020", "-bg", "#2040c0")
-    if reader.error:
-        raise BenchError(f"reader: {reader.error}")
-    pics = [q for q in reader.stream.pictures if q.capture_ns is not None and q.done_ns is not None]
-    if not pics:
-        raise BenchError(f"no pictures with timestamps read ({stderr_tail(log)})")
-    lat = []
-    for t in paints:
-        first = next((q for q in pics if q.capture_ns >= t), None)
-        if first is None:
-            raise BenchError("a paint never showed up in the stream")
-        lat.append((first.done_ns - t) / 1e6)
-    return Sample(wall, 0, 0, extra=dict(median_ms=median(lat), p99_ms=pct(lat, 0.99), max_ms=max(lat),
-                                         paints=len(lat)))
-
-
 def cases(ctx: Context) -> list:
     p = QUICK if ctx.quick else FULL
     w, h, frames = p["w"], p["h"], p["frames"]
@@ -179,6 +130,9 @@ def cases(ctx: Context) -> list:
     skip_n = ctx.nalcast.unavailable("produce")
     if skip_n is None and "x11" not in (ctx.nalcast.help("produce") or ""):
         skip_n = "skipped (nalcast produce has no x11 source)"
+    # a fixed 30 fps timer, as FFmpeg's: --frames counts grabs then (with damage, the
+    # default since capture on change, a still screen gives one keep-alive a second)
+    fixed = ["--capture", "fixed"] if "--capture" in (ctx.nalcast.help("produce") or "") else []
     outs = ctx.dir("x11", "streams")
     grab = ["ffmpeg", "-hide_banner", "-v", "error", "-f", "x11grab", "-framerate", FPS,
             "-video_size", f"{w}x{h}", "-i", display, "-frames:v", frames]
@@ -197,15 +151,8 @@ def cases(ctx: Context) -> list:
                                                     out("ffmpeg")], output=out("ffmpeg"), role="ffmpeg", skip=skip_f,
                   check=encode._nonempty),
         Contender("nalcast produce x11", [ctx.nalcast.path, "produce", "--source", f"x11:{display}", *_x264_nalcast(),
-                                          "--frames", frames, "-o", out("nalcast"), "--quiet"],
+                                          *fixed, "--frames", frames, "-o", out("nalcast"), "--quiet"],
                   output=out("nalcast"), skip=skip_n, usage_error_skips=True, check=encode._nonempty),
     ], after=_fair_and_per_frame(frames))
 
-    latency = Case(NAME, f"x11 glass-to-socket {w}x{h}", "", p["paints"], [
-        Contender("nalcast produce --listen", measure=_latency(p), skip=skip_n, usage_error_skips=True),
-    ], runs=1, figures=[("median_ms", "median", "{:.1f} ms"), ("p99_ms", "p99", "{:.1f} ms"),
-                        ("max_ms", "max", "{:.0f} ms")])
-    latency.notes.append(f"{latency.label}: {p['paints']} full-screen repaints (xsetroot -solid), paint done -> last "
-                         "byte of the first picture captured after it, read from loopback TCP; "
-                         f"two frame intervals at {FPS} fps = {2000 / FPS:.1f} ms")
-    return [convert, encode_case, latency]
+    return [convert, encode_case]

@@ -1,0 +1,101 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+import CXCBShm
+
+/// What tells `X11Source` in `.damage` mode that the captured area changed.
+///
+/// - DAMAGE on the root window at the DeltaRectangles level: the server sends an event
+///   only for a rectangle that grows the damaged region, which `reset()` (DamageSubtract,
+///   once per grab) empties. So a burst of drawing between two grabs costs a few events,
+///   not one per drawing request, and one grab answers all of them. Areas outside the
+///   captured region stay in the damaged region until the next grab: they are reported
+///   once, and ignored.
+/// - XFixes CursorNotify when the cursor is drawn: its shape changed.
+/// - Pointer position, asked with QueryPointer at most once a frame interval while the
+///   cursor is drawn (XFixes has no motion events; one round trip of a few tens of
+///   microseconds, 30 times a second while still).
+///
+/// Not `Sendable`: lives with its source on the capture thread.
+final class X11ChangeWatch {
+    private let connection: X11Connection
+    private let damage: xcb_damage_damage_t
+    private let damageEvent: UInt8
+    private let cursorEvent: UInt8?
+    /// The last pointer position asked for (root coordinates).
+    private var pointer: (x: Int, y: Int)?
+    /// Damage events received (for tests and the log).
+    private(set) var damageEvents: UInt64 = 0
+
+    /// How far from the captured area a pointer still shows (cursor images are at most
+    /// 64x64 in practice; hot spot anywhere in them).
+    static let cursorMargin = 64
+
+    /// Nil when the server has no DAMAGE extension. `cursorFirstEvent`: XFixes' first event
+    /// code, when the cursor is drawn (then its shape changes are watched).
+    init?(connection: X11Connection, cursorFirstEvent: UInt8?) {
+        let c = connection.handle
+        guard let first = connection.extensionFirstEvent(CXCBShm_damage_extension_id()) else { return nil }
+        // DAMAGE answers only clients that said which version they speak.
+        free(xcb_damage_query_version_reply(c, xcb_damage_query_version(c, 1, 1), nil))
+        self.connection = connection
+        damage = xcb_generate_id(c)
+        xcb_damage_create(c, damage, connection.root, UInt8(XCB_DAMAGE_REPORT_LEVEL_DELTA_RECTANGLES.rawValue))
+        damageEvent = first + UInt8(XCB_DAMAGE_NOTIFY)
+        if let cursorFirstEvent {
+            xcb_xfixes_select_cursor_input(c, connection.root, UInt32(XCB_XFIXES_CURSOR_NOTIFY_MASK_DISPLAY_CURSOR.rawValue))
+            cursorEvent = cursorFirstEvent + UInt8(XCB_XFIXES_CURSOR_NOTIFY)
+        } else {
+            cursorEvent = nil
+        }
+        // The server reports the whole window as damaged when the damage object is made:
+        // one round trip, so that this event is in hand before the first grab (which answers
+        // it), not after it (a second grab for nothing).
+        free(xcb_get_input_focus_reply(c, xcb_get_input_focus(c), nil))
+    }
+
+    deinit {
+        xcb_damage_destroy(connection.handle, damage)
+        xcb_flush(connection.handle)
+    }
+
+    /// Whether `event` (of type `code`) says `area` changed; nil when it is not one of ours.
+    func changes(_ event: UnsafeMutablePointer<xcb_generic_event_t>, code: UInt8, area: X11Region) -> Bool? {
+        if code == damageEvent {
+            damageEvents += 1
+            let r = UnsafeRawPointer(event).assumingMemoryBound(to: xcb_damage_notify_event_t.self).pointee.area
+            return X11ChangeWatch.intersects(x: Int(r.x), y: Int(r.y), width: Int(r.width), height: Int(r.height), area, margin: 0)
+        }
+        if let cursorEvent, code == cursorEvent {
+            guard let pointer else { return true }
+            return X11ChangeWatch.intersects(x: pointer.x, y: pointer.y, width: 1, height: 1, area, margin: X11ChangeWatch.cursorMargin)
+        }
+        return nil
+    }
+
+    /// Empties the damaged region: what changes from now on is reported again. Call it
+    /// right before a grab (a change during the grab is then reported, not lost).
+    func reset() {
+        xcb_damage_subtract(connection.handle, damage, 0, 0)
+    }
+
+    /// Asks where the pointer is; true when it moved and was or is near `area`.
+    func pointerMoved(near area: X11Region) -> Bool {
+        let c = connection.handle
+        guard let reply = xcb_query_pointer_reply(c, xcb_query_pointer(c, connection.root), nil) else { return false }
+        let now = (x: Int(reply.pointee.root_x), y: Int(reply.pointee.root_y))
+        free(reply)
+        defer { pointer = now }
+        guard let before = pointer, before != now else { return false }
+        let m = X11ChangeWatch.cursorMargin
+        return X11ChangeWatch.intersects(x: before.x, y: before.y, width: 1, height: 1, area, margin: m)
+            || X11ChangeWatch.intersects(x: now.x, y: now.y, width: 1, height: 1, area, margin: m)
+    }
+
+    static func intersects(x: Int, y: Int, width: Int, height: Int, _ area: X11Region, margin: Int) -> Bool {
+        x < area.x + area.width + margin && x + width > area.x - margin
+            && y < area.y + area.height + margin && y + height > area.y - margin
+    }
+}

@@ -1,0 +1,98 @@
+/// How nalcast puts access units on a live Annex-B byte stream so that no reader's parser
+/// holds a finished picture back: each access unit is followed at once by the delimiter of
+/// the next one.
+///
+/// Nothing in Annex B says "this access unit is over": FFmpeg's H.264 parser (ffplay,
+/// ffmpeg, every libavcodec reader) and GStreamer's `h264parse` know a picture is complete
+/// only when the first NAL unit of the next access unit begins. A stream that sends each
+/// access unit's delimiter (AUD) in front of it leaves every picture waiting in the reader
+/// for a whole frame interval, and the last picture before a still period until the screen
+/// changes again. So the delimiter travels early: right behind the access unit before it,
+/// with `primary_pic_type` 7 ("any slice type", the payload byte `F0`), since what the next
+/// picture will be is not known yet. The stream stays valid Annex-B byte for byte: each
+/// access unit still begins with its AUD, it is only written sooner.
+///
+/// - The first access unit a writer sends keeps its own AUD (or gets one in front when it
+///   has none), so every reader starts at an AUD: at its join, after the cached-GOP burst,
+///   after a skip to an IDR (the AUD sent behind the last picture it got opens the IDR).
+/// - Every later access unit leaves out its own leading AUD: the one sent behind its
+///   predecessor stands for it. The trailer also began the next access unit's SEI (for
+///   GStreamer's sake, see `trailer`): that access unit goes on with the rest of its first
+///   NAL unit when that is an SEI (nalcast's own P pictures: the timestamp SEI), else with
+///   the rest of an empty filler SEI (an IDR, whose SPS and PPS come first; a source without
+///   SEIs). No NAL unit is moved: the stream is the same access units, each begun earlier.
+/// - A source without AUDs gets them: one per access unit, the only way to end its pictures.
+///
+/// At the very end a writer has always sent one AUD too many: it opened an access unit that
+/// never comes. After an AUD only SEI, parameter sets, prefix NAL units and then the slices
+/// of a picture may follow (H.264 7.4.1.2.3); nothing may close an access unit that has no
+/// picture. The least harmful ending is `closing`: the filler SEI the trailer began, then an
+/// end-of-sequence NAL unit (type 10).
+/// FFmpeg's decoder takes an end of sequence with no picture as "output what is held" and
+/// says nothing; after an end of stream (type 11) or nothing at all it reports "no frame!"
+/// and an invalid packet. Its parser still notes "missing picture in access unit" once.
+/// nalcast's own parser hands out no access unit for such a delimiter-only tail
+/// (`AccessUnitAssembler`), and takes its end of sequence as the stream's clean end.
+public struct AccessUnitDelimiting: Sendable {
+    /// `00 00 00 01 09 F0`: an AUD whose `primary_pic_type` (7) allows any slice type.
+    public static let delimiter: [UInt8] = [0, 0, 0, 1, 0x09, 0xF0]
+    /// What goes behind each access unit: the next one's AUD, then the start code and the
+    /// header byte (`06`, SEI) of the NAL unit after it. GStreamer's `h264parse` takes a NAL
+    /// unit (this AUD too) only once it has seen where it ends, which is the next start code
+    /// *and* the byte after it: without them the AUD, and the picture with it, would wait
+    /// for the next access unit. An SEI is the one NAL unit that may follow an AUD in any
+    /// access unit (H.264 7.4.1.2.3) whatever comes next.
+    public static let trailer: ArraySlice<UInt8> = (delimiter + [0, 0, 0, 1, 0x06])[...]
+    /// The rest of an SEI whose only message is an empty filler payload (type 3, size 0),
+    /// for an access unit whose first NAL unit after its AUD is not an SEI.
+    public static let fillerSEIBody: [UInt8] = [0x03, 0x00, 0x80]
+    /// End of sequence (type 10), what ends a delimited stream (see above).
+    public static let endOfSequence: [UInt8] = [0, 0, 0, 1, 0x0A]
+
+    /// True once the trailer went out behind an access unit: the next access unit is open,
+    /// and the header byte of an SEI in it was sent.
+    public private(set) var nextIsOpen = false
+
+    public init() {}
+
+    /// The bytes to write for one access unit, in place of its NAL units' wire, and the
+    /// trailer behind. When the trailer went out already: without its own AUD, and with the
+    /// SEI the trailer began: its first NAL unit's body without the header byte when that is
+    /// an SEI, else the filler SEI's. Otherwise (the first access unit) with an AUD first, its
+    /// own or one put in front. Nothing for an access unit with nothing but an AUD.
+    public mutating func frame(_ nalUnits: [NALUnit]) -> [ArraySlice<UInt8>] {
+        let hasOwn = nalUnits.first?.type == .accessUnitDelimiter
+        var rest = hasOwn ? nalUnits.dropFirst() : nalUnits[...]
+        guard let first = rest.first else { return [] }
+        var out: [ArraySlice<UInt8>] = []
+        out.reserveCapacity(rest.count + 3)
+        if nextIsOpen {
+            if first.header.byte == 0x06 {
+                out.append(first.wire[(first.headerIndex + 1)...])
+                rest = rest.dropFirst()
+            } else {
+                out.append(Self.fillerSEIBody[...])
+            }
+        } else {
+            out.append(hasOwn ? nalUnits[0].wire : Self.delimiter[...])
+        }
+        for nal in rest { out.append(nal.wire) }
+        out.append(Self.trailer)
+        nextIsOpen = true
+        return out
+    }
+
+    /// What ends the stream: the filler SEI the trailer began, then an end of sequence, in
+    /// the access unit that never comes; an end of sequence alone when no access unit was
+    /// written (the reader still learns that the stream ended rather than broke).
+    public func closing() -> [ArraySlice<UInt8>] {
+        nextIsOpen ? [Self.fillerSEIBody[...], Self.endOfSequence[...]] : [Self.endOfSequence[...]]
+    }
+
+    /// True for an SEI with nothing to decode: only an empty filler payload (what `frame` puts
+    /// after an AUD where the access unit has no SEI first), or only its header byte (the
+    /// trailer's last byte, where a reader left or a stream was cut).
+    public static func isEmptySEI(_ nal: NALUnit) -> Bool {
+        nal.type == .sei && (nal.body.count == 1 || nal.body.elementsEqual([0x06] + fillerSEIBody))
+    }
+}

@@ -1,0 +1,105 @@
+import TestSupport
+import Testing
+@testable import H264
+
+/// A delimited stream (`AccessUnitDelimiting`: each access unit followed at once by the next
+/// one's AUD) and nalcast's own parser: an access unit comes out as soon as the next one's
+/// AUD header byte has arrived, the stream's tail (an AUD, an end of sequence) is no access
+/// unit, and a stream cut right after an AUD has lost nothing.
+@Suite struct DelimitedStreamTests {
+    /// An IDR slice whose slice header says first_mb_in_slice 0, slice_type 7, pps 0.
+    static let idrSlice = NALUnit(escapedBody: [0x65, 0x88, 0x84, 0x21, 0xA0])
+    static let aud = NALUnit(escapedBody: [0x09, 0x10])
+
+    static func bytes(_ nals: [NALUnit]) -> [UInt8] { nals.flatMap { Array($0.wire) } }
+
+    /// The brief's case: an access unit, then only `00 00 00 01 09`: it is out.
+    @Test func accessUnitIsOutAtTheNextDelimitersHeaderByte() {
+        var parser = AnnexBParser()
+        var units = parser.push(Self.bytes([Self.aud, Self.idrSlice]))
+        #expect(units.isEmpty, "nothing shows the access unit is complete yet")
+        units = parser.push([0, 0, 0, 1])
+        #expect(units.isEmpty, "a start code alone does not say what begins")
+        units = parser.push([0x09])
+        #expect(units.count == 1)
+        #expect(units.first?.nalTypes == [.accessUnitDelimiter, .idrSlice])
+        #expect(!parser.hasAccessUnitInProgress, "an AUD alone is nothing lost")
+        #expect(parser.bytesInProgress == 5)
+        // The AUD's payload and an end of sequence end the stream: no access unit, a clean end.
+        units = parser.push([0xF0, 0, 0, 0, 1, 0x0A])
+        units += parser.finish()
+        #expect(units.isEmpty)
+        #expect(parser.assembler.delimiterOnlyUnits == 1)
+        #expect(parser.assembler.endedStream)
+    }
+
+    @Test func framingSendsTheNextDelimiterBehindEachAccessUnit() {
+        var framing = AccessUnitDelimiting()
+        let trailer: [UInt8] = [0, 0, 0, 1, 0x09, 0xF0, 0, 0, 0, 1, 0x06]
+        let sei = NALUnit(escapedBody: [0x06, 0x05, 0x01, 0x42, 0x80])
+        let first = framing.frame([Self.aud, Self.idrSlice]).flatMap { $0 }
+        #expect(first == Self.bytes([Self.aud, Self.idrSlice]) + trailer, "the first keeps its own AUD")
+        let second = framing.frame([Self.aud, sei, Self.idrSlice]).flatMap { $0 }
+        #expect(second == [0x05, 0x01, 0x42, 0x80] + Self.bytes([Self.idrSlice]) + trailer, "the SEI the trailer began goes on")
+        let third = framing.frame([Self.aud, Self.idrSlice]).flatMap { $0 }
+        #expect(third == [0x03, 0x00, 0x80] + Self.bytes([Self.idrSlice]) + trailer, "no SEI first: an empty filler SEI")
+        #expect(framing.frame([Self.aud]).isEmpty, "an AUD alone would open a second access unit")
+        #expect(framing.closing().flatMap { $0 } == [0x03, 0x00, 0x80, 0, 0, 0, 1, 0x0A])
+        var fresh = AccessUnitDelimiting()
+        #expect(fresh.closing().flatMap { $0 } == [0, 0, 0, 1, 0x0A], "an end of sequence alone when nothing was written")
+        let bare = fresh.frame([Self.idrSlice]).flatMap { $0 }
+        #expect(bare == [0, 0, 0, 1, 0x09, 0xF0] + Self.bytes([Self.idrSlice]) + trailer, "a stream without AUDs gets them")
+    }
+
+    /// A stream cut anywhere in the trailer has lost nothing; cut in the next access unit's
+    /// SEI body, it has.
+    @Test func theTrailerIsNothingInProgress() {
+        var framing = AccessUnitDelimiting()
+        let bytes = framing.frame([Self.aud, Self.idrSlice]).flatMap { $0 }
+        var parser = AnnexBParser()
+        let units = parser.push(bytes)
+        #expect(units.count == 1)
+        #expect(!parser.hasAccessUnitInProgress)
+        var cut = parser
+        #expect(cut.finish().isEmpty, "a stream cut at the trailer ends with no access unit")
+        _ = parser.push([0x03])
+        #expect(parser.hasAccessUnitInProgress)
+    }
+
+    /// Every conformance stream, delimited and pushed a byte at a time: each access unit is
+    /// out once the AUD behind it has its header byte in, the access units are the stream's
+    /// own (an AUD in front), and the tail adds none.
+    @Test(arguments: ConformanceStream.all)
+    func conformanceStreamsDelimited(stream: ConformanceStream) throws {
+        var parser = AnnexBParser()
+        let reference = parser.push(try stream.load()) + parser.finish()
+        #expect(reference.count == stream.accessUnits)
+        var framing = AccessUnitDelimiting()
+        var delimited: [UInt8] = []
+        // For each access unit: the offset of its trailing AUD's header byte.
+        var released: [Int] = []
+        for unit in reference {
+            delimited += framing.frame(unit.nalUnits).flatMap { $0 }
+            released.append(delimited.count - 7)
+        }
+        delimited += framing.closing().flatMap { $0 }
+        var out: [AccessUnit] = []
+        parser = AnnexBParser()
+        for (offset, byte) in delimited.enumerated() {
+            parser.push([byte]) { out.append($0) }
+            let due = released.filter { $0 <= offset }.count
+            #expect(out.count == due, "\(stream): \(out.count) access units out at byte \(offset), \(due) due")
+            if out.count != due { break }
+        }
+        parser.finish { out.append($0) }
+        #expect(out.count == reference.count)
+        for (n, (got, want)) in zip(out, reference).enumerated() {
+            // After the first, each begins with the SEI the trailer began (a filler: these have none).
+            let begun: [NALType] = n == 0 ? [.accessUnitDelimiter] : [.accessUnitDelimiter, .sei]
+            #expect(got.nalTypes == begun + want.nalTypes.filter { $0 != .accessUnitDelimiter })
+            #expect(got.isIDR == want.isIDR)
+        }
+        #expect(parser.assembler.delimiterOnlyUnits == 1)
+        #expect(parser.assembler.endedStream)
+    }
+}
