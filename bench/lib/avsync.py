@@ -426,7 +426,7 @@ def cases(ctx) -> list:
 
 def _measure_cost(argv: list, scene: bool, seconds: int, size: tuple, quick: bool):
     """One run under the rusage launcher while the flasher paints and beeps (x11 rows)."""
-    from harness import Sample, _launch, Contender
+    from harness import Sample, launch, Contender
 
     def measure(ctx) -> Sample:
         flasher = None
@@ -441,7 +441,7 @@ def _measure_cost(argv: list, scene: bool, seconds: int, size: tuple, quick: boo
                 time.sleep(0.3 if quick else 2)  # the first paint and beep (--quick: the sound stream is enough)
             c = Contender("cost", real)
             log = ctx.dir("logs") / f"avsync-cost-{Path(str(real[-1])).stem}{'-tone' if 'tone' in real else ''}.stderr"
-            s = _launch(ctx, c, log)
+            s = launch(ctx, c, log)
             if s.status != 0 and not s.extra.get("error"):
                 lines = [l for l in log.read_text(errors="replace").splitlines() if l.strip()]
                 s.extra["error"] = lines[-1][:200] if lines else ""
