@@ -62,6 +62,8 @@ public final class CapturePipeline {
 
     private func loop() throws {
         var firstPTS: UInt64?
+        /// Media time of the last IDR encoded, for `keyintDuration`.
+        var lastIDRPTS: UInt64?
         while !control.isStopped {
             if let limit = options.frameLimit, encoder?.framesEncoded ?? 0 >= UInt64(limit) { break }
             guard var frame = try source.nextFrame() else { break }
@@ -101,10 +103,15 @@ public final class CapturePipeline {
             }
             let encoder = try encoderFor(picture)
             if control.takeIDRRequest() { encoder.requestIDR() }
+            if source.isChangeDriven, !frame.isRepeat, let span = options.encoder.keyintDuration, let last = lastIDRPTS,
+               Int64(clamping: frame.pts90k) - Int64(clamping: last) >= span.ticks {
+                encoder.requestIDR()
+            }
             if let bitrate = control.takeBitrateRequest() {
                 do { try encoder.reconfigure(bitrate: bitrate) } catch { log?("\(error)") }
             }
             guard let au = try encoder.encode(picture) else { continue }
+            if au.isIDR { lastIDRPTS = frame.pts90k }
             let finished = monotonicNanoseconds()
             let latency = Int64(realtimeNanoseconds()) - Int64(frame.captureTimeNs)
             control.state.withLock {

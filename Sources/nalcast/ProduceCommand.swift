@@ -225,6 +225,7 @@ enum ProduceCommand: Command {
         encoder.vbvMilliseconds = try o.value("vbv-ms", default: 500, expected: "expected milliseconds, e.g. 500") { ValueFormat.positiveInt($0) }
         let (keyintFrames, keyintSeconds) = try keyint(o, fps: fps)
         encoder.keyint = keyintFrames
+        encoder.keyintDuration = keyintSeconds.map { MediaTime.seconds($0) }
         encoder.threads = try o.value("threads", default: 0, expected: "expected a number of threads (0: auto)", ValueFormat.nonNegativeInt)
         capture.encoder = encoder
 
