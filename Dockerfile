@@ -22,6 +22,8 @@ RUN apt-get update \
         libxcb-xfixes0-dev=1.15-1 \
         libxcb-randr0-dev=1.15-1 \
         libxcb-damage0-dev=1.15-1 \
+        libxcb-xinput-dev=1.15-1 \
+        libxcb-xtest0-dev=1.15-1 \
         libavformat-dev=7:5.1.9-0+deb12u1 \
         libavcodec-dev=7:5.1.9-0+deb12u1 \
         libavutil-dev=7:5.1.9-0+deb12u1 \
@@ -56,6 +58,7 @@ RUN apt-get update \
         libxcb-xfixes0=1.15-1 \
         libxcb-randr0=1.15-1 \
         libxcb-damage0=1.15-1 \
+        libxcb-xinput0=1.15-1 \
         libxcb1=1.15-1 \
         libxau6=1:1.0.9-1 \
         libxdmcp6=1:1.1.2-3 \

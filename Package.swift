@@ -26,7 +26,14 @@ let package = Package(
         .systemLibrary(
             name: "CXCBShm",
             pkgConfig: "xcb-shm",
-            providers: [.apt(["libxcb-shm0-dev", "libxcb-xfixes0-dev", "libxcb-randr0-dev", "libxcb-damage0-dev"])]
+            providers: [.apt(["libxcb-shm0-dev", "libxcb-xfixes0-dev", "libxcb-randr0-dev", "libxcb-damage0-dev", "libxcb-xinput-dev"])]
+        ),
+
+        // XTest (fake pointer motion), linked by the X11 tests only.
+        .systemLibrary(
+            name: "CXCBXTest",
+            pkgConfig: "xcb-xtest",
+            providers: [.apt(["libxcb-xtest0-dev"])]
         ),
 
         .systemLibrary(
@@ -89,7 +96,7 @@ let package = Package(
         .testTarget(name: "ProducerTests", dependencies: ["Producer", "Serving", "EventLoop", "Relay", "H264", "Capture", "TestSupport", "LoopTestSupport"]),
         .testTarget(name: "EncoderTests", dependencies: ["Encoder", "H264", "Capture", "TestSupport"]),
         // Screen capture under a real X server: each test starts its own Xvfb.
-        .testTarget(name: "X11Tests", dependencies: ["Capture", "Encoder", "Producer", "H264", "CXCBShm", "nalcast", "TestSupport"]),
+        .testTarget(name: "X11Tests", dependencies: ["Capture", "Encoder", "Producer", "H264", "CXCBShm", "CXCBXTest", "nalcast", "TestSupport"]),
         // Fuzz findings replayed (inputs in fuzz/regressions/).
         .testTarget(name: "ReliabilityTests", dependencies: ["H264", "Capture"]),
         // End-to-end: runs the built `nalcast` binary against real peers (ffmpeg, ffprobe, ...).

@@ -5,6 +5,7 @@
 #include <xcb/xfixes.h>
 #include <xcb/randr.h>
 #include <xcb/damage.h>
+#include <xcb/xinput.h>
 #include <sys/ipc.h>
 #include <sys/shm.h>
 #include <sys/eventfd.h>
@@ -18,6 +19,26 @@ static inline xcb_extension_t *CXCBShm_randr_extension_id(void) { return &xcb_ra
 
 // Same for DAMAGE (capture on change).
 static inline xcb_extension_t *CXCBShm_damage_extension_id(void) { return &xcb_damage_id; }
+
+// Same for XInput (pointer motion as events: XI_RawMotion).
+static inline xcb_extension_t *CXCBShm_xinput_extension_id(void) { return &xcb_input_id; }
+// XISelectEvents for XI_RawMotion of every master device on `window` (the root: raw
+// events go to root windows only). The request takes a variable-length mask after a
+// header, which Swift cannot lay out.
+static inline xcb_void_cookie_t CXCBShm_select_raw_motion(xcb_connection_t *c, xcb_window_t window) {
+    struct { xcb_input_event_mask_t head; uint32_t bits; } mask;
+    mask.head.deviceid = XCB_INPUT_DEVICE_ALL_MASTER;
+    mask.head.mask_len = 1;
+    mask.bits = XCB_INPUT_XI_EVENT_MASK_RAW_MOTION;
+    return xcb_input_xi_select_events_checked(c, window, 1, &mask.head);
+}
+// Whether `event` is an XI_RawMotion of the extension with major opcode `opcode`
+// (XInput 2 events are GenericEvents: the extension and its event type are inside).
+static inline int CXCBShm_is_raw_motion(const xcb_generic_event_t *event, uint8_t opcode) {
+    if ((event->response_type & 0x7f) != XCB_GE_GENERIC) return 0;
+    const xcb_ge_generic_event_t *generic = (const xcb_ge_generic_event_t *)event;
+    return generic->extension == opcode && generic->event_type == XCB_INPUT_RAW_MOTION;
+}
 
 // The capture thread's wake-up (CaptureWakeUp): Swift's Glibc module does not import <sys/eventfd.h>.
 static inline int CXCBShm_wakeup_eventfd(void) { return eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC); }

@@ -14,9 +14,14 @@ import CXCBShm
 ///   captured region stay in the damaged region until the next grab: they are reported
 ///   once, and ignored.
 /// - XFixes CursorNotify when the cursor is drawn: its shape changed.
-/// - Pointer position, asked with QueryPointer at most once a frame interval while the
-///   cursor is drawn (XFixes has no motion events; one round trip of a few tens of
-///   microseconds, 30 times a second while still).
+/// - Pointer position, asked with QueryPointer while the cursor is drawn (XFixes has no
+///   motion events). With XInput 2, the pointer is asked only after an XI_RawMotion event
+///   (`motionPending`; selected on the root for every master device), at most once a frame
+///   interval: a still screen with a still pointer costs no query and no wake-up but the
+///   keep-alive's. A pointer moved by a client (XWarpPointer) makes no raw event: the
+///   source asks the pointer at every keep-alive too, so a warp shows within one
+///   1/--idle-fps. Without XInput 2 (`followsMotion` false), the source asks once a frame
+///   interval while still (one round trip of a few tens of microseconds, 30 times a second).
 ///
 /// Not `Sendable`: lives with its source on the capture thread.
 final class X11ChangeWatch {
@@ -28,6 +33,14 @@ final class X11ChangeWatch {
     private var pointer: (x: Int, y: Int)?
     /// Damage events received (for tests and the log).
     private(set) var damageEvents: UInt64 = 0
+    /// XInput's major opcode when XI_RawMotion is selected; nil without XInput 2.
+    private let xinputOpcode: UInt8?
+    /// Whether pointer motion comes as events (XInput 2); otherwise the pointer is polled.
+    var followsMotion: Bool { xinputOpcode != nil }
+    /// A raw motion event came since the pointer was last asked.
+    private(set) var motionPending = false
+    /// Raw motion events received (for tests and the log).
+    private(set) var motionEvents: UInt64 = 0
 
     /// How far from the captured area a pointer still shows (cursor images are at most
     /// 64x64 in practice; hot spot anywhere in them).
@@ -47,13 +60,17 @@ final class X11ChangeWatch {
         if let cursorFirstEvent {
             xcb_xfixes_select_cursor_input(c, connection.root, UInt32(XCB_XFIXES_CURSOR_NOTIFY_MASK_DISPLAY_CURSOR.rawValue))
             cursorEvent = cursorFirstEvent + UInt8(XCB_XFIXES_CURSOR_NOTIFY)
+            xinputOpcode = X11ChangeWatch.selectRawMotion(connection)
         } else {
             cursorEvent = nil
+            xinputOpcode = nil
         }
         // The server reports the whole window as damaged when the damage object is made:
         // one round trip, so that this event is in hand before the first grab (which answers
         // it), not after it (a second grab for nothing).
         free(xcb_get_input_focus_reply(c, xcb_get_input_focus(c), nil))
+        // Where the pointer starts: the first move is then judged from there.
+        if cursorEvent != nil { pointer = askPointer() }
     }
 
     deinit {
@@ -61,8 +78,33 @@ final class X11ChangeWatch {
         xcb_flush(connection.handle)
     }
 
+    /// Selects XI_RawMotion on the root for every master device; XInput's major opcode, or
+    /// nil when the server has no XInput 2 (or refuses the selection).
+    private static func selectRawMotion(_ connection: X11Connection) -> UInt8? {
+        let c = connection.handle
+        guard let data = xcb_get_extension_data(c, CXCBShm_xinput_extension_id()), data.pointee.present != 0 else { return nil }
+        let opcode = data.pointee.major_opcode
+        // XInput 2 requests are refused to clients that did not say they speak version 2.
+        guard let version = xcb_input_xi_query_version_reply(c, xcb_input_xi_query_version(c, 2, 0), nil) else { return nil }
+        let major = version.pointee.major_version
+        free(version)
+        guard major >= 2 else { return nil }
+        if let error = xcb_request_check(c, CXCBShm_select_raw_motion(c, connection.root)) {
+            free(error)
+            return nil
+        }
+        return opcode
+    }
+
     /// Whether `event` (of type `code`) says `area` changed; nil when it is not one of ours.
+    /// A raw motion event says nothing yet (false): it sets `motionPending`, and the source
+    /// asks where the pointer went.
     func changes(_ event: UnsafeMutablePointer<xcb_generic_event_t>, code: UInt8, area: X11Region) -> Bool? {
+        if let xinputOpcode, CXCBShm_is_raw_motion(event, xinputOpcode) != 0 {
+            motionEvents += 1
+            motionPending = true
+            return false
+        }
         if code == damageEvent {
             damageEvents += 1
             let r = UnsafeRawPointer(event).assumingMemoryBound(to: xcb_damage_notify_event_t.self).pointee.area
@@ -83,15 +125,20 @@ final class X11ChangeWatch {
 
     /// Asks where the pointer is; true when it moved and was or is near `area`.
     func pointerMoved(near area: X11Region) -> Bool {
-        let c = connection.handle
-        guard let reply = xcb_query_pointer_reply(c, xcb_query_pointer(c, connection.root), nil) else { return false }
-        let now = (x: Int(reply.pointee.root_x), y: Int(reply.pointee.root_y))
-        free(reply)
+        motionPending = false
+        guard let now = askPointer() else { return false }
         defer { pointer = now }
         guard let before = pointer, before != now else { return false }
         let m = X11ChangeWatch.cursorMargin
         return X11ChangeWatch.intersects(x: before.x, y: before.y, width: 1, height: 1, area, margin: m)
             || X11ChangeWatch.intersects(x: now.x, y: now.y, width: 1, height: 1, area, margin: m)
+    }
+
+    private func askPointer() -> (x: Int, y: Int)? {
+        let c = connection.handle
+        guard let reply = xcb_query_pointer_reply(c, xcb_query_pointer(c, connection.root), nil) else { return nil }
+        defer { free(reply) }
+        return (Int(reply.pointee.root_x), Int(reply.pointee.root_y))
     }
 
     static func intersects(x: Int, y: Int, width: Int, height: Int, _ area: X11Region, margin: Int) -> Bool {

@@ -29,6 +29,8 @@ import CXCBShm
 /// `sequence` counts the frames sent (no gaps). While nothing changes it sends a repeat
 /// (`Frame.isRepeat`, no pixels) every `1 / idleRate` seconds, and one at once when woken
 /// (`wakeUp`: a reader joined and needs an IDR): the pipeline encodes the picture it kept.
+/// When the cursor is drawn, pointer motion comes as XInput 2 raw events: a still pointer
+/// costs nothing, and a warped one (no raw event) is seen at the next keep-alive.
 /// Without the DAMAGE extension the source says so once and captures on the timer.
 /// Each grab reads the whole area, not only the damaged rectangles: on a 1920x1080 Xvfb
 /// screen a whole grab costs 0.67 ms and its conversion to I420 0.57 ms (a 64x64 one
@@ -130,6 +132,9 @@ public final class X11Source: FrameSource {
         if options.captureMode == .damage {
             changes = X11ChangeWatch(connection: connection, cursorFirstEvent: xfixesFirst)
             if changes == nil { log?("x11: the server has no DAMAGE extension: capturing on a timer (--capture fixed)") }
+            if let changes, cursorAvailable, !changes.followsMotion {
+                log?("x11: the server has no XInput 2: the pointer is asked once a frame interval while the screen is still")
+            }
         }
         wakeUp = changes != nil ? CaptureWakeUp() : nil
         try connection.checkConnection()
@@ -175,10 +180,14 @@ public final class X11Source: FrameSource {
         let interval = frameRate.nanoseconds(ofFrame: 1)
         let idleInterval: Int64? = options.idleRate > 0 ? Int64(1e9 / options.idleRate) : nil
         let watchPointer = cursorAvailable
+        // With XInput 2 the pointer is asked only after a raw motion event (and at each
+        // keep-alive, below); without it, once a frame interval.
+        let pollsPointer = watchPointer && !changes.followsMotion
         while true {
             if try readEvents() { pendingChange = true }
             var now = monotonicNanoseconds()
-            if watchPointer, now >= nextPointerCheck {
+            let pointerDue = pollsPointer || (watchPointer && changes.motionPending)
+            if pointerDue, now >= nextPointerCheck {
                 if changes.pointerMoved(near: area) { pendingChange = true }
                 nextPointerCheck = now + interval
                 now = monotonicNanoseconds()
@@ -192,10 +201,19 @@ public final class X11Source: FrameSource {
             } else {
                 if wakeUp?.drain() == true { return sendRepeat(at: now) }
                 if let idleInterval {
-                    if now >= lastSent + idleInterval { return sendRepeat(at: now) }
+                    if now >= lastSent + idleInterval {
+                        // XWarpPointer makes no raw motion event: a warped pointer is
+                        // seen here, at the keep-alive, which it turns into a grab.
+                        if watchPointer, !pollsPointer, changes.pointerMoved(near: area) {
+                            pendingChange = true
+                            nextPointerCheck = now + interval
+                            continue
+                        }
+                        return sendRepeat(at: now)
+                    }
                     deadline = lastSent + idleInterval
                 }
-                if watchPointer { deadline = Swift.min(deadline, nextPointerCheck) }
+                if pollsPointer || (watchPointer && changes.motionPending) { deadline = Swift.min(deadline, nextPointerCheck) }
             }
             xcb_flush(c)
             // While a change waits for its slot, only the X connection is watched: a
@@ -269,6 +287,10 @@ public final class X11Source: FrameSource {
         return frame
     }
 
+    /// Raw pointer motion events received (XInput 2), for tests and the log.
+    public var pointerMotionEvents: UInt64 { changes?.motionEvents ?? 0 }
+    /// Whether pointer motion comes as events (XInput 2) rather than by asking once a frame interval.
+    public var followsPointerMotion: Bool { changes?.followsMotion ?? false }
 
     // MARK: screen size
 

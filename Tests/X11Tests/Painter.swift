@@ -1,4 +1,5 @@
 import CXCBShm
+import CXCBXTest
 import Glibc
 
 /// Paints known content on an X display's root window through its own xcb connection,
@@ -33,7 +34,15 @@ final class Painter {
         sync()
     }
 
-    /// Moves the pointer to (x, y) on the root window.
+    /// Moves the pointer to (x, y) the way a mouse does: XTest fake motion goes through
+    /// the server's input path, which sends XInput 2 raw motion events.
+    func movePointer(x: Int, y: Int) {
+        xcb_test_fake_input(connection, UInt8(XCB_MOTION_NOTIFY), 0, UInt32(XCB_CURRENT_TIME), root, Int16(x), Int16(y), 0)
+        sync()
+    }
+
+    /// Moves the pointer to (x, y) on the root window as a client does (XWarpPointer):
+    /// no raw motion event.
     func warpPointer(x: Int, y: Int) {
         xcb_warp_pointer(connection, 0, root, 0, 0, 0, 0, Int16(x), Int16(y))
         sync()

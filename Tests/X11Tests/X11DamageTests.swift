@@ -150,17 +150,44 @@ func wireTimestamp(_ unit: AccessUnit) -> StreamTimestamp? {
         let server = try Xvfb(width: 640, height: 480)
         defer { server.stop() }
         let painter = try Painter(display: server.display)
-        painter.warpPointer(x: 500, y: 400)
+        painter.movePointer(x: 500, y: 400)
         let source = try X11Source(options: X11Options(display: server.display, region: X11Region(x: 0, y: 0, width: 128, height: 128),
                                                        drawCursor: drawn, captureMode: .damage, idleRate: 2))
+        #expect(source.followsPointerMotion == drawn, "Xvfb has XInput 2: pointer motion comes as events when the cursor is drawn")
         _ = try #require(try source.nextFrame())
-        painter.warpPointer(x: 40, y: 40)
+        // A move far from the region is no change: the next frame is the keep-alive.
+        painter.movePointer(x: 560, y: 420)
+        let far = try #require(try source.nextFrame())
+        #expect(far.isRepeat, "a move far from the region made a frame")
+        // A move the way a mouse does (XTest: raw motion events) into the region.
+        painter.movePointer(x: 40, y: 40)
         let next = try #require(try source.nextFrame())
         #expect(next.isRepeat == !drawn, drawn ? "a cursor move made no frame" : "a move of an undrawn cursor made a frame")
+        #expect((source.pointerMotionEvents > 0) == drawn, "raw motion events: \(source.pointerMotionEvents)")
         // Same place, another shape (XFixes CursorNotify).
         painter.setRootCursor(glyph: 152)
         let reshaped = try #require(try source.nextFrame())
         #expect(reshaped.isRepeat == !drawn, drawn ? "a cursor shape change made no frame" : "a shape change of an undrawn cursor made a frame")
+    }
+
+    /// XWarpPointer makes no raw motion event: the pointer is asked at each keep-alive,
+    /// and a warp into the area turns that keep-alive into a grab (no repeat before it).
+    @Test func aWarpedPointerShowsAtTheNextKeepAlive() throws {
+        let server = try Xvfb(width: 640, height: 480)
+        defer { server.stop() }
+        let painter = try Painter(display: server.display)
+        painter.warpPointer(x: 500, y: 400)
+        let source = try X11Source(options: X11Options(display: server.display, region: X11Region(x: 0, y: 0, width: 128, height: 128),
+                                                       drawCursor: true, captureMode: .damage, idleRate: 4))
+        _ = try #require(try source.nextFrame())
+        let still = try #require(try source.nextFrame())
+        #expect(still.isRepeat, "a still screen made a frame")
+        painter.warpPointer(x: 40, y: 40)
+        let next = try #require(try source.nextFrame())
+        #expect(!next.isRepeat, "a warp into the region did not show at the next keep-alive")
+        #expect(source.changedFrames == 2 && source.repeatFrames == 1, "changed \(source.changedFrames), repeats \(source.repeatFrames)")
+        #expect(source.pointerMotionEvents == 0, "a warp made raw motion events")
+        #expect(next.sequence == 2, "frames are numbered without gaps")
     }
 
     @Test func aReaderJoiningWhileStillGetsItsIDRAtOnce() throws {
