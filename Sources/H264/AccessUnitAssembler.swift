@@ -54,6 +54,8 @@ public struct AccessUnitAssembler {
     /// end of stream, filler data or empty SEIs (a delimited stream's tail, or its trailer
     /// where the stream was cut).
     public private(set) var delimiterOnlyUnits = 0
+    /// Wire bytes of those access units, so that every byte in is accounted for.
+    public private(set) var delimiterOnlyBytes = 0
     /// The last access unit closed (handed out or delimiter-only) ended with an end-of-sequence
     /// or end-of-stream NAL unit: the stream says it ended there.
     public private(set) var endedStream = false
@@ -204,6 +206,7 @@ public struct AccessUnitAssembler {
         endedStream = current.last.map { $0.type == .endOfStream || $0.type == .endOfSequence } ?? false
         if !sawVCL && !hasContentInHand {
             delimiterOnlyUnits += 1
+            delimiterOnlyBytes += bytesInHand
             current = []
             isIDR = false
             timestamp = nil

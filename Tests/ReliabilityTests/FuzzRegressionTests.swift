@@ -43,6 +43,28 @@ import Capture
         }
     }
 
+    /// The fuzzer's other check, on every committed input: each byte pushed is in an access
+    /// unit handed out, in progress, skipped by the scanner, or in an access unit of nothing
+    /// but delimiters (a delimited stream's tail, not handed out: an end of stream alone, as
+    /// one input has it, was once left out of the count).
+    @Test func annexBInputsAccountForEveryByte() {
+        for input in Self.inputs("annexb") where !input.isEmpty {
+            let limit = input[0] & 0x40 != 0 ? 256 : AnnexBScanner.defaultMaxNALUnitSize
+            for chunk in [1, 3, Int(input[0] & 0x3f) + 1] {
+                var parser = AnnexBParser(maxNALUnitSize: limit)
+                var out = 0
+                var offset = 1
+                while offset < input.count {
+                    let end = min(input.count, offset + chunk)
+                    out += parser.push(Array(input[offset..<end])).reduce(0) { $0 + $1.byteCount }
+                    #expect(out + parser.bytesInProgress + parser.scanner.skippedBytes + parser.assembler.delimiterOnlyBytes == end - 1,
+                            "chunk \(chunk): bytes unaccounted for at \(end - 1)")
+                    offset = end
+                }
+            }
+        }
+    }
+
     /// Found by fuzzing: a NAL unit of exactly the size limit, whose next start code's zeros
     /// ended one read and whose `01` began the next, was dropped as oversized (the zeros were
     /// counted as its bytes); read at once it was kept.
