@@ -21,6 +21,16 @@ public final class CaptureControl: Sendable {
     }
     public var isStopped: Bool { stopFlag.load(ordering: .acquiring) }
 
+    private let durationOver = Atomic<Bool>(false)
+    /// `--duration` has passed by the clock: the pipeline ends as at its limit. For a source
+    /// that may wait for a change for ever (a still screen with `--idle-fps 0`), no frame
+    /// would come to be checked against the limit; a timer says so instead and wakes it.
+    func endDuration() {
+        durationOver.store(true, ordering: .releasing)
+        wakeUp.withLock { $0?.wake() }
+    }
+    var isDurationOver: Bool { durationOver.load(ordering: .acquiring) }
+
     /// Asks for the next encoded frame to be an IDR (a reader joined). A source waiting
     /// for a change is woken, so the IDR (of the kept picture) goes out at once.
     public func requestIDR() {

@@ -1,5 +1,6 @@
 import Capture
 import Encoder
+import EventLoop
 import H264
 
 /// Source → pacer → converter → encoder, on the thread that calls `run()` (the capture
@@ -67,6 +68,8 @@ public final class CapturePipeline {
         while !control.isStopped {
             if let limit = options.frameLimit, encoder?.framesEncoded ?? 0 >= UInt64(limit) { break }
             guard var frame = try source.nextFrame() else { break }
+            if control.isDurationOver { break }
+            if firstPTS == nil { startDurationTimer() }
             let base = firstPTS ?? frame.pts90k
             firstPTS = base
             frame.pts90k -= Swift.min(base, frame.pts90k)
@@ -125,6 +128,18 @@ public final class CapturePipeline {
             }
             output(au)
         }
+    }
+
+    /// For a change-driven source, `--duration` is also kept by the clock from the first
+    /// frame: on a still screen without keep-alives no frame comes to be checked against it.
+    private func startDurationTimer() {
+        guard source.isChangeDriven, let limit = options.durationLimit else { return }
+        let control = self.control
+        let nanoseconds = UInt64(Swift.max(0, limit) * 1e9)
+        OSThread(name: "nalcast-duration") {
+            OSThread.sleep(nanoseconds: nanoseconds, step: 50_000_000) { control.isStopped || control.isDurationOver }
+            control.endDuration()
+        }.detach()
     }
 
     private func encoderFor(_ picture: Frame) throws -> H264Encoder {

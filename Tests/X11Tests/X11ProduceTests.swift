@@ -51,4 +51,18 @@ import Testing
         #expect(noDisplay.status == 69)
         #expect(lines(noDisplay.stderr) == ["nalcast: x11: no display: DISPLAY is not set (use --source x11:DISPLAY, e.g. x11:0)"])
     }
+
+    /// `--duration` ends a capture on change even when no frame comes: a still screen with
+    /// the keep-alive off (`--idle-fps 0`) gives its one picture and the run ends at the limit.
+    @Test func durationEndsAStillCaptureWithoutKeepAlives() throws {
+        let server = try Xvfb(width: 320, height: 240)
+        defer { server.stop() }
+        let dir = try Tool.tempDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let file = dir.appendingPathComponent("still.h264")
+        let run = try Tool.run(["timeout", "20", Self.nalcast, "produce", "--source", "x11:\(server.display)", "--idle-fps", "0",
+                                "--duration", "1s", "-o", file.path])
+        #expect(run.status == 0, "exit \(run.status) (124: still running at 20 s)\n\(run.stderr)")
+        #expect(try RoundTrip.probeSizes(stream: file) == ["320x240"])
+    }
 }
