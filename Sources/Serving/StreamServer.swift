@@ -271,46 +271,27 @@ public final class StreamServer {
         pump(id)
     }
 
-    /// Writes queued access units to the reader until the socket takes no more.
+    /// Writes queued access units to the reader until the socket takes no more: each one
+    /// framed as its listener's format says (a raw reader's Annex-B, delimited; a TS reader's
+    /// TS unit with its continuity counters continued), the stream's end after the last one
+    /// of a drain.
     private func pump(_ id: ReaderID) {
         guard let reader = readers[id] else { return }
         if let viewer = reader.viewer { return pumpViewer(id, reader.connection, viewer) }
-        if reader.continuity != nil { return pumpTransportStream(id, reader) }
         let connection = reader.connection
         // A connection whose write just failed is closed (and idle) before it says so on the
         // loop's next turn; its in-flight access unit stays unfinished until then.
         guard !connection.isClosed, connection.isIdle else { return }
-        while let nals = broadcaster.nextToWrite(id) {
-            let progress = connection.write(chunks: reader.delimiting.frame(nals))
-            metrics.bytesSent.increment(by: UInt64(progress.bytes))
-            if progress.finishedItems > 0 {
-                broadcaster.didWrite(id, bytes: progress.bytes, finished: true)
-                metrics.accessUnitsSent.increment()
-                continue
-            }
-            if progress.bytes > 0 { broadcaster.didWrite(id, bytes: progress.bytes, finished: false) }
-            break
-        }
-        if draining && connection.isIdle && broadcaster.queue(of: id)?.count ?? 0 == 0 && !ended.contains(id) {
-            // An end-of-sequence NAL unit tells the reader the stream ended rather than broke
-            // (a consumer keeps the last access unit rather than dropping it as possibly cut
-            // off). It follows the AUD sent behind the last picture, which opened an access
-            // unit that never comes: see `AccessUnitDelimiting` for why this ending.
-            ended.insert(id)
-            connection.write(chunks: reader.delimiting.closing())
-            connection.closeAfterFlush()
-        }
-    }
-
-    /// Writes queued access units to a TS reader as their TS units, its continuity counters
-    /// continued; at the end of a drain, closes after the last one.
-    private func pumpTransportStream(_ id: ReaderID, _ reader: Reader) {
-        let connection = reader.connection
-        guard !connection.isClosed, connection.isIdle else { return }
         while let unit = broadcaster.nextUnitToWrite(id) {
-            // An access unit the muxer left out (counted there) is nothing for this reader.
-            let bytes = unit.transportStream.map { reader.continuity!.bytes(for: $0) } ?? []
-            let progress = connection.write(chunks: [bytes])
+            let chunks: [ArraySlice<UInt8>]
+            if reader.continuity != nil {
+                // An access unit the muxer left out (counted there) is nothing for this reader.
+                // (`continuity` is a value kept in the reader: it advances in place.)
+                chunks = [unit.transportStream.map { reader.continuity!.bytes(for: $0) } ?? []]
+            } else {
+                chunks = reader.delimiting.frame(unit.nalUnits)
+            }
+            let progress = connection.write(chunks: chunks)
             metrics.bytesSent.increment(by: UInt64(progress.bytes))
             if progress.finishedItems > 0 {
                 broadcaster.didWrite(id, bytes: progress.bytes, finished: true)
@@ -322,6 +303,14 @@ public final class StreamServer {
         }
         if draining && connection.isIdle && broadcaster.queue(of: id)?.count ?? 0 == 0 && !ended.contains(id) {
             ended.insert(id)
+            if reader.continuity == nil {
+                // An end-of-sequence NAL unit tells the reader the stream ended rather than
+                // broke (a consumer keeps the last access unit rather than dropping it as
+                // possibly cut off). It follows the AUD sent behind the last picture, which
+                // opened an access unit that never comes: see `AccessUnitDelimiting` for why
+                // this ending. A TS reader's stream just ends.
+                connection.write(chunks: reader.delimiting.closing())
+            }
             connection.closeAfterFlush()
         }
     }
