@@ -287,13 +287,7 @@ final class Muxer {
             for nal in nalUnits where !nal.wire.isEmpty { buffer.append(contentsOf: nal.wire) }
         }
         guard !buffer.isEmpty else { return }
-        let size = buffer.count
-        packetBytes += size
-        buffer.append(contentsOf: repeatElement(0, count: Int(CAVFormat_padding_size())))
-        let rc: Int32 = buffer.withUnsafeMutableBufferPointer { bytes in
-            CAVFormat_av_packet_unref(packet)
-            packet.pointee.data = bytes.baseAddress
-            packet.pointee.size = Int32(size)
+        let rc = writeBuffer(context, packet) { packet in
             packet.pointee.stream_index = 0
             packet.pointee.pts = pts &+ timeOffset
             packet.pointee.dts = dts &+ timeOffset
@@ -307,12 +301,28 @@ final class Muxer {
             }
             if packet.pointee.pts < packet.pointee.dts { packet.pointee.pts = packet.pointee.dts }
             lastDts = packet.pointee.dts
+        }
+        guard rc >= 0 else { throw failure("write", rc) }
+    }
+
+    /// Writes what `buffer` holds as one packet of `context`, `fill` setting its stream,
+    /// times and flags. The packet borrows the bytes for the call (padded with the zeros
+    /// libavcodec asks for) and lets go of them after.
+    private func writeBuffer(_ context: UnsafeMutablePointer<AVFormatContext>, _ packet: UnsafeMutablePointer<AVPacket>,
+                             _ fill: (UnsafeMutablePointer<AVPacket>) -> Void) -> Int32 {
+        let size = buffer.count
+        packetBytes += size
+        buffer.append(contentsOf: repeatElement(0, count: Int(CAVFormat_padding_size())))
+        return buffer.withUnsafeMutableBufferPointer { bytes in
+            CAVFormat_av_packet_unref(packet)
+            packet.pointee.data = bytes.baseAddress
+            packet.pointee.size = Int32(size)
+            fill(packet)
             let result = CAVFormat_av_write_frame(context, packet)
             packet.pointee.data = nil
             packet.pointee.size = 0
             return result
         }
-        guard rc >= 0 else { throw failure("write", rc) }
     }
 
     /// One audio packet (stream 1), at `pts` 90 kHz ticks on the video's container time line.
@@ -326,22 +336,12 @@ final class Muxer {
         if let last = lastAudioDts, dts <= last { return false }
         buffer.removeAll(keepingCapacity: true)
         buffer.append(contentsOf: data)
-        let size = buffer.count
-        packetBytes += size
-        buffer.append(contentsOf: repeatElement(0, count: Int(CAVFormat_padding_size())))
-        let rc: Int32 = buffer.withUnsafeMutableBufferPointer { bytes in
-            CAVFormat_av_packet_unref(packet)
-            packet.pointee.data = bytes.baseAddress
-            packet.pointee.size = Int32(size)
+        let rc = writeBuffer(context, packet) { packet in
             packet.pointee.stream_index = audioStream.pointee.index
             packet.pointee.pts = dts
             packet.pointee.dts = dts
             packet.pointee.duration = CAVFormat_av_rescale_q(duration, Self.ninetyKHz, tb)
             packet.pointee.flags = AV_PKT_FLAG_KEY
-            let result = CAVFormat_av_write_frame(context, packet)
-            packet.pointee.data = nil
-            packet.pointee.size = 0
-            return result
         }
         guard rc >= 0 else { throw failure("write", rc) }
         lastAudioDts = dts
