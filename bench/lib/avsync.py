@@ -47,6 +47,8 @@ import time
 from pathlib import Path
 from typing import Optional
 
+import live
+
 NAME = "avsync"
 ABOUT = "A/V sync (flash + beep) of nalcast and FFmpeg recordings; CPU and RSS that sound adds"
 
@@ -197,23 +199,10 @@ def xvfb(w: int, h: int) -> str:
     """An Xvfb of its own of that size on a free display (-displayfd); returns ':N'."""
     if f"display {w}x{h}" in _state:
         return _state[f"display {w}x{h}"]
-    r, wfd = os.pipe()
-    p = subprocess.Popen(["Xvfb", "-displayfd", str(wfd), "-screen", "0", f"{w}x{h}x24", "-noreset", "-nolisten", "tcp"],
-                         pass_fds=(wfd,), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                         stderr=subprocess.DEVNULL, start_new_session=True)
-    os.close(wfd)
+    p, display = live.start_xvfb(w, h)
     _state[f"xvfb {w}x{h}"] = p
     _tmp()
-    text = b""
-    while not text.endswith(b"\n"):
-        chunk = os.read(r, 16)
-        if not chunk:
-            break
-        text += chunk
-    os.close(r)
-    if not text.strip().isdigit():
-        raise RuntimeError(f"Xvfb did not start (exit {p.poll()})")
-    _state[f"display {w}x{h}"] = ":" + text.decode().strip()
+    _state[f"display {w}x{h}"] = display
     return _state[f"display {w}x{h}"]
 
 

@@ -430,3 +430,25 @@ def join_once(port: int, burst_ms: float = 100, timeout: float = 6) -> dict:
     if last.capture_ns:
         r["behind_last_ms"] = (last.done_ns - last.capture_ns) / 1e6
     return r
+
+
+def start_xvfb(w: int, h: int) -> tuple:
+    """Starts an Xvfb of that size on a free display (-displayfd: the server writes its number
+    once it is ready), in a session of its own; returns (process, ':N'). The caller stops it."""
+    r, wfd = os.pipe()
+    p = subprocess.Popen(["Xvfb", "-displayfd", str(wfd), "-screen", "0", f"{w}x{h}x24", "-noreset", "-nolisten", "tcp"],
+                         pass_fds=(wfd,), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, start_new_session=True)
+    os.close(wfd)
+    text = b""
+    while not text.endswith(b"\n"):
+        chunk = os.read(r, 16)
+        if not chunk:
+            break
+        text += chunk
+    os.close(r)
+    if not text.strip().isdigit():
+        p.kill()
+        p.wait()
+        raise RuntimeError(f"Xvfb did not start (exit {p.poll()})")
+    return p, ":" + text.decode().strip()

@@ -28,6 +28,7 @@ import subprocess
 from pathlib import Path
 
 import encode
+import live
 from harness import Case, Context, Contender, has_program
 
 NAME = "x11"
@@ -55,23 +56,9 @@ def _xvfb(w: int, h: int) -> str:
     """Starts Xvfb on a free display (-displayfd) and paints its root; returns ':N'."""
     if "display" in _server:
         return _server["display"]
-    r, wfd = os.pipe()
-    p = subprocess.Popen(["Xvfb", "-displayfd", str(wfd), "-screen", "0", f"{w}x{h}x24", "-noreset",
-                          "-nolisten", "tcp"], pass_fds=(wfd,), stdin=subprocess.DEVNULL,
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    os.close(wfd)
+    p, display = live.start_xvfb(w, h)
     _server["proc"] = p
     atexit.register(_stop_xvfb)
-    text = b""
-    while not text.endswith(b"\n"):
-        chunk = os.read(r, 16)
-        if not chunk:
-            break
-        text += chunk
-    os.close(r)
-    if not text.strip().isdigit():
-        raise RuntimeError(f"Xvfb did not start (exit {p.poll()})")
-    display = ":" + text.decode().strip()
     _server["display"] = display
     _xsetroot(display, "-mod", "8", "8", "-fg", "#c04020", "-bg", "#2040c0")
     return display
