@@ -287,9 +287,11 @@ public final class SocketTransport: ForwardTransport {
             delimiting = nil
         }
         if finishing, let delimiting, delimiting.nextIsOpen {
-            // The access unit the last AUD opened never comes: end it as a reader's stream ends.
+            // The access unit the last AUD opened never comes: end it as a reader's stream
+            // ends. Best effort: every access unit is out already, and a remote that is gone
+            // by now (a reset) loses nothing but the end marker.
             output?.add(chunks: delimiting.closing())
-            _ = try flush()
+            _ = try? flush()
         }
     }
 }
