@@ -13,7 +13,8 @@ import Testing
 
     static func bytes(_ nals: [NALUnit]) -> [UInt8] { nals.flatMap { Array($0.wire) } }
 
-    /// The brief's case: an access unit, then only `00 00 00 01 09`: it is out.
+    /// An access unit followed by nothing but the next one's start code and AUD header byte
+    /// (`00 00 00 01 09`) is out: the parser does not wait for the AUD to end.
     @Test func accessUnitIsOutAtTheNextDelimitersHeaderByte() {
         var parser = AnnexBParser()
         var units = parser.push(Self.bytes([Self.aud, Self.idrSlice]))
