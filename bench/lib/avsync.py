@@ -176,13 +176,8 @@ _state: dict = {}
 def _cleanup() -> None:
     for key in ["flasher", "pulse"] + [k for k in _state if k.startswith("xvfb ")]:
         p = _state.get(key)
-        if p and p.poll() is None:
-            p.terminate()
-            try:
-                p.wait(timeout=3)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+        if p:
+            live.Procs.stop(p, grace=3)  # each started in a session of its own
     d = _state.get("dir")
     if d:
         shutil.rmtree(d, ignore_errors=True)

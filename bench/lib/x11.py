@@ -43,13 +43,8 @@ _server: dict = {}
 
 def _stop_xvfb() -> None:
     p = _server.get("proc")
-    if p and p.poll() is None:
-        p.terminate()
-        try:
-            p.wait(timeout=3)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
+    if p:
+        live.Procs.stop(p, grace=3)
 
 
 def _xvfb(w: int, h: int) -> str:
