@@ -160,8 +160,9 @@ public final class AudioCapture: Sendable {
         guard let work = work.withLock({ w -> Work? in defer { w = nil }; return w }) else { return }
         let stopped: @Sendable () -> Bool = { [self] in self.stopped.load(ordering: .relaxed) }
         var started: [OSThread] = []
+        let now = realtimeNow()
         for (input, stream) in zip(pulseInputs, work.pulse) {
-            started.append(OSThread(name: "nalcast-pulse") { CAudio_name_thread("nalcast-pulse"); input.run(first: stream, stopped: stopped) })
+            started.append(OSThread(name: "nalcast-pulse") { CAudio_name_thread("nalcast-pulse"); input.run(first: stream, startNs: now, stopped: stopped) })
         }
         for (input, file) in zip(fileInputs, work.files) {
             started.append(OSThread(name: "nalcast-pcm") { CAudio_name_thread("nalcast-pcm"); input.run(file: file.0, layout: file.1, stopped: stopped) })

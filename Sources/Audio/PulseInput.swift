@@ -60,19 +60,23 @@ final class PulseInput: Sendable {
     let state = Mutex<AudioSourceState>(.starting)
     let drift = Mutex<Double>(0)
     let losses = Atomic<Int>(0)
+    /// A sink's monitor (`monitor`, `pulse:NAME.monitor`): see `capture` for its latency.
+    let isMonitor: Bool
 
     init(label: String, server: String?, device: String?, track: TrackClock, channels: Int, mix: MixBuffer, report: @escaping @Sendable (AudioEvent) -> Void) {
         self.label = label
         self.server = server
         self.device = device
+        isMonitor = device == "@DEFAULT_MONITOR@" || (device?.hasSuffix(".monitor") ?? false)
         self.track = track
         self.channels = channels
         self.mix = mix
         self.report = report
     }
 
-    /// Runs until `stopped`, starting with `first` (already open).
-    func run(first: PulseStream, stopped: () -> Bool) {
+    /// Runs until `stopped`, starting with `first` (already open); samples captured before
+    /// `startNs` (CLOCK_REALTIME) are left out.
+    func run(first: PulseStream, startNs: UInt64, stopped: () -> Bool) {
         var stream: PulseStream? = first
         var backoff: UInt64 = 250_000_000
         while !stopped() {
@@ -90,7 +94,7 @@ final class PulseInput: Sendable {
             guard let open = stream else { continue }
             state.withLock { $0 = .capturing }
             report(.connected(source: label))
-            let reason = capture(open, stopped: stopped)
+            let reason = capture(open, startNs: startNs, stopped: stopped)
             stream = nil
             if let reason {
                 state.withLock { $0 = .lost }
@@ -101,7 +105,8 @@ final class PulseInput: Sendable {
     }
 
     /// Reads until the stream fails (its reason) or `stopped` (nil).
-    private func capture(_ stream: PulseStream, stopped: () -> Bool) -> String? {
+    private func capture(_ stream: PulseStream, startNs: UInt64, stopped: () -> Bool) -> String? {
+        let startPosition = track.position(atRealtime: startNs)
         let frames = track.rate / 100
         var buffer = [Float](repeating: 0, count: frames * channels)
         let resampler: Resampler
@@ -113,28 +118,47 @@ final class PulseInput: Sendable {
         var corrector = DriftCorrector(rate: track.rate)
         var position: Int64?
         var error: Int32 = 0
-        // What the server recorded between opening the stream and now (the stream is opened
-        // before the video starts, to fail early) would come as a burst whose latency says
-        // little: start from what is recorded from here on.
+        // The flush drops what the server recorded since the stream was opened (before the
+        // video started, to fail early), but not what is already on its way to us: that comes
+        // as a burst, whose part from before `startNs` is left out below.
         _ = CAudio_pa_simple_flush(stream.handle, &error)
         while !stopped() {
+            let asked = realtimeNow()
             let ok = buffer.withUnsafeMutableBytes { CAudio_pa_simple_read(stream.handle, $0.baseAddress, $0.count, &error) }
             guard ok >= 0 else { return PulseFailure(code: error).text }
             let now = realtimeNow()
-            let latency = CAudio_pa_simple_get_latency(stream.handle, &error)
-            // A latency past 100 ms is a buffer setting rather than a delay (an idle null
-            // sink's monitor says half a second while data flows every 10 ms) and would place
-            // the samples where the encoder has been already: it counts as 100 ms.
-            let latencyNs = latency == UInt64.max ? 0 : min(latency, 100_000) * 1000
-            // The end of what was just read was captured `latency` ago.
-            let measuredEnd = track.position(atRealtime: now &- latencyNs)
-            if position == nil { position = Int64(measuredEnd.rounded()) - Int64(frames) }
+            let reported = CAudio_pa_simple_get_latency(stream.handle, &error)
+            let latencyUs = reported == UInt64.max ? 0 : reported
+            // Where on the track the end of what was just read belongs, when the read says.
+            // A source's samples were captured the reported latency ago. A monitor's are what
+            // its sink renders: when the read had to wait for them they were rendered just
+            // now, whatever latency the monitor reports. A null sink's monitor says 0.1 to
+            // 0.5 s for its first seconds, until its sink takes the low-latency timing a
+            // reader asks for, while a beep played into it at known instants arrives as it
+            // plays (measured against `bench/c/flasher.c`). A monitor's read that did not
+            // wait (samples queued while this thread was away) says nothing, except for the
+            // first one, which has nothing better.
+            let waited = now &- asked > 2_000_000
+            let measuredEnd: Double?
+            if isMonitor && waited {
+                measuredEnd = track.position(atRealtime: now)
+            } else if !isMonitor || position == nil {
+                measuredEnd = track.position(atRealtime: now &- latencyUs * 1000)
+            } else {
+                measuredEnd = nil
+            }
+            if position == nil {
+                // What was recorded before the capture started is not part of the recording.
+                guard let end = measuredEnd, end >= startPosition else { continue }
+                position = Int64(end.rounded()) - Int64(frames)
+            }
             buffer.withUnsafeBytes { input in
                 resampler.convert(input.baseAddress, frames: frames) { out in
                     mix.add(out, at: position!)
                     position! += Int64(out.count / channels)
                 }
             }
+            guard let measuredEnd else { continue }
             let written = Double(position! + resampler.delay)
             switch corrector.observe(measured: measuredEnd, written: written, frames: frames) {
             case .none: break

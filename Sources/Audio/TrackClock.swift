@@ -40,15 +40,20 @@ func sleep(untilRealtime ns: UInt64, unless stopped: () -> Bool) -> Bool {
 }
 
 /// Keeps a live source's samples where its capture times say, against a sound card whose
-/// clock differs from the system's (by up to ~0.1 %: 600 ms in 10 minutes).
+/// clock differs from the system's (by up to ~0.1 %: 600 ms in 10 minutes) and a server
+/// that now and then skips or repeats (a null sink's monitor moving between its idle and
+/// its low-latency timing, a stall, a clock step).
 ///
-/// Each read gives one noisy measurement: where on the track the end of what was read
-/// belongs (now minus the device's latency) against where the samples written so far
-/// end. The difference is smoothed; once a second a steady difference is corrected by
-/// resampling (swr_set_compensation: up to 0.5 % of samples added or dropped over the next
-/// second, inaudible) so that the track keeps exactly `rate` samples per system second and
-/// every later timestamp stays right; a jump larger than 100 ms (the server stalled, the
-/// clock stepped) moves the write position instead.
+/// Each read gives one measurement: where on the track the end of what was read belongs
+/// (now minus the device's latency) against where the samples written so far end. A late
+/// wake-up of the reading thread only makes a measurement later, never earlier, so each
+/// quarter of a second the smallest difference of its reads is taken as the error then:
+/// - past 20 ms in two quarters running (one odd latency report is not enough), the
+///   write position jumps by it: a gap of silence, or a step back over what was written;
+/// - otherwise it is smoothed, and a steady difference is corrected by resampling
+///   (swr_set_compensation: at most 0.5 % of samples added or dropped over the next quarter,
+///   inaudible), so that the track keeps exactly `rate` samples per system second and every
+///   later timestamp stays right.
 struct DriftCorrector {
     enum Decision: Equatable {
         case none
@@ -57,38 +62,57 @@ struct DriftCorrector {
     }
 
     let rate: Int
-    /// Smoothed (measured - written), in samples: positive when the source delivers fewer
-    /// samples than the system clock says have passed.
+    /// Samples between two decisions: a quarter of a second.
+    let period: Int
+    /// The error past which the position jumps rather than resamples: 20 ms.
+    let jumpThreshold: Double
+    /// Smoothed error, in samples: positive when the source delivers fewer samples than the
+    /// system clock says have passed.
     private(set) var error: Double = 0
     private var primed = false
+    /// The smallest (measured - written) of this quarter's reads.
+    private var windowLeast = Double.infinity
     private var sinceDecision = 0
+    /// The previous quarter's error when it was past the threshold, waiting for a second one.
+    private var pendingJump: Double?
     /// Samples added (positive) or dropped by compensation so far.
     private(set) var compensated: Int64 = 0
     /// Samples the source ran for, for the drift figure.
     private(set) var observed: Int64 = 0
 
-    init(rate: Int) { self.rate = rate }
+    init(rate: Int) {
+        self.rate = rate
+        period = rate / 4
+        jumpThreshold = Double(rate) / 50
+    }
 
     mutating func observe(measured: Double, written: Double, frames: Int) -> Decision {
-        let sample = measured - written
-        if primed { error += (sample - error) * 0.05 } else { error = sample; primed = true }
+        windowLeast = min(windowLeast, measured - written)
         sinceDecision += frames
         observed += Int64(frames)
-        guard sinceDecision >= rate else { return .none }
+        guard sinceDecision >= period else { return .none }
         sinceDecision = 0
-        if abs(error) > Double(rate) / 10 {
-            let jump = Int64(error.rounded())
+        let least = windowLeast
+        windowLeast = .infinity
+        if abs(least) > jumpThreshold {
+            guard let previous = pendingJump, (previous > 0) == (least > 0) else {
+                pendingJump = least
+                return .none
+            }
+            pendingJump = nil
             error = 0
             primed = false
-            return .jump(jump)
+            return .jump(Int64(least.rounded()))
         }
-        guard abs(error) > Double(rate) / 1000 else { return .none }
-        let limit = rate / 200
+        pendingJump = nil
+        if primed { error += (least - error) * 0.5 } else { error = least; primed = true }
+        guard abs(error) > Double(rate) / 2000 else { return .none }
+        let limit = period / 200
         let delta = max(-limit, min(limit, Int((error * 0.5).rounded())))
         guard delta != 0 else { return .none }
         compensated += Int64(delta)
-        error -= Double(delta)  // what the next second's resampling will make up
-        return .compensate(delta: delta, distance: rate)
+        error -= Double(delta)  // what the next quarter's resampling will make up
+        return .compensate(delta: delta, distance: period)
     }
 
     /// The source's clock against the system's, in parts per million (positive: slow).

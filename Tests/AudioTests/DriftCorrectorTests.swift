@@ -45,3 +45,64 @@ import Testing
         #expect(decisions.contains { if case .jump(let n) = $0 { return abs(n - 24_000) < 2_400 }; return false }, "\(decisions.filter { $0 != .none })")
     }
 }
+
+@Suite struct DriftCorrectorStepTests {
+    /// Reads of 10 ms on time, resampled as asked, with `lateBy(i)` ms of wake-up delay in read i (a measurement
+    /// only ever later), and the track stepping by `step` samples after read 100.
+    private static func run(reads: Int = 400, step: Double = 0, lateBy: (Int) -> Double = { _ in 0 }) -> (decisions: [DriftCorrector.Decision], offset: Double) {
+        var corrector = DriftCorrector(rate: 48_000)
+        var written = 0.0
+        var decisions: [DriftCorrector.Decision] = []
+        var pending: (delta: Double, left: Double) = (0, 0)  // resampling asked, not yet done
+        for i in 1...reads {
+            var frames = 480.0
+            if pending.left > 0 {
+                let step = min(frames, pending.left)
+                let share = pending.delta * step / pending.left
+                frames += share
+                pending.delta -= share
+                pending.left -= step
+            }
+            written += frames
+            let measured = Double(i) * 480 + (i > 100 ? step : 0) + lateBy(i) * 48
+            let decision = corrector.observe(measured: measured, written: written, frames: 480)
+            switch decision {
+            case .jump(let n): written += Double(n)
+            case .compensate(let delta, let distance): pending = (Double(delta), Double(distance))
+            case .none: break
+            }
+            if decision != .none { decisions.append(decision) }
+        }
+        return (decisions, Double(reads) * 480 + step - written)
+    }
+
+    @Test("a step of 30 ms (a gap in the samples) is jumped over within half a second")
+    func stepIsJumped() {
+        let r = Self.run(reads: 150, step: 1_440)
+        #expect(r.decisions.contains { if case .jump(let n) = $0 { return abs(n - 1_440) < 48 }; return false }, "\(r.decisions)")
+        #expect(abs(r.offset) < 48, "\(r.offset / 48) ms off")
+    }
+
+    @Test("late wake-ups of the reading thread, up to 80 ms, move nothing")
+    func lateWakeUpsAreNoError() {
+        let r = Self.run(lateBy: { i in i % 7 == 0 ? Double(i % 80) : 0 })
+        #expect(r.decisions.isEmpty, "\(r.decisions)")
+        #expect(r.offset == 0)
+    }
+
+    @Test("a quarter second of odd measurements alone is not a jump")
+    func oneOddQuarterIsNotAJump() {
+        // 25 reads (one quarter) all measured 50 ms late, or early.
+        for sign in [1.0, -1.0] {
+            let r = Self.run(lateBy: { i in (126...150).contains(i) ? sign * 50 : 0 })
+            #expect(!r.decisions.contains { if case .jump = $0 { return true }; return false }, "\(r.decisions)")
+        }
+    }
+
+    @Test("a step of 10 ms is resampled away within 3 s, without a jump")
+    func smallStepIsResampled() {
+        let r = Self.run(reads: 400, step: 480)
+        #expect(!r.decisions.contains { if case .jump = $0 { return true }; return false }, "\(r.decisions)")
+        #expect(abs(r.offset) < 48, "\(r.offset / 48) ms off")
+    }
+}
