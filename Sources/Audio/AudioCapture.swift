@@ -44,7 +44,7 @@ public final class AudioCapture: Sendable {
     public static let sampleRate = 48_000
     public static let channels = 2
     /// How long after a sample's capture time the audio thread encodes it at first: time for
-    /// a live source's read (10 ms), its scheduling and its latency to be behind us.
+    /// a live source's read (20 ms), its scheduling and its latency to be behind us.
     public static let slack: UInt64 = 150_000_000
     /// Each time a source delivers too late (a loaded machine kept its thread from running),
     /// the slack grows by 50 ms, up to this: later audio, rather than more holes in it.
