@@ -36,6 +36,12 @@ let package = Package(
             providers: [.apt(["libxcb-xtest0-dev"])]
         ),
 
+        // libpulse-simple for the audio tests' player of beeps at known instants.
+        .systemLibrary(
+            name: "CPulsePlayback",
+            providers: [.apt(["libpulse-dev"])]
+        ),
+
         .systemLibrary(
             name: "CAVFormat",
             // No pkgConfig: the muxers need libavformat, libavcodec (AVPacket) and libavutil
@@ -106,7 +112,7 @@ let package = Package(
         // GStreamer's RTSP server; TestSupport runs them), proven with FFmpeg as the client.
         .testTarget(name: "MediaServerTests", dependencies: ["TestSupport"]),
         // Sound captured from a private PulseAudio daemon each test starts, checked with FFmpeg.
-        .testTarget(name: "AudioTests", dependencies: ["Audio", "Output", "H264", "TestSupport"]),
+        .testTarget(name: "AudioTests", dependencies: ["Audio", "Output", "H264", "CPulsePlayback", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )
