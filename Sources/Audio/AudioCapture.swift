@@ -98,7 +98,7 @@ public final class AudioCapture: Sendable {
                 onPacket: @escaping @Sendable (AudioPacket) -> Void,
                 onEvent: @escaping @Sendable (AudioEvent) -> Void = { _ in }) throws(AudioError) {
         guard !sources.isEmpty, sources.count <= 2 else { throw .usage("--audio: one or two sources") }
-        try AudioLibraries.load(pulse: sources.contains { $0.isPulse })
+        let loading = try AudioLibraries.load(pulse: sources.contains { $0.isPulse })
         let encoder = try AACEncoder(sampleRate: Self.sampleRate, channels: Self.channels, bitrate: bitrate)
         format = encoder.format
         sourceSpecs = sources
@@ -145,6 +145,9 @@ public final class AudioCapture: Sendable {
         pulseInputs = pulse
         fileInputs = files
         work = Mutex(Work(encoder: encoder, pulse: streams, files: opened))
+        // Loaded, the encoder and the streams open: what loading alone touched goes back now,
+        // before the video encoder's allocations, so that it does not add to the peak either.
+        loading.release()
     }
 
     private static func open(_ path: String, _ spec: AudioSourceSpec) throws(AudioError) -> PCMFile {
