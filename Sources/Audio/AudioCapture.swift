@@ -110,7 +110,10 @@ public final class AudioCapture: Sendable {
         // before it arrives) then lands on the track rather than before it.
         track = TrackClock(startNs: realtimeNow() - 100_000_000, rate: Self.sampleRate)
         // 1.5 s: more than the largest slack (1 s), a packet and a file source's lead (100 ms).
-        let mix = MixBuffer(channels: Self.channels, capacity: Self.sampleRate * 3 / 2)
+        // The tone alone adds nothing to the mix: one packet's worth of silence is enough
+        // (562 KiB less).
+        let capacity = sources.allSatisfy { $0 == .tone } ? encoder.format.samplesPerPacket : Self.sampleRate * 3 / 2
+        let mix = MixBuffer(channels: Self.channels, capacity: capacity)
         self.mix = mix
         hasTone = sources.contains(.tone)
         self.onPacket = onPacket
