@@ -98,7 +98,7 @@ public final class AudioCapture: Sendable {
                 onPacket: @escaping @Sendable (AudioPacket) -> Void,
                 onEvent: @escaping @Sendable (AudioEvent) -> Void = { _ in }) throws(AudioError) {
         guard !sources.isEmpty, sources.count <= 2 else { throw .usage("--audio: one or two sources") }
-        try AudioLibraries.load(pulse: sources.contains { $0.isPulse })
+        let loading = try AudioLibraries.load(pulse: sources.contains { $0.isPulse })
         let encoder = try AACEncoder(sampleRate: Self.sampleRate, channels: Self.channels, bitrate: bitrate)
         format = encoder.format
         sourceSpecs = sources
@@ -110,7 +110,10 @@ public final class AudioCapture: Sendable {
         // before it arrives) then lands on the track rather than before it.
         track = TrackClock(startNs: realtimeNow() - 100_000_000, rate: Self.sampleRate)
         // 1.5 s: more than the largest slack (1 s), a packet and a file source's lead (100 ms).
-        let mix = MixBuffer(channels: Self.channels, capacity: Self.sampleRate * 3 / 2)
+        // The tone alone adds nothing to the mix: one packet's worth of silence is enough
+        // (562 KiB less).
+        let capacity = sources.allSatisfy { $0 == .tone } ? encoder.format.samplesPerPacket : Self.sampleRate * 3 / 2
+        let mix = MixBuffer(channels: Self.channels, capacity: capacity)
         self.mix = mix
         hasTone = sources.contains(.tone)
         self.onPacket = onPacket
@@ -145,6 +148,9 @@ public final class AudioCapture: Sendable {
         pulseInputs = pulse
         fileInputs = files
         work = Mutex(Work(encoder: encoder, pulse: streams, files: opened))
+        // Loaded, the encoder and the streams open: what loading alone touched goes back now,
+        // before the video encoder's allocations, so that it does not add to the peak either.
+        loading.release()
     }
 
     private static func open(_ path: String, _ spec: AudioSourceSpec) throws(AudioError) -> PCMFile {

@@ -433,10 +433,14 @@ def cases(ctx) -> list:
         # the one of the 50 MB line); the AAC packets are encoded and counted, not written.
         ("nalcast testsrc -o /dev/null", nalcast_cost("testsrc", None, "", container=False), skip_n, False),
         ("nalcast testsrc --audio tone -o /dev/null", nalcast_cost("testsrc", "tone", "", container=False), skip_n, False),
+        # The floor: the same tone encoded by libavcodec's AAC encoder in real time, nothing else
+        # (no video, no capture, no output): what any user of Debian's libavcodec pays for sound.
+        ("C aactone (libavcodec AAC alone)", ["TOOL:aactone", cost_s], None, False),
     ]
     if ctx.quick:  # a smoke test: one row of each kind
         cost_rows = [r for r in cost_rows if r[0] in ("ffmpeg x11grab + pulse aac", "nalcast x11 --audio monitor",
-                                                      "nalcast testsrc --audio tone -o /dev/null")]
+                                                      "nalcast testsrc --audio tone -o /dev/null",
+                                                      "C aactone (libavcodec AAC alone)")]
     contenders = [Contender(name, measure=_measure_cost(argv, scene, cost_s, cost_size, ctx.quick), skip=skip,
                             role="ffmpeg" if name.startswith("ffmpeg") else "", usage_error_skips=True)
                   for name, argv, skip, scene in cost_rows]
@@ -455,6 +459,8 @@ def _measure_cost(argv: list, scene: bool, seconds: int, size: tuple, quick: boo
         env_saved = dict(os.environ)
         try:
             real = list(argv)
+            if str(real[0]).startswith("TOOL:"):  # bench/c/NAME.c, compiled on first use
+                real[0] = ctx.tool(str(real[0])[5:], ("-lavcodec", "-lavutil", "-lm"))
             if scene:
                 display = xvfb(*size)
                 real = [display if a == "DISPLAY" else (f"x11:{display}" if a == "x11:DISPLAY" else a) for a in real]
@@ -494,6 +500,10 @@ def _cost_notes(case) -> list:
             (c0, r0), (c1, r1) = med[base], med[with_audio]
             notes.append(f"{case.label}: sound adds to {base}: {c1 - c0:+.1f} % of a core, {r1 - r0:+.1f} MiB peak RSS "
                          f"({r1:.1f} MiB with sound)")
+    if "C aactone (libavcodec AAC alone)" in med:
+        c, r = med["C aactone (libavcodec AAC alone)"]
+        notes.append(f"{case.label}: the floor, libavcodec's AAC encoder alone in a C program: {c:.1f} % of a core, "
+                     f"{r:.1f} MiB peak RSS")
     return notes
 
 
