@@ -36,8 +36,14 @@ import TestSupport
 
     /// Times (s, on the same time line as the video) of each beep's first sample at half of
     /// its peak, after at least half a second of quiet. Gaps in the audio's timestamps are
-    /// filled with silence (aresample=async), so a sample's place is its time.
+    /// filled with silence (aresample=async), so a sample's place is its time. A beep that
+    /// was already sounding when the audio begins (the first packet starts after the
+    /// video's first picture, up to a packet later, and may cut a beep) has no onset to
+    /// measure and is left out.
     static func beeps(_ path: String) throws -> [Double] {
+        let probe = try Run.program("ffprobe", ["-v", "error", "-select_streams", "a:0", "-show_entries", "packet=pts_time",
+                                                "-read_intervals", "%+#1", "-of", "csv=p=0", path])
+        let audioStart = Double(probe.text.split(separator: "\n").first.map { $0.trimmingCharacters(in: .whitespaces).replacingOccurrences(of: ",", with: "") } ?? "") ?? 0
         let r = try Run.program("ffmpeg", ["-nostdin", "-v", "error", "-copyts", "-i", path, "-map", "0:a:0", "-vn",
                                            "-af", "aresample=async=1:first_pts=0", "-ac", "1", "-ar", "48000", "-f", "s16le", "-"])
         #expect(r.status == 0, "ffmpeg: \(r.stderr)")
@@ -54,7 +60,8 @@ import TestSupport
                     let peak = samples[i..<min(samples.count, i + 2400)].map { abs(Int($0)) }.max() ?? level
                     let back = max(0, i - 1440)
                     let onset = (back..<min(samples.count, i + 2400)).first { abs(Int(samples[$0])) * 2 >= peak } ?? i
-                    out.append(Double(onset) / 48_000)
+                    let time = Double(onset) / 48_000
+                    if time > audioStart + 0.025 { out.append(time) }
                 }
                 lastLoud = i
             }
