@@ -75,7 +75,7 @@ final class TransportStreamPackaging {
     /// whether this track is carried.
     @discardableResult
     func declare(audio format: AudioFormat) -> Bool {
-        if format == audioFormat {
+        if let audioFormat, format.isSameTrack(as: audioFormat) {
             carriesDeclaredAudio = true
         } else if !muxer.headerWritten, let remade = try? TSStreamMuxer(audio: format) {
             muxer = remade
@@ -133,5 +133,15 @@ final class TransportStreamPackaging {
             droppedUnits.increment(by: UInt64(muxer.droppedAccessUnits - countedUnitDrops))
             countedUnitDrops = muxer.droppedAccessUnits
         }
+    }
+}
+
+extension AudioFormat {
+    /// True when packets of `other` decode as this track's: the same codec, rate, channels
+    /// and packet length. The bit rate is not part of it (a container states its own
+    /// estimate, which differs at each opening of the same source), nor is the
+    /// AudioSpecificConfig, which those four make for AAC-LC.
+    public func isSameTrack(as other: AudioFormat) -> Bool {
+        codec == other.codec && sampleRate == other.sampleRate && channels == other.channels && samplesPerPacket == other.samplesPerPacket
     }
 }

@@ -122,7 +122,7 @@ final class RelayAudio: Sendable {
         }
         let shown = "\(format.codec.rawValue) \(format.sampleRate) Hz \(format.channels) ch"
         if let first {
-            guard first != format else { return }
+            guard !format.isSameTrack(as: first) else { return }
             log.line("the input's audio changed to \(shown): the MPEG-TS readers keep the track they were given; its packets are left out (counted in nalcast_ts_audio_packets_dropped_total)")
             events?.emit("audio-not-carried", [("sink", "relay"), ("reason", "track changed to \(shown)")])
             return

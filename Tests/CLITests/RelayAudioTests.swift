@@ -119,4 +119,49 @@ import TestSupport
         let range = try #require(pcm.soundRange(threshold: 0.05))
         #expect(abs(pcm.frequency(in: range) - 1000) < 20)
     }
+
+    @Test func theSoundStaysWithThePicturesAcrossASourceRestart() throws {
+        // The producer stops and a new one starts on the same socket: the relay reconnects,
+        // its readers stay, and the second source's sound goes on the time line where its
+        // pictures go (nalcast produce's times begin again at 0 each run).
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let sock = dir.appendingPathComponent("p.sock").path
+        let produce = ["produce", "--source", "testsrc", "--flash", "--size", "320x240", "--audio", "tone", "--preset", "ultrafast",
+                       "--duration", "3s", "--listen", "ts:unix:\(sock)"]
+        let first = try Background(Run.nalcast, produce)
+        defer { first.signal(SIGTERM); first.wait() }
+        #expect(first.waitFor("capturing"), "\(first.stderr)")
+        let relay = try Background(Run.nalcast, ["consume", "--from", "ts:unix:\(sock)", "--listen", "ts:tcp://127.0.0.1:0", "--reconnect-timeout", "2s"])
+        defer { relay.signal(SIGTERM); relay.wait() }
+        #expect(relay.waitFor("relaying the input's audio"), "\(relay.stderr)")
+        let out = dir.appendingPathComponent("relayed.ts").path
+        let reader = try Background("ffmpeg", ["-nostdin", "-v", "error", "-i", try Self.tsAddress(relay), "-c", "copy", "-y", out])
+        #expect(first.wait(timeout: 20) == 0)
+        let second = try Background(Run.nalcast, produce)
+        defer { second.signal(SIGTERM); second.wait() }
+        #expect(second.wait(timeout: 20) == 0, "\(second.stderr)")
+        // The relay gives the source up 2 s later and ends its readers' stream.
+        #expect(reader.wait(timeout: 20) == 0, "ffmpeg: \(reader.stderr)")
+        relay.wait()
+        #expect(relay.stderr.components(separatedBy: "opened ts:unix:").count == 3, "\(relay.stderr)")
+        // The same track both times: nothing said, nothing left out for it.
+        #expect(!relay.stderr.contains("audio changed"), "\(relay.stderr)")
+
+        #expect(try Self.codecs(out) == ["h264", "aac"])
+        #expect(try TSListenerTests.decodeErrors(out) == "")
+        // Sound from both sources, in time order: one AAC frame after another but for one
+        // step forward where the first source's sound ended and the second's began.
+        let audio = try Self.audioSteps(out).steps
+        #expect(audio.count > 200 && audio.allSatisfy { $0 > 0 }, "audio PTS steps: \(Set(audio))")
+        #expect(audio.filter { $0 != 1920 }.count <= 1, "audio PTS steps: \(Set(audio))")
+        // Each beep with its flash, the second source's too. One pair may be off where the
+        // two sources meet: the second source's stream starts at its first IDR (sound before
+        // that picture is left out, and counted), which can cut a beep whose flash went
+        // before it; the cut beep then starts at the IDR, next to no flash of its own.
+        let flashes = try AVSyncTests.flashes(out)
+        let offsets = AVSyncTests.offsets(flashes: flashes, beeps: try AVSyncTests.beeps(out))
+        #expect(offsets.count >= 4, "flashes at \(flashes), offsets \(offsets)")
+        #expect(offsets.filter { abs($0) > 20 }.count <= 1, "A/V offsets (ms): \(offsets)")
+    }
 }
