@@ -99,8 +99,9 @@ final class RelayAudio: Sendable {
     private let firstFormat = Mutex<AudioFormat?>(nil)
     private let log: Log
     private let events: EventLog?
-    /// The listeners and the page that get no sound, as shown on the command line.
-    private let videoOnly: [String]
+    /// The listeners and the page that get no sound, as shown on the command line, each with
+    /// why.
+    private let videoOnly: [(name: String, why: String)]
 
     /// Nil when no listener serves MPEG-TS: the input's audio has nowhere to go (one line
     /// says so when the input has sound).
@@ -110,7 +111,8 @@ final class RelayAudio: Sendable {
         self.dropped = dropped
         self.log = log
         self.events = events
-        videoOnly = choice.listeners.filter { $0.format == .annexB }.map(\.description) + (choice.web.map { ["--web \($0)"] } ?? [])
+        videoOnly = choice.listeners.filter { $0.format == .annexB }.map { ($0.description, "raw H.264 carries video only") }
+            + (choice.web.map { [("--web \($0)", "the page plays video only")] } ?? [])
     }
 
     /// The input has this audio track from now.
@@ -129,8 +131,8 @@ final class RelayAudio: Sendable {
         }
         log.line("relaying the input's audio (\(shown)) to the MPEG-TS listeners")
         for place in videoOnly {
-            log.line("\(place): raw H.264 carries video only; the input's audio is served on the ts: listeners only")
-            events?.emit("audio-not-carried", [("sink", place)])
+            log.line("\(place.name): \(place.why); the input's audio is served on the ts: listeners only")
+            events?.emit("audio-not-carried", [("sink", place.name)])
         }
     }
 
