@@ -46,8 +46,8 @@ final class ConsumeRelay {
     /// Tells the server the input was lost (it is being connected again): from any thread,
     /// after the last access unit of that connection was handed on.
     let sourceLost: @Sendable () -> Void
-    /// Where the input's audio goes: nil without an MPEG-TS listener (nothing would carry it).
-    let audio: RelayAudio?
+    /// Where the input's audio goes: the MPEG-TS listeners, when there are some.
+    let audio: RelayAudio
 
     init(loop: EventLoop, choice: ServingChoice, registry: MetricsRegistry, log: Log, events: EventLog?) throws {
         let side = try ServingSide(loop: loop, choice: choice, .relay, registry: registry, events: events,
@@ -65,7 +65,8 @@ final class ConsumeRelay {
         self.dropped = dropped
         self.endStream = { handOff.close { _ = mailbox.send(.captureEnded, pastCapacity: true) } }
         self.sourceLost = { _ = mailbox.send(.sourceLost, pastCapacity: true) }
-        audio = RelayAudio(choice: choice, mailbox: mailbox, dropped: server.metrics.tsAudioDropped, log: log, events: events)
+        audio = RelayAudio(listeners: server.boundListeners, web: side.webServer?.boundEndpoint, mailbox: mailbox,
+                           dropped: server.metrics.tsAudioDropped, log: log, events: events)
     }
 
     func start() { side.start() }
@@ -81,7 +82,7 @@ final class ConsumeRelay {
 
     /// What one intake's thread calls for every access unit and every audio item it
     /// delivers: a new feed per intake, owned by that thread.
-    static func feed(_ handOff: ResyncingHandOff, _ audio: RelayAudio?) -> RelayFeed {
+    static func feed(_ handOff: ResyncingHandOff, _ audio: RelayAudio) -> RelayFeed {
         RelayFeed(handOff: handOff, audio: audio)
     }
 }
@@ -92,10 +93,12 @@ final class ConsumeRelay {
 /// `produce`). The first track declared is said once in the log for the listeners that do
 /// not carry it (Annex-B, `--web`); a later different one (a restarted source with other
 /// audio) is said too: the TS readers keep the track their header declared, and its packets
-/// are left out and counted by the server.
+/// are left out and counted by the server. Without an MPEG-TS listener nothing goes to the
+/// server (as `produce`'s Annex-B listeners, they get no sound): only the log lines.
 final class RelayAudio: Sendable {
     private let mailbox: Mailbox<StreamServer.Message>
-    private let dropped: Counter
+    /// The TS listeners' count of audio left out; nil without a TS listener (nothing carried).
+    private let dropped: Counter?
     private let firstFormat = Mutex<AudioFormat?>(nil)
     private let log: Log
     private let events: EventLog?
@@ -103,49 +106,47 @@ final class RelayAudio: Sendable {
     /// why.
     private let videoOnly: [(name: String, why: String)]
 
-    /// Nil when no listener serves MPEG-TS: the input's audio has nowhere to go (one line
-    /// says so when the input has sound).
-    init?(choice: ServingChoice, mailbox: Mailbox<StreamServer.Message>, dropped: Counter?, log: Log, events: EventLog?) {
-        guard choice.servesTransportStream, let dropped else { return nil }
+    /// `listeners` and `web` as bound (the kernel's port for port 0), for the log lines.
+    init(listeners: [Listening], web: Endpoint?, mailbox: Mailbox<StreamServer.Message>, dropped: Counter?, log: Log, events: EventLog?) {
         self.mailbox = mailbox
-        self.dropped = dropped
+        self.dropped = listeners.contains { $0.format == .mpegTS } ? dropped : nil
         self.log = log
         self.events = events
-        videoOnly = choice.listeners.filter { $0.format == .annexB }.map { ($0.description, "raw H.264 carries video only") }
-            + (choice.web.map { [("--web \($0)", "the page plays video only")] } ?? [])
+        videoOnly = listeners.filter { $0.format == .annexB }.map { ($0.description, "raw H.264 carries video only") }
+            + (web.map { [("--web \($0)", "the page plays video only")] } ?? [])
     }
 
     /// The input has this audio track from now.
     func declare(_ format: AudioFormat) {
-        _ = mailbox.send(.audioFormat(format), pastCapacity: true)
+        if dropped != nil { _ = mailbox.send(.audioFormat(format), pastCapacity: true) }
         let first = firstFormat.withLock { first -> AudioFormat? in
             defer { if first == nil { first = format } }
             return first
         }
         let shown = "\(format.codec.rawValue) \(format.sampleRate) Hz \(format.channels) ch"
         if let first {
-            guard !format.isSameTrack(as: first) else { return }
+            guard dropped != nil, !format.isSameTrack(as: first) else { return }
             log.line("the input's audio changed to \(shown): the MPEG-TS readers keep the track they were given; its packets are left out (counted in nalcast_ts_audio_packets_dropped_total)")
             events?.emit("audio-not-carried", [("sink", "relay"), ("reason", "track changed to \(shown)")])
             return
         }
-        log.line("relaying the input's audio (\(shown)) to the MPEG-TS listeners")
+        if dropped != nil { log.line("relaying the input's audio (\(shown)) to the MPEG-TS listeners") }
+        let elsewhere = dropped != nil ? "served on the ts: listeners only" : "not served (a ts:tcp:// or ts:unix: listener would carry it)"
         for place in videoOnly {
-            log.line("\(place.name): \(place.why); the input's audio is served on the ts: listeners only")
+            log.line("\(place.name): \(place.why); the input's audio is \(elsewhere)")
             events?.emit("audio-not-carried", [("sink", place.name)])
         }
     }
 
     /// One packet, at its time for the readers.
     func send(_ packet: AudioPacket) {
+        guard let dropped else { return }
         if !mailbox.send(.audio(packet)) { dropped.increment() }
     }
 
     /// One packet left out before it reached the server (no time for it yet).
-    func drop() { dropped.increment() }
+    func drop() { dropped?.increment() }
 }
-
-
 
 extension ConsumeSession {
     /// The observers of the intake's access units as one, called in order.
@@ -170,10 +171,10 @@ extension ConsumeSession {
 /// One input thread's end of the relay: times, and hands on.
 final class RelayFeed {
     private let handOff: ResyncingHandOff
-    private let audio: RelayAudio?
+    private let audio: RelayAudio
     private var times = RisingMediaTime()
 
-    init(handOff: ResyncingHandOff, audio: RelayAudio?) {
+    init(handOff: ResyncingHandOff, audio: RelayAudio) {
         self.handOff = handOff
         self.audio = audio
     }
@@ -185,7 +186,7 @@ final class RelayFeed {
     /// The input's audio track and packets (on the same time line as its access units: the
     /// intake places them so), to the MPEG-TS listeners, shifted as the pictures are.
     func takeAudio(_ item: SinkItem) {
-        guard let audio, !handOff.isClosed else { return }
+        guard !handOff.isClosed else { return }
         switch item {
         case .audioFormat(let format):
             audio.declare(format)

@@ -265,7 +265,7 @@ final class ConsumeSession {
         // The relay's end of this intake: made from the (Sendable) hand-off alone, so that it
         // can go to the intake's thread.
         var feed: RelayFeed?
-        if let handOff = relay?.handOff { feed = ConsumeRelay.feed(handOff, relay?.audio) }
+        if let relay { feed = ConsumeRelay.feed(relay.handOff, relay.audio) }
         return StreamIntake(fanout: fanout, metrics: metrics, clock: clock, fallbackFrameRate: config.frameRate.framesPerSecond, maxNALUnitSize: config.maxNAL,
                             observer: ConsumeSession.all(pacing, config.idrSpacingObserver(log: log), feed.map { $0.take }),
                             audioObserver: feed.map { $0.takeAudio }, handsOnEachUnit: pacing != nil)
