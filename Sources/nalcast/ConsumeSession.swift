@@ -262,8 +262,8 @@ final class ConsumeSession {
         if clock == .counted && config.realtime, let ending {
             pacing = RealtimePacing { ending.outcome.withLock { $0 != nil } }.take
         }
-        // The relay's end of this intake: made from the (Sendable) hand-off alone, so that it
-        // can go to the intake's thread.
+        // The relay's end of this intake (its pictures and its sound): made from the
+        // (Sendable) hand-off and audio path alone, so that it can go to the intake's thread.
         var feed: RelayFeed?
         if let relay { feed = ConsumeRelay.feed(relay.handOff, relay.audio) }
         return StreamIntake(fanout: fanout, metrics: metrics, clock: clock, fallbackFrameRate: config.frameRate.framesPerSecond, maxNALUnitSize: config.maxNAL,

@@ -155,6 +155,12 @@ import TestSupport
         let audio = try Self.audioSteps(out).steps
         #expect(audio.count > 200 && audio.allSatisfy { $0 > 0 }, "audio PTS steps: \(Set(audio))")
         #expect(audio.filter { $0 != 1920 }.count <= 1, "audio PTS steps: \(Set(audio))")
+        // The analysis decodes with aresample=async, which fills a gap in the audio's
+        // timestamps with silence only from 100 ms on: a shorter one where the sources meet
+        // moves the later samples that much earlier, so the second source's pairs measure
+        // early by it though their timestamps are in step.
+        let junction = audio.first { $0 != 1920 } ?? 1920
+        let unfilled = junction - 1920 < 9000 ? Double(junction - 1920) / 90 : 0
         // Each beep with its flash, the second source's too. One pair may be off where the
         // two sources meet: the second source's stream starts at its first IDR (sound before
         // that picture is left out, and counted), which can cut a beep whose flash went
@@ -162,6 +168,6 @@ import TestSupport
         let flashes = try AVSyncTests.flashes(out)
         let offsets = AVSyncTests.offsets(flashes: flashes, beeps: try AVSyncTests.beeps(out))
         #expect(offsets.count >= 4, "flashes at \(flashes), offsets \(offsets)")
-        #expect(offsets.filter { abs($0) > 20 }.count <= 1, "A/V offsets (ms): \(offsets)")
+        #expect(offsets.filter { abs($0) > 20 && abs($0 + unfilled) > 20 }.count <= 1, "A/V offsets (ms): \(offsets), unfilled gap \(unfilled) ms")
     }
 }
