@@ -34,6 +34,9 @@ public final class StreamIntake {
 
     /// Sees every access unit that goes to the sinks, on the intake's thread.
     private let observer: ((TimedUnit) -> Void)?
+    /// Sees the audio that goes to the sinks (`.audioFormat` when the track is new or
+    /// changed, then each `.audio` packet), on the intake's thread: the relay's TS listeners.
+    private let audioObserver: ((SinkItem) -> Void)?
     /// Each access unit goes to the sinks as soon as it is delivered, not with the rest of
     /// its chunk: for an observer that paces the input (`--realtime`), so that the sinks get
     /// every access unit when it is due rather than a chunk's worth at a time.
@@ -43,12 +46,13 @@ public final class StreamIntake {
     /// VUI frame rate (consume's `--frame-rate`).
     public init(fanout: SinkFanout, metrics: ConsumerMetrics, clock: MediaClock.Source, fallbackFrameRate: Double = 30,
                 maxNALUnitSize: Int = AnnexBScanner.defaultMaxNALUnitSize, observer: ((TimedUnit) -> Void)? = nil,
-                handsOnEachUnit: Bool = false) {
+                audioObserver: ((SinkItem) -> Void)? = nil, handsOnEachUnit: Bool = false) {
         self.parser = AnnexBParser(maxNALUnitSize: maxNALUnitSize)
         self.clock = MediaClock(source: clock, fallbackFrameRate: fallbackFrameRate)
         self.fanout = fanout
         self.metrics = metrics
         self.observer = observer
+        self.audioObserver = audioObserver
         self.handsOnEachUnit = handsOnEachUnit
     }
 
@@ -109,6 +113,7 @@ public final class StreamIntake {
     public func declare(audio format: AudioFormat) {
         guard format != audioFormat else { return }
         audioFormat = format
+        audioObserver?(.audioFormat(format))
         fanout.push(.audioFormat(format))
     }
 
@@ -128,7 +133,9 @@ public final class StreamIntake {
         }
         lastAudioTime = time
         metrics.audioPackets.increment()
-        fanout.push(.audio(AudioPacket(data: data, mediaTime: time)))
+        let packet = AudioPacket(data: data, mediaTime: time)
+        audioObserver?(.audio(packet))
+        fanout.push(.audio(packet))
     }
 
     /// The VUI frame rate of the last SPS an access unit carried (parsed only then).

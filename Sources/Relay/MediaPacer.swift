@@ -78,4 +78,14 @@ public struct RisingMediaTime: Sendable {
         last = t
         return UInt64(max(0, t))
     }
+
+    /// The 90 kHz time readers get for audio at media time `time`: shifted as the access
+    /// units around it are (the shift of the last one placed), so that sound stays with its
+    /// pictures across a source's restart; nil before any access unit was placed, or when
+    /// the shift puts it before the time line's start.
+    public func audioPts90k(for time: MediaTime) -> UInt64? {
+        guard last != nil else { return nil }
+        let t = time.ticks &+ offset
+        return t < 0 ? nil : UInt64(t)
+    }
 }

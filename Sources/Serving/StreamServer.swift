@@ -36,6 +36,11 @@ public final class StreamServer {
         /// An encoded audio packet on the video's media time line: the TS readers get it with
         /// the next access unit (Annex-B readers and viewers never do).
         case audio(AudioPacket)
+        /// The audio track of the `.audio` packets from here on, for a server made before it
+        /// was known (a relay learns it when its input opens): the TS listeners declare it
+        /// when no access unit was muxed yet, else carry it only when it is the one they
+        /// declared (other packets are left out and counted in `tsAudioDropped`).
+        case audioFormat(AudioFormat)
     }
 
     /// Something worth a line in `--events`.
@@ -210,6 +215,8 @@ public final class StreamServer {
             case .audio(let packet):
                 guard !draining else { continue }
                 transportStream?.add(packet)
+            case .audioFormat(let format):
+                transportStream?.declare(audio: format)
             case .captureEnded:
                 beginDrain()
             case .sourceLost:

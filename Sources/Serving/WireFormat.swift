@@ -42,7 +42,12 @@ public struct Listening: Sendable, Hashable, CustomStringConvertible {
 /// the audio packets that arrived since the previous one) into a `TransportStreamUnit` that
 /// travels with it through the `Broadcaster`. Loop-owned, as the stream server.
 final class TransportStreamPackaging {
-    private let muxer: TSStreamMuxer
+    private var muxer: TSStreamMuxer
+    /// The audio track the muxer declares (nil: video only).
+    private var audioFormat: AudioFormat?
+    /// False once a track other than `audioFormat` was declared after the header went out:
+    /// its packets are left out and counted until the declared track is the muxer's again.
+    private var carriesDeclaredAudio = true
     /// Audio packets since the last access unit, in arrival order.
     private var pendingAudio: [AudioPacket] = []
     /// Audio held while no access unit comes (before the first, or a stalled capture): about
@@ -58,11 +63,40 @@ final class TransportStreamPackaging {
 
     init(audio: AudioFormat?, droppedAudio: Counter, droppedUnits: Counter) throws(MuxError) {
         muxer = try TSStreamMuxer(audio: audio)
+        audioFormat = audio
         self.droppedAudio = droppedAudio
         self.droppedUnits = droppedUnits
     }
 
+    /// The audio track the input has from now (a relay learns it when its input opens,
+    /// after the server was made). Before the header went out (no access unit muxed yet) the
+    /// muxer is made again with it; after, the header's track stays (a reader's player cannot
+    /// change tracks mid-stream): packets of another track are left out and counted. Returns
+    /// whether this track is carried.
+    @discardableResult
+    func declare(audio format: AudioFormat) -> Bool {
+        if let audioFormat, format.isSameTrack(as: audioFormat) {
+            carriesDeclaredAudio = true
+        } else if !muxer.headerWritten, let remade = try? TSStreamMuxer(audio: format) {
+            muxer = remade
+            countedAudioDrops = 0
+            countedUnitDrops = 0
+            audioFormat = format
+            // Packets of the track before (none in a relay: its input sends none before a picture).
+            droppedAudio.increment(by: UInt64(pendingAudio.count))
+            pendingAudio.removeAll()
+            carriesDeclaredAudio = true
+        } else {
+            carriesDeclaredAudio = false
+        }
+        return carriesDeclaredAudio
+    }
+
     func add(_ packet: AudioPacket) {
+        guard carriesDeclaredAudio else {
+            droppedAudio.increment()
+            return
+        }
         if pendingAudio.count >= maxPendingAudio {
             pendingAudio.removeFirst()
             droppedAudio.increment()
@@ -99,5 +133,15 @@ final class TransportStreamPackaging {
             droppedUnits.increment(by: UInt64(muxer.droppedAccessUnits - countedUnitDrops))
             countedUnitDrops = muxer.droppedAccessUnits
         }
+    }
+}
+
+extension AudioFormat {
+    /// True when packets of `other` decode as this track's: the same codec, rate, channels
+    /// and packet length. The bit rate is not part of it (a container states its own
+    /// estimate, which differs at each opening of the same source), nor is the
+    /// AudioSpecificConfig, which those four make for AAC-LC.
+    public func isSameTrack(as other: AudioFormat) -> Bool {
+        codec == other.codec && sampleRate == other.sampleRate && channels == other.channels && samplesPerPacket == other.samplesPerPacket
     }
 }

@@ -6,6 +6,7 @@ import H264
 import Output
 import Relay
 import Serving
+import Synchronization
 
 /// `consume --listen ADDR` / `--web ADDR`: serves what consume reads to many readers, through
 /// the same `ServingSide` (`StreamServer`, the browser page) as `produce`, with the same
@@ -21,6 +22,13 @@ import Serving
 ///
 /// A file is read at the pace of its media time (`RealtimePacing`, `--realtime`, on by
 /// default when serving a file): read as fast as the disk goes, readers would only skip.
+///
+/// The input's AAC (a demuxed source: `ts:tcp://`, a container file, RTSP, RTMP, SRT) goes to
+/// the MPEG-TS listeners beside the video (`RelayAudio`): its track is declared to the server
+/// when the input opens, each packet goes to the mailbox on the access units' time line (the
+/// shift `RisingMediaTime` gave the pictures around it, so a source's restart moves both
+/// alike), and the server muxes it with the next access unit as `produce`'s TS listeners do.
+/// Annex-B listeners and `--web` viewers get the video only (one log line says so).
 ///
 /// When the run ends (end of input, a signal, the input given up), `endStream` closes the
 /// hand-off and tells the server: readers get what is queued and an end-of-stream NAL unit
@@ -38,6 +46,8 @@ final class ConsumeRelay {
     /// Tells the server the input was lost (it is being connected again): from any thread,
     /// after the last access unit of that connection was handed on.
     let sourceLost: @Sendable () -> Void
+    /// Where the input's audio goes: the MPEG-TS listeners, when there are some.
+    let audio: RelayAudio
 
     init(loop: EventLoop, choice: ServingChoice, registry: MetricsRegistry, log: Log, events: EventLog?) throws {
         let side = try ServingSide(loop: loop, choice: choice, .relay, registry: registry, events: events,
@@ -55,6 +65,8 @@ final class ConsumeRelay {
         self.dropped = dropped
         self.endStream = { handOff.close { _ = mailbox.send(.captureEnded, pastCapacity: true) } }
         self.sourceLost = { _ = mailbox.send(.sourceLost, pastCapacity: true) }
+        audio = RelayAudio(listeners: server.boundListeners, web: side.webServer?.boundEndpoint, mailbox: mailbox,
+                           dropped: server.metrics.tsAudioDropped, log: log, events: events)
     }
 
     func start() { side.start() }
@@ -68,11 +80,72 @@ final class ConsumeRelay {
     /// After the loop: the page's HTTP server closes (the stream server closed its readers).
     func close() { side.webServer?.close() }
 
-    /// What one intake's thread calls for every access unit it delivers: a new feed per
-    /// intake, owned by that thread.
-    static func observer(_ handOff: ResyncingHandOff) -> (TimedUnit) -> Void {
-        RelayFeed(handOff: handOff).take
+    /// What one intake's thread calls for every access unit and every audio item it
+    /// delivers: a new feed per intake, owned by that thread.
+    static func feed(_ handOff: ResyncingHandOff, _ audio: RelayAudio) -> RelayFeed {
+        RelayFeed(handOff: handOff, audio: audio)
     }
+}
+
+/// The relay's audio path to its MPEG-TS listeners, safe from any input thread: the track
+/// goes to the server's mailbox past its bound (it must not be lost), each packet within it
+/// (a full mailbox refuses it: counted in `nalcast_ts_audio_packets_dropped_total`, as for
+/// `produce`). The first track declared is said once in the log for the listeners that do
+/// not carry it (Annex-B, `--web`); a later different one (a restarted source with other
+/// audio) is said too: the TS readers keep the track their header declared, and its packets
+/// are left out and counted by the server. Without an MPEG-TS listener nothing goes to the
+/// server (as `produce`'s Annex-B listeners, they get no sound): only the log lines.
+final class RelayAudio: Sendable {
+    private let mailbox: Mailbox<StreamServer.Message>
+    /// The TS listeners' count of audio left out; nil without a TS listener (nothing carried).
+    private let dropped: Counter?
+    private let firstFormat = Mutex<AudioFormat?>(nil)
+    private let log: Log
+    private let events: EventLog?
+    /// The listeners and the page that get no sound, as shown on the command line, each with
+    /// why.
+    private let videoOnly: [(name: String, why: String)]
+
+    /// `listeners` and `web` as bound (the kernel's port for port 0), for the log lines.
+    init(listeners: [Listening], web: Endpoint?, mailbox: Mailbox<StreamServer.Message>, dropped: Counter?, log: Log, events: EventLog?) {
+        self.mailbox = mailbox
+        self.dropped = listeners.contains { $0.format == .mpegTS } ? dropped : nil
+        self.log = log
+        self.events = events
+        videoOnly = listeners.filter { $0.format == .annexB }.map { ($0.description, "raw H.264 carries video only") }
+            + (web.map { [("--web \($0)", "the page plays video only")] } ?? [])
+    }
+
+    /// The input has this audio track from now.
+    func declare(_ format: AudioFormat) {
+        if dropped != nil { _ = mailbox.send(.audioFormat(format), pastCapacity: true) }
+        let first = firstFormat.withLock { first -> AudioFormat? in
+            defer { if first == nil { first = format } }
+            return first
+        }
+        let shown = "\(format.codec.rawValue) \(format.sampleRate) Hz \(format.channels) ch"
+        if let first {
+            guard dropped != nil, !format.isSameTrack(as: first) else { return }
+            log.line("the input's audio changed to \(shown): the MPEG-TS readers keep the track they were given; its packets are left out (counted in nalcast_ts_audio_packets_dropped_total)")
+            events?.emit("audio-not-carried", [("sink", "relay"), ("reason", "track changed to \(shown)")])
+            return
+        }
+        if dropped != nil { log.line("relaying the input's audio (\(shown)) to the MPEG-TS listeners") }
+        let elsewhere = dropped != nil ? "served on the ts: listeners only" : "not served (a ts:tcp:// or ts:unix: listener would carry it)"
+        for place in videoOnly {
+            log.line("\(place.name): \(place.why); the input's audio is \(elsewhere)")
+            events?.emit("audio-not-carried", [("sink", place.name)])
+        }
+    }
+
+    /// One packet, at its time for the readers.
+    func send(_ packet: AudioPacket) {
+        guard let dropped else { return }
+        if !mailbox.send(.audio(packet)) { dropped.increment() }
+    }
+
+    /// One packet left out before it reached the server (no time for it yet).
+    func drop() { dropped?.increment() }
 }
 
 extension ConsumeSession {
@@ -98,14 +171,31 @@ extension ConsumeSession {
 /// One input thread's end of the relay: times, and hands on.
 final class RelayFeed {
     private let handOff: ResyncingHandOff
+    private let audio: RelayAudio
     private var times = RisingMediaTime()
 
-    init(handOff: ResyncingHandOff) {
+    init(handOff: ResyncingHandOff, audio: RelayAudio) {
         self.handOff = handOff
+        self.audio = audio
     }
 
     func take(_ received: TimedUnit) {
         handOff.hand(RelayFeed.withoutStreamEnd(received.unit), pts90k: times.pts90k(for: received.mediaTime))
+    }
+
+    /// The input's audio track and packets (on the same time line as its access units: the
+    /// intake places them so), to the MPEG-TS listeners, shifted as the pictures are.
+    func takeAudio(_ item: SinkItem) {
+        guard !handOff.isClosed else { return }
+        switch item {
+        case .audioFormat(let format):
+            audio.declare(format)
+        case .audio(let packet):
+            guard let pts = times.audioPts90k(for: packet.mediaTime) else { return audio.drop() }
+            audio.send(AudioPacket(data: packet.data, mediaTime: MediaTime(ticks: Int64(pts)), captureTimeNs: packet.captureTimeNs))
+        case .unit, .discontinuity, .gap:
+            return
+        }
     }
 
     /// The access unit without a trailing end-of-stream or end-of-sequence NAL unit: the

@@ -262,12 +262,13 @@ final class ConsumeSession {
         if clock == .counted && config.realtime, let ending {
             pacing = RealtimePacing { ending.outcome.withLock { $0 != nil } }.take
         }
-        // The relay's end of this intake: made from the (Sendable) hand-off alone, so that it
-        // can go to the intake's thread.
-        var relayObserver: ((TimedUnit) -> Void)?
-        if let handOff = relay?.handOff { relayObserver = ConsumeRelay.observer(handOff) }
+        // The relay's end of this intake (its pictures and its sound): made from the
+        // (Sendable) hand-off and audio path alone, so that it can go to the intake's thread.
+        var feed: RelayFeed?
+        if let relay { feed = ConsumeRelay.feed(relay.handOff, relay.audio) }
         return StreamIntake(fanout: fanout, metrics: metrics, clock: clock, fallbackFrameRate: config.frameRate.framesPerSecond, maxNALUnitSize: config.maxNAL,
-                            observer: ConsumeSession.all(pacing, config.idrSpacingObserver(log: log), relayObserver), handsOnEachUnit: pacing != nil)
+                            observer: ConsumeSession.all(pacing, config.idrSpacingObserver(log: log), feed.map { $0.take }),
+                            audioObserver: feed.map { $0.takeAudio }, handsOnEachUnit: pacing != nil)
     }
 
     /// `--from tcp://…|unix:…`: the client on the loop, reconnecting until
