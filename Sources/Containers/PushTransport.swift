@@ -32,7 +32,7 @@ public final class PushTransport: ForwardTransport {
     /// each stream's time 0 as the moment its first packet went out), not by the timestamps
     /// alone, and audio is ready after the picture of its instant: encoded about 150 ms
     /// later, or several frames to a PES packet from an MPEG-TS source. Sent as soon as
-    /// each was ready, a recording had its sound 150 to 250 ms late.
+    /// each was ready, a recording had its sound 150 to 260 ms late.
     private var waitsForAudio = false
     private var held: [PacketTimer.Packet] = []
     /// At most this many pictures wait for the audio (3 s at 30 fps): a sound source that

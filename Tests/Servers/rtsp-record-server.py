@@ -10,8 +10,10 @@ or at once, each written to a file of its own, PREFIX + "NN.h264" (NN = 01, 02..
 order they are announced): the H.264 as received, in Annex B byte-stream form, written
 unbuffered so that a kill loses nothing already received.
 
-With --audio a publish is H.264 and AAC (the ANNOUNCE's SDP lists the video first, then
-the AAC as MPEG4-GENERIC, as FFmpeg's RTSP muxer announces them), and both go into one
+With --audio a publish is H.264 and AAC, as FFmpeg's RTSP muxer (nalcast's push) announces
+them: "m=video 0 RTP/AVP 96", H264/90000, packetization-mode=1, then "m=audio 0 RTP/AVP 97",
+MPEG4-GENERIC/48000/2, mode=AAC-hbr;sizelength=13;indexlength=3;indexdeltalength=3 and the
+AudioSpecificConfig in config=. Both go into one
 MPEG-TS file, PREFIX + "NN.ts", with the times RTP and RTCP gave them (the two tracks
 put on one clock by their sender reports), again unbuffered. One line per event on stderr:
 "listening on rtsp://...", "publish N started: FILE", "publish N ended". Exits on SIGTERM
