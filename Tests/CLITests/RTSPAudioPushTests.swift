@@ -63,7 +63,8 @@ import TestSupport
         #expect(try AudioCarryTests.codecs(recording.path) == ["h264", "aac"], "\(server.log)")
         // RTP over TCP loses nothing; GStreamer may miss the last pictures at the teardown.
         let frames = try AudioCarryTests.packets(recording.path, "v").count
-        #expect(frames >= 145 && frames <= 150, "\(frames) of 150 pictures")
+        #expect(frames >= 145 && frames <= 150, "\(frames) of 150 pictures\n\(r.stderr)\n\(server.log)")
+        #expect(server.recordings.count == 1, "\(server.recordings)")
         let sound = try Self.checkAudioRun(recording, "produce")
         // Each beep is the 1 kHz tone (measured from 10 to 90 ms into it).
         let beeps = sound.onsets(threshold: 0.05)
@@ -101,7 +102,8 @@ import TestSupport
         }
         #expect(try AudioCarryTests.codecs(recording.path) == ["h264", "aac"], "\(server.log)")
         let frames = try AudioCarryTests.packets(recording.path, "v").count
-        #expect(frames >= 145 && frames <= 150, "\(frames) of 150 pictures")
+        #expect(frames >= 145 && frames <= 150, "\(frames) of 150 pictures\n\(r.stderr)\n\(server.log)")
+        #expect(server.recordings.count == 1, "\(server.recordings)")
         let audio = try AudioCarryTests.packets(recording.path, "a")
         // All the source's sound from the first picture on, less what a teardown may cut.
         #expect(audio.count >= sourceAudio.count - 8 && audio.count <= sourceAudio.count, "\(audio.count) audio packets of \(sourceAudio.count)")
