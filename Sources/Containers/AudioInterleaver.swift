@@ -27,6 +27,12 @@ struct AudioInterleaver {
         pending.append((packet.data, packet.mediaTime.ticks &+ offset, format.packetDuration.ticks))
     }
 
+    /// True when a waiting packet holds the sound of container time `time` or later.
+    func reaches(_ time: Int64) -> Bool {
+        guard head < pending.count, let last = pending.last else { return false }
+        return last.pts + last.duration > time
+    }
+
     /// Writes the waiting packets up to container time `time` (all when nil), at most `count`.
     mutating func write(upTo time: Int64?, count: Int = .max, muxer: Muxer) throws(MuxError) {
         var n = 0

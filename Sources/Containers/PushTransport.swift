@@ -26,6 +26,18 @@ public final class PushTransport: ForwardTransport {
     private var muxer: Muxer?
     private var audioFormat: AudioFormat?
     private var audio = AudioInterleaver()
+    /// An RTSP push with sound sends each picture when the audio of its instant is there,
+    /// so that the two tracks leave (and reach the server) in step. RTP receivers time what
+    /// comes by when it arrives (GStreamer's jitter buffer; FFmpeg's RTP muxer also reports
+    /// each stream's time 0 as the moment its first packet went out), not by the timestamps
+    /// alone, and audio is ready after the picture of its instant: encoded about 150 ms
+    /// later, or several frames to a PES packet from an MPEG-TS source. Sent as soon as
+    /// each was ready, a recording had its sound 150 to 260 ms late.
+    private var waitsForAudio = false
+    private var held: [PacketTimer.Packet] = []
+    /// At most this many pictures wait for the audio (3 s at 30 fps): a sound source that
+    /// sends nothing does not hold the video back longer.
+    static let maxHeld = 90
     private let interrupt: UnsafeMutablePointer<CAVFormat_interrupt>
 
     public init(_ push: PushTarget, fallbackFrameRate: Double? = nil, countedClock: Bool = false, connectTimeout: Double = 5, sendTimeout: Double = 5) {
@@ -56,6 +68,8 @@ public final class PushTransport: ForwardTransport {
             opened.audio = audioFormat
             try opened.writeHeader(entry: first, fallbackFrameRate: fallbackFrameRate)
             muxer = opened
+            waitsForAudio = push.kind == .rtsp && opened.hasAudioTrack
+            held.removeAll()
         } catch {
             throw ForwardError(error.message)
         }
@@ -67,12 +81,36 @@ public final class PushTransport: ForwardTransport {
         do {
             arm(sendTimeout)
             try timer.take(finishing: false) { (packet) throws(MuxError) in
-                try audio.write(upTo: packet.dts, muxer: muxer)
-                try muxer.write(packet.nalUnits, pts: packet.pts, dts: packet.dts, duration: packet.duration, keyframe: packet.keyframe)
+                if waitsForAudio {
+                    held.append(packet)
+                    try release(muxer)
+                } else {
+                    try write(packet, muxer)
+                }
             }
         } catch {
             throw ForwardError(error.message)
         }
+    }
+
+    /// The audio up to the picture's decode time (and `lead` past it), then the picture.
+    private func write(_ packet: PacketTimer.Packet, _ muxer: Muxer, lead: Int64 = 0) throws(MuxError) {
+        try audio.write(upTo: packet.dts + lead, muxer: muxer)
+        try muxer.write(packet.nalUnits, pts: packet.pts, dts: packet.dts, duration: packet.duration, keyframe: packet.keyframe)
+    }
+
+    /// Writes the pictures held (`waitsForAudio`) whose audio is there, each after the audio
+    /// before it; all of them when `all` (the end), the oldest past `maxHeld`.
+    private func release(_ muxer: Muxer, all: Bool = false) throws(MuxError) {
+        var n = 0
+        // FFmpeg's AAC packetizer sends a frame when it is given the next one: a picture goes
+        // with the audio a frame past its instant, so that its own audio is out with it.
+        let lead = audioFormat?.packetDuration.ticks ?? 0
+        while n < held.count && (all || held.count - n > Self.maxHeld || audio.reaches(held[n].pts + lead)) {
+            try write(held[n], muxer, lead: lead + max(0, held[n].pts - held[n].dts))
+            n += 1
+        }
+        held.removeFirst(n)
     }
 
     public func flush() throws(ForwardError) -> Int {
@@ -98,10 +136,8 @@ public final class PushTransport: ForwardTransport {
             do {
                 arm(sendTimeout)
                 let muxer = self.muxer!
-                try timer.take(finishing: true) { (packet) throws(MuxError) in
-                    try audio.write(upTo: packet.dts, muxer: muxer)
-                    try muxer.write(packet.nalUnits, pts: packet.pts, dts: packet.dts, duration: packet.duration, keyframe: packet.keyframe)
-                }
+                try release(muxer, all: true)
+                try timer.take(finishing: true) { (packet) throws(MuxError) in try write(packet, muxer) }
                 try audio.write(upTo: nil, muxer: muxer)
                 try muxer.finish()
             } catch {
@@ -112,6 +148,7 @@ public final class PushTransport: ForwardTransport {
         // after a failure.
         arm(finishing && failure == nil ? sendTimeout : 0.5)
         audio.discard()
+        held.removeAll()
         muxer = nil
         interrupt.pointee.deadline_ns = 0
         if let failure { throw failure }
@@ -132,6 +169,7 @@ public final class PushTransport: ForwardTransport {
         do {
             arm(sendTimeout)
             try audio.add(packet, format: audioFormat, offset: timer.mediaToContainer, muxer: muxer)
+            if !held.isEmpty { try release(muxer) }
         } catch {
             throw ForwardError(error.message)
         }

@@ -74,8 +74,8 @@ import TestSupport
             #expect(abs(f - 1000) < 20, "a beep at \(f) Hz")
         }
         // Each beep with its flash, as the producer's own TS readers get them.
-        let flashes = try AVSyncTests.flashes(out)
-        let offsets = AVSyncTests.offsets(flashes: flashes, beeps: try AVSyncTests.beeps(out))
+        let flashes = try AVSyncAnalysis.flashes(out)
+        let offsets = AVSyncAnalysis.offsets(flashes: flashes, beeps: try AVSyncAnalysis.beeps(out))
         #expect(offsets.count >= 4, "flashes at \(flashes), offsets \(offsets)")
         #expect(offsets.allSatisfy { abs($0) <= 20 }, "A/V offsets (ms): \(offsets)")
 
@@ -165,8 +165,8 @@ import TestSupport
         // two sources meet: the second source's stream starts at its first IDR (sound before
         // that picture is left out, and counted), which can cut a beep whose flash went
         // before it; the cut beep then starts at the IDR, next to no flash of its own.
-        let flashes = try AVSyncTests.flashes(out)
-        let offsets = AVSyncTests.offsets(flashes: flashes, beeps: try AVSyncTests.beeps(out))
+        let flashes = try AVSyncAnalysis.flashes(out)
+        let offsets = AVSyncAnalysis.offsets(flashes: flashes, beeps: try AVSyncAnalysis.beeps(out))
         #expect(offsets.count >= 4, "flashes at \(flashes), offsets \(offsets)")
         #expect(offsets.filter { abs($0) > 20 && abs($0 + unfilled) > 20 }.count <= 1, "A/V offsets (ms): \(offsets), unfilled gap \(unfilled) ms")
     }

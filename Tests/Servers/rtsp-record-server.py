@@ -3,12 +3,19 @@
 interleaved on the RTSP connection), for nalcast's tests: GStreamer's RTSP server
 (gir1.2-gst-rtsp-server-1.0, python3-gi), run with Debian's /usr/bin/python3.
 
-usage: rtsp-record-server.py PORT PATH PREFIX
+usage: rtsp-record-server.py PORT PATH PREFIX [--audio]
 
 Listens on 127.0.0.1:PORT and takes publishes to PATH (such as /live), one after another
 or at once, each written to a file of its own, PREFIX + "NN.h264" (NN = 01, 02... in the
 order they are announced): the H.264 as received, in Annex B byte-stream form, written
-unbuffered so that a kill loses nothing already received. One line per event on stderr:
+unbuffered so that a kill loses nothing already received.
+
+With --audio a publish is H.264 and AAC, as FFmpeg's RTSP muxer (nalcast's push) announces
+them: "m=video 0 RTP/AVP 96", H264/90000, packetization-mode=1, then "m=audio 0 RTP/AVP 97",
+MPEG4-GENERIC/48000/2, mode=AAC-hbr;sizelength=13;indexlength=3;indexdeltalength=3 and the
+AudioSpecificConfig in config=. Both go into one
+MPEG-TS file, PREFIX + "NN.ts", with the times RTP and RTCP gave them (the two tracks
+put on one clock by their sender reports), again unbuffered. One line per event on stderr:
 "listening on rtsp://...", "publish N started: FILE", "publish N ended". Exits on SIGTERM
 or SIGINT.
 """
@@ -30,12 +37,24 @@ PIPELINE = (
     "! filesink name=sink sync=false async=false buffer-mode=unbuffered )"
 )
 
+# The same video, and depay1 for the AAC stream: rtpmp4gdepay takes RFC 3640's
+# MPEG4-GENERIC (mode AAC-hbr, what FFmpeg sends), aacparse frames it for mpegtsmux (which
+# writes each frame with an ADTS header). Queues keep one track from stalling the other.
+AUDIO_PIPELINE = (
+    "( mpegtsmux name=mux ! filesink name=sink sync=false async=false buffer-mode=unbuffered "
+    "rtph264depay name=depay0 ! h264parse config-interval=-1 "
+    "! video/x-h264,stream-format=byte-stream,alignment=au ! queue ! mux. "
+    "rtpmp4gdepay name=depay1 ! aacparse ! queue ! mux. )"
+)
+
 
 def main():
-    if len(sys.argv) != 4:
+    audio = sys.argv[4:] == ["--audio"]
+    if len(sys.argv) != 4 and not audio:
         log(__doc__)
         return 64
     port, path, prefix = sys.argv[1], sys.argv[2], sys.argv[3]
+    extension = "ts" if audio else "h264"
     Gst.init(None)
 
     server = GstRtspServer.RTSPServer()
@@ -45,7 +64,7 @@ def main():
     factory = GstRtspServer.RTSPMediaFactory()
     factory.set_transport_mode(GstRtspServer.RTSPTransportMode.RECORD)
     factory.set_protocols(GstRtsp.RTSPLowerTrans.TCP)
-    factory.set_launch(PIPELINE)
+    factory.set_launch(AUDIO_PIPELINE if audio else PIPELINE)
     factory.set_latency(200)
 
     publishes = [0]
@@ -53,7 +72,7 @@ def main():
     def constructed(_factory, media):
         publishes[0] += 1
         number = publishes[0]
-        name = "%s%02d.h264" % (prefix, number)
+        name = "%s%02d.%s" % (prefix, number, extension)
         media.get_element().get_by_name("sink").set_property("location", name)
         log("publish %d started: %s" % (number, name))
         media.connect("unprepared", lambda _media: log("publish %d ended" % number))

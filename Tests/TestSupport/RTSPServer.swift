@@ -12,6 +12,9 @@ import Foundation
 /// - `.ffmpeg`: FFmpeg's `-rtsp_flags listen`, a one-shot server: it takes a single publish and
 ///   exits when that ends; `start()` again for the next.
 ///
+/// With `audio` (GStreamer only) a publish is H.264 and AAC, both recorded into one MPEG-TS
+/// file (`.ts`) with the times RTP and RTCP gave them.
+///
 /// `kill()` and `start()` (or `restart()`) take it down and up on the same port.
 public final class RTSPServer {
     public enum Backend: String, Sendable { case gstreamer, ffmpeg }
@@ -22,6 +25,8 @@ public final class RTSPServer {
     public let path: String
     public let directory: URL
     public let process: ServerProcess
+    /// Takes video and AAC and records MPEG-TS (GStreamer only).
+    public let audio: Bool
     private var runs = 0
 
     /// `Tests/Servers/rtsp-record-server.py`.
@@ -29,8 +34,10 @@ public final class RTSPServer {
         .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Servers/rtsp-record-server.py")
 
     /// Starts the server on `port` (a free one by default) and waits until it listens.
-    public init(backend: Backend = .gstreamer, port: UInt16? = nil, path: String = "/live") throws {
+    public init(backend: Backend = .gstreamer, port: UInt16? = nil, path: String = "/live", audio: Bool = false) throws {
+        precondition(!audio || backend == .gstreamer, "only GStreamer's server records sound")
         self.backend = backend
+        self.audio = audio
         directory = try MediaServerDirectory.make("rtsp")
         self.port = try port ?? FreePort.tcp()
         self.path = path.hasPrefix("/") ? path : "/" + path
@@ -47,13 +54,14 @@ public final class RTSPServer {
     public var url: String { "rtsp://127.0.0.1:\(port)\(path)" }
 
     /// Starts the server (again) and waits until it listens. Each run names its files apart:
-    /// `runNN-publishMM.h264`.
+    /// `runNN-publishMM.h264` (`.ts` with `audio`).
     public func start(timeout: Double = 30) throws {
         runs += 1
         let prefix = directory.appendingPathComponent(String(format: "run%02d-publish", runs)).path
         switch backend {
         case .gstreamer:
-            try process.start("/usr/bin/python3", [Self.script.path, String(port), path, prefix], directory: directory)
+            try process.start("/usr/bin/python3", [Self.script.path, String(port), path, prefix] + (audio ? ["--audio"] : []),
+                              directory: directory)
         case .ffmpeg:
             // dump_extra: the SPS and PPS came in the ANNOUNCE's SDP, not in the stream (FFmpeg's
             // encoders put them there for RTSP); the raw H.264 file needs them in front of its IDRs.
@@ -79,7 +87,7 @@ public final class RTSPServer {
     /// The files publishes went to, in order (every run so far).
     public var recordings: [URL] {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
-        return names.filter { $0.hasPrefix("run") && $0.hasSuffix(".h264") }.sorted()
+        return names.filter { $0.hasPrefix("run") && $0.hasSuffix(audio ? ".ts" : ".h264") }.sorted()
             .map { directory.appendingPathComponent($0) }
     }
 
