@@ -1,6 +1,23 @@
 @testable import Audio
 import Testing
 
+/// What libswresample does with `swr_set_compensation(delta, distance)`: `delta` samples
+/// added (or dropped) spread over the next `distance` input samples.
+struct Compensation {
+    var delta = 0.0
+    var left = 0.0
+
+    /// The samples `frames` input samples become.
+    mutating func resample(_ frames: Double) -> Double {
+        guard left > 0 else { return frames }
+        let step = min(frames, left)
+        let share = delta * step / left
+        delta -= share
+        left -= step
+        return frames + share
+    }
+}
+
 /// The drift correction against simulated sound cards: the written samples are what a card
 /// delivers, resampled as the corrector asked; the measure is where the system clock says
 /// they end, with the jitter of a real read.
@@ -10,21 +27,13 @@ import Testing
         // Model: the card's samples arrive `ppm` slower than the system clock.
         var corrector = DriftCorrector(rate: 48_000)
         var written = 0.0
-        var pending: (delta: Double, left: Double) = (0, 0)
+        var pending = Compensation()
         var worst = 0.0
         for i in 1...60_000 {  // 10 minutes of 10 ms reads
-            var frames = 480.0 * (1 - ppm / 1e6)
-            if pending.left > 0 {
-                let step = min(frames, pending.left)
-                let share = pending.delta * step / pending.left
-                frames += share
-                pending.delta -= share
-                pending.left -= step
-            }
-            written += frames
+            written += pending.resample(480.0 * (1 - ppm / 1e6))
             let measured = Double(i) * 480 + Double((i * 7919) % 97 - 48)  // ±1 ms of read jitter
             switch corrector.observe(measured: measured, written: written, frames: 480) {
-            case .compensate(let delta, let distance): pending = (Double(delta), Double(distance))
+            case .compensate(let delta, let distance): pending = Compensation(delta: Double(delta), left: Double(distance))
             case .jump(let samples): written += Double(samples)
             case .none: break
             }
@@ -53,22 +62,14 @@ import Testing
         var corrector = DriftCorrector(rate: 48_000)
         var written = 0.0
         var decisions: [DriftCorrector.Decision] = []
-        var pending: (delta: Double, left: Double) = (0, 0)  // resampling asked, not yet done
+        var pending = Compensation()
         for i in 1...reads {
-            var frames = 480.0
-            if pending.left > 0 {
-                let step = min(frames, pending.left)
-                let share = pending.delta * step / pending.left
-                frames += share
-                pending.delta -= share
-                pending.left -= step
-            }
-            written += frames
+            written += pending.resample(480)
             let measured = Double(i) * 480 + (i > 100 ? step : 0) + lateBy(i) * 48
             let decision = corrector.observe(measured: measured, written: written, frames: 480)
             switch decision {
             case .jump(let n): written += Double(n)
-            case .compensate(let delta, let distance): pending = (Double(delta), Double(distance))
+            case .compensate(let delta, let distance): pending = Compensation(delta: Double(delta), left: Double(distance))
             case .none: break
             }
             if decision != .none { decisions.append(decision) }

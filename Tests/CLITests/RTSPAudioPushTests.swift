@@ -50,23 +50,30 @@ import TestSupport
     /// each track was ready, without the push's wait for the audio, it was 150 to 260 ms late.
     static let tolerance = 100.0
 
-    @Test func produceWithToneIsRecordedWithItsSoundInStep() throws {
-        let server = try RTSPServer(audio: true)
-        let r = try Run.nalcast(["produce", "--source", "testsrc", "--flash", "--size", "320x240", "--fps", "30", "--frames", "150",
-                                 "--preset", "ultrafast", "--audio", "tone", "--forward", server.url], timeout: 60)
+    /// The one recording of a push of 150 pictures, once the server has seen it end, with
+    /// both tracks and the pictures sent: RTP over TCP loses nothing, but GStreamer's
+    /// recording misses what its jitter buffer holds at the teardown (200 ms), the last
+    /// pictures, sent with their audio at the end.
+    static func recording(_ server: RTSPServer, _ r: Run.Result) throws -> URL? {
         #expect(r.status == 0, "\(r.stderr)")
         #expect(server.waitForPublishEnd(timeout: 30), "\(server.log)")
         server.stop()
         guard let recording = server.recordings.last else {
             Issue.record("no recording\n\(server.log)")
-            return
+            return nil
         }
+        #expect(server.recordings.count == 1, "\(server.recordings)")
         #expect(try AudioCarryTests.codecs(recording.path) == ["h264", "aac"], "\(server.log)")
-        // RTP over TCP loses nothing, but GStreamer's recording misses what its jitter buffer
-        // holds at the teardown (200 ms), the last pictures, sent with their audio at the end.
         let frames = try AudioCarryTests.packets(recording.path, "v").count
         #expect(frames >= 140 && frames <= 150, "\(frames) of 150 pictures\n\(r.stderr)\n\(server.log)")
-        #expect(server.recordings.count == 1, "\(server.recordings)")
+        return recording
+    }
+
+    @Test func produceWithToneIsRecordedWithItsSoundInStep() throws {
+        let server = try RTSPServer(audio: true)
+        let r = try Run.nalcast(["produce", "--source", "testsrc", "--flash", "--size", "320x240", "--fps", "30", "--frames", "150",
+                                 "--preset", "ultrafast", "--audio", "tone", "--forward", server.url], timeout: 60)
+        guard let recording = try Self.recording(server, r) else { return }
         let sound = try Self.checkAudioRun(recording, "produce")
         // Each beep is the 1 kHz tone (measured from 10 to 90 ms into it).
         let beeps = sound.onsets(threshold: 0.05)
@@ -95,17 +102,7 @@ import TestSupport
         let sourceAudio = try AudioCarryTests.packets(source.path, "a")
         let server = try RTSPServer(audio: true)
         let r = try Run.nalcast(["consume", "--from", source.path, "--realtime", "--forward", server.url], timeout: 60)
-        #expect(r.status == 0, "\(r.stderr)")
-        #expect(server.waitForPublishEnd(timeout: 30), "\(server.log)")
-        server.stop()
-        guard let recording = server.recordings.last else {
-            Issue.record("no recording\n\(server.log)")
-            return
-        }
-        #expect(try AudioCarryTests.codecs(recording.path) == ["h264", "aac"], "\(server.log)")
-        let frames = try AudioCarryTests.packets(recording.path, "v").count
-        #expect(frames >= 140 && frames <= 150, "\(frames) of 150 pictures\n\(r.stderr)\n\(server.log)")
-        #expect(server.recordings.count == 1, "\(server.recordings)")
+        guard let recording = try Self.recording(server, r) else { return }
         let audio = try AudioCarryTests.packets(recording.path, "a")
         // All the source's sound from the first picture on, less what a teardown may cut.
         #expect(audio.count >= sourceAudio.count - 8 && audio.count <= sourceAudio.count, "\(audio.count) audio packets of \(sourceAudio.count)")
