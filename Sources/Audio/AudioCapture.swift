@@ -64,7 +64,10 @@ public final class AudioCapture: Sendable {
     private let fileInputs: [FileInput]
     private let work: Mutex<Work?>
     private let threads = Mutex<[OSThread]>([])
+    /// Set first at stop, for the source threads; `encoderStopped` once they are joined.
     private let stopped = Atomic<Bool>(false)
+    private let encoderStopped = Atomic<Bool>(false)
+    private let encoderThread = Mutex<OSThread?>(nil)
     private let timeline = Mutex<TimelineState>(TimelineState())
     private let counters: Mutex<AudioStatistics>
 
@@ -174,18 +177,24 @@ public final class AudioCapture: Sendable {
             started.append(OSThread(name: "nalcast-pcm") { CAudio_name_thread("nalcast-pcm"); input.run(file: file.0, layout: file.1, stopped: stopped) })
         }
         let encoder = work.encoder
-        started.append(OSThread(name: "nalcast-audio") { [self] in
+        let encoding = OSThread(name: "nalcast-audio") { [self] in
             CAudio_name_thread("nalcast-audio")
             self.encodeLoop(encoder)
-        })
+        }
         threads.withLock { $0 = started }
+        encoderThread.withLock { $0 = encoding }
     }
 
-    /// Stops every thread and joins them; the encoder's last packets are handed on.
+    /// Stops every thread and joins them; the encoder's last packets are handed on. The
+    /// sources first: what they read up to now is in the mix before the audio thread
+    /// encodes its last packets (stopping both at once left the last read of a live source,
+    /// up to 20 ms, arriving after its place was encoded).
     public func stop() {
         stopped.store(true, ordering: .relaxed)
-        let all = threads.withLock { t -> [OSThread] in defer { t = [] }; return t }
-        for thread in all { thread.join() }
+        let sources = threads.withLock { t -> [OSThread] in defer { t = [] }; return t }
+        for thread in sources { thread.join() }
+        encoderStopped.store(true, ordering: .relaxed)
+        encoderThread.withLock { t -> OSThread? in defer { t = nil }; return t }?.join()
     }
 
     /// The video's time line, from its first frame's capture time and pts; held packets go
@@ -228,7 +237,7 @@ public final class AudioCapture: Sendable {
         var next: Int64 = 0
         var slack = initialSlack
         var lateSeen: UInt64 = 0
-        let stop = { [self] in self.stopped.load(ordering: .relaxed) }
+        let stop = { [self] in self.encoderStopped.load(ordering: .relaxed) }
         func encodeNext() throws(AudioError) {
             let position = mix.take(samples, into: &frame)
             next = position + Int64(samples)

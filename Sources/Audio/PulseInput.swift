@@ -121,6 +121,8 @@ final class PulseInput: Sendable {
             return error.message
         }
         var corrector = DriftCorrector(rate: track.rate)
+        var backlog: [Float] = []
+        let maxBacklog = track.rate * 2 * channels  // 2 s
         var position: Int64?
         var error: Int32 = 0
         // The flush drops what the server recorded since the stream was opened (before the
@@ -141,21 +143,42 @@ final class PulseInput: Sendable {
             // 0.5 s for its first seconds, until its sink takes the low-latency timing a
             // reader asks for, while a beep played into it at known instants arrives as it
             // plays (measured against `bench/c/flasher.c`). A monitor's read that did not
-            // wait (samples queued while this thread was away) says nothing, except for the
-            // first one, which has nothing better.
+            // wait (samples queued while this thread was away) says nothing.
             let waited = now &- asked > 2_000_000
             let measuredEnd: Double?
             if isMonitor && waited {
                 measuredEnd = track.position(atRealtime: now)
-            } else if !isMonitor || position == nil {
+            } else if !isMonitor {
                 measuredEnd = track.position(atRealtime: now &- latencyUs * 1000)
             } else {
                 measuredEnd = nil
             }
             if position == nil {
+                guard let end = measuredEnd else {
+                    // A monitor's reads before the first that waits (what queued while the
+                    // capture started) wait for it: they end where it begins.
+                    backlog.append(contentsOf: buffer)
+                    if backlog.count > maxBacklog { backlog.removeFirst(backlog.count - maxBacklog) }
+                    continue
+                }
                 // What was recorded before the capture started is not part of the recording.
-                guard let end = measuredEnd, end >= startPosition else { continue }
-                position = Int64(end.rounded()) - Int64(frames)
+                var first = Int64(end.rounded()) - Int64(frames + backlog.count / channels)
+                if Double(first) < startPosition {
+                    let before = min(backlog.count / channels, Int(startPosition.rounded(.up)) - Int(first))
+                    backlog.removeFirst(before * channels)
+                    first += Int64(before)
+                }
+                guard end >= startPosition else { continue }
+                position = first
+                if !backlog.isEmpty {
+                    backlog.withUnsafeBytes { input in
+                        resampler.convert(input.baseAddress, frames: backlog.count / channels) { out in
+                            mix.add(out, at: position!)
+                            position! += Int64(out.count / channels)
+                        }
+                    }
+                    backlog = []
+                }
             }
             buffer.withUnsafeBytes { input in
                 resampler.convert(input.baseAddress, frames: frames) { out in

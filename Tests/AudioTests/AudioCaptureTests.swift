@@ -128,7 +128,7 @@ struct AudioCaptureTests {
         }
         #expect(player?.waitForExit(timeout: 5) == 0, "\(player?.logTail() ?? "")")
         let stats = capture.statistics()
-        #expect(stats.droppedSamples == 0)
+        #expect(stats.droppedSamples == 0, "\(recorder.events.withLock { $0 })")
         #expect(stats.sources.first?.state == .capturing)
         let url = server.directory.appendingPathComponent("monitor.aac")
         try recorder.writeADTS(url, format: capture.format)
@@ -175,7 +175,7 @@ struct AudioCaptureTests {
         // timing (a cap on the reported latency once left 100 ms there for many seconds).
         #expect(offsets.allSatisfy { abs($0) <= 40 }, "beeps heard at \(offsets) ms from their seconds")
         #expect((offsets.max() ?? 0) - (offsets.min() ?? 0) <= 5, "beeps heard at \(offsets) ms from their seconds")
-        #expect(capture.statistics().droppedSamples == 0)
+        #expect(capture.statistics().droppedSamples == 0, "\(recorder.events.withLock { $0 })")
     }
 
     @Test("a server killed mid-run: the loss is an event, packets go on (silence), and capture resumes when it is back")
