@@ -29,6 +29,16 @@ enum Run {
         var text: String { String(decoding: stdout, as: UTF8.self) }
     }
 
+    /// 150 frames of 320x240 30 fps noise as Y4M in `dir` (noise.y4m): a picture that costs
+    /// many bits, to fill a reader's buffers quickly.
+    static func noiseY4M(in dir: URL) throws -> URL {
+        let input = dir.appendingPathComponent("noise.y4m")
+        let r = try program("ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "nullsrc=s=320x240:r=30,geq=random(1)*255:128:128", "-frames:v", "150",
+                                       "-pix_fmt", "yuv420p", "-f", "yuv4mpegpipe", input.path])
+        guard r.status == 0 else { throw MediaServerError("ffmpeg could not make the noise input: \(r.stderr)") }
+        return input
+    }
+
     /// Runs `executable` with `arguments`, feeding `stdin`, and waits (at most `timeout` s).
     @discardableResult
     static func program(_ executable: String, _ arguments: [String], stdin: Data? = nil, environment: [String: String]? = nil, timeout: Double = 120) throws -> Result {

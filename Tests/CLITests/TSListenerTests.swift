@@ -91,9 +91,7 @@ import Testing
         let dir = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         // Noise costs many bits: the stalled readers' buffers fill within a second.
-        let input = dir.appendingPathComponent("noise.y4m")
-        _ = try Run.program("ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "nullsrc=s=320x240:r=30,geq=random(1)*255:128:128", "-frames:v", "150",
-                                       "-pix_fmt", "yuv420p", "-f", "yuv4mpegpipe", input.path])
+        let input = try Run.noiseY4M(in: dir)
         let events = dir.appendingPathComponent("events.jsonl")
         let (producer, _, ts) = try Self.producer(["--source", "y4m:\(input.path)", "--realtime", "--bitrate", "3M", "--keyint", "500ms", "--events", events.path])
         let port = ts.split(separator: ":").last!
