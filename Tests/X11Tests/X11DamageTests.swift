@@ -145,14 +145,19 @@ func wireTimestamp(_ unit: AccessUnit) -> StreamTimestamp? {
         #expect(source.changedFrames == 2 && source.repeatFrames == 1)
     }
 
+    /// Capture on change of the 128x128 top-left corner, where the pointer tests move it in.
+    static func cornerSource(_ server: Xvfb, drawCursor: Bool, idleRate: Double) throws -> X11Source {
+        try X11Source(options: X11Options(display: server.display, region: X11Region(x: 0, y: 0, width: 128, height: 128),
+                                          drawCursor: drawCursor, captureMode: .damage, idleRate: idleRate))
+    }
+
     @Test(arguments: [true, false])
     func aCursorMoveCountsWhenTheCursorIsDrawn(drawn: Bool) throws {
         let server = try Xvfb(width: 640, height: 480)
         defer { server.stop() }
         let painter = try Painter(display: server.display)
         painter.movePointer(x: 500, y: 400)
-        let source = try X11Source(options: X11Options(display: server.display, region: X11Region(x: 0, y: 0, width: 128, height: 128),
-                                                       drawCursor: drawn, captureMode: .damage, idleRate: 2))
+        let source = try Self.cornerSource(server, drawCursor: drawn, idleRate: 2)
         #expect(source.followsPointerMotion == drawn, "Xvfb has XInput 2: pointer motion comes as events when the cursor is drawn")
         _ = try #require(try source.nextFrame())
         // A move far from the region is no change: the next frame is the keep-alive.
@@ -177,8 +182,7 @@ func wireTimestamp(_ unit: AccessUnit) -> StreamTimestamp? {
         defer { server.stop() }
         let painter = try Painter(display: server.display)
         painter.warpPointer(x: 500, y: 400)
-        let source = try X11Source(options: X11Options(display: server.display, region: X11Region(x: 0, y: 0, width: 128, height: 128),
-                                                       drawCursor: true, captureMode: .damage, idleRate: 4))
+        let source = try Self.cornerSource(server, drawCursor: true, idleRate: 4)
         _ = try #require(try source.nextFrame())
         let still = try #require(try source.nextFrame())
         #expect(still.isRepeat, "a still screen made a frame")
