@@ -14,10 +14,11 @@ public final class ContainerSegmentWriter: SegmentWriter {
                                  fallbackFrameRate: fallbackFrameRate, countedClock: countedClock, fragmented: true)
     }
 
-    /// The factory for `SegmentSink.Config.writer`; nil for Annex-B segments.
-    public static func factory(_ format: ContainerFormat, fallbackFrameRate: Double?, countedClock: Bool) -> SegmentWriterFactory? {
-        guard format != .h264 else { return nil }
-        return { (fd: Int32, path: String) throws(SinkError) -> any SegmentWriter in
+    /// How `SegmentSink` writes segments named for `format`: in that container, with the
+    /// audio track; `.h264` as the Annex-B stream received.
+    public static func segmentFormat(_ format: ContainerFormat, fallbackFrameRate: Double?, countedClock: Bool) -> SegmentFormat {
+        guard format != .h264 else { return .annexB }
+        return SegmentFormat(carriesAudio: true) { (fd: Int32, path: String) throws(SinkError) -> any SegmentWriter in
             try ContainerSegmentWriter(format: format, fd: fd, path: path, fallbackFrameRate: fallbackFrameRate, countedClock: countedClock)
         }
     }

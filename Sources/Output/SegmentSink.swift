@@ -14,37 +14,9 @@ import Musl
 /// change, reconnect). A segment is written as `NAME.part` with its index
 /// `NAME.part.idx` (see `SegmentRecovery`); when it ends it is flushed, `fsync`ed and renamed
 /// to `NAME` (by a `SegmentFinisher`, while the next segment is being written), then
-/// `--on-segment` runs and `--keep` deletes the oldest finished files.
-/// Writes one segment in a container instead of Annex-B (`--segment-name NAME.mp4|.ts|.mkv`),
-/// over the `.part` file's descriptor. Made per segment by a `SegmentWriterFactory` from the
-/// `Containers` module: this module links no libavformat.
-public protocol SegmentWriter: AnyObject {
-    /// Takes the next access unit (the first one is the segment's entry point).
-    func append(_ unit: TimedUnit) throws(SinkError)
-    /// Writes what is ready and returns the length of the file's complete prefix: what
-    /// stays good if the process dies now (whole fragments, whole packets); 0 while there
-    /// is no picture in it.
-    func flush() throws(SinkError) -> Int
-    /// Writes the rest and the trailer, and returns the file's length. The descriptor stays
-    /// open: the finisher syncs and closes it.
-    func finish() throws(SinkError) -> Int
-    /// The stream's audio track, declared before the segment's first access unit.
-    func declare(audio format: AudioFormat)
-    /// One audio packet of this segment (at or after its first picture's time).
-    func append(audio packet: AudioPacket) throws(SinkError)
-    /// Audio packets written and dropped since the last call.
-    func takeAudioCounts() -> (written: Int, dropped: Int)
-}
-
-extension SegmentWriter {
-    public func declare(audio format: AudioFormat) {}
-    public func append(audio packet: AudioPacket) throws(SinkError) {}
-    public func takeAudioCounts() -> (written: Int, dropped: Int) { (0, 0) }
-}
-
-/// Makes the writer of one segment: the `.part` file's descriptor and path.
-public typealias SegmentWriterFactory = @Sendable (_ fd: Int32, _ path: String) throws(SinkError) -> any SegmentWriter
-
+/// `--on-segment` runs and `--keep` deletes the oldest finished files. What goes into each
+/// file is its `SegmentWriter`'s, made by the `SegmentFormat` of the configuration: Annex-B
+/// as received, or a container.
 public final class SegmentSink: AccessUnitSink {
     public struct Config: Sendable {
         public var directory: String
@@ -56,12 +28,12 @@ public final class SegmentSink: AccessUnitSink {
         public var hook: [String]?
         /// fsync each segment (and the directory) before renaming it.
         public var sync: Bool
-        /// A container for each segment; nil: Annex-B as received.
-        public var writer: SegmentWriterFactory?
+        /// How each segment is written: Annex-B as received, or a container.
+        public var format: SegmentFormat
 
         public init(directory: String, namer: SegmentNamer, planner: SegmentPlanner.Config, keep: Int? = nil, hook: [String]? = nil, sync: Bool = true,
-                    writer: SegmentWriterFactory? = nil) {
-            self.writer = writer
+                    format: SegmentFormat = .annexB) {
+            self.format = format
             self.directory = directory
             self.namer = namer
             self.planner = planner
@@ -122,12 +94,13 @@ public final class SegmentSink: AccessUnitSink {
     static let maxAudioLag = MediaTime.seconds(1.5)
 
     /// Container segments carry the audio track; Annex-B segments do not.
-    public var carriesAudio: Bool { config.writer != nil }
+    public var carriesAudio: Bool { config.format.carriesAudio }
 
     private struct OpenSegment {
-        var output: FileOutput
-        /// The container writer, when segments are not Annex-B.
+        /// nil once a write failed: the file was cut back to its complete prefix and takes
+        /// nothing more.
         var writer: (any SegmentWriter)?
+        let fd: Int32
         let indexFD: Int32
         let path: String
         let partPath: String
@@ -258,7 +231,7 @@ public final class SegmentSink: AccessUnitSink {
             n += 1
             // Audio of an instant before the open segment began (it came later than the
             // pictures waited for it) belongs to a segment already closed: counted.
-            if let segment = current, let writer = segment.writer, packet.mediaTime >= segment.startTime {
+            if carriesAudio, let segment = current, let writer = segment.writer, packet.mediaTime >= segment.startTime {
                 try writer.append(audio: packet)
             } else {
                 droppedAudio += 1
@@ -300,16 +273,13 @@ public final class SegmentSink: AccessUnitSink {
             try closeCurrent(reason: reason.rawValue, nextStart: received.mediaTime)
             try open(at: received)
         case .append:
-            guard current != nil else { return false }
-            if let writer = current!.writer {
-                try writer.append(received)
-            } else {
-                current!.output.add(received.nalUnits)
-            }
-            current!.frames += 1
-            let step = received.mediaTime - current!.lastTime
-            if step > .zero { current!.lastStep = step }
-            current!.lastTime = received.mediaTime
+            guard var segment = current, let writer = segment.writer else { return false }
+            try writer.append(received)
+            segment.frames += 1
+            let step = received.mediaTime - segment.lastTime
+            if step > .zero { segment.lastStep = step }
+            segment.lastTime = received.mediaTime
+            current = segment
         }
         return true
     }
@@ -332,88 +302,65 @@ public final class SegmentSink: AccessUnitSink {
             Glibc.close(fd)
             throw SinkError(sink: self.name, message: "\(partPath).idx: \(message)")
         }
-        var segment = OpenSegment(output: FileOutput(fd: fd), indexFD: indexFD, path: path, partPath: partPath, startTime: received.mediaTime, lastTime: received.mediaTime)
         // A segment starts with SPS and PPS: put them in front of an IDR that lacks them.
-        if let make = config.writer {
-            var entry = received
-            entry.resumes = true
-            do {
-                let writer = try make(fd, partPath)
-                if let audioFormat { writer.declare(audio: audioFormat) }
-                try writer.append(entry)
-                segment.writer = writer
-            } catch {
-                Glibc.close(fd)
-                Glibc.close(indexFD)
-                unlink(partPath)
-                unlink(partPath + ".idx")
-                throw error
-            }
-        } else {
-            segment.output.add(received.unit.nalUnitsForEntry)
+        var entry = received
+        entry.resumes = true
+        let writer: any SegmentWriter
+        do {
+            writer = try config.format.makeWriter(fd, partPath)
+            if let audioFormat { writer.declare(audio: audioFormat) }
+            try writer.append(entry)
+        } catch {
+            Glibc.close(fd)
+            Glibc.close(indexFD)
+            unlink(partPath)
+            unlink(partPath + ".idx")
+            throw error
         }
+        var segment = OpenSegment(writer: writer, fd: fd, indexFD: indexFD, path: path, partPath: partPath, startTime: received.mediaTime, lastTime: received.mediaTime)
         segment.frames = 1
         current = segment
         onEvent(.opened(path: path))
     }
 
-    /// Writes what is pending in the open segment, then records the new length in its index.
+    /// Has the open segment's writer write what is ready, then records the length of the
+    /// file's complete prefix in its index. A failed write cuts the file back to the last
+    /// complete prefix (or removes it when there was none), and the segment writes no more.
     private func flushCurrent() throws(SinkError) {
-        if current?.writer != nil { return try flushWriter() }
-        guard current != nil, current!.output.hasPending else { return }
-        do {
-            try current!.output.flush()
-        } catch {
-            // A full disk, EFBIG: keep what was written whole.
-            let message = "write \(current!.partPath): \(error.message)"
-            cutBackToComplete()
-            throw SinkError(sink: name, message: message)
-        }
-        var value = UInt64(current!.output.offset).littleEndian
-        let n = withUnsafeBytes(of: &value) { Glibc.write(current!.indexFD, $0.baseAddress, 8) }
-        if n != 8 { throw SinkError(sink: name, message: "write \(current!.partPath).idx: \(String(cString: strerror(errno)))") }
-        current!.recordedOffset = current!.output.offset
-        current!.recordedFrames = current!.frames
-    }
-
-    /// After a failed write: a segment with nothing complete in it is removed with its index;
-    /// else it is cut back to the last complete prefix the index recorded, so that it closes
-    /// as a complete file with what was good.
-    private func cutBackToComplete() {
-        guard current!.recordedOffset > 0 else {
-            Glibc.close(current!.output.fd)
-            Glibc.close(current!.indexFD)
-            unlink(current!.partPath)
-            unlink(current!.partPath + ".idx")
-            current = nil
-            return
-        }
-        if ftruncate(current!.output.fd, off_t(current!.recordedOffset)) == 0 {
-            current!.output = FileOutput(fd: current!.output.fd, offset: current!.recordedOffset)
-            current!.frames = current!.recordedFrames
-        }
-    }
-
-    /// A container segment: its writer writes what is ready; the index records the
-    /// complete prefix. A failed write cuts the file back to the last complete prefix (or
-    /// removes it when there was none), and the segment writes no more.
-    private func flushWriter() throws(SinkError) {
-        guard let writer = current!.writer else { return }
+        guard let segment = current, let writer = segment.writer else { return }
         let complete: Int
         do {
             complete = try writer.flush()
         } catch {
-            let partPath = current!.partPath
-            current!.writer = nil
             cutBackToComplete()
-            throw SinkError(sink: name, message: "write \(partPath): \(error.message)")
+            throw SinkError(sink: name, message: "write \(segment.partPath): \(error.message)")
         }
-        guard complete > current!.recordedOffset else { return }
+        guard complete > segment.recordedOffset else { return }
         var value = UInt64(complete).littleEndian
-        let n = withUnsafeBytes(of: &value) { Glibc.write(current!.indexFD, $0.baseAddress, 8) }
-        if n != 8 { throw SinkError(sink: name, message: "write \(current!.partPath).idx: \(String(cString: strerror(errno)))") }
-        current!.recordedOffset = complete
-        current!.recordedFrames = current!.frames
+        let n = withUnsafeBytes(of: &value) { Glibc.write(segment.indexFD, $0.baseAddress, 8) }
+        if n != 8 { throw SinkError(sink: name, message: "write \(segment.partPath).idx: \(String(cString: strerror(errno)))") }
+        current?.recordedOffset = complete
+        current?.recordedFrames = segment.frames
+    }
+
+    /// After a failed write (a full disk, EFBIG): a segment with nothing complete in it is
+    /// removed with its index; else it is cut back to the last complete prefix the index
+    /// recorded, so that it closes as a complete file with what was good.
+    private func cutBackToComplete() {
+        guard var segment = current else { return }
+        segment.writer = nil
+        guard segment.recordedOffset > 0 else {
+            Glibc.close(segment.fd)
+            Glibc.close(segment.indexFD)
+            unlink(segment.partPath)
+            unlink(segment.partPath + ".idx")
+            current = nil
+            return
+        }
+        if ftruncate(segment.fd, off_t(segment.recordedOffset)) == 0 {
+            segment.frames = segment.recordedFrames
+        }
+        current = segment
     }
 
     private func closeCurrent(reason: String, nextStart: MediaTime?) throws(SinkError) {
@@ -421,8 +368,8 @@ public final class SegmentSink: AccessUnitSink {
         if let error = finisher.takeError() { throw error }
         guard let segment = current else { return }
         current = nil
-        var bytes = segment.output.offset
-        var frames = segment.frames
+        var bytes = segment.recordedOffset
+        var frames = segment.recordedFrames
         var failure: SinkError?
         if let writer = segment.writer {
             defer {
@@ -432,26 +379,25 @@ public final class SegmentSink: AccessUnitSink {
             }
             do {
                 bytes = try writer.finish()
+                frames = segment.frames
             } catch {
                 // The rest could not be written (an MP4 fragment is held until it closes, so
                 // a full disk often shows only here): keep what was complete, and when nothing
                 // was, remove the file rather than give a finished name to a header.
                 failure = SinkError(sink: name, message: "write \(segment.partPath): \(error.message)")
                 guard segment.recordedOffset > 0 else {
-                    Glibc.close(segment.output.fd)
+                    Glibc.close(segment.fd)
                     Glibc.close(segment.indexFD)
                     unlink(segment.partPath)
                     unlink(segment.partPath + ".idx")
                     throw failure!
                 }
-                _ = ftruncate(segment.output.fd, off_t(segment.recordedOffset))
-                bytes = segment.recordedOffset
-                frames = segment.recordedFrames
+                _ = ftruncate(segment.fd, off_t(segment.recordedOffset))
             }
         }
         let end = nextStart ?? (segment.lastTime + segment.lastStep)
         let info = SegmentInfo(path: segment.path, duration: max(.zero, end - segment.startTime), frames: frames, bytes: bytes, reason: reason)
-        finisher.submit(.init(fd: segment.output.fd, indexFD: segment.indexFD, partPath: segment.partPath, info: info))
+        finisher.submit(.init(fd: segment.fd, indexFD: segment.indexFD, partPath: segment.partPath, info: info))
         if let failure { throw failure }
     }
 }

@@ -196,8 +196,8 @@ final class ConsumeSession {
             directory: directory, namer: config.namer,
             planner: SegmentPlanner.Config(segmentDuration: .seconds(config.segmentDuration), maxBytes: config.segmentMaxBytes),
             keep: config.keep, hook: config.hook, sync: config.fsync,
-            writer: ContainerSegmentWriter.factory(ContainerFormat.forPath(config.namer.pattern), fallbackFrameRate: config.frameRate.framesPerSecond,
-                                                   countedClock: config.input.timeIsCounted))
+            format: ContainerSegmentWriter.segmentFormat(ContainerFormat.forPath(config.namer.pattern), fallbackFrameRate: config.frameRate.framesPerSecond,
+                                                         countedClock: config.input.timeIsCounted))
         let sink: SegmentSink
         do {
             sink = try SegmentSink(config: segmentConfig, recovered: &recovered) { event in

@@ -80,7 +80,7 @@ import Testing
         var recovered: [SegmentRecovery.Outcome] = []
         let sink = try SegmentSink(
             config: .init(directory: dir, namer: try SegmentNamer(pattern: "seg-%n.mp4"), planner: .init(segmentDuration: .seconds(60), maxBytes: 1),
-                          sync: false, writer: { (_: Int32, path: String) throws(SinkError) -> any SegmentWriter in Writer(path: path, log: log) }),
+                          sync: false, format: SegmentFormat(carriesAudio: true) { (_: Int32, path: String) throws(SinkError) -> any SegmentWriter in Writer(path: path, log: log) }),
             recovered: &recovered, onEvent: { _ in })
         #expect(sink.carriesAudio)
         // Audio every 20 ms, each packet arriving 5 pictures (200 ms) after its instant, as an
