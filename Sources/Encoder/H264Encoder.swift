@@ -9,7 +9,7 @@ import Musl
 #endif
 
 /// Encodes I420 frames to H.264 access units with libx264, ready for the wire as
-/// DESIGN.md draws it: Annex-B, an AUD first in every access unit, SPS + PPS in front
+/// docs/protocol.md draws it: Annex-B, an AUD first in every access unit, SPS + PPS in front
 /// of every IDR, the nalcast timestamp SEI in every access unit, VUI timing info.
 ///
 /// Always zero latency (no B-frames, no lookahead, sliced threads): each frame in gives

@@ -2,7 +2,7 @@
 import Glibc
 #endif
 
-/// Exit codes, as sysexits.h names them (DESIGN.md, "Security and errors").
+/// Exit codes, as sysexits.h names them (docs/architecture.md, "Security and errors").
 enum ExitCode: Int32 {
     case ok = 0
     /// A bad option or value.

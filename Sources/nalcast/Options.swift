@@ -177,7 +177,7 @@ struct ParsedOptions {
     func isOff(_ flag: String) -> Bool { values["no-" + flag] != nil }
 }
 
-/// Parsers for the value formats of DESIGN.md, "Command line".
+/// Parsers for the value formats of docs/architecture.md, "The command line".
 enum ValueFormat {
     enum Duration: Equatable {
         /// A number with its unit, in seconds (`0` alone counts as one).

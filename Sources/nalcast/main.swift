@@ -2,7 +2,7 @@
 import Glibc
 #endif
 
-/// nalcast: capture, encode and relay live H.264 between processes. See DESIGN.md.
+/// nalcast: capture, encode and relay live H.264 between processes. docs/architecture.md has the picture.
 enum Nalcast {
     static let version = "0.1.0"
     /// Computed: an array of metatypes is not `Sendable`, so it cannot be a stored global.
