@@ -3,7 +3,7 @@
 nalcast (`consume --from FILE --segments DIR --segment-duration 5s --segment-name
 '%Y%m%d-%H%M%S-%n.h264'`: raw Annex-B segments, named so since MP4 became the default, which
 keeps the figures comparable with the C program and FFmpeg's h264 segments; fsync'ed per segment
-as DESIGN.md requires, and once more with --no-fsync) against FFmpeg's segment muxer and
+as docs/architecture.md ("Files") requires, and once more with --no-fsync) against FFmpeg's segment muxer and
 a C scan-and-write program (c/segment.c: read 1 MiB + memchr, cut at the first IDR after
 150 access units, no fsync: the limit; and once more with --fsync, the same durability as
 nalcast's default, to compare like with like). The input is the scan benchmark's: 23 copies of
