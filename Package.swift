@@ -57,7 +57,7 @@ let package = Package(
             providers: [.apt(["libpulse-dev", "libswresample-dev", "libavcodec-dev", "libavutil-dev"])]
         ),
 
-        .systemLibrary(name: "CLinux"),  // glibc's <malloc.h> (mallopt): no library to link
+        .systemLibrary(name: "CLinux"),  // glibc's <malloc.h> (mallopt) and <sys/eventfd.h>: no library to link
 
         // Pure Swift layers.
         .target(name: "H264"),
@@ -65,7 +65,10 @@ let package = Package(
 
         // Swift over C.
         .target(name: "EventLoop", dependencies: ["CLibEV", "H264"]),
-        .target(name: "Capture", dependencies: ["CLibYUV", "CXCBShm"]),
+        .target(name: "Capture", dependencies: ["CLibYUV", "CLinux"]),
+        // The X11 screen (xcb, MIT-SHM, DAMAGE, XFixes cursor): a capture source of its own, so
+        // that only what captures the screen links xcb.
+        .target(name: "X11Capture", dependencies: ["Capture", "CXCBShm"]),
         .target(name: "Encoder", dependencies: ["CX264", "H264", "Capture"]),
 
         // Wiring. Serving (the stream server and the HTTP endpoint) links no capture or encoder
@@ -84,7 +87,7 @@ let package = Package(
         // Sound for produce: PulseAudio, WAV/raw PCM and a test tone mixed into one 48 kHz
         // stereo track, encoded to AAC-LC (libavcodec), timed on the video's clock.
         .target(name: "Audio", dependencies: ["CAudio", "H264", "Output", "EventLoop"]),
-        .executableTarget(name: "nalcast", dependencies: ["CLinux", "Audio", "H264", "Relay", "EventLoop", "Capture", "Encoder", "Serving", "Producer", "Consumer", "Output", "Containers"]),
+        .executableTarget(name: "nalcast", dependencies: ["CLinux", "Audio", "H264", "Relay", "EventLoop", "Capture", "X11Capture", "Encoder", "Serving", "Producer", "Consumer", "Output", "Containers"]),
 
         // Helpers the tests share: running ffmpeg, ffprobe and friends; the conformance streams
         // (Tests/Fixtures/h264/) and their facts.
@@ -102,7 +105,7 @@ let package = Package(
         .testTarget(name: "ProducerTests", dependencies: ["Producer", "Serving", "EventLoop", "Relay", "H264", "Capture", "TestSupport", "LoopTestSupport"]),
         .testTarget(name: "EncoderTests", dependencies: ["Encoder", "H264", "Capture", "TestSupport"]),
         // Screen capture under a real X server: each test starts its own Xvfb.
-        .testTarget(name: "X11Tests", dependencies: ["Capture", "Encoder", "Producer", "H264", "CXCBShm", "CXCBXTest", "nalcast", "TestSupport"]),
+        .testTarget(name: "X11Tests", dependencies: ["Capture", "X11Capture", "Encoder", "Producer", "H264", "CXCBShm", "CXCBXTest", "nalcast", "TestSupport"]),
         // Fuzz findings replayed (inputs in fuzz/regressions/).
         .testTarget(name: "ReliabilityTests", dependencies: ["H264", "Capture"]),
         // End-to-end: runs the built `nalcast` binary against real peers (ffmpeg, ffprobe, ...).

@@ -8,7 +8,6 @@
 #include <xcb/xinput.h>
 #include <sys/ipc.h>
 #include <sys/shm.h>
-#include <sys/eventfd.h>
 
 // xcb_shm_id is an extern of an incomplete struct type: Swift cannot take its address.
 static inline xcb_extension_t *CXCBShm_extension_id(void) { return &xcb_shm_id; }
@@ -40,8 +39,6 @@ static inline int CXCBShm_is_raw_motion(const xcb_generic_event_t *event, uint8_
     return generic->extension == opcode && generic->event_type == XCB_INPUT_RAW_MOTION;
 }
 
-// The capture thread's wake-up (CaptureWakeUp): Swift's Glibc module does not import <sys/eventfd.h>.
-static inline int CXCBShm_wakeup_eventfd(void) { return eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC); }
 
 // IPC_PRIVATE is a macro with a cast, ((__key_t) 0): Swift does not import it.
 static inline key_t CXCBShm_ipc_private(void) { return IPC_PRIVATE; }

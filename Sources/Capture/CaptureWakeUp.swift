@@ -3,7 +3,7 @@ import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
-import CXCBShm
+import CLinux
 
 /// Lets any thread interrupt a source that sleeps in `poll()` waiting for a change (an
 /// eventfd the source polls next to its X connection): a reader joined and wants an IDR
@@ -15,7 +15,7 @@ public final class CaptureWakeUp: Sendable {
     public let fd: Int32
 
     public init() {
-        fd = CXCBShm_wakeup_eventfd()
+        fd = CLinux_wakeup_eventfd()
     }
 
     deinit { if fd >= 0 { close(fd) } }

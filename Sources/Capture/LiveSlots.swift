@@ -2,18 +2,18 @@
 /// frame per slot of the frame rate, never faster. When the caller comes back late (the
 /// encoder fell behind), the missed slots are skipped and counted, never queued: the next
 /// frame is the newest one due, and the gap in sequence numbers shows the drop.
-struct LiveSlots {
-    let rate: FrameRate
+package struct LiveSlots {
+    package let rate: FrameRate
     /// Slots passed over because the caller was late.
-    private(set) var skipped: UInt64 = 0
+    package private(set) var skipped: UInt64 = 0
     private var next: Int64 = 0
     private var start: Int64?
 
-    init(rate: FrameRate) { self.rate = rate }
+    package init(rate: FrameRate) { self.rate = rate }
 
     /// Sleeps until the next slot is due (or skips to the newest due one when late) and
     /// returns its index. The first call starts the clock.
-    mutating func wait() -> Int64 {
+    package mutating func wait() -> Int64 {
         let now = monotonicNanoseconds()
         if let start {
             let due = start + rate.nanoseconds(ofFrame: next)
@@ -35,12 +35,12 @@ struct LiveSlots {
     /// Starts the clock at `start` (CLOCK_MONOTONIC ns) instead of at the first `wait()`: a
     /// source that lays its slots on a grid of its own (the test pattern's flash, on whole
     /// seconds) keeps them there whatever the first wake-up cost.
-    mutating func start(atMonotonic start: Int64) {
+    package mutating func start(atMonotonic start: Int64) {
         if self.start == nil { self.start = start }
     }
 
     /// The next slot without waiting (a source that is not paced in real time).
-    mutating func take() -> Int64 {
+    package mutating func take() -> Int64 {
         defer { next += 1 }
         return next
     }

@@ -179,6 +179,9 @@ struct ParsedOptions {
 
 /// Parsers for the value formats of docs/architecture.md, "The command line".
 enum ValueFormat {
+    /// What a frame rate option expects, for its usage error.
+    static let frameRateHint = "expected a frame rate such as 30, 29.97 or 30000/1001"
+
     enum Duration: Equatable {
         /// A number with its unit, in seconds (`0` alone counts as one).
         case seconds(Double)

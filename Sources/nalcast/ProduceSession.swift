@@ -268,24 +268,14 @@ final class ProduceSession {
         events?.emit("finished", [("framesEncoded", Int(stats.framesEncoded)), ("framesDropped", Int(stats.droppedTotal)),
                                   ("keepAliveFrames", Int(stats.keepAliveFrames))])
         events?.flush()
-        if let error = outcome.error.withLock({ $0 }) {
-            if let captureError = error as? CaptureError { throw commandError(captureError) }
-            if let x11Error = error as? X11Error { throw commandError(x11Error) }
-            throw CommandError(code: .software, message: "\(error)")
-        }
+        if let error = outcome.error.withLock({ $0 }) { throw commandError(error, of: plan.source) }
         // A failed -o was reported once, when it failed: exit 74 without saying it again.
         if outcome.outputFailed.load(ordering: .relaxed) { return .ioError }
         return .ok
     }
 
     private static func describe(_ source: any FrameSource, plan: ProduceCommand.Plan) -> String {
-        let rate = short(source.frameRate.framesPerSecond)
-        switch plan.source {
-        case .testPattern: return "test pattern \(source.width)x\(source.height) at \(rate) fps"
-        case .y4m(let path): return "y4m \(path == "-" ? "stdin" : path) \(source.width)x\(source.height) at \(rate) fps"
-        case .raw(let path, _, _, let format, _): return "raw \(format) \(path == "-" ? "stdin" : path) \(source.width)x\(source.height) at \(rate) fps"
-        case .x11: return "X11 " + ((source as? X11Source)?.captureDescription ?? "screen \(source.width)x\(source.height)") + " at \(rate) fps"
-        }
+        plan.source.describe(source, rate: short(source.frameRate.framesPerSecond))
     }
 
     /// Capture-side figures in Prometheus text, from a statistics snapshot.

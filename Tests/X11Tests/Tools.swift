@@ -1,4 +1,5 @@
 import Capture
+import X11Capture
 import Encoder
 import Foundation
 import H264

@@ -1,4 +1,5 @@
 @testable import Capture
+@testable import X11Capture
 import Foundation
 import H264
 import Testing

@@ -1,4 +1,5 @@
 import Capture
+import X11Capture
 import Foundation
 import Glibc
 import H264

@@ -1,4 +1,5 @@
 @testable import Capture
+@testable import X11Capture
 import Testing
 
 @Suite struct X11RegionTests {

@@ -1,3 +1,4 @@
+import Capture
 /// A rectangle of the screen to capture, in root window pixels.
 public struct X11Region: Sendable, Hashable, CustomStringConvertible {
     public let x: Int

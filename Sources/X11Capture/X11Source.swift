@@ -1,3 +1,4 @@
+import Capture
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)

@@ -1,3 +1,4 @@
+import Capture
 /// Draws the pointer into a captured BGRA frame.
 ///
 /// XFixes hands the cursor image as 32-bit ARGB words with premultiplied alpha, so each

@@ -1,3 +1,4 @@
+import Capture
 /// What `X11Source` captures and how.
 public struct X11Options: Sendable, Hashable {
     /// The display, e.g. `:1` or `host:0.0`; nil takes `$DISPLAY`.
