@@ -29,6 +29,17 @@ public final class MetricsRegistry: Sendable {
         register(name, help: help, type: "histogram", labels: labels) { Histogram(buckets: buckets) }
     }
 
+    /// A counter whose value is read when the registry is rendered: for figures another part
+    /// keeps anyway (a statistics snapshot), so that nothing is counted twice.
+    public func sampledCounter(_ name: String, help: String, labels: [(String, String)] = [], value: @escaping @Sendable () -> UInt64) {
+        _ = register(name, help: help, type: "counter", labels: labels) { Sampled { Double(value()) } }
+    }
+
+    /// A gauge whose value is read when the registry is rendered.
+    public func sampledGauge(_ name: String, help: String, labels: [(String, String)] = [], value: @escaping @Sendable () -> Double) {
+        _ = register(name, help: help, type: "gauge", labels: labels) { Sampled(value) }
+    }
+
     /// The whole registry as Prometheus text.
     public func render() -> String {
         families.withLock { families in
@@ -138,6 +149,17 @@ public final class Histogram: Sendable, RenderableMetric {
         out += "\(name)_bucket\(addLabel(labels, "le", "+Inf")) \(s.count)\n"
         out += "\(name)_sum\(labels) \(formatSample(s.sum))\n"
         out += "\(name)_count\(labels) \(s.count)\n"
+    }
+}
+
+/// A value read when the registry is rendered (`sampledCounter`, `sampledGauge`).
+final class Sampled: Sendable, RenderableMetric {
+    private let read: @Sendable () -> Double
+
+    init(_ read: @escaping @Sendable () -> Double) { self.read = read }
+
+    func render(name: String, labels: String, into out: inout String) {
+        out += "\(name)\(labels) \(formatSample(read()))\n"
     }
 }
 

@@ -141,9 +141,10 @@ final class ProduceSession {
     private func wireServing(_ loop: EventLoop, _ control: CaptureControl, _ registry: MetricsRegistry, _ events: EventLog?,
                              _ audio: ProduceAudio?) throws -> LoopSide {
         let serving = try ServingSide(loop: loop, choice: plan.serving, .encoder, registry: registry, events: events, audio: audio?.capture.format,
-                                      metricsText: { registry.render() + ProduceSession.captureMetrics(control.statistics()) + (audio?.metrics ?? "") },
+                                      metricsText: { registry.render() + (audio?.metrics ?? "") },
                                       onRequestIDR: { control.requestIDR() }, onFinished: { loop.stop() })
         let server = serving.server
+        control.registerMetrics(in: registry)
         if let audio { serving.carry(audio.delivery) }
         let metricsServer = try makeMetricsServer(loop, control, registry, events, audio)
         let captureEnded = Mailbox<Int>(loop: loop) { _ in if server == nil { loop.stop() } }
@@ -159,7 +160,7 @@ final class ProduceSession {
         guard let endpoint = plan.metrics else { return nil }
         let server: HTTPServer
         do {
-            server = try ServingSide.httpServer(loop, endpoint) { registry.render() + ProduceSession.captureMetrics(control.statistics()) + (audio?.metrics ?? "") }
+            server = try ServingSide.httpServer(loop, endpoint) { registry.render() + (audio?.metrics ?? "") }
         } catch {
             throw CommandError.unavailable("--metrics \(endpoint): \(error)")
         }
@@ -277,28 +278,4 @@ final class ProduceSession {
     private static func describe(_ source: any FrameSource, plan: ProduceCommand.Plan) -> String {
         plan.source.describe(source, rate: short(source.frameRate.framesPerSecond))
     }
-
-    /// Capture-side figures in Prometheus text, from a statistics snapshot.
-    static func captureMetrics(_ s: CaptureStatistics) -> String {
-        var lines: [String] = []
-        func metric(_ name: String, _ type: String, _ help: String, _ samples: [(String, Double)]) {
-            lines.append("# HELP \(name) \(help)")
-            lines.append("# TYPE \(name) \(type)")
-            for (labels, value) in samples { lines.append("\(name)\(labels) \(value == value.rounded() ? String(Int64(value)) : String(value))") }
-        }
-        metric("nalcast_frames_captured_total", "counter", "Frames the source produced.", [("", Double(s.framesCaptured))])
-        metric("nalcast_frames_encoded_total", "counter", "Frames encoded into access units.", [("", Double(s.framesEncoded))])
-        metric("nalcast_keepalive_frames_total", "counter", "Of the frames encoded, repeats of the last picture sent while the screen was still (x11 --capture damage: keep-alives at --idle-fps, and IDRs for readers who joined then).",
-               [("", Double(s.keepAliveFrames))])
-        metric("nalcast_frames_dropped_total", "counter", "Frames dropped, by reason: rate (faster than --fps), late (capture fell behind), handoff (encoded, but the serving thread was behind: left out up to the next IDR).",
-               [("{reason=\"rate\"}", Double(s.droppedRate)), ("{reason=\"late\"}", Double(s.droppedLate)),
-                ("{reason=\"handoff\"}", Double(s.droppedHandOff))])
-        metric("nalcast_encoded_bytes_total", "counter", "Bytes of encoded stream.", [("", Double(s.bytesEncoded))])
-        metric("nalcast_encode_milliseconds", "gauge", "Encode time per frame: last and mean.",
-               [("{stat=\"last\"}", s.lastEncodeMs), ("{stat=\"mean\"}", s.meanEncodeMs)])
-        metric("nalcast_capture_to_encoded_milliseconds", "gauge", "Capture to encoded access unit, over the last frames.",
-               [("{quantile=\"0.5\"}", s.latencyMedianMs), ("{quantile=\"0.99\"}", s.latencyP99Ms)])
-        return lines.joined(separator: "\n") + "\n"
-    }
 }
-

@@ -51,4 +51,23 @@ final class MetricsTests: XCTestCase {
         }
         XCTAssertEqual(counter.value, 40_000)
     }
+
+    func testSampledMetricsAreReadAtEachRendering() {
+        let registry = MetricsRegistry()
+        let value = Counter()
+        registry.sampledCounter("nalcast_sampled_total", help: "Read when rendered.", labels: [("reason", "a")]) { value.value }
+        registry.sampledGauge("nalcast_sampled_ms", help: "A gauge read when rendered.") { Double(value.value) / 2 }
+        value.increment(by: 3)
+        XCTAssertEqual(registry.render(), """
+            # HELP nalcast_sampled_total Read when rendered.
+            # TYPE nalcast_sampled_total counter
+            nalcast_sampled_total{reason="a"} 3
+            # HELP nalcast_sampled_ms A gauge read when rendered.
+            # TYPE nalcast_sampled_ms gauge
+            nalcast_sampled_ms 1.5
+
+            """)
+        value.increment()
+        XCTAssertTrue(registry.render().contains("nalcast_sampled_total{reason=\"a\"} 4\n"))
+    }
 }
