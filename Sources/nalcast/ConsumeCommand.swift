@@ -192,7 +192,11 @@ enum ConsumeCommand: Command {
         /// `segmentDuration` long.
         func idrSpacingObserver(log: Log) -> ((TimedUnit) -> Void)? {
             guard segments != nil else { return nil }
-            return IDRSpacingCheck(segmentDuration: segmentDuration) { log.line("consume: warning: \($0)") }.note
+            return IDRSpacingCheck(segmentDuration: segmentDuration) { found in
+                let spacing = short(found.spacing, maxDigits: 2)
+                log.line("consume: warning: segments will be \(short(found.actual, maxDigits: 2)) s long, not \(short(found.asked, maxDigits: 2)) s: the stream has an IDR every "
+                         + "\(spacing) s and a segment ends at an IDR (make --segment-duration a multiple of \(spacing) s)")
+            }.note
         }
 
         var lines: [String] {
@@ -256,86 +260,5 @@ enum ConsumeCommand: Command {
     static func keepReadBuffersMapped() {
         _ = mallopt(M_MMAP_THRESHOLD, 1 << 20)  // chunks come from the heap, not mmap
         _ = mallopt(M_TRIM_THRESHOLD, 4 << 20)
-    }
-}
-
-/// Watches the IDRs going to the segment files and says once when segments cannot be the
-/// length asked for: a segment ends only at an IDR, so with an IDR every 2 s a 5 s segment
-/// runs to 6 s. Known after two IDRs (from media time); a reconnect starts over.
-///
-/// Used by the one thread that feeds the intake (the loop thread or the file reader).
-final class IDRSpacingCheck {
-    let segmentDuration: Double
-    let warn: (String) -> Void
-    private var lastIDR: MediaTime?
-    private var done = false
-
-    init(segmentDuration: Double, warn: @escaping (String) -> Void) {
-        self.segmentDuration = segmentDuration
-        self.warn = warn
-    }
-
-    func note(_ unit: TimedUnit) {
-        guard !done, unit.unit.isIDR else { return }
-        if unit.resumes { lastIDR = nil }
-        defer { lastIDR = unit.mediaTime }
-        guard let last = lastIDR else { return }
-        let spacing = (unit.mediaTime - last).seconds
-        guard spacing > 0.001 else { return }
-        done = true
-        if let actual = IDRSpacingCheck.segmentLength(asked: segmentDuration, idrSpacing: spacing) {
-            warn("segments will be \(short(actual, maxDigits: 2)) s long, not \(short(segmentDuration, maxDigits: 2)) s: the stream has an IDR every "
-                 + "\(short(spacing, maxDigits: 2)) s and a segment ends at an IDR (make --segment-duration a multiple of \(short(spacing, maxDigits: 2)) s)")
-        }
-    }
-
-    /// The length segments will have when it differs from `asked` by more than a little
-    /// (2 %, at least 0.1 s: 29.97 fps streams put IDRs at 2.002 s), else nil.
-    static func segmentLength(asked: Double, idrSpacing spacing: Double) -> Double? {
-        let actual = Swift.max(1, ((asked - 1e-6) / spacing).rounded(.up)) * spacing
-        return actual - asked > Swift.max(0.1, asked * 0.02) ? actual : nil
-    }
-}
-
-/// `-o FILE|-` and `--format` of `produce` and `consume`: which sink writes it.
-enum OutputChoice {
-    /// `--format`, else the extension of `-o` (`-` and unknown extensions: raw Annex-B).
-    static func format(_ options: ParsedOptions, output: String?, command: String) throws -> ContainerFormat {
-        let format = try chosenFormat(options, output: output, command: command)
-        try requireLibraries(format, what: "\(command): -o \(output ?? "-")")
-        return format
-    }
-
-    /// A container needs the FFmpeg libraries, opened here on first use: without them the
-    /// run ends before anything is written (exit 69, the package to install named).
-    static func requireLibraries(_ format: ContainerFormat, what: String) throws {
-        guard format != .h264, let problem = FFmpegLibraries.problem else { return }
-        throw CommandError.unavailable("\(what): \(problem)")
-    }
-
-    private static func chosenFormat(_ options: ParsedOptions, output: String?, command: String) throws -> ContainerFormat {
-        guard let text = options.string("format") else { return output.map(ContainerFormat.forPath) ?? .h264 }
-        guard let format = ContainerFormat(name: text) else {
-            throw CommandError.usage("\(command): --format \(text): expected \(ContainerFormat.optionValues)")
-        }
-        guard output != nil else { throw CommandError.usage("\(command): --format needs -o FILE|-") }
-        if output == "-", let refusal = format.refusal(forDescriptor: 1) {
-            throw CommandError.usage("\(command): -o - --format \(format): \(refusal)")
-        }
-        return format
-    }
-
-    /// `mp4 (MP4, timed)`, `h264 (Annex-B as received)`.
-    static func describe(_ format: ContainerFormat) -> String {
-        format == .h264 ? "h264: Annex-B as received" : "\(format) container"
-    }
-
-    /// The sink for `-o target`: `FileSink` for raw Annex-B, else a `ContainerSink`.
-    /// `live`: the access units come as they happen (a live source or input), so a reader
-    /// behind a pipe waits for each: `FileSink` delimits what it writes there.
-    static func sink(target: String, format: ContainerFormat, fallbackFrameRate: Double?, countedClock: Bool = false,
-                     live: Bool = false) throws(SinkError) -> sending any AccessUnitSink {
-        if format == .h264 { return try FileSink(target: target, delimitsPipes: live) }
-        return try ContainerSink(format: format, target: target, fallbackFrameRate: fallbackFrameRate, countedClock: countedClock)
     }
 }
