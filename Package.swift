@@ -64,7 +64,7 @@ let package = Package(
         .target(name: "Relay", dependencies: ["H264"]),
 
         // Swift over C.
-        .target(name: "EventLoop", dependencies: ["CLibEV", "H264"]),
+        .target(name: "EventLoop", dependencies: ["CLibEV"]),
         .target(name: "Capture", dependencies: ["CLibYUV", "CLinux"]),
         // The X11 screen (xcb, MIT-SHM, DAMAGE, XFixes cursor): a capture source of its own, so
         // that only what captures the screen links xcb.

@@ -1,5 +1,3 @@
-import H264
-
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -103,12 +101,6 @@ public final class Connection {
     public var pendingItems: Int { itemEnds.count - itemHead }
     /// True when nothing is waiting to be written.
     public var isIdle: Bool { pendingItems == 0 }
-
-    /// Queues the NAL units of one access unit and writes what the socket takes now.
-    @discardableResult
-    public func write(_ nalUnits: [NALUnit]) -> Progress {
-        write(chunks: nalUnits.map(\.wire))
-    }
 
     /// Queues one item made of `chunks` and writes what the socket takes now. An item with no
     /// bytes counts as finished at once. After a close, nothing is queued.

@@ -39,7 +39,7 @@ final class SocketTests: XCTestCase {
             }
             connection.start()
             for unit in units {
-                let progress = connection.write(unit.nalUnits)
+                let progress = connection.write(chunks: unit.nalUnits.map(\.wire))
                 finished.update { $0 += progress.finishedItems }
             }
             connection.closeAfterFlush()
