@@ -60,34 +60,36 @@ let package = Package(
         .systemLibrary(name: "CLinux"),  // glibc's <malloc.h> (mallopt) and <sys/eventfd.h>: no library to link
 
         // Pure Swift layers.
+        // The system's clocks, read in one place (monotonic and wall clock, a clock tests drive).
+        .target(name: "Clocks"),
         .target(name: "H264"),
-        .target(name: "Relay", dependencies: ["H264"]),
+        .target(name: "Relay", dependencies: ["H264", "Clocks"]),
 
         // Swift over C.
-        .target(name: "EventLoop", dependencies: ["CLibEV"]),
-        .target(name: "Capture", dependencies: ["CLibYUV", "CLinux"]),
+        .target(name: "EventLoop", dependencies: ["CLibEV", "Clocks"]),
+        .target(name: "Capture", dependencies: ["CLibYUV", "CLinux", "Clocks"]),
         // The X11 screen (xcb, MIT-SHM, DAMAGE, XFixes cursor): a capture source of its own, so
         // that only what captures the screen links xcb.
-        .target(name: "X11Capture", dependencies: ["Capture", "CXCBShm"]),
+        .target(name: "X11Capture", dependencies: ["Capture", "CXCBShm", "Clocks"]),
         .target(name: "Encoder", dependencies: ["CX264", "H264", "Capture"]),
 
         // Wiring. Serving (the stream server and the HTTP endpoint) links no capture or encoder
         // library, so that a consumer can serve too.
         // Its MPEG-TS listener muxes through Containers (libavformat, opened only when one is asked for).
-        .target(name: "Serving", dependencies: ["H264", "Relay", "EventLoop", "Output", "Containers"]),
-        .target(name: "Producer", dependencies: ["H264", "Relay", "EventLoop", "Capture", "Encoder"]),
+        .target(name: "Serving", dependencies: ["Clocks", "H264", "Relay", "EventLoop", "Output", "Containers"]),
+        .target(name: "Producer", dependencies: ["Clocks", "H264", "Relay", "EventLoop", "Capture", "Encoder"]),
         // Where access units go (files, stdout, segments, a forward endpoint), for produce and consume.
-        .target(name: "Output", dependencies: ["H264", "Relay", "EventLoop"]),
-        .target(name: "Consumer", dependencies: ["H264", "Relay", "EventLoop", "Output", "Containers"]),
+        .target(name: "Output", dependencies: ["Clocks", "H264", "Relay", "EventLoop"]),
+        .target(name: "Consumer", dependencies: ["Clocks", "H264", "Relay", "EventLoop", "Output", "Containers"]),
         // Container files (MP4, MPEG-TS, Matroska, FLV) through libavformat's muxers: one more
         // AccessUnitSink, packets copied, never re-encoded.
         // And the other way: any H.264 source libavformat reads (container files, RTSP, SRT,
         // RTMP, UDP, HTTP) as access units for consume (`Demuxer`, read by Consumer's DemuxReader).
-        .target(name: "Containers", dependencies: ["CAVFormat", "H264", "Output"]),
+        .target(name: "Containers", dependencies: ["Clocks", "CAVFormat", "H264", "Output"]),
         // Sound for produce: PulseAudio, WAV/raw PCM and a test tone mixed into one 48 kHz
         // stereo track, encoded to AAC-LC (libavcodec), timed on the video's clock.
-        .target(name: "Audio", dependencies: ["CAudio", "H264", "Output", "EventLoop"]),
-        .executableTarget(name: "nalcast", dependencies: ["CLinux", "Audio", "H264", "Relay", "EventLoop", "Capture", "X11Capture", "Encoder", "Serving", "Producer", "Consumer", "Output", "Containers"]),
+        .target(name: "Audio", dependencies: ["Clocks", "CAudio", "H264", "Output", "EventLoop"]),
+        .executableTarget(name: "nalcast", dependencies: ["Clocks", "CLinux", "Audio", "H264", "Relay", "EventLoop", "Capture", "X11Capture", "Encoder", "Serving", "Producer", "Consumer", "Output", "Containers"]),
 
         // Helpers the tests share: running ffmpeg, ffprobe and friends; the conformance streams
         // (Tests/Fixtures/h264/) and their facts.
@@ -95,7 +97,7 @@ let package = Package(
         // Blocking client sockets for the tests that talk to a server on a real event loop.
         .target(name: "LoopTestSupport", dependencies: ["EventLoop"], path: "Tests/LoopTestSupport"),
         .testTarget(name: "H264Tests", dependencies: ["H264", "TestSupport"]),
-        .testTarget(name: "RelayTests", dependencies: ["Relay", "H264"]),
+        .testTarget(name: "RelayTests", dependencies: ["Relay", "Clocks", "H264"]),
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop", "H264", "LoopTestSupport"]),
         .testTarget(name: "ServingTests", dependencies: ["Serving", "EventLoop", "H264", "Output", "Relay", "LoopTestSupport", "TestSupport"]),
         .testTarget(name: "ConsumerTests", dependencies: ["Consumer", "H264"]),
@@ -105,7 +107,7 @@ let package = Package(
         .testTarget(name: "ProducerTests", dependencies: ["Producer", "Serving", "EventLoop", "Relay", "H264", "Capture", "TestSupport", "LoopTestSupport"]),
         .testTarget(name: "EncoderTests", dependencies: ["Encoder", "H264", "Capture", "TestSupport"]),
         // Screen capture under a real X server: each test starts its own Xvfb.
-        .testTarget(name: "X11Tests", dependencies: ["Capture", "X11Capture", "Encoder", "Producer", "H264", "CXCBShm", "CXCBXTest", "nalcast", "TestSupport"]),
+        .testTarget(name: "X11Tests", dependencies: ["Clocks", "Capture", "X11Capture", "Encoder", "Producer", "H264", "CXCBShm", "CXCBXTest", "nalcast", "TestSupport"]),
         // Fuzz findings replayed (inputs in fuzz/regressions/).
         .testTarget(name: "ReliabilityTests", dependencies: ["H264", "Capture"]),
         // End-to-end: runs the built `nalcast` binary against real peers (ffmpeg, ffprobe, ...).

@@ -1,3 +1,4 @@
+import Clocks
 import CAudio
 import EventLoop
 import H264
@@ -111,7 +112,7 @@ public final class AudioCapture: Sendable {
         counters = Mutex(initial)
         // Sample 0 is 100 ms before now: a live source's first read (captured a little
         // before it arrives) then lands on the track rather than before it.
-        track = TrackClock(startNs: realtimeNow() - 100_000_000, rate: Self.sampleRate)
+        track = TrackClock(startNs: WallClock.nanoseconds - 100_000_000, rate: Self.sampleRate)
         // 1.5 s: more than the largest slack (1 s), a packet and a file source's lead (100 ms).
         // The tone alone adds nothing to the mix: one packet's worth of silence is enough
         // (562 KiB less).
@@ -169,7 +170,7 @@ public final class AudioCapture: Sendable {
         guard let work = work.withLock({ w -> Work? in defer { w = nil }; return w }) else { return }
         let stopped: @Sendable () -> Bool = { [self] in self.stopped.load(ordering: .relaxed) }
         var started: [OSThread] = []
-        let now = realtimeNow()
+        let now = WallClock.nanoseconds
         for (input, stream) in zip(pulseInputs, work.pulse) {
             started.append(OSThread(name: "nalcast-pulse") { CAudio_name_thread("nalcast-pulse"); input.run(first: stream, startNs: now, stopped: stopped) })
         }
@@ -260,7 +261,7 @@ public final class AudioCapture: Sendable {
                 try encodeNext()
             }
             // Stopping: what was captured up to now is encoded too, not left in the buffer.
-            let end = Int64(track.position(atRealtime: realtimeNow()))
+            let end = Int64(track.position(atRealtime: WallClock.nanoseconds))
             while next + Int64(samples) <= end { try encodeNext() }
             try encoder.encode(interleaved: nil, position: next) { data, pts in deliver(data, pts: pts) }
         } catch {

@@ -1,3 +1,4 @@
+import Clocks
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -148,7 +149,7 @@ final class FileInput: Sendable {
         let frames = max(1, layout.rate / 50)  // 20 ms a read
         var raw = [UInt8](repeating: 0, count: frames * layout.frameBytes)
         var wide = [Int32](repeating: 0, count: layout.sample == .s24le ? frames * layout.channels : 0)
-        var position = Int64(track.position(atRealtime: realtimeNow()).rounded())
+        var position = Int64(track.position(atRealtime: WallClock.nanoseconds).rounded())
         var error: Int32 = 0
         var ended = false
         while !stopped() && !ended {

@@ -1,3 +1,4 @@
+import Clocks
 import CAudio
 import Synchronization
 #if canImport(Glibc)
@@ -91,7 +92,7 @@ final class PulseInput: Sendable {
                     stream = s
                     backoff = 250_000_000
                 case .failure:
-                    _ = sleep(untilRealtime: realtimeNow() + backoff, unless: stopped)
+                    _ = sleep(untilRealtime: WallClock.nanoseconds + backoff, unless: stopped)
                     backoff = min(backoff * 2, 4_000_000_000)
                     continue
                 }
@@ -130,10 +131,10 @@ final class PulseInput: Sendable {
         // as a burst, whose part from before `startNs` is left out below.
         _ = CAudio_pa_simple_flush(stream.handle, &error)
         while !stopped() {
-            let asked = realtimeNow()
+            let asked = WallClock.nanoseconds
             let ok = buffer.withUnsafeMutableBytes { CAudio_pa_simple_read(stream.handle, $0.baseAddress, $0.count, &error) }
             guard ok >= 0 else { return PulseFailure(code: error).text }
-            let now = realtimeNow()
+            let now = WallClock.nanoseconds
             let reported = CAudio_pa_simple_get_latency(stream.handle, &error)
             let latencyUs = reported == UInt64.max ? 0 : reported
             // Where on the track the end of what was just read belongs, when the read says.

@@ -1,4 +1,5 @@
 #if canImport(Glibc)
+import Clocks
 import Glibc
 #endif
 
@@ -20,19 +21,12 @@ struct TrackClock: Sendable {
     }
 }
 
-/// CLOCK_REALTIME in nanoseconds.
-func realtimeNow() -> UInt64 {
-    var ts = timespec()
-    clock_gettime(CLOCK_REALTIME, &ts)
-    return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
-}
-
 /// Sleeps until CLOCK_REALTIME reaches `ns`, in steps of at most 20 ms so that `stopped`
 /// is seen soon; returns false when stopped first.
 func sleep(untilRealtime ns: UInt64, unless stopped: () -> Bool) -> Bool {
     while true {
         if stopped() { return false }
-        let now = realtimeNow()
+        let now = WallClock.nanoseconds
         if now >= ns { return true }
         var ts = timespec(tv_sec: 0, tv_nsec: Int(min(ns - now, 20_000_000)))
         nanosleep(&ts, nil)

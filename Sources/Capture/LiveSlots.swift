@@ -1,3 +1,4 @@
+import Clocks
 /// The frame slots of a live source (the test pattern in realtime mode, the screen): one
 /// frame per slot of the frame rate, never faster. When the caller comes back late (the
 /// encoder fell behind), the missed slots are skipped and counted, never queued: the next
@@ -14,7 +15,7 @@ package struct LiveSlots {
     /// Sleeps until the next slot is due (or skips to the newest due one when late) and
     /// returns its index. The first call starts the clock.
     package mutating func wait() -> Int64 {
-        let now = monotonicNanoseconds()
+        let now = Int64(MonotonicClock.nanoseconds)
         if let start {
             let due = start + rate.nanoseconds(ofFrame: next)
             let following = start + rate.nanoseconds(ofFrame: next + 1)
@@ -23,7 +24,7 @@ package struct LiveSlots {
                 skipped += UInt64(newest - next)
                 next = newest
             } else if now < due {
-                sleepUntil(monotonic: due)
+                MonotonicClock.sleep(untilNanoseconds: UInt64(due))
             }
         } else {
             start = now

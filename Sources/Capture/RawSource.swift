@@ -1,3 +1,4 @@
+import Clocks
 /// Headerless frames of a known size and pixel format from a file or `-` (standard input),
 /// like ffmpeg's `-f rawvideo`.
 ///
@@ -50,7 +51,7 @@ public final class RawSource: FrameSource {
         }
         pacer?.wait(forFrame: Int64(index))
         let frame = Frame(width: width, height: height, format: pixelFormat, buffer: buffer, planes: planes,
-                          sequence: index, captureTimeNs: realtimeNanoseconds(), pts90k: frameRate.ticks90k(ofFrame: Int64(index)))
+                          sequence: index, captureTimeNs: WallClock.nanoseconds, pts90k: frameRate.ticks90k(ofFrame: Int64(index)))
         index += 1
         return frame
     }

@@ -1,4 +1,5 @@
 #if canImport(Glibc)
+import Clocks
 import Glibc
 #elseif canImport(Musl)
 import Musl
@@ -103,7 +104,7 @@ public final class TestPatternSource: FrameSource {
         // With the flash in realtime mode a frame's capture time is its slot's instant on the
         // whole-second grid: the picture is made for that instant (the flash for its second),
         // and the sound is placed by these times. Otherwise, when it was made.
-        let captureTime = slotZeroRealtime.map { UInt64($0 + frameRate.nanoseconds(ofFrame: slot)) } ?? realtimeNanoseconds()
+        let captureTime = slotZeroRealtime.map { UInt64($0 + frameRate.nanoseconds(ofFrame: slot)) } ?? WallClock.nanoseconds
         let buffer = reusable.obtain(capacity: PixelFormat.i420.frameByteCount(width: width, height: height))
         let frame = Frame(width: width, height: height, format: .i420, buffer: buffer, planes: planes,
                           sequence: UInt64(slot), captureTimeNs: captureTime, pts90k: frameRate.ticks90k(ofFrame: slot))
@@ -122,8 +123,8 @@ public final class TestPatternSource: FrameSource {
     /// the whole second just passed (CLOCK_REALTIME), and returns that instant: slot 0's (the
     /// first `slots.wait()` sleeps until it).
     private func waitForSecondsGrid() -> Int64 {
-        let now = Int64(realtimeNanoseconds())
-        let monotonicNow = monotonicNanoseconds()
+        let now = Int64(WallClock.nanoseconds)
+        let monotonicNow = Int64(MonotonicClock.nanoseconds)
         let second = now - now % 1_000_000_000
         // The first grid slot at or after now.
         let index = Int64((Int128(now - second) * Int128(frameRate.numerator) + Int128(1_000_000_000) * Int128(frameRate.denominator) - 1)

@@ -1,3 +1,4 @@
+import Clocks
 /// Frames from a YUV4MPEG2 stream (a file, or `-` for standard input), as ffmpeg's
 /// `-f yuv4mpegpipe` writes them. Frames come out in the stream's colourspace
 /// (`i420`, `i422`, `i444` or `gray`); `ColorConverter` makes them I420.
@@ -64,7 +65,7 @@ public final class Y4MSource: FrameSource {
         }
         pacer?.wait(forFrame: Int64(index))
         let frame = Frame(width: header.width, height: header.height, format: header.pixelFormat, buffer: buffer, planes: planes,
-                          sequence: index, captureTimeNs: realtimeNanoseconds(),
+                          sequence: index, captureTimeNs: WallClock.nanoseconds,
                           pts90k: header.frameRate.ticks90k(ofFrame: Int64(index)))
         index += 1
         return frame

@@ -1,3 +1,4 @@
+import Clocks
 import Containers
 import EventLoop
 import H264
@@ -161,11 +162,11 @@ public final class DemuxReader: Sendable {
         while !stopped {
             attempts += 1
             deadline.arm(source.live && !source.waitsForSender ? timing.openTimeout : 0)
-            let began = monotonicNanoseconds()
+            let began = MonotonicClock.nanoseconds
             var reason: String
             do {
                 let demuxer = try Demuxer(url: source.url, shown: source.shown, options: options, deadline: deadline)
-                let seconds = Double(monotonicNanoseconds() - began) / 1e9
+                let seconds = Double(MonotonicClock.nanoseconds - began) / 1e9
                 if everOpened { intake.metrics.reconnects.increment() }
                 let found = demuxer.formatName + (demuxer.width > 0 ? ", \(demuxer.width)x\(demuxer.height)" : "")
                     + (demuxer.audioFormat.map { ", audio aac \($0.sampleRate) Hz \($0.channels) ch" } ?? "")
@@ -198,7 +199,7 @@ public final class DemuxReader: Sendable {
                     if !source.live { return .failed(message + (dropped > 0 ? "; an unfinished access unit dropped" : "")) }
                     reason = message
                 }
-                let now = monotonicNanoseconds()
+                let now = MonotonicClock.nanoseconds
                 backoff.lost(at: now)
                 let retrying = !backoff.givesUp(now: now)
                 onEvent(.lost(source: source.shown, reason: reason, retrying: retrying))
@@ -213,7 +214,7 @@ public final class DemuxReader: Sendable {
                 reason = error.message
                 if attempts == 1 { onEvent(.unreachable(source: source.shown, reason: reason)) }
             }
-            let now = monotonicNanoseconds()
+            let now = MonotonicClock.nanoseconds
             guard let delay = backoff.nextDelay(now: now, random: Double.random(in: 0...1)) else {
                 return .gaveUp(reason: reason, everOpened: everOpened, endedCleanly: intake.lastConnectionEndedCleanly)
             }

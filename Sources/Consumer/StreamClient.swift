@@ -1,3 +1,4 @@
+import Clocks
 import Relay
 import Output
 import EventLoop
@@ -123,7 +124,7 @@ public final class StreamClient {
         let reader = IOWatcher(loop: loop, fd: socket.fd, events: .read) { [unowned self] _ in self.readAvailable() }
         self.reader = reader
         reader.start()
-        lastDataNs = monotonicNanoseconds()
+        lastDataNs = MonotonicClock.nanoseconds
         if let stallTimeout {
             let check = stallCheck ?? LoopTimer(loop: loop) { [unowned self] in self.checkStall() }
             stallCheck = check
@@ -139,7 +140,7 @@ public final class StreamClient {
         guard let stallTimeout, socket != nil else { return }
         readAvailable()
         guard socket != nil else { return }
-        let quiet = Double(monotonicNanoseconds() - lastDataNs) / 1e9
+        let quiet = Double(MonotonicClock.nanoseconds - lastDataNs) / 1e9
         guard quiet >= stallTimeout else { return }
         intake.metrics.stalls.increment()
         onEvent(.stalled(endpoint, seconds: quiet))
@@ -162,7 +163,7 @@ public final class StreamClient {
                 lost("closed by peer", cleanly: true)
                 return
             }
-            lastDataNs = monotonicNanoseconds()
+            lastDataNs = MonotonicClock.nanoseconds
             // An exact-size copy: the NAL units cut from it share it while sinks hold them.
             intake.push(Array(buffer[0..<n]))
             // The intake may have handed the input to another reader (MPEG-TS found).
@@ -188,7 +189,7 @@ public final class StreamClient {
         }
         lastFailure = reason
         reportedDown = true
-        onEvent(.disconnected(endpoint, reason: reason, retrying: !backoff.givesUp(now: monotonicNanoseconds())))
+        onEvent(.disconnected(endpoint, reason: reason, retrying: !backoff.givesUp(now: MonotonicClock.nanoseconds)))
         scheduleRetry()
     }
 
@@ -204,7 +205,7 @@ public final class StreamClient {
 
     private func scheduleRetry() {
         guard !stopped else { return }
-        let now = monotonicNanoseconds()
+        let now = MonotonicClock.nanoseconds
         guard let delay = backoff.nextDelay(now: now, random: Double.random(in: 0...1, using: &random)) else {
             stopped = true
             onEvent(.gaveUp(endpoint, everConnected: everConnected, reason: lastFailure))

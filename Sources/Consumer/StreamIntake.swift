@@ -1,3 +1,4 @@
+import Clocks
 import Output
 import H264
 
@@ -222,9 +223,9 @@ public final class StreamIntake {
 
     private func deliver(_ unit: AccessUnit, frameRate: Double?, packetTime: MediaTime? = nil) {
         metrics.accessUnits.increment()
-        let now = monotonicNanoseconds()
+        let now = MonotonicClock.nanoseconds
         if let ts = unit.timestamp, ts.captureTimeNs > 0 {
-            let wall = realtimeNanoseconds()
+            let wall = WallClock.nanoseconds
             if wall >= ts.captureTimeNs { metrics.latency.observe(Double(wall - ts.captureTimeNs) / 1e9) }
         }
         let time = clock.time(packetTime: packetTime, pts90k: unit.timestamp?.pts90k, frameRate: frameRate, arrivalNs: now)

@@ -1,3 +1,4 @@
+import Clocks
 import CAVFormat
 import H264
 import Output
@@ -324,7 +325,7 @@ public final class DemuxDeadline: @unchecked Sendable {
     /// The next blocking calls give up `seconds` from now (0: no deadline). Reader thread.
     public func arm(_ seconds: Double) {
         state.pointee.fired = 0
-        state.pointee.deadline_ns = seconds > 0 ? Int64(monotonicNanoseconds()) + Int64(seconds * 1e9) : 0
+        state.pointee.deadline_ns = seconds > 0 ? Int64(MonotonicClock.nanoseconds) + Int64(seconds * 1e9) : 0
     }
 
     /// Ends every wait at once, and every later one: from any thread.

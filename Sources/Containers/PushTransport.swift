@@ -1,3 +1,4 @@
+import Clocks
 import CAVFormat
 import H264
 import Output
@@ -180,6 +181,6 @@ public final class PushTransport: ForwardTransport {
     /// The next blocking calls give up `seconds` from now.
     private func arm(_ seconds: Double) {
         interrupt.pointee.fired = 0
-        interrupt.pointee.deadline_ns = Int64(monotonicNanoseconds()) + Int64(seconds * 1e9)
+        interrupt.pointee.deadline_ns = Int64(MonotonicClock.nanoseconds) + Int64(seconds * 1e9)
     }
 }

@@ -1,4 +1,5 @@
 #if canImport(Glibc)
+import Clocks
 import Glibc
 #elseif canImport(Musl)
 import Musl
@@ -108,13 +109,13 @@ public final class Connector {
 
     /// `connect(to:timeout:)` for addresses already resolved.
     public static func connect(to addresses: [SocketAddress], timeout: Double) throws(SocketError) -> Socket {
-        let deadline = monotonicSeconds() + timeout
+        let deadline = MonotonicClock.seconds + timeout
         var last = Errno(code: EADDRNOTAVAIL, function: "connect")
         for address in addresses {
             do throws(Errno) {
                 let (socket, connected) = try begin(address)
                 if connected { return socket }
-                guard try waitUntilReady(socket.fd, for: Int32(POLLOUT), timeout: deadline - monotonicSeconds()) else { throw timedOut }
+                guard try waitUntilReady(socket.fd, for: Int32(POLLOUT), timeout: deadline - MonotonicClock.seconds) else { throw timedOut }
                 try finish(socket)
                 return socket
             } catch {

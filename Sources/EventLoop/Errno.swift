@@ -1,4 +1,5 @@
 #if canImport(Glibc)
+import Clocks
 import Glibc
 #elseif canImport(Musl)
 import Musl
@@ -62,10 +63,10 @@ public func nonBlockingCall<T: FixedWidthInteger & Sendable>(
 /// next call on it reports it), false when the time ran out. `EINTR` waits again for the
 /// time left. The corresponding C function is `poll`.
 public func waitUntilReady(_ fd: Int32, for events: Int32, timeout: Double) throws(Errno) -> Bool {
-    let deadline = monotonicSeconds() + Swift.max(0, timeout)
+    let deadline = MonotonicClock.seconds + Swift.max(0, timeout)
     while true {
         var pfd = pollfd(fd: fd, events: Int16(events), revents: 0)
-        let left = Swift.max(0, deadline - monotonicSeconds())
+        let left = Swift.max(0, deadline - MonotonicClock.seconds)
         // Rounded up: a wait of 0.4 ms must not become a busy poll of 0 ms.
         let rc = poll(&pfd, 1, Int32(Swift.min(Double(Int32.max), (left * 1000).rounded(.up))))
         if rc > 0 { return true }
@@ -73,12 +74,4 @@ public func waitUntilReady(_ fd: Int32, for events: Int32, timeout: Double) thro
         if errno == EINTR { continue }
         throw Errno(code: errno, function: "poll")
     }
-}
-
-/// Seconds on a clock that never jumps (`CLOCK_MONOTONIC`): deadlines here, in `Connector`
-/// and in the commands.
-public func monotonicSeconds() -> Double {
-    var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
 }

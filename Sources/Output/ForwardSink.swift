@@ -1,3 +1,4 @@
+import Clocks
 import Relay
 import EventLoop
 import H264
@@ -130,7 +131,7 @@ public final class ForwardSink: AccessUnitSink {
 
     /// Connects when the backoff allows; `first`, an entry point, is where the stream starts.
     private func connectIfDue(at first: TimedUnit) {
-        let now = monotonicNanoseconds()
+        let now = MonotonicClock.nanoseconds
         guard now >= nextAttempt else { return }
         do {
             try transport.open(first: first)
@@ -155,7 +156,7 @@ public final class ForwardSink: AccessUnitSink {
         needEntry = true
         reportedDown = true
         onEvent(.disconnected(target: transport.target, reason: reason))
-        schedule(now: monotonicNanoseconds())
+        schedule(now: MonotonicClock.nanoseconds)
     }
 
     private func schedule(now: UInt64) {

@@ -1,3 +1,4 @@
+import Clocks
 /// Hands every item to every sink's runner. Used by the one reader thread (the loop
 /// thread or the file reader); the runners do the rest.
 public final class SinkFanout: Sendable {
@@ -39,11 +40,11 @@ public final class SinkFanout: Sendable {
     /// Finishes every sink: each gets the time left of `timeout` seconds. Returns the names
     /// of the sinks that did not finish in time.
     public func finish(timeout: Double) -> [String] {
-        let deadline = monotonicNanoseconds() + UInt64(max(0, timeout) * 1e9)
+        let deadline = MonotonicClock.nanoseconds + UInt64(max(0, timeout) * 1e9)
         var late: [String] = []
         for runner in runners { runner.requestFinish() }
         for runner in runners {
-            let now = monotonicNanoseconds()
+            let now = MonotonicClock.nanoseconds
             let left = now >= deadline ? 0 : Double(deadline - now) / 1e9
             if !runner.finish(timeout: left) { late.append(runner.name) }
         }

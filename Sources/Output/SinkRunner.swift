@@ -1,3 +1,4 @@
+import Clocks
 import EventLoop
 import Relay
 
@@ -125,11 +126,11 @@ public final class SinkRunner: @unchecked Sendable {
     /// Returns false when the sink did not finish in time (it is left behind).
     @discardableResult
     public func finish(timeout: Double) -> Bool {
-        let deadline = monotonicNanoseconds() + UInt64(max(0, timeout) * 1e9)
+        let deadline = MonotonicClock.nanoseconds + UInt64(max(0, timeout) * 1e9)
         requestFinish()
         condition.lock()
         while !done {
-            if !condition.wait(untilMonotonicNanoseconds: deadline) && monotonicNanoseconds() >= deadline { break }
+            if !condition.wait(untilMonotonicNanoseconds: deadline) && MonotonicClock.nanoseconds >= deadline { break }
         }
         let finished = done
         let thread = finished ? self.thread : nil

@@ -1,3 +1,4 @@
+import Clocks
 import Capture
 import Encoder
 import EventLoop
@@ -85,7 +86,7 @@ public final class CapturePipeline {
             }
             guard keep else { continue }
 
-            let started = monotonicNanoseconds()
+            let started = Int64(MonotonicClock.nanoseconds)
             let picture: Frame
             if frame.isRepeat {
                 // Nothing changed: the kept picture again, with this frame's times. x264
@@ -115,8 +116,8 @@ public final class CapturePipeline {
             }
             guard let au = try encoder.encode(picture) else { continue }
             if au.isIDR { lastIDRPTS = frame.pts90k }
-            let finished = monotonicNanoseconds()
-            let latency = Int64(realtimeNanoseconds()) - Int64(frame.captureTimeNs)
+            let finished = Int64(MonotonicClock.nanoseconds)
+            let latency = Int64(WallClock.nanoseconds) - Int64(frame.captureTimeNs)
             control.state.withLock {
                 $0.counters.framesEncoded += 1
                 $0.counters.bytesEncoded += UInt64(au.byteCount)

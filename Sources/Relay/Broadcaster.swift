@@ -1,3 +1,4 @@
+import Clocks
 import H264
 
 /// A reader of the broadcast, as the `Broadcaster` knows it.

@@ -1,3 +1,5 @@
+import Clocks
+
 /// What a `SkipQueue` holds: an access unit (with its size, whether a decoder can start
 /// there, its media time), or a marker that is not an access unit.
 public protocol SkipQueueElement: Sendable {

@@ -1,3 +1,4 @@
+import Clocks
 import Capture
 #if canImport(Glibc)
 import Glibc
@@ -158,7 +159,7 @@ public final class X11Source: FrameSource {
         if changes != nil { return try nextChange() }
         let slot = slots.wait()
         try followScreenSize()
-        let captureTime = realtimeNanoseconds()
+        let captureTime = WallClock.nanoseconds
         let buffer = try grab()
         let stride = width * 4
         return Frame(width: width, height: height, format: .bgra, buffer: buffer,
@@ -186,12 +187,12 @@ public final class X11Source: FrameSource {
         let pollsPointer = watchPointer && !changes.followsMotion
         while true {
             if try readEvents() { pendingChange = true }
-            var now = monotonicNanoseconds()
+            var now = Int64(MonotonicClock.nanoseconds)
             let pointerDue = pollsPointer || (watchPointer && changes.motionPending)
             if pointerDue, now >= nextPointerCheck {
                 if changes.pointerMoved(near: area) { pendingChange = true }
                 nextPointerCheck = now + interval
-                now = monotonicNanoseconds()
+                now = Int64(MonotonicClock.nanoseconds)
             }
             guard firstSent != nil else { return try grabChange(at: now) }
             var deadline = Int64.max
@@ -259,7 +260,7 @@ public final class X11Source: FrameSource {
         // A wake-up while this change waited for its slot is answered by this frame.
         _ = wakeUp?.drain()
         if screenChangeEvent == nil { try takeScreenSize(connection.rootSize()) }
-        let captureTime = realtimeNanoseconds()
+        let captureTime = WallClock.nanoseconds
         let buffer = try grab()
         pendingChange = false
         lastGrab = now
@@ -272,7 +273,7 @@ public final class X11Source: FrameSource {
     private func sendRepeat(at now: Int64) -> Frame {
         repeatFrames += 1
         var frame = Frame(width: width, height: height, format: .bgra, buffer: noPixels, planes: [],
-                          sequence: 0, captureTimeNs: realtimeNanoseconds(), pts90k: 0)
+                          sequence: 0, captureTimeNs: WallClock.nanoseconds, pts90k: 0)
         frame.isRepeat = true
         return send(frame, at: now)
     }

@@ -1,3 +1,4 @@
+import Clocks
 import Capture
 import CLinux
 import Consumer
@@ -214,7 +215,7 @@ enum ConsumeCommand: Command {
                 out.append("segments: \(s)")
                 out.append("segment duration: \(formatSeconds(segmentDuration)) s")
                 out.append("segment max bytes: \(segmentMaxBytes.map(String.init) ?? "none")")
-                out.append("segment name: \(namer.pattern) (e.g. \(namer.name(time: Int(wallClockSeconds()), sequence: 1)); \(OutputChoice.describe(ContainerFormat.forPath(namer.pattern))))")
+                out.append("segment name: \(namer.pattern) (e.g. \(namer.name(time: Int(WallClock.seconds), sequence: 1)); \(OutputChoice.describe(ContainerFormat.forPath(namer.pattern))))")
                 out.append("keep: \(keep.map(String.init) ?? "all")")
                 out.append("on segment: \(hook?.joined(separator: " ") ?? "none")")
                 out.append("fsync: \(fsync ? "on" : "off")")

@@ -1,3 +1,4 @@
+import Clocks
 import Consumer
 import EventLoop
 import Containers
@@ -65,7 +66,7 @@ extension ConsumeSession {
                 log.line("\(shown) stalled: no packet for \(formatSeconds(seconds)) s")
                 events?.emit("stalled", [("endpoint", shown), ("seconds", seconds)])
             case .lost(let shown, let reason, let retrying):
-                lastLost.withLock { $0 = wallClockSeconds() }
+                lastLost.withLock { $0 = WallClock.seconds }
                 sourceLost?()
                 log.line("lost \(shown) (\(reason))" + (retrying ? "; reopening" : ""))
                 events?.emit("disconnected", [("endpoint", shown), ("reason", reason)])

@@ -1,3 +1,4 @@
+import Clocks
 import Consumer
 import Containers
 import EventLoop
@@ -300,7 +301,7 @@ final class ConsumeSession {
                     events?.emit("reconnecting", [("endpoint", e.description), ("reason", reason)])
                 case .disconnected(let e, let reason, let retrying):
                     sourceLost?()
-                    lastConnected = wallClockSeconds()
+                    lastConnected = WallClock.seconds
                     log.line("disconnected from \(e) (\(reason))" + (retrying ? "; reconnecting" : ""))
                     events?.emit("disconnected", [("endpoint", e.description), ("reason", reason)])
                     if retrying { events?.emit("reconnecting", [("endpoint", e.description)]) }
@@ -417,10 +418,10 @@ final class ConsumeSession {
 struct StatusCounts {
     var lastUnits: UInt64 = 0
     var lastBytes: UInt64 = 0
-    var lastTime = monotonicSeconds()
+    var lastTime = MonotonicClock.seconds
 
     mutating func line(metrics: ConsumerMetrics, runners: [SinkRunner]) -> String {
-        let now = monotonicSeconds()
+        let now = MonotonicClock.seconds
         let dt = max(0.001, now - lastTime)
         let units = metrics.accessUnits.value
         let bytes = metrics.bytes.value

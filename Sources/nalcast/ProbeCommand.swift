@@ -1,3 +1,4 @@
+import Clocks
 import EventLoop
 #if canImport(Glibc)
 import Glibc
@@ -34,7 +35,7 @@ enum ProbeCommand: Command {
             return .ok
         }
 
-        let started = monotonicSeconds()
+        let started = MonotonicClock.seconds
         let deadline = started + timeout
         let socket = try connect(endpoint, deadline: deadline)
         var parser = AnnexBParser()
@@ -49,7 +50,7 @@ enum ProbeCommand: Command {
         func take(_ unit: AccessUnit) {
             if firstPicture == nil {
                 guard unit.canStartDecoding else { return }
-                firstPicture = (monotonicSeconds(), unit)
+                firstPicture = (MonotonicClock.seconds, unit)
             }
             units += 1
             bytes += unit.byteCount
@@ -60,7 +61,7 @@ enum ProbeCommand: Command {
         }
 
         while !ended {
-            let now = monotonicSeconds()
+            let now = MonotonicClock.seconds
             let until = firstPicture.map { $0.at + seconds } ?? deadline
             if now >= until { break }
             let got: Int?
@@ -84,7 +85,7 @@ enum ProbeCommand: Command {
             throw CommandError.unavailable("probe \(endpoint): no decodable picture within \(short(timeout)) s\(ended ? " (the stream ended)" : "")")
         }
         let joinMs = (first.at - started) * 1000
-        let window = monotonicSeconds() - first.at
+        let window = MonotonicClock.seconds - first.at
         let sps = parser.assembler.activeSPS
         var fps = sps?.frameRate
         if fps == nil, let a = firstPTS, let b = lastPTS, units > 1, b > a { fps = Double(units - 1) * 90_000 / Double(b - a) }
@@ -108,7 +109,7 @@ enum ProbeCommand: Command {
     /// Connects with a deadline; failures are "unavailable" (exit 69).
     static func connect(_ endpoint: Endpoint, deadline: Double) throws -> Socket {
         do {
-            return try Connector.connect(to: endpoint, timeout: deadline - monotonicSeconds())
+            return try Connector.connect(to: endpoint, timeout: deadline - MonotonicClock.seconds)
         } catch {
             throw CommandError.unavailable("probe \(endpoint): \(error)")
         }

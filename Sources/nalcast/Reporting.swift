@@ -1,3 +1,4 @@
+import Clocks
 import Dispatch
 #if canImport(Glibc)
 import Glibc
@@ -21,7 +22,7 @@ final class EventLog: Sendable {
 
     /// Writes `{"time":…,"event":NAME,…fields}`. Field values: String, Int, Double, Bool.
     func emit(_ event: String, _ fields: [(String, any Sendable)] = []) {
-        let time = wallClockSeconds()
+        let time = WallClock.seconds
         var line = "{\"time\":\(fixed(time, 3)),\"event\":\(jsonString(event))"
         for (key, value) in fields {
             line += ",\(jsonString(key)):"

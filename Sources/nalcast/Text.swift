@@ -66,13 +66,6 @@ func short(_ value: Double, maxDigits: Int = 3) -> String {
     return text
 }
 
-/// Seconds since the epoch (CLOCK_REALTIME).
-func wallClockSeconds() -> Double {
-    var ts = timespec()
-    clock_gettime(CLOCK_REALTIME, &ts)
-    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
-}
-
 extension String {
     /// Padded with spaces on the right to `width`.
     func padded(_ width: Int) -> String { count >= width ? self : self + String(repeating: " ", count: width - count) }

@@ -1,3 +1,4 @@
+import Clocks
 import Relay
 import Testing
 

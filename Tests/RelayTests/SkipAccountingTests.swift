@@ -1,3 +1,4 @@
+import Clocks
 import H264
 import Relay
 import Testing

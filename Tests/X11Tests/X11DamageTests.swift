@@ -1,3 +1,4 @@
+import Clocks
 import Capture
 import X11Capture
 import Foundation
@@ -25,7 +26,7 @@ final class PipelineRun: Sendable {
                 capture.targetFrameRate = options.frameRate
                 capture.encoder.preset = "ultrafast"
                 let pipeline = CapturePipeline(source: source, options: capture, control: control) { [self] unit in
-                    let now = realtimeNanoseconds()
+                    let now = WallClock.nanoseconds
                     units.withLock { $0.append((unit, now)) }
                 }
                 try pipeline.run()
@@ -114,7 +115,7 @@ func wireTimestamp(_ unit: AccessUnit) -> StreamTimestamp? {
         defer { run.stop() }
         #expect(run.waitFor(1, timeout: 5).count == 1, "\(run.error ?? "no first frame")")
         usleep(200_000)
-        let paintedNs = realtimeNanoseconds()
+        let paintedNs = WallClock.nanoseconds
         painter.fill(0xff0000, x: 100, y: 100, width: 200, height: 100)
         let units = run.waitFor(2, timeout: 4)
         try #require(units.count == 2, "no frame after the paint")
