@@ -62,8 +62,10 @@ let package = Package(
         // Pure Swift layers.
         // The system's clocks, read in one place (monotonic and wall clock, a clock tests drive).
         .target(name: "Clocks"),
-        .target(name: "H264"),
-        .target(name: "Relay", dependencies: ["H264", "Clocks"]),
+        // The one first-in first-out queue every queue that takes from the front is built on.
+        .target(name: "FIFO"),
+        .target(name: "H264", dependencies: ["FIFO"]),
+        .target(name: "Relay", dependencies: ["H264", "Clocks", "FIFO"]),
 
         // Swift over C.
         .target(name: "EventLoop", dependencies: ["CLibEV", "Clocks"]),
@@ -79,13 +81,13 @@ let package = Package(
         .target(name: "Serving", dependencies: ["Clocks", "H264", "Relay", "EventLoop", "Output", "Containers"]),
         .target(name: "Producer", dependencies: ["Clocks", "H264", "Relay", "EventLoop", "Capture", "Encoder"]),
         // Where access units go (files, stdout, segments, a forward endpoint), for produce and consume.
-        .target(name: "Output", dependencies: ["Clocks", "H264", "Relay", "EventLoop"]),
+        .target(name: "Output", dependencies: ["Clocks", "FIFO", "H264", "Relay", "EventLoop"]),
         .target(name: "Consumer", dependencies: ["Clocks", "H264", "Relay", "EventLoop", "Output", "Containers"]),
         // Container files (MP4, MPEG-TS, Matroska, FLV) through libavformat's muxers: one more
         // AccessUnitSink, packets copied, never re-encoded.
         // And the other way: any H.264 source libavformat reads (container files, RTSP, SRT,
         // RTMP, UDP, HTTP) as access units for consume (`Demuxer`, read by Consumer's DemuxReader).
-        .target(name: "Containers", dependencies: ["Clocks", "CAVFormat", "H264", "Output"]),
+        .target(name: "Containers", dependencies: ["Clocks", "FIFO", "CAVFormat", "H264", "Output"]),
         // Sound for produce: PulseAudio, WAV/raw PCM and a test tone mixed into one 48 kHz
         // stereo track, encoded to AAC-LC (libavcodec), timed on the video's clock.
         .target(name: "Audio", dependencies: ["Clocks", "CAudio", "H264", "Output", "EventLoop"]),
@@ -97,7 +99,7 @@ let package = Package(
         // Blocking client sockets for the tests that talk to a server on a real event loop.
         .target(name: "LoopTestSupport", dependencies: ["EventLoop"], path: "Tests/LoopTestSupport"),
         .testTarget(name: "H264Tests", dependencies: ["H264", "TestSupport"]),
-        .testTarget(name: "RelayTests", dependencies: ["Relay", "Clocks", "H264"]),
+        .testTarget(name: "RelayTests", dependencies: ["Relay", "Clocks", "FIFO", "H264"]),
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop", "H264", "LoopTestSupport"]),
         .testTarget(name: "ServingTests", dependencies: ["Serving", "EventLoop", "H264", "Output", "Relay", "LoopTestSupport", "TestSupport"]),
         .testTarget(name: "ConsumerTests", dependencies: ["Consumer", "H264"]),

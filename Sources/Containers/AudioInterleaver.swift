@@ -1,3 +1,4 @@
+import FIFO
 import Output
 
 /// The audio packets of a container writer (`ContainerSink`, `PushTransport`) waiting for
@@ -6,8 +7,7 @@ import Output
 /// (`PacketTimer.mediaToContainer`) and written before the first video packet that decodes
 /// after it (the rest at the end). Counts what it wrote and what it could not. One thread.
 struct AudioInterleaver {
-    private var pending: [(data: [UInt8], pts: Int64, duration: Int64)] = []
-    private var head = 0
+    private var pending = FIFO<(data: [UInt8], pts: Int64, duration: Int64)>()
     /// Written and dropped since the last `takeCounts`.
     private var written = 0
     private var dropped = 0
@@ -23,40 +23,31 @@ struct AudioInterleaver {
             dropped += 1
             return
         }
-        if pending.count - head >= Self.maxPending { try write(upTo: nil, count: 1, muxer: muxer) }
+        if pending.count >= Self.maxPending { try write(upTo: nil, count: 1, muxer: muxer) }
         pending.append((packet.data, packet.mediaTime.ticks &+ offset, format.packetDuration.ticks))
     }
 
     /// True when a waiting packet holds the sound of container time `time` or later.
     func reaches(_ time: Int64) -> Bool {
-        guard head < pending.count, let last = pending.last else { return false }
+        guard let last = pending.last else { return false }
         return last.pts + last.duration > time
     }
 
     /// Writes the waiting packets up to container time `time` (all when nil), at most `count`.
     mutating func write(upTo time: Int64?, count: Int = .max, muxer: Muxer) throws(MuxError) {
         var n = 0
-        while head < pending.count && n < count {
-            let next = pending[head]
+        while n < count, let next = pending.first {
             if let time, next.pts > time { break }
-            head += 1
+            _ = pending.popFirst()
             n += 1
             if try muxer.writeAudio(next.data, pts: next.pts, duration: next.duration) { written += 1 } else { dropped += 1 }
-        }
-        if head == pending.count {
-            pending.removeAll(keepingCapacity: true)
-            head = 0
-        } else if head >= 64 {
-            pending.removeFirst(head)
-            head = 0
         }
     }
 
     /// Drops what waits (a connection lost), counted.
     mutating func discard() {
-        dropped += pending.count - head
-        pending.removeAll(keepingCapacity: true)
-        head = 0
+        dropped += pending.count
+        pending.removeAll()
     }
 
     mutating func takeCounts() -> (written: Int, dropped: Int) {

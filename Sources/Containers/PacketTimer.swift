@@ -1,3 +1,4 @@
+import FIFO
 import H264
 import Output
 
@@ -39,8 +40,7 @@ struct PacketTimer {
     private var order = AccessUnitOrder()
     private var timeline = PresentationTimeline()
     /// Access units pushed to the timeline, not yet handed out, in decode order.
-    private var queued: [(nalUnits: [NALUnit], keyframe: Bool)] = []
-    private var queuedHead = 0
+    private var queued = FIFO<(nalUnits: [NALUnit], keyframe: Bool)>()
     /// The packet waiting for the next one's decode time (its duration).
     private var held: (nalUnits: [NALUnit], times: PresentationTimeline.Times, keyframe: Bool)?
     private var lastStep: Int64 = 3000
@@ -84,7 +84,7 @@ struct PacketTimer {
     }
 
     /// Access units taken and not handed out yet (a field waiting for its pair counts one).
-    var pendingCount: Int { queued.count - queuedHead + (held == nil ? 0 : 1) + (pendingField == nil ? 0 : 1) }
+    var pendingCount: Int { queued.count + (held == nil ? 0 : 1) + (pendingField == nil ? 0 : 1) }
 
     /// The next access unit in stream order.
     mutating func add(_ unit: TimedUnit) {
@@ -117,8 +117,7 @@ struct PacketTimer {
     mutating func take(finishing: Bool, _ write: (Packet) throws(MuxError) -> Void) throws(MuxError) {
         if finishing { flushPendingField() }
         while let times = timeline.pop(finishing: finishing) {
-            let next = queued[queuedHead]
-            queuedHead += 1
+            guard let next = queued.popFirst() else { preconditionFailure("the timeline gave times for an access unit not queued") }
             if waitsForDuration {
                 if let held {
                     let step = times.dts - held.times.dts
@@ -131,13 +130,6 @@ struct PacketTimer {
                 lastTimes = times
                 try write(packet(next.nalUnits, times, duration: lastStep, keyframe: next.keyframe))
             }
-        }
-        if queuedHead == queued.count {
-            queued.removeAll(keepingCapacity: true)
-            queuedHead = 0
-        } else if queuedHead >= 64 {
-            queued.removeFirst(queuedHead)
-            queuedHead = 0
         }
         if finishing, let held {
             self.held = nil

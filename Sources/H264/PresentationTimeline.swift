@@ -1,3 +1,4 @@
+import FIFO
 /// Decode and presentation times for a container, in decode order, for streams whose
 /// pictures may be coded out of presentation order (B-frames).
 ///
@@ -41,8 +42,7 @@ public struct PresentationTimeline: Sendable {
     private var slots: [Int64] = []
     private var slotBase = 0
     private var count = 0
-    private var pending: [Entry] = []
-    private var pendingHead = 0
+    private var pending = FIFO<Entry>()
     /// The keys seen in each run still needed, sorted; by the run's first index.
     private var keysByRun: [Int: [Int]] = [:]
     private var currentRun = 0
@@ -55,7 +55,7 @@ public struct PresentationTimeline: Sendable {
     }
 
     /// Access units pushed and not yet taken by `pop`.
-    public var pendingCount: Int { pending.count - pendingHead }
+    public var pendingCount: Int { pending.count }
 
     /// The next access unit in decode order.
     public mutating func push(dts: Int64, key: Int?, startsRun: Bool) {
@@ -69,8 +69,7 @@ public struct PresentationTimeline: Sendable {
     /// The times of the oldest access unit not taken yet, when they are settled (always,
     /// with `finishing`: nothing more will come).
     public mutating func pop(finishing: Bool = false) -> Times? {
-        guard pendingHead < pending.count else { return nil }
-        let entry = pending[pendingHead]
+        guard let entry = pending.first else { return nil }
         let dts = slots[entry.index - slotBase]
         guard let key = entry.key else {
             take()
@@ -81,7 +80,7 @@ public struct PresentationTimeline: Sendable {
         if delay == nil {
             guard finishing || runEnded || count > window else { return nil }
             var d = 0
-            for e in pending[pendingHead...] {
+            for e in pending.elements {
                 guard let k = e.key else { continue }
                 d = max(d, e.index - e.run - rank(k, run: e.run))
             }
@@ -108,15 +107,8 @@ public struct PresentationTimeline: Sendable {
 
     /// Drops the head entry and what no pending entry needs any more.
     private mutating func take() {
-        pendingHead += 1
-        if pendingHead == pending.count {
-            pending.removeAll(keepingCapacity: true)
-            pendingHead = 0
-        } else if pendingHead >= 64 {
-            pending.removeFirst(pendingHead)
-            pendingHead = 0
-        }
-        let oldestRun = pendingHead < pending.count ? pending[pendingHead].run : currentRun
+        _ = pending.popFirst()
+        let oldestRun = pending.first?.run ?? currentRun
         let keepFrom = min(oldestRun, currentRun)
         if keepFrom - slotBase >= 64 {
             slots.removeFirst(keepFrom - slotBase)

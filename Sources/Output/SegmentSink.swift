@@ -1,3 +1,4 @@
+import FIFO
 import H264
 import Relay
 
@@ -78,7 +79,7 @@ public final class SegmentSink: AccessUnitSink {
     /// time, so that one at or after a cut goes to the segment the cut opens, one before it
     /// to the segment it closes (each segment holds the audio of its own instants, with no
     /// gap or overlap between segments).
-    private var pendingAudio: [AudioPacket] = []
+    private var pendingAudio = FIFO<AudioPacket>()
     /// Audio packets dropped here (no segment open for them) since the last report.
     private var droppedAudio = 0
     /// Audio packets written into segments closed since the last report.
@@ -87,8 +88,7 @@ public final class SegmentSink: AccessUnitSink {
     static let maxPendingAudio = 500
     /// Pictures waiting for the audio of their instant (`placeHeld`), and the latest audio
     /// time heard.
-    private var heldUnits: [TimedUnit] = []
-    private var heldHead = 0
+    private var heldUnits = FIFO<TimedUnit>()
     private var lastAudioTime: MediaTime?
     /// How far the audio may lag behind the pictures before they go on without it.
     static let maxAudioLag = MediaTime.seconds(1.5)
@@ -159,7 +159,7 @@ public final class SegmentSink: AccessUnitSink {
                 audioFormat = format
             case .audio(let packet):
                 if pendingAudio.count >= Self.maxPendingAudio {
-                    pendingAudio.removeFirst()
+                    _ = pendingAudio.popFirst()
                     droppedAudio += 1
                 }
                 pendingAudio.append(packet)
@@ -194,22 +194,13 @@ public final class SegmentSink: AccessUnitSink {
     /// packet), at most `maxAudioLag` of media time, so that the audio before a cut goes to
     /// the segment the cut closes. `force`: all of them now (the end, a reconnect).
     private func placeHeld(_ report: inout WriteReport, force: Bool) throws(SinkError) {
-        guard heldHead < heldUnits.count else { return }
-        let newest = heldUnits[heldUnits.count - 1].mediaTime
-        while heldHead < heldUnits.count {
-            let next = heldUnits[heldHead]
+        guard let newest = heldUnits.last?.mediaTime else { return }
+        while let next = heldUnits.first {
             let heard = lastAudioTime.map { $0 >= next.mediaTime } ?? false
             guard force || heard || newest - next.mediaTime > Self.maxAudioLag else { break }
-            heldHead += 1
+            _ = heldUnits.popFirst()
             try placeAudio(before: next.mediaTime)
             try placeUnit(next, &report)
-        }
-        if heldHead == heldUnits.count {
-            heldUnits.removeAll(keepingCapacity: true)
-            heldHead = 0
-        } else if heldHead >= 64 {
-            heldUnits.removeFirst(heldHead)
-            heldHead = 0
         }
     }
 
@@ -226,7 +217,7 @@ public final class SegmentSink: AccessUnitSink {
     private func placeAudio(before time: MediaTime?) throws(SinkError) {
         guard !pendingAudio.isEmpty else { return }
         var n = 0
-        for packet in pendingAudio {
+        for packet in pendingAudio.elements {
             if let time, packet.mediaTime >= time { break }
             n += 1
             // Audio of an instant before the open segment began (it came later than the

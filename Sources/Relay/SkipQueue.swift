@@ -1,3 +1,4 @@
+import FIFO
 import Clocks
 
 /// What a `SkipQueue` holds: an access unit (with its size, whether a decoder can start
@@ -123,8 +124,7 @@ public struct SkipQueue<Element: SkipQueueElement>: Sendable {
     public let policy: Policy
     public let limits: QueueLimits
 
-    private var entries: [Element] = []
-    private var head = 0
+    private var entries = FIFO<Element>()
     /// True while the head is being written by the queue's owner.
     public private(set) var isHeadInFlight = false
     /// True while only an entry point is taken: at first for a reader that must start at one,
@@ -153,19 +153,19 @@ public struct SkipQueue<Element: SkipQueueElement>: Sendable {
     }
 
     /// Elements queued, markers and the in-flight head included.
-    public var count: Int { entries.count - head }
+    public var count: Int { entries.count }
     public var isEmpty: Bool { count == 0 }
     /// True while a reader that had started skips to the next entry point.
     public var isSkipping: Bool { hasStarted && isWaitingForEntry }
 
     /// Media time between the oldest and the newest queued element.
     public var lagNs: UInt64 {
-        guard let first = entries[head...].first, let last = entries.last else { return 0 }
+        guard let first = entries.first, let last = entries.last else { return 0 }
         return last.mediaTimeNs(since: first)
     }
 
     /// The queued elements, oldest first (for inspection and tests).
-    public var queued: ArraySlice<Element> { entries[head...] }
+    public var queued: ArraySlice<Element> { entries.elements }
 
     // MARK: - In
 
@@ -246,9 +246,9 @@ public struct SkipQueue<Element: SkipQueueElement>: Sendable {
     /// queue is empty. Must not be called while the head is already in flight.
     public mutating func startWrite() -> Element? {
         precondition(!isHeadInFlight, "the head is already being written")
-        guard head < entries.count else { return nil }
+        guard let first = entries.first else { return nil }
         isHeadInFlight = true
-        return entries[head]
+        return first
     }
 
     /// Records bytes written of the in-flight head; `finished` pops it.
@@ -257,20 +257,15 @@ public struct SkipQueue<Element: SkipQueueElement>: Sendable {
         guard finished else { return }
         precondition(isHeadInFlight, "nothing is being written")
         isHeadInFlight = false
-        queuedBytes -= entries[head].byteCount
-        head += 1
-        compact()
+        queuedBytes -= entries.popFirst()!.byteCount
         clearGraceIfCaughtUp()
     }
 
     /// Takes up to `maxItems` elements from the front at once (a sink's batch).
     public mutating func take(maxItems: Int) -> ArraySlice<Element> {
         precondition(!isHeadInFlight, "the head is being written")
-        let n = Swift.min(maxItems, count)
-        let out = entries[head..<(head + n)]
-        head += n
+        let out = entries.removeFirst(maxItems)
         for element in out { queuedBytes -= element.byteCount }
-        compact()
         return out
     }
 
@@ -287,16 +282,6 @@ public struct SkipQueue<Element: SkipQueueElement>: Sendable {
         queuedBytes += element.byteCount
     }
 
-    private mutating func compact() {
-        if head == entries.count {
-            entries.removeAll(keepingCapacity: true)
-            head = 0
-        } else if head >= 64 && head * 2 >= entries.count {
-            entries.removeFirst(head)
-            head = 0
-        }
-    }
-
     private mutating func countSkipped(_ element: Element) {
         stats.skippedAccessUnits += 1
         stats.skippedBytes += element.byteCount
@@ -308,12 +293,12 @@ public struct SkipQueue<Element: SkipQueueElement>: Sendable {
     }
 
     private func isOverHighMarks(adding element: Element) -> Bool {
-        let lag = entries[head...].first.map { element.mediaTimeNs(since: $0) } ?? 0
+        let lag = entries.first.map { element.mediaTimeNs(since: $0) } ?? 0
         return lag > limits.maxLagNs.saturatingAdd(graceLagNs) || queuedBytes + element.byteCount > limits.maxBytes + graceBytes
     }
 
     private func isUnderLowMarks(adding element: Element) -> Bool {
-        let lag = entries[head...].first.map { element.mediaTimeNs(since: $0) } ?? 0
+        let lag = entries.first.map { element.mediaTimeNs(since: $0) } ?? 0
         return lag <= limits.lowLagNs && queuedBytes <= limits.lowBytes
     }
 
@@ -331,10 +316,10 @@ public struct SkipQueue<Element: SkipQueueElement>: Sendable {
         guard isOverHighMarks else { return nil }
         graceLagNs = 0
         graceBytes = 0
-        let firstDroppable = head + (isHeadInFlight ? 1 : 0)
+        let firstDroppable = isHeadInFlight ? 1 : 0
         var dropped = (accessUnits: 0, bytes: 0)
         // Keep the newest queued entry point and what follows it, if that is under the bound.
-        if let entry = entries[firstDroppable...].lastIndex(where: \.isEntryPoint), entry > firstDroppable {
+        if let entry = entries.elements.dropFirst(firstDroppable).lastIndex(where: \.isEntryPoint).map({ $0 - entries.elements.startIndex }), entry > firstDroppable {
             dropped = drop(firstDroppable..<entry)
         }
         if isOverHighMarks {
@@ -351,8 +336,9 @@ public struct SkipQueue<Element: SkipQueueElement>: Sendable {
     }
 
     private mutating func drop(_ range: Range<Int>) -> (accessUnits: Int, bytes: Int) {
-        let bytes = entries[range].reduce(0) { $0 + $1.byteCount }
-        let units = entries[range].reduce(0) { $0 + ($1.isMarker ? 0 : 1) }
+        let dropped = entries.elements.dropFirst(range.lowerBound).prefix(range.count)
+        let bytes = dropped.reduce(0) { $0 + $1.byteCount }
+        let units = dropped.reduce(0) { $0 + ($1.isMarker ? 0 : 1) }
         entries.removeSubrange(range)
         queuedBytes -= bytes
         return (units, bytes)

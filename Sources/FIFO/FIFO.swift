@@ -1,0 +1,85 @@
+/// A first-in first-out queue over an array: elements go on at the back and come off the
+/// front in O(1) (amortised). Taking from the front moves a head index instead of shifting
+/// the array; the taken slots are given back when the queue empties, and when they are at
+/// least 64 and half the array (so each element is moved at most once on average).
+///
+/// Every queue in nalcast that takes from the front is one of these: the audio waiting for
+/// the video in a container, the access units waiting for their presentation time, the
+/// pictures a segment holds for their sound, a reader's skip queue.
+public struct FIFO<Element> {
+    private var storage: [Element] = []
+    private var head = 0
+
+    public init() {}
+
+    /// Elements queued.
+    public var count: Int { storage.count - head }
+    public var isEmpty: Bool { head == storage.count }
+    /// The element that comes off next.
+    public var first: Element? { isEmpty ? nil : storage[head] }
+    /// The element added last.
+    public var last: Element? { isEmpty ? nil : storage[storage.count - 1] }
+
+    /// The element `index` places behind the front (0: `first`).
+    public subscript(index: Int) -> Element {
+        get {
+            precondition(index >= 0 && index < count, "FIFO index out of range")
+            return storage[head + index]
+        }
+        set {
+            precondition(index >= 0 && index < count, "FIFO index out of range")
+            storage[head + index] = newValue
+        }
+    }
+
+    /// The queued elements, front first.
+    public var elements: ArraySlice<Element> { storage[head...] }
+
+    public mutating func append(_ element: Element) {
+        storage.append(element)
+    }
+
+    /// Takes the front element; nil when empty.
+    public mutating func popFirst() -> Element? {
+        guard !isEmpty else { return nil }
+        let element = storage[head]
+        head += 1
+        compact()
+        return element
+    }
+
+    /// Takes the first `n` elements (at most `count`) and returns them, front first.
+    @discardableResult
+    public mutating func removeFirst(_ n: Int) -> ArraySlice<Element> {
+        let n = Swift.min(Swift.max(0, n), count)
+        let taken = storage[head..<(head + n)]
+        head += n
+        compact()
+        return taken
+    }
+
+    /// Removes the elements at `range`, counted in places behind the front (0: `first`):
+    /// what a queue drops from its middle when it skips.
+    public mutating func removeSubrange(_ range: Range<Int>) {
+        precondition(range.lowerBound >= 0 && range.upperBound <= count, "FIFO range out of range")
+        storage.removeSubrange((head + range.lowerBound)..<(head + range.upperBound))
+        compact()
+    }
+
+    public mutating func removeAll() {
+        storage.removeAll(keepingCapacity: true)
+        head = 0
+    }
+
+    private mutating func compact() {
+        if head == storage.count {
+            storage.removeAll(keepingCapacity: true)
+            head = 0
+        } else if head >= 64 && head * 2 >= storage.count {
+            storage.removeFirst(head)
+            head = 0
+        }
+    }
+}
+
+extension FIFO: Sendable where Element: Sendable {}
