@@ -100,7 +100,6 @@ public final class Demuxer {
         let interrupt = deadline.state
         self.interrupt = interrupt
         if let problem = FFmpegLibraries.problem { throw DemuxError(.fatal, problem) }
-        CAVFormat_av_log_set_level(AV_LOG_QUIET)  // failures come back as codes; nalcast says them in one line
         _ = Self.networkReady
 
         var dictionary: OpaquePointer?

@@ -9,10 +9,14 @@ public enum FFmpegLibraries {
     public static var package: String { "libavformat\(CAVFormat_major())" }
 
     /// nil once the three libraries are open with every function nalcast calls; else why
-    /// not, in one line that names the package to install. Loads them on first use.
+    /// not, in one line that names the package to install. Loads them on first use, and
+    /// silences their log: every failure comes back as a code, which nalcast says in one line.
     public static let problem: String? = {
         var why = [CChar](repeating: 0, count: 512)
-        if CAVFormat_load(&why, Int32(why.count)) != 0 { return nil }
+        if CAVFormat_load(&why, Int32(why.count)) != 0 {
+            CAVFormat_av_log_set_level(AV_LOG_QUIET)
+            return nil
+        }
         let reason = String(decoding: why.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         return "containers and media-server URLs need FFmpeg's \(String(cString: CAVFormat_soname())) (\(reason)): install the \(package) package"
     }()

@@ -94,7 +94,6 @@ final class Muxer {
         if let problem = FFmpegLibraries.problem { throw MuxError(problem) }
         io = .allocate(capacity: 1)
         io.initialize(to: CAVFormat_fd_io(fd: fd, error: 0, written: 0))
-        CAVFormat_av_log_set_level(AV_LOG_QUIET)  // errors come back as codes and say their one line here
         let seekable = CAVFormat_fd_is_seekable(fd) != 0
         if format.needsSeekableOutput && !seekable && !fragmented {
             throw MuxError("\(format) needs a seekable file (it goes back to write its index): not a pipe or a terminal; use ts or mkv for a pipe")
@@ -119,7 +118,6 @@ final class Muxer {
         if let problem = FFmpegLibraries.problem { throw MuxError(problem) }
         io = .allocate(capacity: 1)
         io.initialize(to: CAVFormat_fd_io(fd: -1, error: 0, written: 0))
-        CAVFormat_av_log_set_level(AV_LOG_QUIET)
         _ = Self.networkReady
         try makeContext(name)
         let ctx = context!

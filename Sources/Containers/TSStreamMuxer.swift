@@ -54,7 +54,6 @@ public final class TSStreamMuxer {
         audioFormat = audio
         io = .allocate(capacity: 1)
         io.initialize(to: CAVFormat_memory_io(data: nil, size: 0, capacity: 0, error: 0))
-        CAVFormat_av_log_set_level(AV_LOG_QUIET)
         var ctx: UnsafeMutablePointer<AVFormatContext>?
         let rc = CAVFormat_avformat_alloc_output_context2(&ctx, nil, "mpegts", nil)
         guard rc >= 0, let ctx else { throw MuxError("no mpegts muxer in this libavformat: \(Muxer.text(rc))") }
