@@ -449,16 +449,4 @@ static inline int CAVFormat_av_opt_set(void *obj, const char *name, const char *
     CAVFORMAT_FN(CAVFORMAT_AVUTIL, av_opt_set); return f_ ? f_(obj, name, val, search_flags) : AVERROR(ENOSYS);
 }
 
-// An AAC track's parameters for a muxer: the channel layout is a struct with a union, which
-// Swift reaches less simply than C.
-static inline void CAVFormat_set_aac(AVCodecParameters *par, int sample_rate, int channels) {
-    par->codec_type = AVMEDIA_TYPE_AUDIO;
-    par->codec_id = AV_CODEC_ID_AAC;
-    par->sample_rate = sample_rate;
-    par->frame_size = 1024;
-    par->ch_layout.order = channels <= 2 ? AV_CHANNEL_ORDER_NATIVE : AV_CHANNEL_ORDER_UNSPEC;
-    par->ch_layout.nb_channels = channels;
-    par->ch_layout.u.mask = channels == 1 ? AV_CH_LAYOUT_MONO : channels == 2 ? AV_CH_LAYOUT_STEREO : 0;
-}
-
 #endif

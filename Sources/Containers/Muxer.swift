@@ -179,35 +179,18 @@ final class Muxer {
     /// rate when known.
     func writeHeader(parameterSets: [NALUnit], resolution: Resolution?, frameRate: Double?) throws(MuxError) {
         guard let context, let stream else { throw MuxError("closed") }
-        let par = stream.pointee.codecpar!
-        par.pointee.codec_type = AVMEDIA_TYPE_VIDEO
-        par.pointee.codec_id = AV_CODEC_ID_H264
-        if let resolution {
-            par.pointee.width = Int32(clamping: resolution.width)
-            par.pointee.height = Int32(clamping: resolution.height)
-        }
         var extradata: [UInt8] = []
         if lengthPrefixed, let avcC = Self.avcC(parameterSets) {
             extradata = avcC
         } else {
             lengthPrefixed = false
-            for nal in parameterSets {
-                extradata.append(contentsOf: [0, 0, 0, 1])
-                extradata.append(contentsOf: nal.body)
-            }
+            extradata = CodecParameters.annexB(parameterSets)
         }
-        if !extradata.isEmpty {
-            let rc = extradata.withUnsafeBufferPointer { CAVFormat_set_extradata(par, $0.baseAddress, Int32($0.count)) }
-            guard rc >= 0 else { throw MuxError("out of memory") }
-        }
+        try CodecParameters.h264(stream.pointee.codecpar!, resolution: resolution, extradata: extradata)
         stream.pointee.time_base = Self.ninetyKHz
         if let audio {
             guard let st = CAVFormat_avformat_new_stream(context, nil), let apar = st.pointee.codecpar else { throw MuxError("out of memory") }
-            CAVFormat_aac_track(apar, Int32(clamping: audio.sampleRate), Int32(clamping: audio.channels), Int32(clamping: audio.samplesPerPacket), Int64(audio.bitrate))
-            if !audio.extradata.isEmpty {
-                let rc = audio.extradata.withUnsafeBufferPointer { CAVFormat_set_extradata(apar, $0.baseAddress, Int32($0.count)) }
-                guard rc >= 0 else { throw MuxError("out of memory") }
-            }
+            try CodecParameters.aac(apar, audio)
             st.pointee.time_base = AVRational(num: 1, den: Int32(clamping: max(1, audio.sampleRate)))
             audioStream = st
         }

@@ -144,32 +144,11 @@ public final class TSStreamMuxer {
         guard let context, let video else { throw MuxError("closed") }
         let nals = unit.nalUnitsForEntry
         let sets = nals.filter { $0.type == .sps || $0.type == .pps }
-        let par = video.pointee.codecpar!
-        par.pointee.codec_type = AVMEDIA_TYPE_VIDEO
-        par.pointee.codec_id = AV_CODEC_ID_H264
         let sps = sets.first { $0.type == .sps }.flatMap { try? SequenceParameterSet($0) }
-        if let resolution = unit.resolution ?? sps?.resolution {
-            par.pointee.width = Int32(clamping: resolution.width)
-            par.pointee.height = Int32(clamping: resolution.height)
-        }
-        var extradata: [UInt8] = []
-        for nal in sets {
-            extradata.append(contentsOf: [0, 0, 0, 1])
-            extradata.append(contentsOf: nal.body)
-        }
-        if !extradata.isEmpty {
-            let rc = extradata.withUnsafeBufferPointer { CAVFormat_set_extradata(par, $0.baseAddress, Int32($0.count)) }
-            guard rc >= 0 else { throw MuxError("out of memory") }
-        }
+        try CodecParameters.h264(video.pointee.codecpar!, resolution: unit.resolution ?? sps?.resolution, extradata: CodecParameters.annexB(sets))
         video.pointee.time_base = AVRational(num: 1, den: 90_000)
         if let audio, let format = audioFormat {
-            let apar = audio.pointee.codecpar!
-            CAVFormat_set_aac(apar, Int32(format.sampleRate), Int32(format.channels))
-            apar.pointee.bit_rate = Int64(format.bitrate)
-            if !format.extradata.isEmpty {
-                let rc = format.extradata.withUnsafeBufferPointer { CAVFormat_set_extradata(apar, $0.baseAddress, Int32($0.count)) }
-                guard rc >= 0 else { throw MuxError("out of memory") }
-            }
+            try CodecParameters.aac(audio.pointee.codecpar!, format)
             audio.pointee.time_base = AVRational(num: 1, den: 90_000)
         }
         var options: OpaquePointer?

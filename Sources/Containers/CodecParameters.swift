@@ -1,0 +1,44 @@
+import CAVFormat
+import H264
+import Output
+
+/// What a muxer's streams declare to libavformat (their `AVCodecParameters`), set in one
+/// place for every muxer: `Muxer` (files, segments, pushes) and `TSStreamMuxer` (the `ts:`
+/// listeners).
+enum CodecParameters {
+    /// An H.264 stream: its picture size when known, and its SPS and PPS as extradata
+    /// (`extradata`: avcC, or Annex-B from `annexB(_:)`).
+    static func h264(_ par: UnsafeMutablePointer<AVCodecParameters>, resolution: Resolution?, extradata: [UInt8]) throws(MuxError) {
+        par.pointee.codec_type = AVMEDIA_TYPE_VIDEO
+        par.pointee.codec_id = AV_CODEC_ID_H264
+        if let resolution {
+            par.pointee.width = Int32(clamping: resolution.width)
+            par.pointee.height = Int32(clamping: resolution.height)
+        }
+        try setExtradata(par, extradata)
+    }
+
+    /// An AAC track as `format` says: rate, channels, packet length, bit rate, and its
+    /// AudioSpecificConfig as extradata.
+    static func aac(_ par: UnsafeMutablePointer<AVCodecParameters>, _ format: AudioFormat) throws(MuxError) {
+        CAVFormat_aac_track(par, Int32(clamping: format.sampleRate), Int32(clamping: format.channels), Int32(clamping: format.samplesPerPacket),
+                            Int64(format.bitrate))
+        try setExtradata(par, format.extradata)
+    }
+
+    /// Parameter sets as Annex-B extradata: each behind a 4-byte start code.
+    static func annexB(_ parameterSets: [NALUnit]) -> [UInt8] {
+        var extradata: [UInt8] = []
+        for nal in parameterSets {
+            extradata.append(contentsOf: [0, 0, 0, 1])
+            extradata.append(contentsOf: nal.body)
+        }
+        return extradata
+    }
+
+    private static func setExtradata(_ par: UnsafeMutablePointer<AVCodecParameters>, _ extradata: [UInt8]) throws(MuxError) {
+        guard !extradata.isEmpty else { return }
+        let rc = extradata.withUnsafeBufferPointer { CAVFormat_set_extradata(par, $0.baseAddress, Int32($0.count)) }
+        guard rc >= 0 else { throw MuxError("out of memory") }
+    }
+}
