@@ -128,14 +128,10 @@ public final class AudioCapture: Sendable {
         for spec in sources {
             switch spec {
             case .pulse, .monitor, .mic:
-                let device = spec.pulseDevice ?? nil
-                switch PulseStream.open(server: pulseServer, device: device, rate: Self.sampleRate, channels: Self.channels) {
-                case .success(let stream): streams.append(stream)
-                case .failure(let failure):
-                    let what = failure.noServer ? "no PulseAudio server" : "PulseAudio"
-                    throw AudioError(.unavailable, "--audio \(spec): \(what): \(failure.text)")
-                }
-                pulse.append(PulseInput(label: spec.description, server: pulseServer, device: device, track: track, channels: Self.channels, mix: mix, report: onEvent))
+                let opened = try PulseSources.open(spec, server: pulseServer, rate: Self.sampleRate, channels: Self.channels)
+                streams.append(opened.stream)
+                pulse.append(PulseInput(label: spec.description, server: pulseServer, device: spec.pulseDevice ?? nil, isMonitor: opened.isMonitor,
+                                        track: track, channels: Self.channels, mix: mix, report: onEvent))
             case .wav(let path):
                 let file = try Self.open(path, spec)
                 let header = try WAVHeader.read(file, name: spec.description, stopped: { false })
