@@ -68,10 +68,14 @@ final class PulseInput: Sendable {
     /// A sink's monitor (`monitor`, `pulse:NAME.monitor`, and `mic` where the default source
     /// is one: `PulseSources`): see `capture` for its latency.
     let isMonitor: Bool
+    /// Set when the first samples are on the track; `start` hears of it too.
+    let heard = Atomic<Bool>(false)
+    let start: SoundStart
 
     init(label: String, server: String?, device: String?, isMonitor: Bool, track: TrackClock, channels: Int, mix: MixBuffer,
-         report: @escaping @Sendable (AudioEvent) -> Void) {
+         start: SoundStart, report: @escaping @Sendable (AudioEvent) -> Void) {
         self.label = label
+        self.start = start
         self.server = server
         self.device = device
         self.isMonitor = isMonitor
@@ -172,6 +176,7 @@ final class PulseInput: Sendable {
                 }
                 guard end >= startPosition else { continue }
                 position = first
+                if !heard.exchange(true, ordering: .acquiringAndReleasing) { start.arrived() }
                 if !backlog.isEmpty {
                     backlog.withUnsafeBytes { input in
                         resampler.convert(input.baseAddress, frames: backlog.count / channels) { out in

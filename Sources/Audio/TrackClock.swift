@@ -27,6 +27,13 @@ func realtimeNow() -> UInt64 {
     return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
 }
 
+/// CLOCK_MONOTONIC in nanoseconds: waits.
+func monotonicNow() -> UInt64 {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
+}
+
 /// Sleeps until CLOCK_REALTIME reaches `ns`, in steps of at most 20 ms so that `stopped`
 /// is seen soon; returns false when stopped first.
 func sleep(untilRealtime ns: UInt64, unless stopped: () -> Bool) -> Bool {
