@@ -35,7 +35,8 @@ public struct AudioStatistics: Sendable {
 /// Threads: one per live or file source (reads, timestamps, adds to the mix) and one audio
 /// thread that, paced by the clock, takes 1024 samples once every source has had time to
 /// deliver them (`slack`), adds the tone, encodes and hands the packets on. None of them
-/// ever waits for video or for a consumer of the packets; video never waits for them.
+/// ever waits for video or for a consumer of the packets; video never waits for them, but for
+/// their first samples at the start (`waitForSound`).
 /// A source that is late or gone leaves silence; what it delivers too late is counted.
 ///
 /// The packets' media times need the video's time line: `anchor(videoCaptureTimeNs:pts90k:)`
@@ -62,6 +63,7 @@ public final class AudioCapture: Sendable {
     let onEvent: @Sendable (AudioEvent) -> Void
 
     private let pulseInputs: [PulseInput]
+    private let soundStart: SoundStart
     private let fileInputs: [FileInput]
     private let work: Mutex<Work?>
     private let threads = Mutex<[OSThread]>([])
@@ -122,6 +124,8 @@ public final class AudioCapture: Sendable {
         hasTone = sources.contains(.tone)
         self.onPacket = onPacket
         self.onEvent = onEvent
+        let soundStart = SoundStart(sources: sources.filter(\.isPulse).count)
+        self.soundStart = soundStart
         var pulse: [PulseInput] = []
         var streams: [PulseStream] = []
         var files: [FileInput] = []
@@ -129,14 +133,10 @@ public final class AudioCapture: Sendable {
         for spec in sources {
             switch spec {
             case .pulse, .monitor, .mic:
-                let device = spec.pulseDevice ?? nil
-                switch PulseStream.open(server: pulseServer, device: device, rate: Self.sampleRate, channels: Self.channels) {
-                case .success(let stream): streams.append(stream)
-                case .failure(let failure):
-                    let what = failure.noServer ? "no PulseAudio server" : "PulseAudio"
-                    throw AudioError(.unavailable, "--audio \(spec): \(what): \(failure.text)")
-                }
-                pulse.append(PulseInput(label: spec.description, server: pulseServer, device: device, track: track, channels: Self.channels, mix: mix, report: onEvent))
+                let opened = try PulseSources.open(spec, server: pulseServer, rate: Self.sampleRate, channels: Self.channels)
+                streams.append(opened.stream)
+                pulse.append(PulseInput(label: spec.description, server: pulseServer, device: spec.pulseDevice ?? nil, isMonitor: opened.isMonitor,
+                                        track: track, channels: Self.channels, mix: mix, start: soundStart, report: onEvent))
             case .wav(let path):
                 let file = try Self.open(path, spec)
                 let header = try WAVHeader.read(file, name: spec.description, stopped: { false })
@@ -184,6 +184,17 @@ public final class AudioCapture: Sendable {
         }
         threads.withLock { $0 = started }
         encoderThread.withLock { $0 = encoding }
+    }
+
+    /// How long `waitForSound` waits at most: a null sink's monitor may give nothing for its
+    /// sink's buffer, up to 2 s (`SoundStart`), and a loaded machine adds to that.
+    public static let soundWait: UInt64 = 3_000_000_000
+
+    /// After `start()`: waits until every live source (PulseAudio) has its first samples on
+    /// the track, at most `timeout`; returns the names of those that have none yet.
+    public func waitForSound(timeout: UInt64 = AudioCapture.soundWait) -> [String] {
+        soundStart.wait(timeout: timeout)
+        return pulseInputs.filter { !$0.heard.load(ordering: .acquiring) }.map(\.label)
     }
 
     /// Stops every thread and joins them; the encoder's last packets are handed on. The

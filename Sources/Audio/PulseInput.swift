@@ -66,14 +66,20 @@ final class PulseInput: Sendable {
     let state = Mutex<AudioSourceState>(.starting)
     let drift = Mutex<Double>(0)
     let losses = Atomic<Int>(0)
-    /// A sink's monitor (`monitor`, `pulse:NAME.monitor`): see `capture` for its latency.
+    /// A sink's monitor (`monitor`, `pulse:NAME.monitor`, and `mic` where the default source
+    /// is one: `PulseSources`): see `capture` for its latency.
     let isMonitor: Bool
+    /// Set when the first samples are on the track; `start` hears of it too.
+    let heard = Atomic<Bool>(false)
+    let start: SoundStart
 
-    init(label: String, server: String?, device: String?, track: TrackClock, channels: Int, mix: MixBuffer, report: @escaping @Sendable (AudioEvent) -> Void) {
+    init(label: String, server: String?, device: String?, isMonitor: Bool, track: TrackClock, channels: Int, mix: MixBuffer,
+         start: SoundStart, report: @escaping @Sendable (AudioEvent) -> Void) {
         self.label = label
+        self.start = start
         self.server = server
         self.device = device
-        isMonitor = device == "@DEFAULT_MONITOR@" || (device?.hasSuffix(".monitor") ?? false)
+        self.isMonitor = isMonitor
         self.track = track
         self.channels = channels
         self.mix = mix
@@ -171,6 +177,7 @@ final class PulseInput: Sendable {
                 }
                 guard end >= startPosition else { continue }
                 position = first
+                if !heard.exchange(true, ordering: .acquiringAndReleasing) { start.arrived() }
                 if !backlog.isEmpty {
                     backlog.withUnsafeBytes { input in
                         resampler.convert(input.baseAddress, frames: backlog.count / channels) { out in

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <time.h>
 #include <libavcodec/avcodec.h>
 #include <libavutil/channel_layout.h>
 #include <libavutil/error.h>
@@ -25,7 +26,10 @@
 #include <libavutil/opt.h>
 #include <libavutil/samplefmt.h>
 #include <libswresample/swresample.h>
+#include <pulse/context.h>
 #include <pulse/error.h>
+#include <pulse/introspect.h>
+#include <pulse/mainloop.h>
 #include <pulse/simple.h>
 #include <pulse/version.h>
 
@@ -118,6 +122,30 @@ static inline int CAudio_pa_simple_flush(pa_simple *s, int *error) { CAUDIO_FN(C
 static inline void CAudio_pa_simple_free(pa_simple *s) { CAUDIO_FN(CAUDIO_PULSE_SIMPLE, pa_simple_free); if (f_) f_(s); }
 static inline const char *CAudio_pa_strerror(int error) { CAUDIO_FN(CAUDIO_PULSE, pa_strerror); return f_ ? f_(error) : "unknown error"; }
 
+// libpulse's asynchronous API, for the one question pa_simple cannot ask: which sources the
+// server has (CAudio_pulse_sources below).
+static inline pa_mainloop *CAudio_pa_mainloop_new(void) { CAUDIO_FN(CAUDIO_PULSE, pa_mainloop_new); return f_ ? f_() : NULL; }
+static inline pa_mainloop_api *CAudio_pa_mainloop_get_api(pa_mainloop *m) { CAUDIO_FN(CAUDIO_PULSE, pa_mainloop_get_api); return f_ ? f_(m) : NULL; }
+static inline int CAudio_pa_mainloop_prepare(pa_mainloop *m, int timeout) { CAUDIO_FN(CAUDIO_PULSE, pa_mainloop_prepare); return f_ ? f_(m, timeout) : -1; }
+static inline int CAudio_pa_mainloop_poll(pa_mainloop *m) { CAUDIO_FN(CAUDIO_PULSE, pa_mainloop_poll); return f_ ? f_(m) : -1; }
+static inline int CAudio_pa_mainloop_dispatch(pa_mainloop *m) { CAUDIO_FN(CAUDIO_PULSE, pa_mainloop_dispatch); return f_ ? f_(m) : -1; }
+static inline void CAudio_pa_mainloop_free(pa_mainloop *m) { CAUDIO_FN(CAUDIO_PULSE, pa_mainloop_free); if (f_) f_(m); }
+static inline pa_context *CAudio_pa_context_new(pa_mainloop_api *api, const char *name) { CAUDIO_FN(CAUDIO_PULSE, pa_context_new); return f_ ? f_(api, name) : NULL; }
+static inline int CAudio_pa_context_connect(pa_context *c, const char *server, pa_context_flags_t flags, const pa_spawn_api *api) {
+    CAUDIO_FN(CAUDIO_PULSE, pa_context_connect); return f_ ? f_(c, server, flags, api) : -1;
+}
+static inline pa_context_state_t CAudio_pa_context_get_state(pa_context *c) { CAUDIO_FN(CAUDIO_PULSE, pa_context_get_state); return f_ ? f_(c) : PA_CONTEXT_FAILED; }
+static inline int CAudio_pa_context_errno(pa_context *c) { CAUDIO_FN(CAUDIO_PULSE, pa_context_errno); return f_ ? f_(c) : PA_ERR_NOTSUPPORTED; }
+static inline void CAudio_pa_context_disconnect(pa_context *c) { CAUDIO_FN(CAUDIO_PULSE, pa_context_disconnect); if (f_) f_(c); }
+static inline void CAudio_pa_context_unref(pa_context *c) { CAUDIO_FN(CAUDIO_PULSE, pa_context_unref); if (f_) f_(c); }
+static inline pa_operation *CAudio_pa_context_get_server_info(pa_context *c, pa_server_info_cb_t cb, void *userdata) {
+    CAUDIO_FN(CAUDIO_PULSE, pa_context_get_server_info); return f_ ? f_(c, cb, userdata) : NULL;
+}
+static inline pa_operation *CAudio_pa_context_get_source_info_list(pa_context *c, pa_source_info_cb_t cb, void *userdata) {
+    CAUDIO_FN(CAUDIO_PULSE, pa_context_get_source_info_list); return f_ ? f_(c, cb, userdata) : NULL;
+}
+static inline void CAudio_pa_operation_unref(pa_operation *o) { CAUDIO_FN(CAUDIO_PULSE, pa_operation_unref); if (f_) f_(o); }
+
 // Names the calling thread (top, /proc/PID/task/*/comm), at most 15 characters: prctl is
 // variadic, which Swift cannot call.
 static inline void CAudio_name_thread(const char *name) { prctl(PR_SET_NAME, (unsigned long)name, 0, 0, 0); }
@@ -142,7 +170,12 @@ static inline int CAudio_load(int mask, char *why, int size) {
         { CAUDIO_AVCODEC, "av_packet_unref" },
         { CAUDIO_SWRESAMPLE, "swr_alloc_set_opts2" }, { CAUDIO_SWRESAMPLE, "swr_init" }, { CAUDIO_SWRESAMPLE, "swr_free" },
         { CAUDIO_SWRESAMPLE, "swr_convert" }, { CAUDIO_SWRESAMPLE, "swr_set_compensation" }, { CAUDIO_SWRESAMPLE, "swr_get_delay" },
-        { CAUDIO_PULSE, "pa_strerror" },
+        { CAUDIO_PULSE, "pa_strerror" }, { CAUDIO_PULSE, "pa_mainloop_new" }, { CAUDIO_PULSE, "pa_mainloop_get_api" },
+        { CAUDIO_PULSE, "pa_mainloop_prepare" }, { CAUDIO_PULSE, "pa_mainloop_poll" }, { CAUDIO_PULSE, "pa_mainloop_dispatch" },
+        { CAUDIO_PULSE, "pa_mainloop_free" }, { CAUDIO_PULSE, "pa_context_new" }, { CAUDIO_PULSE, "pa_context_connect" },
+        { CAUDIO_PULSE, "pa_context_get_state" }, { CAUDIO_PULSE, "pa_context_errno" }, { CAUDIO_PULSE, "pa_context_disconnect" },
+        { CAUDIO_PULSE, "pa_context_unref" }, { CAUDIO_PULSE, "pa_context_get_server_info" },
+        { CAUDIO_PULSE, "pa_context_get_source_info_list" }, { CAUDIO_PULSE, "pa_operation_unref" },
         { CAUDIO_PULSE_SIMPLE, "pa_simple_new" }, { CAUDIO_PULSE_SIMPLE, "pa_simple_read" }, { CAUDIO_PULSE_SIMPLE, "pa_simple_get_latency" },
         { CAUDIO_PULSE_SIMPLE, "pa_simple_free" }, { CAUDIO_PULSE_SIMPLE, "pa_simple_flush" },
     };
@@ -321,5 +354,83 @@ static inline pa_simple *CAudio_record(const char *server, const char *device, i
     attr.minreq = (uint32_t)-1;
     attr.fragsize = fragment_bytes;
     return CAudio_pa_simple_new(server, "nalcast", PA_STREAM_RECORD, device, "capture", &spec, NULL, &attr, error);
+}
+
+// The sources of a PulseAudio server, as text into `out` (`size` bytes, NUL-terminated): a
+// line "d NAME" for the default source, then one line per source, "m NAME" for a sink's
+// monitor and "s NAME" for any other (a capture device, a filter). 0 on success; else -1
+// with a PulseAudio error code in `*error`. Gives up after 5 s (a server that accepts and
+// never answers). Lines that do not fit are left out.
+struct CAudio_source_list { char *text; size_t used, size; int pending; };
+
+static inline void CAudio_source_line(struct CAudio_source_list *list, char kind, const char *name) {
+    size_t length = strlen(name);
+    if (list->used + length + 3 >= list->size) return;
+    list->text[list->used++] = kind;
+    list->text[list->used++] = ' ';
+    memcpy(list->text + list->used, name, length);
+    list->used += length;
+    list->text[list->used++] = '\n';
+    list->text[list->used] = 0;
+}
+
+static inline void CAudio_server_info(pa_context *c, const pa_server_info *info, void *userdata) {
+    (void)c;
+    struct CAudio_source_list *list = userdata;
+    if (info && info->default_source_name) CAudio_source_line(list, 'd', info->default_source_name);
+    list->pending--;
+}
+
+static inline void CAudio_source_info(pa_context *c, const pa_source_info *info, int eol, void *userdata) {
+    (void)c;
+    struct CAudio_source_list *list = userdata;
+    if (eol) { list->pending--; return; }
+    if (info && info->name) CAudio_source_line(list, info->monitor_of_sink != PA_INVALID_INDEX ? 'm' : 's', info->name);
+}
+
+// One turn of the loop, waiting at most 100 ms; < 0 when the loop failed or `deadline`
+// (CLOCK_MONOTONIC ns) has passed.
+static inline int CAudio_pulse_turn(pa_mainloop *loop, int64_t deadline) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if ((int64_t)now.tv_sec * 1000000000 + now.tv_nsec > deadline) return -1;
+    if (CAudio_pa_mainloop_prepare(loop, 100000) < 0 || CAudio_pa_mainloop_poll(loop) < 0) return -1;
+    return CAudio_pa_mainloop_dispatch(loop);
+}
+
+static inline int CAudio_pulse_sources(const char *server, char *out, int size, int *error) {
+    struct CAudio_source_list list = { out, 0, (size_t)size, 2 };
+    if (size > 0) out[0] = 0;
+    *error = PA_ERR_INTERNAL;
+    pa_mainloop *loop = CAudio_pa_mainloop_new();
+    if (!loop) return -1;
+    pa_context *context = CAudio_pa_context_new(CAudio_pa_mainloop_get_api(loop), "nalcast");
+    int result = -1;
+    struct timespec start;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    int64_t deadline = (int64_t)start.tv_sec * 1000000000 + start.tv_nsec + 5000000000LL;
+    if (context && CAudio_pa_context_connect(context, server, PA_CONTEXT_NOAUTOSPAWN, NULL) >= 0) {
+        while (CAudio_pa_context_get_state(context) != PA_CONTEXT_READY && PA_CONTEXT_IS_GOOD(CAudio_pa_context_get_state(context)))
+            if (CAudio_pulse_turn(loop, deadline) < 0) break;
+        if (CAudio_pa_context_get_state(context) == PA_CONTEXT_READY) {
+            pa_operation *info = CAudio_pa_context_get_server_info(context, CAudio_server_info, &list);
+            pa_operation *sources = CAudio_pa_context_get_source_info_list(context, CAudio_source_info, &list);
+            if (!info) list.pending--;
+            if (!sources) list.pending--;
+            while (list.pending > 0 && PA_CONTEXT_IS_GOOD(CAudio_pa_context_get_state(context)))
+                if (CAudio_pulse_turn(loop, deadline) < 0) break;
+            if (info) CAudio_pa_operation_unref(info);
+            if (sources) CAudio_pa_operation_unref(sources);
+            if (info && sources && list.pending == 0) result = 0;
+        }
+        *error = result == 0 ? 0 : CAudio_pa_context_errno(context);
+        if (result < 0 && *error == PA_OK) *error = PA_ERR_TIMEOUT;
+        CAudio_pa_context_disconnect(context);
+    } else if (context) {
+        *error = CAudio_pa_context_errno(context);
+    }
+    if (context) CAudio_pa_context_unref(context);
+    CAudio_pa_mainloop_free(loop);
+    return result;
 }
 #endif

@@ -1,4 +1,6 @@
+import Clocks
 import Audio
+import EventLoop
 import Output
 import Synchronization
 
@@ -23,6 +25,7 @@ struct AudioPlan {
         "  wav:PATH, wav:-    a PCM WAV file or stdin, any rate and channels",
         "  raw:PATH, raw:-    headerless PCM laid out as --audio-format says",
         "  tone               a 100 ms 1 kHz beep at each whole second (A/V sync checks)",
+        "  The first picture waits for each PulseAudio source's first samples (up to 3 s).",
         "  No sound server or no such device: exit 69; a missing file: exit 66.",
     ]
 
@@ -101,11 +104,13 @@ final class ProduceAudio: Sendable {
     let capture: AudioCapture
     let delivery: AudioDelivery
     private let anchored = Atomic<Bool>(false)
+    private let log: Log
 
     /// Opens the sources and the encoder (a missing server fails here, before any thread).
     init(plan: AudioPlan, log: Log, events: EventLog?) throws {
         let delivery = AudioDelivery()
         self.delivery = delivery
+        self.log = log
         do {
             capture = try AudioCapture(sources: plan.sources, bitrate: plan.bitrate, onPacket: { delivery.deliver($0) }, onEvent: { event in
                 let quietly: Bool = if case .connected = event { true } else { false }
@@ -121,6 +126,22 @@ final class ProduceAudio: Sendable {
             })
         } catch {
             throw commandError(error)
+        }
+    }
+
+    /// Starts the sources and waits, before the first picture, until each live source's
+    /// first samples are on the track (at most `AudioCapture.soundWait`): what plays when the
+    /// capture starts is then heard from the first picture on. A wait that shows is said.
+    func start() {
+        capture.start()
+        let began = MonotonicClock.seconds
+        let missing = capture.waitForSound()
+        let waited = MonotonicClock.seconds - began
+        for name in missing {
+            log.line("audio \(name): no sound from the server after \(fixed(waited, 2)) s; capturing without waiting for it", force: true)
+        }
+        if missing.isEmpty && waited >= 0.25 {
+            log.line("audio: the first samples came after \(fixed(waited, 2)) s (the sink's buffer); the pictures start with them")
         }
     }
 

@@ -74,7 +74,7 @@ final class ProduceSession {
         let serving = try wireServing(loop, control, registry, events, audio)
         announce(Self.describe(source, plan: plan), serving)
 
-        audio?.capture.start()
+        audio?.start()
         let captureThread = startCapture(source, control, serving, output, outcome, events, audio)
         withExtendedLifetime(serving) { loop.run() }
 

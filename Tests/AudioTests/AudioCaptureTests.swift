@@ -238,7 +238,8 @@ struct AudioCaptureTests {
             Issue.record("no error")
         } catch {
             #expect(error.kind == .unavailable)
-            #expect(error.message == "--audio pulse:nowhere: PulseAudio: No such entity", "\(error.message)")
+            #expect(error.message == "--audio pulse:nowhere: PulseAudio has no source named nowhere; it has nalcast_test.monitor "
+                    + "(--audio monitor records what the machine plays, --audio mic its default source)", "\(error.message)")
         }
     }
 

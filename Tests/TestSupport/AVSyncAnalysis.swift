@@ -70,6 +70,33 @@ public enum AVSyncAnalysis {
         return out
     }
 
+    /// Seconds from a recording's first picture to its first sound (the first 5 ms whose RMS
+    /// is above `threshold`, -34 dBFS by default), both on the file's time line: a sound that
+    /// plays all along is heard from 0 (or from as close to it as the first audio packet).
+    /// nil when nothing is heard.
+    public static func soundStart(_ path: String, threshold: Double = 0.02) throws -> Double? {
+        let probe = try Tool.run(["ffprobe", "-v", "error", "-select_streams", "v:0", "-show_entries", "packet=pts_time",
+                                  "-read_intervals", "%+#1", "-of", "csv=p=0", path])
+        let firstLine = probe.stdout.split(separator: "\n").first.map(String.init) ?? ""
+        guard let videoStart = Double(firstLine.trimmingCharacters(in: .whitespaces).replacingOccurrences(of: ",", with: "")) else {
+            throw MediaServerError("no picture in \(path): \(probe.stderr)")
+        }
+        let raw = FileManager.default.temporaryDirectory.appendingPathComponent("nalcast-start-\(UUID().uuidString).s16")
+        defer { try? FileManager.default.removeItem(at: raw) }
+        let r = try Tool.run(["ffmpeg", "-nostdin", "-v", "error", "-y", "-copyts", "-i", path, "-map", "0:a:0", "-vn",
+                              "-af", "aresample=async=1:first_pts=0", "-ac", "1", "-ar", "48000", "-f", "s16le", raw.path])
+        guard r.status == 0 else { throw MediaServerError("ffmpeg could not decode the audio of \(path): \(r.stderr)") }
+        let samples: [Int16] = try Data(contentsOf: raw).withUnsafeBytes { raw in
+            (0..<(raw.count / 2)).map { Int16(littleEndian: raw.loadUnaligned(fromByteOffset: 2 * $0, as: Int16.self)) }
+        }
+        let window = 240
+        for start in stride(from: 0, to: samples.count - window, by: window) {
+            let power = samples[start..<start + window].reduce(0.0) { $0 + Double($1) * Double($1) } / Double(window)
+            if power.squareRoot() / 32768 > threshold { return Double(start) / 48_000 - videoStart }
+        }
+        return nil
+    }
+
     /// Each beep paired with the flash within half a second of it: beep minus flash, ms.
     public static func offsets(flashes: [Double], beeps: [Double]) -> [Double] {
         beeps.compactMap { b in

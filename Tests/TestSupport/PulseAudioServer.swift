@@ -1,7 +1,7 @@
 import Foundation
 
 /// A private PulseAudio daemon for one test: its own runtime directory and home (mode 0700,
-/// under the temp directory), a null sink named `sinkName` (its monitor is the default
+/// under the temp directory), a null sink named `sinkName` (`norewinds=1` unless `rewinds`) (its monitor is the default
 /// source: what `--audio monitor` and `mic` record), and a native-protocol socket that
 /// `address` names for libpulse (`PULSE_SERVER`). Started with `-n` (no default.pa) so that
 /// nothing of the machine's own configuration, D-Bus or hardware is involved; it runs as
@@ -22,7 +22,14 @@ public final class PulseAudioServer: Sendable {
          "HOME": directory.appendingPathComponent("home").path, "PULSE_CLIENTCONFIG": "/dev/null"]
     }
 
-    public init() throws {
+    /// Whether the null sink can rewind (PulseAudio's default, and what a machine's
+    /// `module-null-sink` and `module-always-sink` do): it then renders as far ahead as its
+    /// players' buffers allow (up to 2 s) and can take back what it rendered; without, 50 ms
+    /// at most, the steady timing most tests want.
+    public let rewinds: Bool
+
+    public init(rewinds: Bool = false) throws {
+        self.rewinds = rewinds
         directory = try MediaServerDirectory.make("pulse")
         for sub in ["run", "home"] {
             try FileManager.default.createDirectory(at: directory.appendingPathComponent(sub), withIntermediateDirectories: true,
@@ -44,7 +51,7 @@ public final class PulseAudioServer: Sendable {
         try? FileManager.default.removeItem(atPath: socketPath)
         try process.start("pulseaudio", [
             "-n", "--daemonize=no", "--exit-idle-time=20", "--use-pid-file=no", "--log-target=stderr",
-            "--load=module-null-sink sink_name=\(sinkName) rate=48000 norewinds=1",
+            "--load=module-null-sink sink_name=\(sinkName) rate=48000" + (rewinds ? "" : " norewinds=1"),
             "--load=module-native-protocol-unix auth-anonymous=1 socket=\(socketPath)",
         ], environment: environment)
         let deadline = Date().addingTimeInterval(15)
