@@ -39,13 +39,16 @@ enum Run {
         return input
     }
 
-    /// Runs `executable` with `arguments`, feeding `stdin`, and waits (at most `timeout` s).
+    /// Runs `executable` with `arguments`, feeding `stdin`, and waits (at most `timeout` s);
+    /// in `directory` when given.
     @discardableResult
-    static func program(_ executable: String, _ arguments: [String], stdin: Data? = nil, environment: [String: String]? = nil, timeout: Double = 120) throws -> Result {
+    static func program(_ executable: String, _ arguments: [String], stdin: Data? = nil, environment: [String: String]? = nil,
+                        directory: URL? = nil, timeout: Double = 120) throws -> Result {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: executable.hasPrefix("/") ? executable : "/usr/bin/env")
         p.arguments = executable.hasPrefix("/") ? arguments : [executable] + arguments
         if let environment { p.environment = environment }
+        if let directory { p.currentDirectoryURL = directory }
         let out = Pipe(), err = Pipe(), inp = Pipe()
         p.standardOutput = out
         p.standardError = err
@@ -77,8 +80,9 @@ enum Run {
         return Result(status: p.terminationStatus, stdout: outData, stderr: String(decoding: errData, as: UTF8.self))
     }
 
-    static func nalcast(_ arguments: [String], stdin: Data? = nil, environment: [String: String]? = nil, timeout: Double = 120) throws -> Result {
-        try program(nalcast, arguments, stdin: stdin, environment: environment, timeout: timeout)
+    static func nalcast(_ arguments: [String], stdin: Data? = nil, environment: [String: String]? = nil, directory: URL? = nil,
+                        timeout: Double = 120) throws -> Result {
+        try program(nalcast, arguments, stdin: stdin, environment: environment, directory: directory, timeout: timeout)
     }
 }
 
