@@ -61,7 +61,7 @@ def process_figures(samples: list, label: str, warmup: float) -> dict | None:
     fds = [(t, p["fds"]) for t, p in after]
     (t0, p0), (t1, p1) = pts[0], pts[-1]
     cpu = (p1["cpu_s"] - p0["cpu_s"]) / (t1 - t0) * 100 if t1 > t0 else None
-    return {"samples": len(pts), "samples_after_warmup": len(after),
+    return {"samples": len(pts), "samples_after_warmup": len(after), "window_s": round(after[-1][0] - after[0][0], 1),
             "rss_kb": {"first": p0["rss_kb"], "after_warmup": after[0][1]["rss_kb"], "last": p1["rss_kb"],
                        "max": max(p["rss_kb"] for _, p in pts), "slope_kb_per_hour": r1(slope_per_hour(rss))},
             "fds": {"first": p0["fds"], "min": min(p["fds"] for _, p in pts), "max": max(p["fds"] for _, p in pts),
@@ -195,6 +195,13 @@ def report(run: dict, work: Path) -> tuple[dict, str]:
     final_r = run.get("final_recorder") or (samples[-1]["recorder"] if samples else None)
     labels = sorted({k for s in samples for k in s["procs"]})
     procs = {k: process_figures(samples, k, warm) for k in labels}
+    if procs.get("producer"):
+        # its fds less one per reader or viewer connected then: what a leak would raise
+        base = [(x["t"], x["procs"]["producer"]["fds"] - total(x["producer"], "nalcast_readers")) for x in samples
+                if "producer" in x["procs"] and x.get("producer") and x["t"] >= warm]
+        procs["producer"]["fds_less_readers"] = {"min": min((v for _, v in base), default=None),
+                                                 "max": max((v for _, v in base), default=None),
+                                                 "slope_per_hour": r1(slope_per_hour(base))}
     bad = [s for s in segs if s.get("unfinished") or s.get("decode_errors") or s.get("decode_exit")]
     length = length_story(run, pev, rev, segs)
     summary = {

@@ -24,12 +24,20 @@ def render(s: dict) -> str:
                        f"(min {f['min']}, max {f['max']}), slope {f['slope_per_hour']}/h; threads "
                        f"{p['threads']['min']}-{p['threads']['max']}; CPU {p['cpu_percent']} % of a core; "
                        f"{p['samples']} samples")
+            if "fds_less_readers" in p:
+                b = p["fds_less_readers"]
+                out.append(f"  producer's fds less its connected readers: {b['min']:.0f}-{b['max']:.0f}, slope "
+                           f"{b['slope_per_hour']}/h")
     readers = [p for p in s["readers"].values() if p]
     if readers:
-        out.append(f"readers (nalcast consume, {len(readers)} sessions sampled): RSS max "
-                   f"{max(p['rss_kb']['max'] for p in readers)} kB, largest growth within a session "
-                   f"{max(p['rss_kb']['last'] - p['rss_kb']['first'] for p in readers)} kB; fds max "
-                   f"{max(p['fds']['max'] for p in readers)}")
+        out.append(f"readers (nalcast consume, {len(readers)} sessions sampled): RSS at most "
+                   f"{max(p['rss_kb']['max'] for p in readers)} kB, at their last sample "
+                   f"{min(p['rss_kb']['last'] for p in readers)}-{max(p['rss_kb']['last'] for p in readers)} kB; "
+                   f"fds at most {max(p['fds']['max'] for p in readers)}")
+    span = s["processes"].get("producer", {}) or {}
+    if span and span.get("window_s", 0) < 600:
+        out.append(f"(the slopes are fitted over {span['window_s']:.0f} s after the warm-up: under 10 minutes they "
+                   f"show the warm-up's growth more than a leak; the hour-long run is the one to read)")
     p = s["producer"]
     out += ["", "== counted losses and why",
             f"producer: {p['frames_captured']:.0f} frames captured, {p['frames_encoded']:.0f} encoded "
