@@ -111,7 +111,11 @@ class Clients:
             how = "left"
         except subprocess.TimeoutExpired:
             how = "left, killed after 15 s"
-        soak_scene.stop(c.proc, signal.SIGKILL, grace=5)  # what is left of its group (chromium)
+        soak_scene.stop(c.proc, signal.SIGKILL, grace=5)
+        try:  # what is left of its process group (a browser that outlived its driver)
+            os.killpg(c.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
         self._ended(c, now, how)
 
     def _ended(self, c: Client, now: float, how: str) -> None:
