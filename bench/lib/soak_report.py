@@ -95,6 +95,16 @@ def drop_intervals(samples: list) -> list:
     return out
 
 
+def frame_rates(samples: list) -> list:
+    """Frames encoded per second in each sampling interval."""
+    out = []
+    for a, b in zip(samples, samples[1:]):
+        if a.get("producer") and b.get("producer") and b["t"] > a["t"]:
+            n = total(b["producer"], "nalcast_frames_encoded_total") - total(a["producer"], "nalcast_frames_encoded_total")
+            out.append(round(n / (b["t"] - a["t"]), 2))
+    return out
+
+
 def counters(m: dict | None, table: list) -> dict:
     out = {}
     for name, _ in table:
@@ -215,7 +225,7 @@ def report(run: dict, work: Path) -> tuple[dict, str]:
                      "frames_encoded": total(final_p, "nalcast_frames_encoded_total"),
                      "keepalive_frames": total(final_p, "nalcast_keepalive_frames_total"),
                      "counted_losses": counters(final_p, PRODUCER_DROPS),
-                     "drop_intervals": drop_intervals(samples),
+                     "drop_intervals": drop_intervals(samples), "fps_by_interval": frame_rates(samples),
                      "reader_skips": [{k: e.get(k) for k in ("time", "reader", "accessUnits")} for e in pev
                                       if e["event"] == "reader-skipped"],
                      "reader_closes": dict(Counter(e.get("reason") for e in pev if e["event"] == "reader-closed")),

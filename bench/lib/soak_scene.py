@@ -1,8 +1,10 @@
 """The soak's scene: what nalcast captures and pushes to, each started and stopped by PID.
 
 - Xvfb at the soak's size, its root a plaid (xsetroot), with two painters (c/painter.c)
-  changing it all the time: a large box at 30 Hz (a busy window) and a line of "typing"
-  at 10 Hz, so capture on change has a new picture for every frame.
+  changing it all the time: a large box at 60 Hz (a busy window) and a line of "typing"
+  at 10 Hz, so that capture on change (at most 30 a second) has a change in every frame
+  interval: at 30 Hz, the paints and the grabs drift past each other and about one
+  interval in six held no paint (21-26 fps in the first runs).
 - A private PulseAudio (its own runtime directory and socket, a null sink `soak` as the
   default sink) with a continuous 440 Hz tone playing into it (FFmpeg's `sine` source into
   `-f pulse`): `produce --audio monitor` records it, and a gap in the tone is a lost sound.
@@ -116,7 +118,7 @@ class Scene:
                        check=True, stdin=subprocess.DEVNULL)
         painter = tool(self.work, "painter", ("-lxcb",))
         bw, bh = self.w * 3 // 8 // 2 * 2, self.h * 3 // 8 // 2 * 2
-        self.procs["painter-box"] = start([painter, self.display, self.w // 8, self.h // 8, bw, bh, 30, 0],
+        self.procs["painter-box"] = start([painter, self.display, self.w // 8, self.h // 8, bw, bh, 60, 0],
                                           self.logs / "painter-box.log")
         self.procs["painter-line"] = start([painter, self.display, self.w // 8, self.h * 3 // 4, self.w * 3 // 4,
                                             max(16, self.h // 30), 10, 0], self.logs / "painter-line.log")

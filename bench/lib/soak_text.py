@@ -42,6 +42,10 @@ def render(s: dict) -> str:
     out += ["", "== counted losses and why",
             f"producer: {p['frames_captured']:.0f} frames captured, {p['frames_encoded']:.0f} encoded "
             f"({p['keepalive_frames']:.0f} keep-alives); exit {p['exit']}"]
+    rates = sorted(p["fps_by_interval"])
+    if rates:
+        out.append(f"encoded frame rate by 10 s interval: median {rates[len(rates) // 2]}, lowest {rates[0]}, highest "
+                   f"{rates[-1]} (capture on change: a frame when the screen changed, at most 30 a second)")
     out += losses(p["counted_losses"], PRODUCER_DROPS)
     if p["drop_intervals"]:
         iv = p["drop_intervals"]
