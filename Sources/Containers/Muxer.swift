@@ -52,6 +52,14 @@ final class Muxer {
     /// The AAC track (stream 1), when `audio` was set before the header.
     private var audioStream: UnsafeMutablePointer<AVStream>?
     private var lastAudioDts: Int64?
+    /// FLV takes no packet timed before the first it was given (flvenc: "Packets are not in
+    /// the proper order with respect to DTS", EINVAL), a rule of the whole file, not of each
+    /// stream. A push that connects again starts at an IDR while the sound of the instants
+    /// just before it is still on its way (audio is encoded after the picture of its
+    /// instant): such audio is dropped here, counted, instead of failing the connection.
+    private var notBeforeFirst = false
+    /// The first time written (90 kHz, `timeOffset` added), video or audio.
+    private var firstTime: Int64?
     /// Added to every time written (90 kHz ticks): MPEG-TS segments start at 1.4 s, as FFmpeg's
     /// MPEG-TS does, so that the decode times before the first picture of a stream with
     /// B-frames are not negative (which the muxer would make good by moving the first
@@ -145,6 +153,7 @@ final class Muxer {
         context = ctx
         strictDts = ctx.pointee.oformat.pointee.flags & AVFMT_TS_NONSTRICT == 0
         lengthPrefixed = ["mp4", "matroska", "flv"].contains(name)
+        notBeforeFirst = name == "flv"
         guard let st = CAVFormat_avformat_new_stream(ctx, nil), let pkt = CAVFormat_av_packet_alloc() else { throw MuxError("out of memory") }
         stream = st
         packet = pkt
@@ -268,6 +277,7 @@ final class Muxer {
             for nal in nalUnits where !nal.wire.isEmpty { buffer.append(contentsOf: nal.wire) }
         }
         guard !buffer.isEmpty else { return }
+        if firstTime == nil { firstTime = dts &+ timeOffset }
         let rc = writeBuffer(context, packet) { packet in
             packet.pointee.stream_index = 0
             packet.pointee.pts = pts &+ timeOffset
@@ -313,8 +323,10 @@ final class Muxer {
         guard let context, let audioStream, let packet else { return false }
         guard !data.isEmpty else { return false }
         let tb = audioStream.pointee.time_base
+        if notBeforeFirst, let firstTime, pts &+ timeOffset < firstTime { return false }
         let dts = CAVFormat_av_rescale_q(pts &+ timeOffset, Self.ninetyKHz, tb)
         if let last = lastAudioDts, dts <= last { return false }
+        if firstTime == nil { firstTime = pts &+ timeOffset }
         buffer.removeAll(keepingCapacity: true)
         buffer.append(contentsOf: data)
         let rc = writeBuffer(context, packet) { packet in

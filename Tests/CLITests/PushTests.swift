@@ -183,12 +183,18 @@ import TestSupport
         #expect(producer.stderr.contains("forward to srt://127.0.0.1:\(listener.port) is down"), "\(producer.stderr)")
     }
 
+    /// nginx-rtmp restarted mid-push, with sound: the push connects again at an IDR and stays.
+    /// The sound of the instants just before that IDR comes after it (audio is encoded after
+    /// the picture of its instant), and FLV takes nothing timed before its first packet: each
+    /// new connection failed at its first such packet ("rtmp write: Invalid argument"), again
+    /// and again for as long as the run lasted (found by bench/soak). Those packets are now
+    /// dropped, counted.
     @Test func rtmpServerRestartMidStreamComesBackClean() throws {
         let server = try RTMPServer()
         let scratch = try MediaServerDirectory.make("push-rtmp-restart")
         defer { MediaServerDirectory.discard(scratch) }
         let producer = try Background(Run.nalcast, ["produce", "--source", "testsrc", "--size", "320x240", "--fps", "30",
-                                                    "--frames", "360", "--keyint", "1s", "--forward", server.url("k")])
+                                                    "--frames", "360", "--keyint", "1s", "--audio", "tone", "--forward", server.url("k")])
         defer { producer.signal(SIGKILL) }
         #expect(server.waitForPublish("k"), "\(server.log)")
         usleep(1_500_000)
@@ -206,6 +212,7 @@ import TestSupport
         try Self.checkTimeline(read.path, "after the restart")
         #expect(producer.stderr.contains("is down"), "\(producer.stderr)")
         #expect(producer.stderr.components(separatedBy: "forwarding to rtmp://").count - 1 >= 2, "\(producer.stderr)")
+        #expect(!producer.stderr.contains("Invalid argument"), "\(producer.stderr)")
     }
 
     /// GStreamer's RTSP server killed mid-publish and started again: nalcast announces again
