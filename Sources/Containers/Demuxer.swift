@@ -299,7 +299,7 @@ public final class Demuxer {
         }
     }
 
-    static func text(_ rc: Int32) -> String { Muxer.text(rc) }
+    static func text(_ rc: Int32) -> String { FFmpegLibraries.text(rc) }
 }
 
 /// The deadline of a demuxer's blocking calls (libavformat polls it through the interrupt
