@@ -9,7 +9,9 @@ import Glibc
 /// new extradata mid-stream taken or counted as malformed. Checks: no trap (in nalcast's
 /// code or in libavformat's: a crash there is a finding too, though not ours to fix); every
 /// access unit starts with an AUD and reads (IDR, resolution, timestamp, RBSP) as the
-/// sinks read it; audio frames are never empty; the malformed count only grows.
+/// sinks read it; audio frames are never empty; the malformed count only grows; the
+/// media time `MediaClock` gives the access units (as `StreamIntake` asks it, with
+/// `DemuxReader`'s reordering delay and audio placing) never goes back.
 ///
 /// libavformat is not instrumented, so libFuzzer's coverage is nalcast's side only (the
 /// packager, the assembler, the demuxer's own code): it steers by what reaches nalcast.
@@ -34,12 +36,22 @@ func fuzzDemux(_ bytes: [UInt8]) {
         return
     }
     var malformed = 0
+    var clock = MediaClock(source: .counted)
+    var frameRate: Double?
+    var lastTime: MediaTime?
+    var reorderDelay: Int64?
     for _ in 0..<4_000 {
         guard let packet = try? demuxer.read() else { return }
         if packet.isAudio {
             precondition(packet.data.isEmpty && packet.audioFrames.allSatisfy { !$0.isEmpty }, "an empty audio frame")
+            // DemuxReader's placing of the frames of one packet.
+            if let pts = packet.pts, let format = demuxer.audioFormat {
+                let step = Int64(format.samplesPerPacket) * MediaTime.ticksPerSecond
+                for i in packet.audioFrames.indices { _ = pts - (reorderDelay ?? 0) + step * Int64(i) / Int64(max(1, format.sampleRate)) }
+            }
             continue
         }
+        if reorderDelay == nil, let pts = packet.pts, let dts = packet.dts { reorderDelay = max(0, pts - dts) }
         if let extradata = packet.newExtradata, (try? packager.setExtradata(extradata)) == nil { packager.noteMalformed() }
         let nals = packager.nalUnits(packet: packet.data)
         precondition(packager.malformedPackets >= malformed)
@@ -47,6 +59,13 @@ func fuzzDemux(_ bytes: [UInt8]) {
         guard !nals.isEmpty else { continue }
         guard let unit = packager.assemble(nals) else { continue }
         checkDemuxedUnit(unit)
+        // StreamIntake's media time: the SEI's, else the container's, else counted; never
+        // going back.
+        if let sps = unit.nalUnits.first(where: { $0.type == .sps }), let parsed = try? SequenceParameterSet(sps) { frameRate = parsed.frameRate }
+        let packetTime = (packet.dts ?? packet.pts).map { MediaTime(ticks: $0) }
+        let time = clock.time(packetTime: packetTime, pts90k: unit.timestamp?.pts90k, frameRate: frameRate, arrivalNs: 0)
+        precondition(lastTime.map { time >= $0 } ?? true, "media time went back")
+        lastTime = time
     }
 }
 

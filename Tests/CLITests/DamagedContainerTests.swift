@@ -1,0 +1,23 @@
+import Foundation
+import Testing
+import TestSupport
+
+/// The damaged container files the fuzzing found (`fuzz/regressions/demux`: the `demux`
+/// libFuzzer target's and `fuzz/consume-mutations`' findings), through the whole `consume`
+/// into an MP4: each is read (exit 0, what could not be read counted) or refused in one
+/// line (65), never a crash or a hang.
+@Suite struct DamagedContainerTests {
+    @Test func damagedContainerFilesAreReadOrRefusedInOneLine() throws {
+        let dir = Run.root.appendingPathComponent("fuzz/regressions/demux")
+        let names = try FileManager.default.contentsOfDirectory(atPath: dir.path).sorted()
+        #expect(!names.isEmpty)
+        let scratch = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        for name in names {
+            let out = scratch.appendingPathComponent("\(name).mp4")
+            let r = try Run.nalcast(["consume", "--from", dir.appendingPathComponent(name).path, "-o", out.path, "-q"], timeout: 30)
+            #expect(r.status == 0 || r.status == 65, "\(name): exit \(r.status)\n\(r.stderr)")
+            if r.status == 65 { #expect(r.stderr.split(separator: "\n").count == 1, "\(name)\n\(r.stderr)") }
+        }
+    }
+}
