@@ -23,6 +23,9 @@ public struct DemuxError: Error, CustomStringConvertible, Sendable {
         case fatal
         /// Reading failed after the source was open.
         case read
+        /// The container's bytes cannot be read on (invalid data, or a size in them that no
+        /// memory holds): bad input data for a file; for a live source, a failure like `read`.
+        case damaged
     }
 
     public let kind: Kind
@@ -195,6 +198,9 @@ public final class Demuxer {
             }
             if rc < 0 {
                 if interrupt.pointee.fired != 0 { throw DemuxError(.timedOut, "\(shown): no packet: timed out") }
+                if rc == CAVFormat_error_invalid_data() || rc == CAVFormat_error_no_memory() {
+                    throw DemuxError(.damaged, "reading \(shown): damaged: \(Self.text(rc))" + (rc == CAVFormat_error_no_memory() ? " (a size in it past any real one)" : ""))
+                }
                 throw DemuxError(.read, "reading \(shown): \(Self.text(rc))")
             }
             defer { CAVFormat_av_packet_unref(packet) }
