@@ -351,6 +351,9 @@ static inline void CAVFormat_interrupt_request_stop(CAVFormat_interrupt *state) 
 // More macros Swift does not import: end of input, try again, no timestamp.
 static inline int CAVFormat_error_eof(void) { return AVERROR_EOF; }
 static inline int CAVFormat_error_again(void) { return AVERROR(EAGAIN); }
+// A demuxer that cannot read on: bytes that make no sense, or a size in them no memory holds.
+static inline int CAVFormat_error_invalid_data(void) { return AVERROR_INVALIDDATA; }
+static inline int CAVFormat_error_no_memory(void) { return AVERROR(ENOMEM); }
 static inline int64_t CAVFormat_no_pts(void) { return AV_NOPTS_VALUE; }
 
 // libsrt, which libavformat links for srt://, logs its warnings (a rejected handshake, a

@@ -207,7 +207,7 @@ public final class DemuxReader: Sendable {
                 if stopped { return .ended }
                 switch error.kind {
                 case .notH264, .fatal: return .invalid(error.message)
-                case .unreachable, .timedOut, .read, .noVideo:
+                case .unreachable, .timedOut, .read, .damaged, .noVideo:
                     // A file that exists but will not open is not a file to wait for.
                     if !source.live { return .invalid(error.message) }
                 }
@@ -253,6 +253,9 @@ public final class DemuxReader: Sendable {
                 packet = try demuxer.read()
             } catch {
                 if stopped { return .stopped }
+                // A damaged file is bad input (65); a live source's damage is a failure like
+                // any other, and the source is opened again.
+                if error.kind == .damaged && !source.live { return .invalid(error.message) }
                 return error.kind == .timedOut ? .stalled : .failed(error.message)
             }
             guard let packet else { return .endOfInput }

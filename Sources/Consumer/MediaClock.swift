@@ -78,11 +78,12 @@ public struct MediaClock: Sendable {
             counted += 1
             afterDiscontinuity = false
         }
-        if let pts90k {
+        // Given times past `MediaTime.outsideLimit` (a damaged stream's) are no time.
+        if let pts90k, pts90k <= UInt64(MediaTime.outsideLimit) {
             place(MediaTime(pts90k: pts90k), startsAtZero: false, frameRate: frameRate)
             return last
         }
-        if let packetTime {
+        if let packetTime, MediaTime.isWithinLimit(packetTime.ticks) {
             place(packetTime, startsAtZero: true, frameRate: frameRate)
             return last
         }
@@ -112,20 +113,26 @@ public struct MediaClock: Sendable {
     private mutating func place(_ raw: MediaTime, startsAtZero: Bool, frameRate: Double?) {
         if !placedGiven {
             placedGiven = true
-            offset = startsAtZero ? -raw.ticks : 0
+            offset = startsAtZero ? 0 &- raw.ticks : 0
             // After counted or arrival times (packets that came without one), a container's
             // first time goes on one step after them.
             if startsAtZero && counted > 0 { afterDiscontinuity = true }
         }
+        // Offsets wrap (two's complement: `raw + offset` is right whenever the time it
+        // stands for fits); the next time saturates, so that a stream rebased again and
+        // again at a huge step stays at the end of time instead of trapping.
         var t = raw.ticks &+ offset
         if counted > 0 {
             let step = lastStep > 0 ? lastStep : Int64((Double(MediaTime.ticksPerSecond) / effectiveRate(frameRate)).rounded())
-            if (afterDiscontinuity && (startsAtZero || t < last.ticks + step)) || t < last.ticks {
-                offset = last.ticks + step - raw.ticks
-                t = last.ticks + step
+            let (sum, overflow) = last.ticks.addingReportingOverflow(step)
+            let next = overflow ? Int64.max : sum
+            let (ahead, past) = t.subtractingReportingOverflow(last.ticks)
+            if (afterDiscontinuity && (startsAtZero || t < next)) || t < last.ticks {
+                offset = next &- raw.ticks
+                t = next
                 rebases += 1
-            } else if t > last.ticks && t - last.ticks < MediaTime.ticksPerSecond {
-                lastStep = t - last.ticks
+            } else if t > last.ticks && !past && ahead < MediaTime.ticksPerSecond {
+                lastStep = ahead
             }
         }
         fix(MediaTime(ticks: t))

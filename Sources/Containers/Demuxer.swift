@@ -24,6 +24,9 @@ public struct DemuxError: Error, CustomStringConvertible, Sendable {
         case fatal
         /// Reading failed after the source was open.
         case read
+        /// The container's bytes cannot be read on (invalid data, or a size in them that no
+        /// memory holds): bad input data for a file; for a live source, a failure like `read`.
+        case damaged
     }
 
     public let kind: Kind
@@ -195,6 +198,9 @@ public final class Demuxer {
             }
             if rc < 0 {
                 if interrupt.pointee.fired != 0 { throw DemuxError(.timedOut, "\(shown): no packet: timed out") }
+                if rc == CAVFormat_error_invalid_data() || rc == CAVFormat_error_no_memory() {
+                    throw DemuxError(.damaged, "reading \(shown): damaged: \(Self.text(rc))" + (rc == CAVFormat_error_no_memory() ? " (a size in it past any real one)" : ""))
+                }
                 throw DemuxError(.read, "reading \(shown): \(Self.text(rc))")
             }
             defer { CAVFormat_av_packet_unref(packet) }
@@ -221,9 +227,13 @@ public final class Demuxer {
         }
     }
 
+    /// A container time in 90 kHz ticks; nil when there is none, or when it is past
+    /// `MediaTime.outsideLimit` (a damaged file's; `av_rescale_q` also says an overflow with
+    /// INT64_MIN), which the times made from it could not hold.
     private func ticks(_ value: Int64, _ base: AVRational? = nil) -> Int64? {
         guard value != CAVFormat_no_pts() else { return nil }
-        return CAVFormat_av_rescale_q(value, base ?? timeBase, AVRational(num: 1, den: 90_000))
+        let ticks = CAVFormat_av_rescale_q(value, base ?? timeBase, AVRational(num: 1, den: 90_000))
+        return MediaTime.isWithinLimit(ticks) ? ticks : nil
     }
 
     /// The `AudioFormat` of an AAC track; nil for another codec. Without extradata (AAC in
@@ -240,7 +250,7 @@ public final class Demuxer {
             config = config2
         }
         return AudioFormat(codec: .aac, sampleRate: Int(par.sample_rate), channels: max(1, channels), bitrate: Int(par.bit_rate),
-                           samplesPerPacket: par.frame_size > 0 ? Int(par.frame_size) : 1024, extradata: config)
+                           samplesPerPacket: (1...8192).contains(par.frame_size) ? Int(par.frame_size) : 1024, extradata: config)
     }
 
     /// The two-byte AudioSpecificConfig (ISO/IEC 14496-3 1.6.2.1) of a plain AAC stream:
@@ -299,7 +309,7 @@ public final class Demuxer {
         }
     }
 
-    static func text(_ rc: Int32) -> String { Muxer.text(rc) }
+    static func text(_ rc: Int32) -> String { FFmpegLibraries.text(rc) }
 }
 
 /// The deadline of a demuxer's blocking calls (libavformat polls it through the interrupt

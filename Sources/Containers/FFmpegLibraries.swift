@@ -20,4 +20,11 @@ public enum FFmpegLibraries {
         let reason = String(decoding: why.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         return "containers and media-server URLs need FFmpeg's \(String(cString: CAVFormat_soname())) (\(reason)): install the \(package) package"
     }()
+
+    /// An FFmpeg error code in words (`av_strerror`): `Invalid data found when processing input`.
+    static func text(_ rc: Int32) -> String {
+        var chars = [CChar](repeating: 0, count: 128)
+        _ = CAVFormat_av_strerror(rc, &chars, chars.count)
+        return String(decoding: chars.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
 }

@@ -376,9 +376,5 @@ final class Muxer {
         return MuxError("\(label) \(step): \(Self.text(rc))", code: code == 0 ? nil : code)
     }
 
-    static func text(_ rc: Int32) -> String {
-        var chars = [CChar](repeating: 0, count: 128)
-        _ = CAVFormat_av_strerror(rc, &chars, chars.count)
-        return String(decoding: chars.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-    }
+    static func text(_ rc: Int32) -> String { FFmpegLibraries.text(rc) }
 }

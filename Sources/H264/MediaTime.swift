@@ -12,6 +12,14 @@ public struct MediaTime: Sendable, Hashable, Comparable, CustomStringConvertible
 
     public var ticks: Int64
 
+    /// The farthest from 0 a time taken from outside (a container's packet time, a timestamp
+    /// SEI's `pts_90k`) may be: 2^53 ticks, 3 170 years. Times past it are taken as no time,
+    /// so that the sums and differences made of them cannot overflow.
+    public static let outsideLimit: Int64 = 1 << 53
+
+    /// Whether `ticks` is within `outsideLimit` of 0.
+    public static func isWithinLimit(_ ticks: Int64) -> Bool { ticks.magnitude <= UInt64(outsideLimit) }
+
     public init(ticks: Int64) {
         self.ticks = ticks
     }

@@ -73,15 +73,15 @@ public final class HTTPServer {
     fileprivate final class Client {
         unowned let server: HTTPServer
         let connection: Connection
-        var buffer: [UInt8] = []
-        /// The parsed head and its route, once the head is complete.
-        var pending: (request: HTTPRequest, route: HTTPRoutes.Route, bodyStart: Int, bodyLength: Int)?
-        var answered = false
+        var reader: HTTPRequestReader
+        /// The route of the head, once the head is complete and its route answers.
+        var route: HTTPRoutes.Route?
         var deadline: LoopTimer?
 
         init(server: HTTPServer, connection: Connection) {
             self.server = server
             self.connection = connection
+            self.reader = HTTPRequestReader(headerLimit: server.headerLimit)
         }
 
         func start() {
@@ -102,51 +102,42 @@ public final class HTTPServer {
         }
 
         func received(_ bytes: UnsafeRawBufferPointer) {
-            guard !answered else { return }
-            buffer.append(contentsOf: bytes)
-            if pending == nil {
-                guard let end = HTTPRequest.endOfHead(buffer) else {
-                    if buffer.count > server.headerLimit { answer(HTTPResponse(status: 431)) }
-                    return
-                }
-                guard end <= server.headerLimit + 4 else { return answer(HTTPResponse(status: 431)) }
-                guard let request = HTTPRequest(head: buffer[..<end]) else { return answer(HTTPResponse(status: 400)) }
+            handle(reader.push(bytes))
+        }
+
+        func handle(_ step: HTTPRequestReader.Step) {
+            switch step {
+            case .more: return
+            case .refuse(let status): answer(HTTPResponse(status: status.code))
+            case .complete(let request):
+                guard case .respond(let handler) = route?.handler else { return }
+                answer(handler(request))
+            case .head(let request):
                 switch server.routes.match(method: request.method, path: request.path) {
                 case .notFound:
-                    return answer(HTTPResponse(status: 404))
+                    answer(HTTPResponse(status: 404))
                 case .methodNotAllowed(let allowed):
                     var response = HTTPResponse(status: 405)
                     response.headers.append(("Allow", allowed.joined(separator: ", ")))
-                    return answer(response)
-                case .found(let route):
-                    if case .takeOver(let handler) = route.handler { return takeOver(request, after: end, handler) }
-                    if request.header("transfer-encoding") != nil { return answer(HTTPResponse(status: 411)) }
-                    let lengthText = request.header("content-length") ?? "0"
-                    guard let length = Int(lengthText), length >= 0 else { return answer(HTTPResponse(status: 400)) }
-                    guard length <= route.maxBody else { return answer(HTTPResponse(status: 413)) }
-                    pending = (request, route, end, length)
+                    answer(response)
+                case .found(let found):
+                    if case .takeOver(let handler) = found.handler { return takeOver(request, handler) }
+                    route = found
+                    handle(reader.expectBody(maxBody: found.maxBody))
                 }
             }
-            guard let pending, buffer.count - pending.bodyStart >= pending.bodyLength else { return }
-            var complete = pending.request
-            complete.body = Array(buffer[pending.bodyStart..<(pending.bodyStart + pending.bodyLength)])
-            guard case .respond(let handler) = pending.route.handler else { return }
-            answer(handler(complete))
         }
 
         func answer(_ response: HTTPResponse) {
-            answered = true
             deadline?.stop()
             connection.write(chunks: [response.bytes[...]])
             connection.closeAfterFlush()
         }
 
         /// Gives the socket and the bytes past the head to the route's owner; this client is done.
-        func takeOver(_ request: HTTPRequest, after end: Int, _ handler: HTTPRoutes.TakeOver) {
-            answered = true
+        func takeOver(_ request: HTTPRequest, _ handler: HTTPRoutes.TakeOver) {
             deadline?.stop()
-            let rest = Array(buffer[end...])
-            buffer = []
+            let rest = reader.bytesAfterHead
             guard let socket = connection.detach() else { return }
             server.remove(self)
             handler(request, socket, rest)
@@ -209,118 +200,5 @@ public struct HTTPRoutes {
         guard let list = routes[path] else { return .notFound }
         if let route = list.first(where: { $0.method == method }) { return .found(route) }
         return .methodNotAllowed(list.map(\.method))
-    }
-}
-
-/// One HTTP/1.x request: the request line, the header fields and (for `.respond` routes) the body.
-public struct HTTPRequest: Sendable {
-    public let method: String
-    /// The request target as sent (`/bitrate?4M`).
-    public let target: String
-    /// The target up to `?`.
-    public let path: String
-    /// The target after `?`, if any.
-    public let query: String?
-    public let version: String
-    /// Header fields in order, names lowercased.
-    public let headers: [(name: String, value: String)]
-    public var body: [UInt8] = []
-
-    /// The first value of header `name` (any case).
-    public func header(_ name: String) -> String? {
-        let lower = name.lowercased()
-        return headers.first { $0.name == lower }?.value
-    }
-
-    /// Parses a head (request line and header fields, up to the blank line); nil when malformed.
-    public init?(head: ArraySlice<UInt8>) {
-        var lines = head.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
-            .map { String(decoding: $0, as: UTF8.self).trimmingCarriageReturn }
-        while lines.last?.isEmpty == true { lines.removeLast() }
-        guard let first = lines.first else { return nil }
-        let parts = first.split(separator: " ", omittingEmptySubsequences: true).map(String.init)
-        guard parts.count == 3, parts[2].hasPrefix("HTTP/1.") else { return nil }
-        method = parts[0]
-        target = parts[1]
-        version = parts[2]
-        let split = target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
-        path = String(split[0])
-        query = split.count > 1 ? String(split[1]) : nil
-        var fields: [(name: String, value: String)] = []
-        for line in lines.dropFirst() {
-            guard let colon = line.firstIndex(of: ":"), colon != line.startIndex else { return nil }
-            let name = line[..<colon].lowercased()
-            let value = line[line.index(after: colon)...].trimmingSpaces
-            fields.append((name, value))
-        }
-        headers = fields
-    }
-
-    /// The index just past the blank line ending the head (`\r\n\r\n`, or `\n\n`).
-    static func endOfHead(_ bytes: [UInt8]) -> Int? {
-        var newlines = 0
-        for (i, byte) in bytes.enumerated() {
-            if byte == UInt8(ascii: "\n") {
-                newlines += 1
-                if newlines == 2 { return i + 1 }
-            } else if byte != UInt8(ascii: "\r") {
-                newlines = 0
-            }
-        }
-        return nil
-    }
-}
-
-/// One complete HTTP/1.1 response with `Connection: close`.
-public struct HTTPResponse: Sendable {
-    public var status: Int
-    public var contentType: String
-    public var body: String
-    /// Extra header fields (`Allow`).
-    public var headers: [(String, String)] = []
-
-    /// A response; without a body, the reason phrase in lower case (`not found`).
-    public init(status: Int, contentType: String = "text/plain; charset=utf-8", body: String? = nil) {
-        self.status = status
-        self.contentType = contentType
-        self.body = body ?? "\(HTTPResponse.reason(status).lowercased())\n"
-    }
-
-    public static func reason(_ status: Int) -> String {
-        switch status {
-        case 200: "OK"
-        case 400: "Bad Request"
-        case 403: "Forbidden"
-        case 404: "Not Found"
-        case 405: "Method Not Allowed"
-        case 411: "Length Required"
-        case 413: "Content Too Large"
-        case 426: "Upgrade Required"
-        case 431: "Request Header Fields Too Large"
-        case 503: "Service Unavailable"
-        default: "Error"
-        }
-    }
-
-    public var bytes: [UInt8] {
-        let body = Array(self.body.utf8)
-        var head = "HTTP/1.1 \(status) \(HTTPResponse.reason(status))\r\n"
-        head += "Content-Type: \(contentType)\r\n"
-        head += "Content-Length: \(body.count)\r\n"
-        for (name, value) in headers { head += "\(name): \(value)\r\n" }
-        head += "Connection: close\r\n\r\n"
-        return Array(head.utf8) + body
-    }
-}
-
-extension String {
-    fileprivate var trimmingCarriageReturn: String {
-        hasSuffix("\r") ? String(dropLast()) : self
-    }
-}
-
-extension Substring {
-    fileprivate var trimmingSpaces: String {
-        String(drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed())
     }
 }

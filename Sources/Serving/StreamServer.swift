@@ -363,7 +363,7 @@ public final class StreamServer {
         }
         // A TLS reverse proxy (X-Forwarded-Proto, which no page can set) forwards its own
         // name: DNS rebinding cannot reach it without a certificate for the foreign name.
-        if viewersOnlyFromLoopbackHosts, request.header("x-forwarded-proto") == nil, !StreamServer.isLoopbackHost(request.header("host") ?? "") {
+        if viewersOnlyFromLoopbackHosts, request.header("x-forwarded-proto") == nil, !WebSocketHandshake.isLoopbackHost(request.header("host") ?? "") {
             return refuse(socket, HTTPResponse(status: 403, body: "Host is not this machine: open the page as http://127.0.0.1:PORT/ or http://localhost:PORT/\n"))
         }
         guard !draining else { return refuse(socket, HTTPResponse(status: 503, body: "the stream has ended\n")) }
@@ -375,17 +375,6 @@ public final class StreamServer {
         }
         let viewer = WebSocketViewer(response: handshake.response, bytesAfterHead: rest, bytesSent: metrics.bytesSent)
         join(id, socket: socket, peer: peer, viewer: viewer, outcome.events)
-    }
-
-    /// Whether a `Host` header (`name[:port]`) names this machine: `localhost`, 127.0.0.0/8,
-    /// `[::1]`.
-    public static func isLoopbackHost(_ host: String) -> Bool {
-        let host = host.lowercased()
-        if host == "[::1]" || host.hasPrefix("[::1]:") { return true }
-        let name = host.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
-        if name == "localhost" { return true }
-        let parts = name.split(separator: ".", omittingEmptySubsequences: false)
-        return parts.count == 4 && parts[0] == "127" && parts.allSatisfy { UInt8($0) != nil }
     }
 
     /// Answers an upgrade that does not become a reader, and closes once that is written.

@@ -130,4 +130,16 @@ public struct WebSocketHandshake: Sendable, Equatable {
         guard origin.hasPrefix(prefix) else { return false }
         return withoutDefaultPort(String(origin.dropFirst(prefix.count))) == withoutDefaultPort(host.lowercased())
     }
+
+    /// Whether a `Host` header (`name[:port]`) names this machine: `localhost`, 127.0.0.0/8,
+    /// `[::1]`. The check of a loopback `--web` listener against DNS
+    /// rebinding (`StreamServer.acceptViewer`).
+    public static func isLoopbackHost(_ host: String) -> Bool {
+        let host = host.lowercased()
+        if host == "[::1]" || host.hasPrefix("[::1]:") { return true }
+        let name = host.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
+        if name == "localhost" { return true }
+        let parts = name.split(separator: ".", omittingEmptySubsequences: false)
+        return parts.count == 4 && parts[0] == "127" && parts.allSatisfy { UInt8($0) != nil }
+    }
 }

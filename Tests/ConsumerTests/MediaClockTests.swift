@@ -103,4 +103,27 @@ import Testing
         #expect(c.time(packetTime: MediaTime(ticks: 0), pts90k: nil, frameRate: 30, arrivalNs: 6).ticks == 3000)
         #expect(c.time(packetTime: MediaTime(ticks: 3000), pts90k: nil, frameRate: 30, arrivalNs: 7).ticks == 6000)
     }
+
+    /// A damaged file's times (a Matroska cluster time near 2^63 ms made `av_rescale_q`
+    /// overflow to INT64_MIN, and the rebase after it trapped: `consume` died with SIGILL)
+    /// and a timestamp SEI at the end of `UInt64` then at 0: times past
+    /// `MediaTime.outsideLimit` are taken as none (counted on), and time never goes back (a
+    /// given time equal to the last one is kept as it is, as before).
+    @Test func timesPastTheLimitAreNoTimeAndNothingTraps() {
+        var c = MediaClock(source: .counted)
+        var times: [MediaTime] = []
+        for packetTime: Int64? in [0, 3000, .min, .max, 6000, -(1 << 60), 9000] {
+            times.append(c.time(packetTime: packetTime.map { MediaTime(ticks: $0) }, pts90k: nil, frameRate: 30, arrivalNs: 0))
+        }
+        #expect(times.map(\.ticks) == [0, 3000, 6000, 9000, 12000, 15000, 15000])
+        var s = MediaClock(source: .counted)
+        #expect(s.time(pts90k: 90_000, frameRate: 30, arrivalNs: 0).ticks == 90_000)
+        #expect(s.time(pts90k: .max, frameRate: 30, arrivalNs: 0).ticks == 93_000)
+        #expect(s.time(pts90k: 1 << 62, frameRate: 30, arrivalNs: 0).ticks == 96_000)
+        #expect(s.time(pts90k: 0, frameRate: 30, arrivalNs: 0).ticks == 99_000)
+        // The largest time taken, then one that falls back: the rebase fits.
+        var l = MediaClock(source: .counted)
+        _ = l.time(pts90k: UInt64(MediaTime.outsideLimit), frameRate: 30, arrivalNs: 0)
+        #expect(l.time(pts90k: 0, frameRate: 30, arrivalNs: 0).ticks == MediaTime.outsideLimit + 3000)
+    }
 }

@@ -3,7 +3,8 @@ import Glibc
 #endif
 
 /// The libFuzzer entry point. One binary holds every target (the module is compiled once);
-/// `NALCAST_FUZZ_TARGET` picks which one runs: annexb, paramsets, sei, y4m, websocket.
+/// `NALCAST_FUZZ_TARGET` picks which one runs: annexb, paramsets, sei, y4m, websocket, http,
+/// handshake, demux.
 ///
 /// A target must not trap on any input: a trap, an out-of-bounds access (ASan) or a leak is a
 /// finding. Thrown errors and nil results are the expected answer to bad bytes.
@@ -16,12 +17,15 @@ public func fuzzOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
     case .sei: fuzzSEI(bytes)
     case .y4m: fuzzY4M(bytes)
     case .websocket: fuzzWebSocket(bytes)
+    case .http: fuzzHTTP(bytes)
+    case .handshake: fuzzHandshake(bytes)
+    case .demux: fuzzDemux(bytes)
     }
     return 0
 }
 
 enum FuzzTarget: String, CaseIterable {
-    case annexb, paramsets, sei, y4m, websocket
+    case annexb, paramsets, sei, y4m, websocket, http, handshake, demux
 
     static let selected: FuzzTarget = {
         guard let name = getenv("NALCAST_FUZZ_TARGET").map({ String(cString: $0) }), let target = FuzzTarget(rawValue: name) else {
