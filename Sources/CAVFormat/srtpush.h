@@ -64,7 +64,7 @@ static inline int CAVFormat_srt_state(int sock) {
 // The SRT socket of a push's AVIOContext, or -1 (not libsrt, or not connected).
 static inline int CAVFormat_srt_socket(AVIOContext *pb) {
     CAVFORMAT_FN(CAVFORMAT_AVUTIL, av_opt_child_next);
-    if (!f_ || !pb) return -1;
+    if (!f_ || !pb || !pb->av_class) return -1;
     void *url = f_(pb, NULL);
     if (!url || !*(const AVClass **)url || strcmp((*(const AVClass **)url)->class_name, "URLContext") != 0) return -1;
     void *priv = f_(url, NULL);
