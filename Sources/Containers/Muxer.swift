@@ -178,6 +178,12 @@ final class Muxer {
         io.deallocate()
     }
 
+    /// True once an audio packet went to the muxer.
+    var wroteAudio: Bool { lastAudioDts != nil }
+
+    /// The SRT connection of an `srt://` push (nil for any other output).
+    var srt: SRTConnection? { ownIO ? nil : SRTConnection(pb) }
+
     /// Bytes handed to the output so far.
     var bytesWritten: Int { ownIO ? Int(io.pointee.written) : packetBytes }
     /// The access units' bytes handed to the muxer (a push's measure of what it sent).

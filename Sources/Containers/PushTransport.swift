@@ -40,6 +40,11 @@ public final class PushTransport: ForwardTransport {
     /// sends nothing does not hold the video back longer.
     static let maxHeld = 90
     private let interrupt: UnsafeMutablePointer<CAVFormat_interrupt>
+    /// The connection's SRT socket (an `srt://` push): drained at the end, its totals reported.
+    private var srt: SRTConnection?
+    private var summary: String?
+    /// Audio packets that libavformat took and never sent (`close`).
+    private var unsentAudio = 0
 
     public init(_ push: PushTarget, fallbackFrameRate: Double? = nil, countedClock: Bool = false, connectTimeout: Double = 5, sendTimeout: Double = 5) {
         self.push = push
@@ -69,6 +74,7 @@ public final class PushTransport: ForwardTransport {
             opened.audio = audioFormat
             try opened.writeHeader(entry: first, fallbackFrameRate: fallbackFrameRate)
             muxer = opened
+            srt = push.kind == .srt ? opened.srt : nil
             waitsForAudio = push.kind == .rtsp && opened.hasAudioTrack
             held.removeAll()
         } catch {
@@ -141,10 +147,20 @@ public final class PushTransport: ForwardTransport {
                 try timer.take(finishing: true) { (packet) throws(MuxError) in try write(packet, muxer) }
                 try audio.write(upTo: nil, muxer: muxer)
                 try muxer.finish()
+                // The receiver hands the last packets on a latency after they came, and drops
+                // what it holds when it hears of the close: wait for that (`SRTConnection`).
+                if let srt, !srt.drain(deadline: MonotonicClock.nanoseconds + UInt64(sendTimeout * 1e9)) {
+                    failure = ForwardError("SRT: the last packets were not all acknowledged")
+                }
             } catch {
                 failure = ForwardError(error.message)
             }
         }
+        if let totals = srt?.totals { summary = totals.description }
+        srt = nil
+        // FFmpeg's RTP packetizer for AAC sends a frame when it is given the next one, and its
+        // trailer frees the one it holds: the last audio packet of an RTSP push never leaves.
+        if push.kind == .rtsp, muxer?.wroteAudio == true { unsentAudio += 1 }
         // Freeing the muxer closes the connection (an RTSP one says TEARDOWN): briefly,
         // after a failure.
         arm(finishing && failure == nil ? sendTimeout : 0.5)
@@ -176,7 +192,16 @@ public final class PushTransport: ForwardTransport {
         }
     }
 
-    public func takeDroppedAudio() -> Int { audio.takeCounts().dropped }
+    public func takeDroppedAudio() -> Int {
+        defer { unsentAudio = 0 }
+        return audio.takeCounts().dropped + unsentAudio
+    }
+
+    /// What SRT did on the connection that closed last (`SRTConnection.Totals`).
+    public func takeSummary() -> String? {
+        defer { summary = nil }
+        return summary
+    }
 
     /// The next blocking calls give up `seconds` from now.
     private func arm(_ seconds: Double) {

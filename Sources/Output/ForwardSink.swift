@@ -28,6 +28,9 @@ public final class ForwardSink: AccessUnitSink {
         /// Still down: attempt `attempt` failed, the next one in `nextIn` s (at most one per
         /// 2 s, `ReconnectBackoff.progressDue`).
         case retrying(target: String, attempt: Int, reason: String, nextIn: Double)
+        /// A connection closed (at the end, or lost), and what its transport counted on it:
+        /// over SRT, the packets sent, retransmitted and dropped too late to send.
+        case closed(target: String, summary: String)
     }
 
     public let name: String
@@ -122,11 +125,16 @@ public final class ForwardSink: AccessUnitSink {
     public func close() throws(SinkError) {
         guard connected else { return }
         connected = false
+        defer { summarize() }
         do {
             try transport.close(finishing: true)
         } catch {
             throw SinkError(sink: name, message: "\(transport.target): \(error.description)")
         }
+    }
+
+    private func summarize() {
+        if let summary = transport.takeSummary() { onEvent(.closed(target: transport.target, summary: summary)) }
     }
 
     /// Connects when the backoff allows; `first`, an entry point, is where the stream starts.
@@ -152,6 +160,7 @@ public final class ForwardSink: AccessUnitSink {
 
     private func lose(_ reason: String) {
         try? transport.close(finishing: false)
+        summarize()
         connected = false
         needEntry = true
         reportedDown = true
@@ -198,6 +207,9 @@ public protocol ForwardTransport: AnyObject {
     /// Audio packets taken by `send(audio:)` and then not written (out of time order, a
     /// connection lost with them waiting) since the last call.
     func takeDroppedAudio() -> Int
+    /// What the transport counted on the connection that closed last, once (nil: nothing
+    /// to say).
+    func takeSummary() -> String?
 }
 
 extension ForwardTransport {
@@ -205,6 +217,7 @@ extension ForwardTransport {
     public func declareAudio(_ format: AudioFormat) {}
     public func send(audio: AudioPacket) throws(ForwardError) {}
     public func takeDroppedAudio() -> Int { 0 }
+    public func takeSummary() -> String? { nil }
 }
 
 /// Why a forward's remote could not be reached or written, one line.

@@ -30,6 +30,12 @@ enum ConsumeReport {
         "forward to \(endpoint): \(lost) of \(total) access units dropped (\(everConnected ? "while it was down or behind" : "never connected"))"
     }
 
+    /// The forward target lost audio packets (while down or behind, or kept by libavformat at
+    /// the end: the last of an RTSP push): "forward to X: N audio packets dropped".
+    static func forwardAudioLoss(_ endpoint: String, lost: UInt64) -> String {
+        "forward to \(endpoint): \(lost) audio packet\(lost == 1 ? "" : "s") dropped"
+    }
+
     /// Local wall-clock time of `seconds` since the epoch: `2026-11-30 09:20:13 UTC`.
     static func clockTime(_ seconds: Double) -> String {
         var t = time_t(seconds)

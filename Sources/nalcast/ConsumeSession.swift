@@ -398,6 +398,8 @@ final class ConsumeSession {
                 log.line(ConsumeReport.forwardLoss(target.description, lost: lost, of: lost + c.writtenUnits.value, everConnected: everConnected), force: true)
                 if !everConnected { forwardFailed = true }
             }
+            let lostAudio = c.droppedAudioPackets.value
+            if lostAudio > 0 { log.line(ConsumeReport.forwardAudioLoss(target.description, lost: lostAudio), force: true) }
         }
 
         switch ended {

@@ -85,6 +85,9 @@ enum ForwardChoice: CustomStringConvertible {
                 events?.emit("forward-disconnected", [("sink", name), ("endpoint", target), ("reason", reason)])
             case .retrying(let target, let attempt, let reason, let nextIn):
                 log.line(ConsumeReport.forwardRetrying(target, attempt: attempt, reason: reason, nextIn: nextIn))
+            case .closed(let target, let summary):
+                log.line("forward to \(target) closed: \(summary)")
+                events?.emit("forward-closed", [("sink", name), ("endpoint", target), ("summary", summary)])
             }
         }
     }

@@ -130,9 +130,12 @@ final class ProduceSession {
         return plan.forwards.enumerated().map { index, target in
             let name = ForwardChoice.sinkName(index, of: plan.forwards.count)
             let sink = target.makeSink(name: name, fallbackFrameRate: nil, countedClock: false, live: live, onEvent: ForwardChoice.reporter(name: name, log: log, events: events))
-            return SinkRunner(sink: sink, queue: SinkQueue(policy: live ? .skipToEntry : .wait, highWater: 8 << 20),
-                              counters: SinkCounters(registry: registry, sink: name)) { event in
-                if case .closed(_, let error?) = event { log.line(error.description, force: true) }
+            let counters = SinkCounters(registry: registry, sink: name), shown = target.description
+            return SinkRunner(sink: sink, queue: SinkQueue(policy: live ? .skipToEntry : .wait, highWater: 8 << 20), counters: counters) { event in
+                guard case .closed(_, let error) = event else { return }
+                if let error { log.line(error.description, force: true) }
+                let lostAudio = counters.droppedAudioPackets.value
+                if lostAudio > 0 { log.line(ConsumeReport.forwardAudioLoss(shown, lost: lostAudio), force: true) }
             }
         }
     }

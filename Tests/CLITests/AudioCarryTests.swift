@@ -185,7 +185,7 @@ import TestSupport
         let dir = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let source = try Self.makeSource(dir)
-        let listener = try SRTListener(options: ["latency": "1000"])
+        let listener = try PushTests.srtListener()
         let rtmp = try RTMPServer()
         let flv = dir.appendingPathComponent("read.flv")
         let before = rtmp.plays("key")

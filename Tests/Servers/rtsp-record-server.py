@@ -16,8 +16,8 @@ MPEG4-GENERIC/48000/2, mode=AAC-hbr;sizelength=13;indexlength=3;indexdeltalength
 AudioSpecificConfig in config=. Both go into one
 MPEG-TS file, PREFIX + "NN.ts", with the times RTP and RTCP gave them (the two tracks
 put on one clock by their sender reports), again unbuffered. One line per event on stderr:
-"listening on rtsp://...", "publish N started: FILE", "publish N ended". Exits on SIGTERM
-or SIGINT.
+"listening on rtsp://...", "publish N started: FILE", "publish N ended" (once everything
+received is in the file). Exits on SIGTERM or SIGINT.
 """
 import sys
 
@@ -66,6 +66,11 @@ def main():
     factory.set_protocols(GstRtsp.RTSPLowerTrans.TCP)
     factory.set_launch(AUDIO_PIPELINE if audio else PIPELINE)
     factory.set_latency(200)
+    # A publish that ends (TEARDOWN, or the connection closed) is torn down with an EOS sent
+    # through the pipeline first, and "unprepared" comes once it reached the file: the jitter
+    # buffer hands on what it still holds (its latency's worth, the last pictures) instead of
+    # dropping it as the pipeline stops.
+    factory.set_eos_shutdown(True)
 
     publishes = [0]
 

@@ -8,7 +8,15 @@ import Foundation
 /// of its own (`outputs`).
 ///
 /// srt-live-transmit runs with stdout unbuffered (`stdbuf -o0`): what it has received is in
-/// the file as it goes, also after a `kill()`.
+/// the file as it goes, also after a `kill()`. It writes SRT's statistics of the connection
+/// (totals, JSON) after every packet it reads to `stats-N.json` beside it (`stats`).
+///
+/// What srt-live-transmit (SRT 1.5) does at the end of a stream: it hands each packet on a
+/// latency after it came (SRT's TSBPD), and once it sees the caller's close it stops reading
+/// and drops what it still held, packets it received and acknowledged and counts neither
+/// dropped nor lost. A caller must not close before its last packet's latency has passed
+/// (nalcast's pushes wait for it); FFmpeg's does, so the tests of the server itself listen
+/// at latency 0 (`latency` option), holding nothing back.
 public final class SRTListener {
     public let port: UInt16
     public let directory: URL
@@ -17,6 +25,19 @@ public final class SRTListener {
     /// `passphrase`, `streamid`...).
     public let options: [String: String]
     public private(set) var outputs: [URL] = []
+
+    /// SRT's totals for a connection, as srt-live-transmit reported them after its last read.
+    public struct Stats: Equatable, CustomStringConvertible {
+        /// Data packets received (`pktRecvTotal`), lost on the way (`pktRcvLossTotal`: a gap
+        /// seen, then filled by a retransmission or dropped), dropped too late to play
+        /// (`pktRcvDropTotal`, SRTO_TLPKTDROP) and come after their time (`pktRcvBelated`).
+        public var received = 0, lost = 0, dropped = 0, belated = 0
+        /// The latency agreed with the caller, ms.
+        public var latency = 0
+        public var description: String {
+            "srt-live-transmit: \(received) packets received, \(lost) lost, \(dropped) dropped, \(belated) belated; latency \(latency) ms"
+        }
+    }
 
     /// Starts the listener on `port` (a free one by default) and waits until it is bound.
     public init(port: UInt16? = nil, options: [String: String] = [:]) throws {
@@ -49,7 +70,9 @@ public final class SRTListener {
         // Unbuffered (coreutils' stdbuf execs it: same PID): srt-live-transmit writes through
         // stdout's 4 KB buffer, which a slow exit on a loaded machine (SIGKILL after the
         // SIGTERM grace) would lose: a second of a low-bitrate test stream.
-        try process.start("stdbuf", ["-o0", try ServerProcess.locate("srt-live-transmit"), listenerURI, "file://con"], stdout: output, directory: directory)
+        let stats = directory.appendingPathComponent("stats-\(outputs.count).json")
+        try process.start("stdbuf", ["-o0", try ServerProcess.locate("srt-live-transmit"), "-s:1", "-pf:json", "-f", "-statsout:\(stats.path)",
+                                     listenerURI, "file://con"], stdout: output, directory: directory)
         try process.waitUntilListening(port: port, .udp, timeout: timeout)
     }
 
@@ -77,10 +100,36 @@ public final class SRTListener {
         return stat(output.path, &info) == 0 ? Int(info.st_size) : 0
     }
 
+    /// The statistics of the current (or last) run's last connection, after its last read
+    /// (nil before the first packet).
+    public var stats: Stats? {
+        let path = directory.appendingPathComponent("stats-\(outputs.count).json").path
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8),
+              let line = text.split(separator: "\n").last(where: { $0.hasPrefix("{") }),
+              let json = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+              let recv = json["recv"] as? [String: Any] else { return nil }
+        func int(_ key: String) -> Int { (recv[key] as? NSNumber)?.intValue ?? -1 }
+        return Stats(received: int("packets"), lost: int("packetsLost"), dropped: int("packetsDropped"),
+                     belated: int("packetsBelated"), latency: int("msTsbPdDelay"))
+    }
+
     /// Waits until `count` callers have connected (in every run so far).
     @discardableResult
     public func waitForCaller(count: Int = 1, timeout: Double = 30) -> Bool {
         process.waitForLog("Accepted SRT source connection", count: count, timeout: timeout)
+    }
+
+    /// Waits until srt-live-transmit says the current run's caller has gone ("SRT source
+    /// disconnected"): it has read and written everything it will by then.
+    @discardableResult
+    public func waitForCallerGone(timeout: Double = 30) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            let log = process.log
+            if let run = log.range(of: "--- start", options: .backwards), log[run.upperBound...].contains("SRT source disconnected") { return true }
+            usleep(100_000)
+        }
+        return false
     }
 
     /// Waits until at least `bytes` have reached the file of the current run.
