@@ -23,7 +23,12 @@
 ///   SEIs). No NAL unit is moved: the stream is the same access units, each begun earlier.
 /// - A source without AUDs gets them: one per access unit, the only way to end its pictures.
 ///
-/// At the very end a writer has always sent one AUD too many: it opened an access unit that
+/// - An access unit that ends with an end of sequence (or of stream) goes out without the
+///   trailer: nothing follows it (`AccessUnit.endingStream`, the last picture of a producer
+///   that knew it was the last: `--frames`, `--duration`). Nothing is left open, and
+///   `closing` adds nothing.
+///
+/// Otherwise, at the very end a writer has always sent one AUD too many: it opened an access unit that
 /// never comes. After an AUD only SEI, parameter sets, prefix NAL units and then the slices
 /// of a picture may follow (H.264 7.4.1.2.3); nothing may close an access unit that has no
 /// picture, and FFmpeg's parser reports every access unit without a slice ("missing picture
@@ -51,6 +56,8 @@ public struct AccessUnitDelimiting: Sendable {
     /// True once the trailer went out behind an access unit: the next access unit is open,
     /// and the header byte of an SEI in it was sent.
     public private(set) var nextIsOpen = false
+    /// True once an access unit that ends the stream went out (with its end of sequence).
+    public private(set) var ended = false
     /// The last SPS written, for the closing picture's slice header.
     private var sps: SequenceParameterSet?
     /// The PPS ids written (a bit each), so that the closing picture's PPS replaces none.
@@ -83,16 +90,19 @@ public struct AccessUnitDelimiting: Sendable {
             out.append(nal.wire)
             if nal.type == .sps || nal.type == .pps { note(nal) }
         }
-        out.append(Self.trailer)
-        nextIsOpen = true
+        ended = rest.last.map { $0.type == .endOfSequence || $0.type == .endOfStream } ?? false
+        if !ended { out.append(Self.trailer) }
+        nextIsOpen = !ended
         return out
     }
 
     /// What ends the stream: the filler SEI the trailer began, the closing picture
     /// (`ClosingPicture`, when an SPS was written and a PPS id is free) and an end of
     /// sequence, in the access unit that never comes; an end of sequence alone when no access
-    /// unit was written (the reader still learns that the stream ended rather than broke).
+    /// unit was written (the reader still learns that the stream ended rather than broke);
+    /// nothing after an access unit that ended the stream itself.
     public func closing() -> [ArraySlice<UInt8>] {
+        if ended { return [] }
         guard nextIsOpen else { return [Self.endOfSequence[...]] }
         guard let sps, let ppsId = freePPSId else { return [Self.fillerSEIBody[...], Self.endOfSequence[...]] }
         return [Self.fillerSEIBody[...], ClosingPicture.nalUnits(sps: sps, ppsId: ppsId)[...], Self.endOfSequence[...]]
