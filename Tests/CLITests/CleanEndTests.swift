@@ -62,15 +62,29 @@ import Testing
         #expect(gst.status == 0 && gst.output.isEmpty, "\(gst.output)")
     }
 
-    /// A TCP Annex-B reader and a TS reader of `produce --duration`.
+    /// A TCP Annex-B reader and a TS reader of a producer that ends at `--frames`; its frames
+    /// come from the test once both readers are in.
     @Test func listenersEndQuietly() throws {
-        let (p, annexB, ts) = try TSListenerTests.producer(["--duration", "2s", "--idr-min-interval", "0"])
-        let raw = try StreamReaderClient(annexB), muxed = try StreamReaderClient(ts)
-        #expect(p.wait(timeout: 30) == 0, "\(p.stderr)")
-        let stream = raw.finish(), transport = muxed.finish()
-        try Self.expectReadersQuiet(stream, frames: try Self.accessUnits(stream))
         let dir = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
+        let (header, frames) = try Self.y4mFrames(10, in: dir)
+        let events = dir.appendingPathComponent("events.jsonl").path
+        let ports = (try freePort(), try freePort())
+        let producer = try FedProducer(["produce", "--source", "y4m:-", "--frames", "\(frames.count)", "--listen", "tcp://127.0.0.1:\(ports.0)",
+                                        "--listen", "ts:tcp://127.0.0.1:\(ports.1)", "--events", events, "-q"])
+        producer.write(header + frames[0])
+        var raw: StreamReaderClient?, muxed: StreamReaderClient?
+        #expect(Self.waitFor {
+            raw = raw ?? (try? StreamReaderClient("tcp://127.0.0.1:\(ports.0)"))
+            muxed = muxed ?? (try? StreamReaderClient("tcp://127.0.0.1:\(ports.1)"))
+            return raw != nil && muxed != nil
+        }, "the producer did not listen")
+        #expect(Self.waitFor { ((try? String(contentsOfFile: events, encoding: .utf8)) ?? "").components(separatedBy: "\"reader-joined\"").count == 3 })
+        producer.write(frames[1...].reduce(Data(), +))
+        producer.finish()
+        guard let raw, let muxed else { return }
+        let stream = raw.finish(), transport = muxed.finish()
+        try Self.expectReadersQuiet(stream, frames: try Self.accessUnits(stream))
         let file = dir.appendingPathComponent("s.ts")
         try transport.write(to: file)
         let probe = try Run.program("ffprobe", ["-v", "error", "-count_frames", "-show_entries", "stream=nb_read_frames", "-of", "csv=p=0", file.path])
@@ -81,37 +95,74 @@ import Testing
         #expect(gst.status == 0 && gst.output.isEmpty, "\(gst.output)")
     }
 
-    /// A relay's readers: the source ended with `--duration`, and the relay, told not to wait
-    /// for it (`--reconnect-timeout 0`), ends with it; then a relay stopped by SIGTERM.
+    /// A relay's readers: the source ended with `--frames`, and the relay, told not to wait
+    /// for it (`--reconnect-timeout 0`), ends with it; then a relay stopped by SIGTERM. The
+    /// source's frames come from the test (Y4M on its standard input), the last ones once
+    /// the relay and its reader are in: no race with the source's end.
     @Test(arguments: ["source ended", "SIGTERM"]) func relayEndsQuietly(_ end: String) throws {
         let dir = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let source = dir.appendingPathComponent("source.sock").path
-        let producer = try Background(Run.nalcast, ["produce", "--size", "320x240", "--listen", "unix:\(source)"]
-            + (end == "SIGTERM" ? [] : ["--duration", "2s"]))
-        #expect(producer.waitFor("serving"), "\(producer.stderr)")
-        let relay = try Background(Run.nalcast, ["consume", "--from", "unix:\(source)", "--listen", "tcp://127.0.0.1:0", "--reconnect-timeout", "0"])
+        let socket = dir.appendingPathComponent("source.sock").path
+        let (header, frames) = try Self.y4mFrames(10, in: dir)
+        let events = (source: dir.appendingPathComponent("source.jsonl").path, relay: dir.appendingPathComponent("relay.jsonl").path)
+        let producer = try FedProducer(["produce", "--source", "y4m:-", "--frames", "\(frames.count)", "--listen", "unix:\(socket)",
+                                        "--events", events.source, "-q"])
+        producer.write(header + frames[0])
+        #expect(Self.waitFor { FileManager.default.fileExists(atPath: socket) }, "the source did not listen")
+        let relay = try Background(Run.nalcast, ["consume", "--from", "unix:\(socket)", "--listen", "tcp://127.0.0.1:0", "--reconnect-timeout", "0",
+                                                 "--events", events.relay])
         let endpoint = try #require(relay.servingEndpoint(), "\(relay.stderr)")
+        #expect(Self.waitFor { Self.has(events.source, "reader-joined") }, "the relay did not join the source")
         let reader = try StreamReaderClient(endpoint)
+        #expect(Self.waitFor { Self.has(events.relay, "reader-joined") }, "the reader did not join the relay")
         if end == "SIGTERM" {
-            let deadline = Date().addingTimeInterval(20)
-            while reader.received.count < 10_000 && Date() < deadline { usleep(10_000) }
-            #expect(reader.received.count >= 10_000, "the relay sent \(reader.received.count) bytes")
+            producer.write(frames[1])
+            #expect(Self.waitFor { reader.received.count > 0 }, "the relay sent nothing")
             relay.signal(SIGTERM)
+        } else {
+            producer.write(frames[1...].reduce(Data(), +))
         }
         #expect(relay.wait(timeout: 30) == 0, "\(relay.stderr)")
-        producer.signal(SIGTERM)
-        _ = producer.wait(timeout: 30)
+        producer.finish()
         let stream = reader.finish()
-        let frames = try Self.accessUnits(stream)
-        #expect(frames > 0)
+        let pictures = try Self.accessUnits(stream)
+        #expect(pictures > 0)
         if end == "SIGTERM" {
             let probe = try Self.ffprobe(stream)
             #expect(probe.stderr.isEmpty, "ffprobe said: \(probe.stderr)")
-            #expect(probe.frames == frames)
+            #expect(probe.frames == pictures)
         } else {
-            try Self.expectReadersQuiet(stream, frames: frames)
+            try Self.expectReadersQuiet(stream, frames: pictures)
         }
+    }
+
+    /// `count` frames of a 160x120 test pattern as Y4M: the stream header, and each frame
+    /// (its `FRAME` line and picture).
+    static func y4mFrames(_ count: Int, in dir: URL) throws -> (header: Data, frames: [Data]) {
+        let file = dir.appendingPathComponent("in.y4m")
+        _ = try Run.program("ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "testsrc2=size=160x120:rate=30", "-frames:v", "\(count)",
+                                       "-pix_fmt", "yuv420p", "-f", "yuv4mpegpipe", file.path])
+        let bytes = try Data(contentsOf: file)
+        let headerEnd = try #require(bytes.firstIndex(of: UInt8(ascii: "\n"))) + 1
+        let frameSize = 6 + 160 * 120 * 3 / 2
+        let frames = stride(from: headerEnd, to: bytes.count, by: frameSize).map { bytes[$0..<min($0 + frameSize, bytes.count)] }
+        #expect(frames.count == count)
+        return (bytes[..<headerEnd], frames.map { Data($0) })
+    }
+
+    /// Polls `condition` until it holds or 20 s passed.
+    static func waitFor(_ condition: () -> Bool) -> Bool {
+        let deadline = Date().addingTimeInterval(20)
+        while !condition() {
+            if Date() > deadline { return false }
+            usleep(10_000)
+        }
+        return true
+    }
+
+    /// True when the `--events` file at `path` has an event named `event`.
+    static func has(_ path: String, _ event: String) -> Bool {
+        ((try? String(contentsOfFile: path, encoding: .utf8)) ?? "").contains("\"event\":\"\(event)\"")
     }
 
     // MARK: - Readers
@@ -220,5 +271,38 @@ final class PipedProducer: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         return (process.terminationStatus, data)
+    }
+}
+
+/// `nalcast produce --source y4m:-`, its standard input written by the test (on a thread of
+/// its own, so that a full pipe never blocks the test).
+final class FedProducer: @unchecked Sendable {
+    // Touched by the test thread only; the writes run in order on `queue`.
+    private let process = Process()
+    private let input = Pipe()
+    private let queue = DispatchQueue(label: "nalcast-test-feed")
+
+    init(_ arguments: [String]) throws {
+        process.executableURL = URL(fileURLWithPath: Run.nalcast)
+        process.arguments = arguments
+        process.standardInput = input
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+    }
+
+    func write(_ data: Data) {
+        let handle = input.fileHandleForWriting
+        queue.async { try? handle.write(contentsOf: data) }
+    }
+
+    /// Closes the input and waits for the exit (killing it after 30 s).
+    func finish() {
+        let handle = input.fileHandleForWriting
+        queue.sync { try? handle.close() }
+        let deadline = Date().addingTimeInterval(30)
+        while process.isRunning && Date() < deadline { usleep(10_000) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
     }
 }
