@@ -78,30 +78,41 @@ import Testing
         #expect(reference.count == stream.accessUnits)
         var framing = AccessUnitDelimiting()
         var delimited: [UInt8] = []
-        // For each access unit: the offset of its trailing AUD's header byte.
-        var released: [Int] = []
+        // For each access unit: the offset of the byte that releases it: its trailing AUD's
+        // header byte, or for one that ends the stream itself (an end of sequence or of
+        // stream last: sent without a trailer) the next access unit's AUD header byte; nil
+        // for the last of those (out at the end).
+        var released: [Int?] = []
         for unit in reference {
-            delimited += framing.frame(unit.nalUnits).flatMap { $0 }
-            released.append(delimited.count - 7)
+            let start = delimited.count
+            let chunks = framing.frame(unit.nalUnits)
+            if let last = released.indices.last, released[last] == nil, let aud = chunks.first, let header = aud.firstIndex(of: 0x09) {
+                released[last] = start + (header - aud.startIndex)
+            }
+            delimited += chunks.flatMap { $0 }
+            released.append(unit.endsStream ? nil : delimited.count - 7)
         }
         delimited += framing.closing().flatMap { $0 }
         var out: [AccessUnit] = []
         parser = AnnexBParser()
         for (offset, byte) in delimited.enumerated() {
             parser.push([byte]) { out.append($0) }
-            let due = released.filter { $0 <= offset }.count
+            let due = released.filter { $0.map { $0 <= offset } ?? false }.count
             #expect(out.count == due, "\(stream): \(out.count) access units out at byte \(offset), \(due) due")
             if out.count != due { break }
         }
         parser.finish { out.append($0) }
         #expect(out.count == reference.count, "the closing picture is no access unit")
         for (n, (got, want)) in zip(out, reference).enumerated() {
-            // After the first, each begins with the SEI the trailer began (a filler: these have none).
-            let begun: [NALType] = n == 0 ? [.accessUnitDelimiter] : [.accessUnitDelimiter, .sei]
+            // After the first, each begins with the SEI the trailer began (a filler: these have
+            // none), but after one that ended the stream itself: its own AUD, no trailer.
+            let opened = n > 0 && !reference[n - 1].endsStream
+            let begun: [NALType] = opened ? [.accessUnitDelimiter, .sei] : [.accessUnitDelimiter]
             #expect(got.nalTypes == begun + want.nalTypes.filter { $0 != .accessUnitDelimiter })
             #expect(got.isIDR == want.isIDR)
         }
-        #expect(parser.assembler.delimiterOnlyUnits == 1)
+        let endsItself = reference.last?.endsStream ?? false
+        #expect(parser.assembler.delimiterOnlyUnits == (endsItself ? 0 : 1), "the closing, unless the last picture ended the stream")
         #expect(parser.assembler.endedStream)
         try expectFFmpegReadsQuietly(delimited, frames: stream, name: "\(stream)")
     }
@@ -110,7 +121,7 @@ import Testing
     /// a PPS with an id the stream did not use that allows redundant pictures, a
     /// non-reference I slice with redundant_pic_cnt 1 in it, and an end of sequence.
     @Test func closingCompletesTheOpenedAccessUnitWithARedundantPicture() throws {
-        let stream = ConformanceStream.named("FRExt1_Panasonic.avc")
+        let stream = ConformanceStream.named("HCAFF1_HHI.264")
         var parser = AnnexBParser()
         let units = parser.push(try stream.load()) + parser.finish()
         var framing = AccessUnitDelimiting()
