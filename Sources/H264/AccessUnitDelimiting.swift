@@ -22,14 +22,14 @@
 ///   the rest of an empty filler SEI (an IDR, whose SPS and PPS come first; a source without
 ///   SEIs). No NAL unit is moved: the stream is the same access units, each begun earlier.
 /// - A source without AUDs gets them: one per access unit, the only way to end its pictures.
-///
 /// - An access unit that ends with an end of sequence (or of stream) goes out without the
 ///   trailer: nothing follows it (`AccessUnit.endingStream`, the last picture of a producer
-///   that knew it was the last: `--frames`, `--duration`). Nothing is left open, and
-///   `closing` adds nothing.
+///   that knew it was the last: `--frames`, `--duration`, a file's end). Nothing is left
+///   open, and `closing` adds nothing. (Should a stream go on after one, the next access
+///   unit begins with its own AUD, as a first one.)
 ///
-/// Otherwise, at the very end a writer has always sent one AUD too many: it opened an access unit that
-/// never comes. After an AUD only SEI, parameter sets, prefix NAL units and then the slices
+/// Otherwise, at the very end a writer has always sent one AUD too many: it opened an
+/// access unit that never comes. After an AUD only SEI, parameter sets, prefix NAL units and then the slices
 /// of a picture may follow (H.264 7.4.1.2.3); nothing may close an access unit that has no
 /// picture, and FFmpeg's parser reports every access unit without a slice ("missing picture
 /// in access unit"). `closing` completes it: the filler SEI the trailer began, a picture that
