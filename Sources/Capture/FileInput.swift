@@ -51,6 +51,13 @@ final class FileInput {
         return (st.st_mode & S_IFMT) == S_IFREG ? Int(st.st_size) : nil
     }
 
+    /// True when the input is a regular file read to its last byte: the next read ends it.
+    /// False for a pipe or a terminal (more may come), and when that cannot be told.
+    var isAtEndOfRegularFile: Bool {
+        guard pendingStart >= pending.count, let size = try? regularFileSize() else { return false }
+        return lseek(fd, 0, SEEK_CUR) == off_t(size)
+    }
+
     /// One `read()` retried on EINTR; 0 at end of input.
     private func readSome(_ dst: UnsafeMutableRawPointer, _ count: Int) throws -> Int {
         while true {

@@ -21,9 +21,13 @@ public protocol FrameSource: AnyObject {
     var isChangeDriven: Bool { get }
     /// What interrupts the source's wait, for a source that can wait long (nil otherwise).
     var wakeUp: CaptureWakeUp? { get }
+    /// True when the frame `nextFrame()` last returned is known to be the input's last (a
+    /// regular file read to its end), so that its access unit can end the stream.
+    var isAtEnd: Bool { get }
 }
 
 extension FrameSource {
     public var isChangeDriven: Bool { false }
     public var wakeUp: CaptureWakeUp? { nil }
+    public var isAtEnd: Bool { false }
 }

@@ -9,6 +9,7 @@ public final class RawSource: FrameSource {
     public let height: Int
     public let pixelFormat: PixelFormat
     public var isLive: Bool { false }
+    public var isAtEnd: Bool { input.isAtEndOfRegularFile }
 
     private let input: FileInput
     private let planes: [Plane]

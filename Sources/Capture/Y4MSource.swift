@@ -11,6 +11,7 @@ public final class Y4MSource: FrameSource {
     public var height: Int { header.height }
     public var pixelFormat: PixelFormat { header.pixelFormat }
     public var isLive: Bool { false }
+    public var isAtEnd: Bool { input.isAtEndOfRegularFile }
 
     private let input: FileInput
     private let planes: [Plane]

@@ -23,6 +23,17 @@ public struct AccessUnit: Sendable {
         self.parameterSets = parameterSets
     }
 
+    /// This access unit with an end of sequence behind its NAL units: the stream ends here
+    /// (a producer's last picture, known to be the last before it goes out). A delimited
+    /// writer sends it without the next access unit's AUD (`AccessUnitDelimiting`).
+    public func endingStream() -> AccessUnit {
+        AccessUnit(nalUnits: nalUnits + [NALUnit(escapedBody: [NALType.endOfSequence.rawValue])], isIDR: isIDR,
+                   resolution: resolution, timestamp: timestamp, parameterSets: parameterSets)
+    }
+
+    /// True when the last NAL unit is an end of sequence or end of stream.
+    public var endsStream: Bool { nalUnits.last.map { $0.type == .endOfSequence || $0.type == .endOfStream } ?? false }
+
     /// Bytes on the wire, start codes included.
     public var byteCount: Int { nalUnits.reduce(0) { $0 + $1.wire.count } }
 

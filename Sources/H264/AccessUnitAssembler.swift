@@ -45,11 +45,9 @@ public struct AccessUnitAssembler {
     /// NAL units in the access unit in hand.
     public var nalUnitsInHand: Int { current.count }
     /// True when the access unit in hand has a NAL unit other than an AUD, end of sequence,
-    /// end of stream, filler data or an empty SEI: something that would be lost if the
-    /// stream stopped here.
-    public var hasContentInHand: Bool {
-        current.contains { !Self.isDelimiting($0.type) && !AccessUnitDelimiting.isEmptySEI($0) }
-    }
+    /// end of stream, filler data or an empty SEI (or, with only redundant slices, a PPS or
+    /// such a slice): something that would be lost if the stream stopped here.
+    public var hasContentInHand: Bool { !current.allSatisfy(isNothingToDecode) }
     /// Access units closed without handing them out: no picture, only AUDs, end of sequence,
     /// end of stream, filler data or empty SEIs (a delimited stream's tail, or its trailer
     /// where the stream was cut).
@@ -62,6 +60,8 @@ public struct AccessUnitAssembler {
 
     private var current: [NALUnit] = []
     private var sawVCL = false
+    /// A slice of a primary picture (redundant_pic_cnt 0, or a header not read) is in hand.
+    private var sawPrimary = false
     private var isIDR = false
     private var timestamp: StreamTimestamp?
     private var lastSlice: SliceHeader?
@@ -123,6 +123,14 @@ public struct AccessUnitAssembler {
         endAccessUnit()
     }
 
+    /// Nothing of it is decoded: an AUD, end of sequence, end of stream, filler data, an empty
+    /// SEI; in an access unit with no primary picture, a PPS or a redundant slice too (the
+    /// closing picture of a delimited stream, `ClosingPicture`).
+    private func isNothingToDecode(_ nal: NALUnit) -> Bool {
+        if Self.isDelimiting(nal.type) || AccessUnitDelimiting.isEmptySEI(nal) { return true }
+        return sawVCL && !sawPrimary && (nal.type == .pps || Self.hasSliceHeader(nal.type))
+    }
+
     /// AUD, end of sequence, end of stream, filler data: NAL units with nothing to decode.
     public static func isDelimiting(_ type: NALType) -> Bool { (9...12).contains(type.rawValue) }
 
@@ -176,6 +184,7 @@ public struct AccessUnitAssembler {
             case .header(let header):
                 lastSlice = header
                 if !sawVCL { activePPSId = header.ppsId }
+                if header.redundantPicCnt == 0 { sawPrimary = true }
             case .firstMacroblock(_, let ppsId):
                 lastSlice = nil
                 if !sawVCL { activePPSId = ppsId }
@@ -185,6 +194,7 @@ public struct AccessUnitAssembler {
                 break
             }
             if type == .idrSlice { isIDR = true }
+            if case .header = slice {} else { sawPrimary = true }
             sawVCL = true
         case 10, 11:
             closeBeforeNext = true
@@ -204,13 +214,16 @@ public struct AccessUnitAssembler {
     private mutating func close() -> AccessUnit? {
         guard !current.isEmpty else { return nil }
         endedStream = current.last.map { $0.type == .endOfStream || $0.type == .endOfSequence } ?? false
-        if !sawVCL && !hasContentInHand {
+        if !hasContentInHand {
             delimiterOnlyUnits += 1
             delimiterOnlyBytes += bytesInHand
             current = []
+            sawVCL = false
+            sawPrimary = false
             isIDR = false
             timestamp = nil
             activePPSId = nil
+            lastSlice = nil
             return nil
         }
         var resolution: Resolution? = nil
@@ -227,6 +240,7 @@ public struct AccessUnitAssembler {
         let unit = AccessUnit(nalUnits: current, isIDR: isIDR, resolution: resolution, timestamp: timestamp, parameterSets: sets)
         current = []
         sawVCL = false
+        sawPrimary = false
         isIDR = false
         timestamp = nil
         activePPSId = nil

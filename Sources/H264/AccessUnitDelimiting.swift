@@ -22,17 +22,21 @@
 ///   the rest of an empty filler SEI (an IDR, whose SPS and PPS come first; a source without
 ///   SEIs). No NAL unit is moved: the stream is the same access units, each begun earlier.
 /// - A source without AUDs gets them: one per access unit, the only way to end its pictures.
+/// - An access unit that ends with an end of sequence (or of stream) goes out without the
+///   trailer: nothing follows it (`AccessUnit.endingStream`, the last picture of a producer
+///   that knew it was the last: `--frames`, `--duration`, a file's end). Nothing is left
+///   open, and `closing` adds nothing. (Should a stream go on after one, the next access
+///   unit begins with its own AUD, as a first one.)
 ///
-/// At the very end a writer has always sent one AUD too many: it opened an access unit that
-/// never comes. After an AUD only SEI, parameter sets, prefix NAL units and then the slices
+/// Otherwise, at the very end a writer has always sent one AUD too many: it opened an
+/// access unit that never comes. After an AUD only SEI, parameter sets, prefix NAL units and then the slices
 /// of a picture may follow (H.264 7.4.1.2.3); nothing may close an access unit that has no
-/// picture. The least harmful ending is `closing`: the filler SEI the trailer began, then an
-/// end-of-sequence NAL unit (type 10).
-/// FFmpeg's decoder takes an end of sequence with no picture as "output what is held" and
-/// says nothing; after an end of stream (type 11) or nothing at all it reports "no frame!"
-/// and an invalid packet. Its parser still notes "missing picture in access unit" once.
-/// nalcast's own parser hands out no access unit for such a delimiter-only tail
-/// (`AccessUnitAssembler`), and takes its end of sequence as the stream's clean end.
+/// picture, and FFmpeg's parser reports every access unit without a slice ("missing picture
+/// in access unit"). `closing` completes it: the filler SEI the trailer began, a picture that
+/// every decoder drops (`ClosingPicture`: a redundant picture with a PPS of its own), and an
+/// end of sequence (type 10), which FFmpeg's decoder takes as "output what is held" and
+/// nalcast's as the stream's clean end. nalcast's own parser hands out no access unit for
+/// that tail (`AccessUnitAssembler`).
 public struct AccessUnitDelimiting: Sendable {
     /// `00 00 00 01 09 F0`: an AUD whose `primary_pic_type` (7) allows any slice type.
     public static let delimiter: [UInt8] = [0, 0, 0, 1, 0x09, 0xF0]
@@ -52,6 +56,12 @@ public struct AccessUnitDelimiting: Sendable {
     /// True once the trailer went out behind an access unit: the next access unit is open,
     /// and the header byte of an SEI in it was sent.
     public private(set) var nextIsOpen = false
+    /// True once an access unit that ends the stream went out (with its end of sequence).
+    public private(set) var ended = false
+    /// The last SPS written, for the closing picture's slice header.
+    private var sps: SequenceParameterSet?
+    /// The PPS ids written (a bit each), so that the closing picture's PPS replaces none.
+    private var ppsIds: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
 
     public init() {}
 
@@ -76,17 +86,49 @@ public struct AccessUnitDelimiting: Sendable {
         } else {
             out.append(hasOwn ? nalUnits[0].wire : Self.delimiter[...])
         }
-        for nal in rest { out.append(nal.wire) }
-        out.append(Self.trailer)
-        nextIsOpen = true
+        for nal in rest {
+            out.append(nal.wire)
+            if nal.type == .sps || nal.type == .pps { note(nal) }
+        }
+        ended = rest.last.map { $0.type == .endOfSequence || $0.type == .endOfStream } ?? false
+        if !ended { out.append(Self.trailer) }
+        nextIsOpen = !ended
         return out
     }
 
-    /// What ends the stream: the filler SEI the trailer began, then an end of sequence, in
-    /// the access unit that never comes; an end of sequence alone when no access unit was
-    /// written (the reader still learns that the stream ended rather than broke).
+    /// What ends the stream: the filler SEI the trailer began, the closing picture
+    /// (`ClosingPicture`, when an SPS was written and a PPS id is free) and an end of
+    /// sequence, in the access unit that never comes; an end of sequence alone when no access
+    /// unit was written (the reader still learns that the stream ended rather than broke);
+    /// nothing after an access unit that ended the stream itself.
     public func closing() -> [ArraySlice<UInt8>] {
-        nextIsOpen ? [Self.fillerSEIBody[...], Self.endOfSequence[...]] : [Self.endOfSequence[...]]
+        if ended { return [] }
+        guard nextIsOpen else { return [Self.endOfSequence[...]] }
+        guard let sps, let ppsId = freePPSId else { return [Self.fillerSEIBody[...], Self.endOfSequence[...]] }
+        return [Self.fillerSEIBody[...], ClosingPicture.nalUnits(sps: sps, ppsId: ppsId)[...], Self.endOfSequence[...]]
+    }
+
+    /// Keeps what the closing picture needs from a parameter set written: the SPS, the PPS's id.
+    private mutating func note(_ nal: NALUnit) {
+        if nal.type == .sps {
+            if let parsed = try? SequenceParameterSet(nal) { sps = parsed }
+        } else if let id = try? PictureParameterSet.peekId(nal) {
+            let bit = UInt64(1) << UInt64(id % 64)
+            switch id / 64 {
+            case 0: ppsIds.0 |= bit
+            case 1: ppsIds.1 |= bit
+            case 2: ppsIds.2 |= bit
+            default: ppsIds.3 |= bit
+            }
+        }
+    }
+
+    /// The lowest PPS id not written, if any.
+    private var freePPSId: Int? {
+        for (n, word) in [ppsIds.0, ppsIds.1, ppsIds.2, ppsIds.3].enumerated() where word != .max {
+            return n * 64 + (~word).trailingZeroBitCount
+        }
+        return nil
     }
 
     /// True for an SEI with nothing to decode: only an empty filler payload (what `frame` puts

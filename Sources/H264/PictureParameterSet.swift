@@ -21,6 +21,12 @@ public struct PictureParameterSet: Sendable, Hashable {
         try self.init(rbsp: nal.rbsp())
     }
 
+    /// The pic_parameter_set_id alone, from the first bytes of a PPS NAL unit.
+    public static func peekId(_ nal: NALUnit) throws -> Int {
+        var r = BitReader(nal.rbspPrefix(8))
+        return try r.ue("pic_parameter_set_id", max: 255)
+    }
+
     public init(rbsp: [UInt8]) throws {
         var r = BitReader(rbsp)
         id = try r.ue("pic_parameter_set_id", max: 255)

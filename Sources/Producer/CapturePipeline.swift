@@ -27,6 +27,8 @@ public final class CapturePipeline {
     private var encoder: H264Encoder?
     /// The last picture encoded, for a change-driven source's repeats.
     private var kept: Frame?
+    /// The last frame of a limit went out, its access unit ending the stream: nothing follows.
+    private var streamEnded = false
 
     public init(source: any FrameSource, options: CaptureOptions = CaptureOptions(), control: CaptureControl = CaptureControl(),
                 log: (@Sendable (String) -> Void)? = nil, output: @escaping @Sendable (AccessUnit) -> Void) {
@@ -114,7 +116,14 @@ public final class CapturePipeline {
             if let bitrate = control.takeBitrateRequest() {
                 do { try encoder.reconfigure(bitrate: bitrate) } catch { log?("\(error)") }
             }
-            guard let au = try encoder.encode(picture) else { continue }
+            let isFinal = isLastBeforeLimit(frame, framesEncoded: encoder.framesEncoded)
+            guard let au = try encoder.encode(picture) else {
+                if isFinal {
+                    try endStream(after: nil)
+                    break
+                }
+                continue
+            }
             if au.isIDR { lastIDRPTS = frame.pts90k }
             let finished = Int64(MonotonicClock.nanoseconds)
             let latency = Int64(WallClock.nanoseconds) - Int64(frame.captureTimeNs)
@@ -127,8 +136,36 @@ public final class CapturePipeline {
                 $0.counters.meanEncodeMs = Double($0.encodeTotalNs) / 1e6 / Double($0.counters.framesEncoded)
                 $0.record(latencyNs: latency)
             }
+            if isFinal {
+                try endStream(after: au)
+                break
+            }
             output(au)
         }
+    }
+
+    /// True for the frame after which the run stops: a file's last, the `--frames`th, or the
+    /// last whose next frame slot would reach `--duration` (a paced source's next frame comes
+    /// one slot later, and the loop stops here rather than wait for it).
+    private func isLastBeforeLimit(_ frame: Frame, framesEncoded: UInt64) -> Bool {
+        if source.isAtEnd { return true }
+        if let limit = options.frameLimit, framesEncoded + 1 >= UInt64(limit) { return true }
+        guard let limit = options.durationLimit else { return false }
+        let slot = 90_000 / encoderFrameRate.framesPerSecond
+        return Double(frame.pts90k) + slot > limit * 90_000 - 1
+    }
+
+    /// Hands on the last access units of a run that knows where it ends: `au` and whatever x264
+    /// still holds (nothing with zero-latency settings), the last of them with an end of
+    /// sequence, so that delimited readers get it without an AUD behind it and have nothing
+    /// left open (`AccessUnitDelimiting`).
+    private func endStream(after au: AccessUnit?) throws {
+        var units = au.map { [$0] } ?? []
+        units += try flushed()
+        streamEnded = true
+        guard let last = units.popLast() else { return }
+        for unit in units { output(unit) }
+        output(last.endingStream())
     }
 
     /// For a change-driven source, `--duration` is also kept by the clock from the first
@@ -155,13 +192,20 @@ public final class CapturePipeline {
     }
 
     private func flush() throws {
-        guard let encoder else { return }
-        for au in try encoder.flush() {
+        guard !streamEnded else { return }
+        for au in try flushed() { output(au) }
+    }
+
+    /// The frames x264 still holds, counted.
+    private func flushed() throws -> [AccessUnit] {
+        guard let encoder else { return [] }
+        let units = try encoder.flush()
+        for au in units {
             control.state.withLock {
                 $0.counters.framesEncoded += 1
                 $0.counters.bytesEncoded += UInt64(au.byteCount)
             }
-            output(au)
         }
+        return units
     }
 }

@@ -29,7 +29,12 @@ final class X11Connection {
         let code = xcb_connection_has_error(connection)
         if code != 0 {
             xcb_disconnect(connection)
-            throw .cannotConnect(display: name, reason: X11Connection.reason(code))
+            let reason = switch code {
+            case XCB_CONN_ERROR: X11Displays.connectFailure(name, present: X11Displays.local())
+            case XCB_CONN_CLOSED_INVALID_SCREEN: X11Connection.screenCount(name).map { X11Displays.missingScreen(name, screens: $0) } ?? X11Connection.reason(code)
+            default: X11Connection.reason(code)
+            }
+            throw .cannotConnect(display: name, reason: reason)
         }
         self.handle = connection
         self.display = name
@@ -37,8 +42,9 @@ final class X11Connection {
         var roots = xcb_setup_roots_iterator(xcb_get_setup(connection))
         for _ in 0..<screenNumber where roots.rem > 0 { xcb_screen_next(&roots) }
         guard roots.rem > 0, let screen = roots.data else {
+            let screens = Int(xcb_setup_roots_length(xcb_get_setup(connection)))
             xcb_disconnect(connection)
-            throw .cannotConnect(display: name, reason: "no screen \(screenNumber)")
+            throw .cannotConnect(display: name, reason: X11Displays.missingScreen(name, screens: screens))
         }
         self.root = screen.pointee.root
         do {
@@ -55,7 +61,15 @@ final class X11Connection {
     static func displayName(explicit: String?, environment: String?) throws(X11Error) -> String {
         if let explicit, !explicit.isEmpty { return explicit }
         if let environment, !environment.isEmpty { return environment }
-        throw .noDisplay
+        throw .noDisplay(found: X11Displays.found(X11Displays.local()))
+    }
+
+    /// How many screens the display of `name` (`:1.3`) has: its screen 0 opened for a moment.
+    private static func screenCount(_ name: String) -> Int? {
+        guard let connection = xcb_connect(X11Displays.withoutScreen(name), nil) else { return nil }
+        defer { xcb_disconnect(connection) }
+        guard xcb_connection_has_error(connection) == 0 else { return nil }
+        return Int(xcb_setup_roots_length(xcb_get_setup(connection)))
     }
 
     /// Why `xcb_connect` failed, from `xcb_connection_has_error`.
@@ -66,7 +80,7 @@ final class X11Connection {
         case XCB_CONN_CLOSED_MEM_INSUFFICIENT: "out of memory"
         case XCB_CONN_CLOSED_REQ_LEN_EXCEED: "request too long"
         case XCB_CONN_CLOSED_PARSE_ERR: "not a valid display name"
-        case XCB_CONN_CLOSED_INVALID_SCREEN: "no such screen"
+        case XCB_CONN_CLOSED_INVALID_SCREEN: "no such screen (x11:DISPLAY.SCREEN; most displays have screen 0 only)"
         default: "connection error \(code)"
         }
     }

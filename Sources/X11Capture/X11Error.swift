@@ -10,11 +10,13 @@ import Musl
 /// `isUnavailable` errors mean the display is not there (exit 69 in the CLI);
 /// `isBadRegion` errors are a wrong `--region` (exit 64).
 public enum X11Error: Error, Hashable, CustomStringConvertible {
-    /// No display given and `$DISPLAY` is not set.
-    case noDisplay
+    /// No display given and `$DISPLAY` is not set; `found` says which displays are there
+    /// (`X11Displays.found`).
+    case noDisplay(found: String)
     /// What follows `x11:` is no display name (see `X11Options.displayName(parsing:)`).
     case badDisplayName(String)
-    /// `xcb_connect` failed: no server, connection refused, bad display name, no access.
+    /// `xcb_connect` failed: no server, connection refused, bad display name, no access, no
+    /// such screen; `reason` says which displays or screens are there and what to try.
     case cannotConnect(display: String, reason: String)
     /// The connection broke while capturing (the server went away).
     case connectionLost(display: String)
@@ -31,8 +33,8 @@ public enum X11Error: Error, Hashable, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case .noDisplay:
-            "x11: no display: DISPLAY is not set (use --source x11:DISPLAY, e.g. x11:0)"
+        case .noDisplay(let found):
+            "x11: no display: DISPLAY is not set and no --source x11:DISPLAY given; \(found)"
         case .badDisplayName(let text):
             "x11: '\(text)' is not a display (expected a display number or host and number: x11:77, x11::77, x11:host:0.0)"
         case .cannotConnect(let display, let reason):

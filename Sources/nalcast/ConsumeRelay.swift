@@ -81,9 +81,10 @@ final class ConsumeRelay {
     func close() { side.webServer?.close() }
 
     /// What one intake's thread calls for every access unit and every audio item it
-    /// delivers: a new feed per intake, owned by that thread.
-    static func feed(_ handOff: ResyncingHandOff, _ audio: RelayAudio) -> RelayFeed {
-        RelayFeed(handOff: handOff, audio: audio)
+    /// delivers: a new feed per intake, owned by that thread. `keepsStreamEnd` when the
+    /// source's end is the relay's (see `RelayFeed.take`).
+    static func feed(_ handOff: ResyncingHandOff, _ audio: RelayAudio, keepsStreamEnd: Bool) -> RelayFeed {
+        RelayFeed(handOff: handOff, audio: audio, keepsStreamEnd: keepsStreamEnd)
     }
 }
 
@@ -173,14 +174,21 @@ final class RelayFeed {
     private let handOff: ResyncingHandOff
     private let audio: RelayAudio
     private var times = RisingMediaTime()
+    private let keepsStreamEnd: Bool
 
-    init(handOff: ResyncingHandOff, audio: RelayAudio) {
+    init(handOff: ResyncingHandOff, audio: RelayAudio, keepsStreamEnd: Bool) {
         self.handOff = handOff
         self.audio = audio
+        self.keepsStreamEnd = keepsStreamEnd
     }
 
+    /// Hands an access unit to the server. One that ends with an end of sequence (a producer
+    /// that knew its last picture) keeps it where the source's end is the relay's (a file,
+    /// `--reconnect-timeout 0`): the readers get that picture without an AUD behind it, and
+    /// nothing left open (`AccessUnitDelimiting`). Elsewhere the relay outlives the source.
     func take(_ received: TimedUnit) {
-        handOff.hand(RelayFeed.withoutStreamEnd(received.unit), pts90k: times.pts90k(for: received.mediaTime))
+        let unit = keepsStreamEnd ? received.unit : RelayFeed.withoutStreamEnd(received.unit)
+        handOff.hand(unit, pts90k: times.pts90k(for: received.mediaTime))
     }
 
     /// The input's audio track and packets (on the same time line as its access units: the

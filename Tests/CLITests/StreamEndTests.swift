@@ -78,8 +78,10 @@ import Testing
 
     /// The NAL units of an Annex-B stream, leaving out what a live forward's delimiting adds
     /// or moves (`docs/protocol.md`): access unit delimiters, the empty filler SEI, a lone SEI
-    /// header at the end, ends of sequence and stream. A forward that delimits carries the
-    /// same NAL units as its input, in the same order, with each access unit begun early.
+    /// header at the end, ends of sequence and stream, and the closing picture in front of
+    /// the end (a PPS and a non-reference slice, header byte `01`, that nalcast never sends
+    /// otherwise). A forward that delimits carries the same NAL units as its input, in the
+    /// same order, with each access unit begun early.
     static func carriedNALUnits(_ bytes: [UInt8]) -> [ArraySlice<UInt8>] {
         var starts: [Int] = []
         var i = 0
@@ -98,6 +100,9 @@ import Testing
             let nal = bytes[start..<end]
             guard let header = nal.first else { continue }
             let type = header & 0x1F
+            if type == 10 || type == 11, units.count >= 2, units[units.count - 1].first == 0x01, units[units.count - 2].first == 0x68 {
+                units.removeLast(2)
+            }
             if type == 9 || type == 10 || type == 11 { continue }
             if Array(nal) == [0x06] || Array(nal) == [0x06, 0x03, 0x00, 0x80] { continue }
             units.append(nal)

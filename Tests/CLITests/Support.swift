@@ -257,20 +257,7 @@ func ffmpegDecode(_ stream: Data) throws -> (frames: Int, errors: String) {
     let decode = try Run.program("ffmpeg", ["-hide_banner", "-v", "error", "-f", "h264", "-i", file.path, "-f", "null", "-"])
     let probe = try Run.program("ffprobe", ["-v", "error", "-f", "h264", "-count_frames", "-select_streams", "v:0", "-show_entries", "stream=nb_read_frames", "-of", "csv=p=0", file.path])
     let frames = Int(probe.text.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
-    return (frames, withoutDelimitedTail(decode.stderr))
-}
-
-/// FFmpeg's stderr less the one line its H.264 parser writes at the end of a delimited
-/// stream (every reader's of `produce --listen` and of a relay): the access unit that the
-/// AUD sent behind the last picture opened has no picture, only the empty filler SEI and the
-/// end of sequence that end the stream (`AccessUnitDelimiting`, at most 19 bytes). The
-/// pictures are all there; any other line, or a larger access unit without a picture, stays.
-func withoutDelimitedTail(_ stderr: String) -> String {
-    let marker = "missing picture in access unit with size "
-    return stderr.split(separator: "\n", omittingEmptySubsequences: false).filter { line in
-        guard let range = line.range(of: marker), let size = Int(line[range.upperBound...]) else { return true }
-        return size > 19
-    }.joined(separator: "\n").trimmingCharacters(in: .whitespacesAndNewlines)
+    return (frames, decode.stderr.trimmingCharacters(in: .whitespacesAndNewlines))
 }
 
 /// `nalcast inspect --json` of a stream, parsed.

@@ -1,3 +1,4 @@
+import Foundation
 import TestSupport
 import Testing
 @testable import H264
@@ -77,30 +78,96 @@ import Testing
         #expect(reference.count == stream.accessUnits)
         var framing = AccessUnitDelimiting()
         var delimited: [UInt8] = []
-        // For each access unit: the offset of its trailing AUD's header byte.
-        var released: [Int] = []
+        // For each access unit: the offset of the byte that releases it: its trailing AUD's
+        // header byte, or for one that ends the stream itself (an end of sequence or of
+        // stream last: sent without a trailer) the next access unit's AUD header byte; nil
+        // for the last of those (out at the end).
+        var released: [Int?] = []
         for unit in reference {
-            delimited += framing.frame(unit.nalUnits).flatMap { $0 }
-            released.append(delimited.count - 7)
+            let start = delimited.count
+            let chunks = framing.frame(unit.nalUnits)
+            if let last = released.indices.last, released[last] == nil, let aud = chunks.first, let header = aud.firstIndex(of: 0x09) {
+                released[last] = start + (header - aud.startIndex)
+            }
+            delimited += chunks.flatMap { $0 }
+            released.append(unit.endsStream ? nil : delimited.count - 7)
         }
         delimited += framing.closing().flatMap { $0 }
         var out: [AccessUnit] = []
         parser = AnnexBParser()
         for (offset, byte) in delimited.enumerated() {
             parser.push([byte]) { out.append($0) }
-            let due = released.filter { $0 <= offset }.count
+            let due = released.filter { $0.map { $0 <= offset } ?? false }.count
             #expect(out.count == due, "\(stream): \(out.count) access units out at byte \(offset), \(due) due")
             if out.count != due { break }
         }
         parser.finish { out.append($0) }
-        #expect(out.count == reference.count)
+        #expect(out.count == reference.count, "the closing picture is no access unit")
         for (n, (got, want)) in zip(out, reference).enumerated() {
-            // After the first, each begins with the SEI the trailer began (a filler: these have none).
-            let begun: [NALType] = n == 0 ? [.accessUnitDelimiter] : [.accessUnitDelimiter, .sei]
+            // After the first, each begins with the SEI the trailer began (a filler: these have
+            // none), but after one that ended the stream itself: its own AUD, no trailer.
+            let opened = n > 0 && !reference[n - 1].endsStream
+            let begun: [NALType] = opened ? [.accessUnitDelimiter, .sei] : [.accessUnitDelimiter]
             #expect(got.nalTypes == begun + want.nalTypes.filter { $0 != .accessUnitDelimiter })
             #expect(got.isIDR == want.isIDR)
         }
-        #expect(parser.assembler.delimiterOnlyUnits == 1)
+        let endsItself = reference.last?.endsStream ?? false
+        #expect(parser.assembler.delimiterOnlyUnits == (endsItself ? 0 : 1), "the closing, unless the last picture ended the stream")
         #expect(parser.assembler.endedStream)
+        try expectFFmpegReadsQuietly(delimited, frames: stream, name: "\(stream)")
     }
+
+    /// The closing completes the access unit the last trailer opened: the filler SEI's body,
+    /// a PPS with an id the stream did not use that allows redundant pictures, a
+    /// non-reference I slice with redundant_pic_cnt 1 in it, and an end of sequence.
+    @Test func closingCompletesTheOpenedAccessUnitWithARedundantPicture() throws {
+        let stream = ConformanceStream.named("HCAFF1_HHI.264")
+        var parser = AnnexBParser()
+        let units = parser.push(try stream.load()) + parser.finish()
+        var framing = AccessUnitDelimiting()
+        var framed: [UInt8] = []
+        for unit in units { framed += framing.frame(unit.nalUnits).flatMap { $0 } }
+        let usedPPS = Set(units.flatMap(\.nalUnits).filter { $0.type == .pps }.compactMap { try? PictureParameterSet($0).id })
+        let closing = framing.closing().flatMap { $0 }
+        #expect(Array(closing.prefix(3)) == AccessUnitDelimiting.fillerSEIBody)
+        #expect(Array(closing.suffix(5)) == AccessUnitDelimiting.endOfSequence)
+        var reader = AnnexBParser()
+        let read = reader.push(framed + closing) + reader.finish()
+        #expect(read.count == units.count, "the closing picture is nothing to decode")
+        #expect(reader.assembler.delimiterOnlyUnits == 1)
+        #expect(reader.assembler.endedStream)
+        let nals = NALUnitsOf(Array(AccessUnitDelimiting.trailer) + closing)
+        #expect(nals.map(\.type) == [.accessUnitDelimiter, .sei, .pps, .slice, .endOfSequence])
+        let pps = try PictureParameterSet(nals[2])
+        #expect(!usedPPS.contains(pps.id), "PPS \(pps.id) replaces none of \(usedPPS.sorted())")
+        #expect(pps.redundantPicCntPresent && !pps.entropyCodingModeCABAC)
+        let sps = try #require(units.last.flatMap { unit in
+            unit.parameterSets.first { $0.type == .sps }.flatMap { try? SequenceParameterSet($0) }
+        })
+        let slice = try SliceHeader(rbsp: nals[3].rbsp()[...], header: nals[3].header, sps: sps, pps: pps)
+        #expect(slice.redundantPicCnt == 1 && slice.nalRefIdc == 0 && slice.firstMbInSlice == 0)
+    }
+
+    /// FFmpeg reads a delimited stream to its end without a word and decodes every picture
+    /// (its parser would write "missing picture in access unit" for an access unit ending
+    /// without a slice).
+    private func expectFFmpegReadsQuietly(_ delimited: [UInt8], frames stream: ConformanceStream, name: String) throws {
+        let dir = try Tool.tempDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let plain = dir.appendingPathComponent("plain.h264"), framed = dir.appendingPathComponent("framed.h264")
+        try Data(try stream.load()).write(to: plain)
+        try Data(delimited).write(to: framed)
+        func probe(_ url: URL) throws -> Tool.Result {
+            try Tool.run(["ffprobe", "-v", "error", "-f", "h264", "-count_frames", "-show_entries", "stream=nb_read_frames", "-of", "csv=p=0", url.path])
+        }
+        let want = try probe(plain), got = try probe(framed)
+        #expect(got.stderr == want.stderr, "\(name): FFmpeg said \(got.stderr)")
+        #expect(got.stdout == want.stdout, "\(name): the same pictures")
+    }
+}
+
+/// The NAL units of an Annex-B byte string.
+private func NALUnitsOf(_ bytes: [UInt8]) -> [NALUnit] {
+    var scanner = AnnexBScanner()
+    return scanner.push(bytes) + (scanner.finish().map { [$0] } ?? [])
 }

@@ -1,3 +1,4 @@
+import Capture
 import TestSupport
 import Foundation
 import Testing
@@ -43,13 +44,24 @@ import Testing
         #expect(bare.stderr.contains("capturing X11 display \(server.display) (320x240)"), "\(bare.stderr)")
         #expect(try RoundTrip.probeSizes(stream: file) == Array(repeating: "320x240", count: 2))
 
-        let noServer = try Tool.run([Self.nalcast, "produce", "--source", "x11::4711", "--frames", "1", "-o", "/dev/null"])
+        // A display that is not there: the line says which are (ours among them) and what to try.
+        let absent = (4711...).first { !X11Displays.local().contains($0) }!
+        let noServer = try Tool.run([Self.nalcast, "produce", "--source", "x11::\(absent)", "--frames", "1", "-o", "/dev/null"])
         #expect(noServer.status == 69)
-        #expect(lines(noServer.stderr).count == 1 && noServer.stderr.contains("cannot open display :4711"), "\(noServer.stderr)")
+        #expect(lines(noServer.stderr).count == 1, "\(noServer.stderr)")
+        #expect(noServer.stderr.contains("cannot open display :\(absent): no X server there; X servers here: "), "\(noServer.stderr)")
+        #expect(noServer.stderr.contains("\(server.display)") && noServer.stderr.contains("(try --source x11:"), "\(noServer.stderr)")
+
+        // A screen the display does not have.
+        let noScreen = try Tool.run([Self.nalcast, "produce", "--source", "x11:\(number).3", "--frames", "1", "-o", "/dev/null"])
+        #expect(noScreen.status == 69)
+        #expect(lines(noScreen.stderr) == ["nalcast: x11: cannot open display \(server.display).3: no screen 3: display \(server.display) has screen 0 only (try --source x11:\(number))"])
 
         let noDisplay = try Tool.run(["-u", "DISPLAY", Self.nalcast, "produce", "--source", "x11", "--frames", "1", "-o", "/dev/null"])
         #expect(noDisplay.status == 69)
-        #expect(lines(noDisplay.stderr) == ["nalcast: x11: no display: DISPLAY is not set (use --source x11:DISPLAY, e.g. x11:0)"])
+        #expect(lines(noDisplay.stderr).count == 1, "\(noDisplay.stderr)")
+        #expect(noDisplay.stderr.hasPrefix("nalcast: x11: no display: DISPLAY is not set and no --source x11:DISPLAY given; X servers here: "), "\(noDisplay.stderr)")
+        #expect(noDisplay.stderr.contains("\(server.display)"), "\(noDisplay.stderr)")
     }
 
     /// `--duration` ends a capture on change even when no frame comes: a still screen with

@@ -1,3 +1,5 @@
+import Foundation
+import TestSupport
 @testable import Capture
 @testable import X11Capture
 import Testing
@@ -73,5 +75,36 @@ import Testing
     @Test(arguments: ["", "screen", ":", "host:", ":x", "77.", "77.a", "host:0.0.0", "a b:0"])
     func rejects(text: String) {
         #expect(throws: X11Error.badDisplayName(text)) { try X11Options.displayName(parsing: text) }
+    }
+}
+
+/// What a display that cannot be opened says: the displays there are (their sockets in
+/// `/tmp/.X11-unix`) and what to try.
+@Suite struct X11DisplaysTests {
+    @Test func localDisplayNumbersAndScreens() {
+        #expect(X11Displays.localNumber(":1") == 1 && X11Displays.localNumber(":12.3") == 12 && X11Displays.localNumber("unix:4") == 4)
+        #expect(X11Displays.localNumber("host:0") == nil && X11Displays.localNumber("host.lan:0.1") == nil)
+        #expect(X11Displays.withoutScreen("host.lan:1.2") == "host.lan:1" && X11Displays.withoutScreen(":3") == ":3")
+        #expect(X11Displays.screenNumber(":1.2") == 2 && X11Displays.screenNumber("a.b:1") == 0)
+    }
+
+    @Test func anAbsentDisplayNamesThoseThereAndWhatToTry() {
+        #expect(X11Displays.connectFailure(":99", present: [0, 3]) == "no X server there; X servers here: :0, :3 (try --source x11:0)")
+        let none = X11Displays.connectFailure(":99", present: [])
+        #expect(none == "no X server there, and no X server runs here (/tmp/.X11-unix has no display socket): start one (Xvfb :99 &) and use --source x11:99, or use --source testsrc")
+        #expect(X11Displays.connectFailure(":3", present: [3]).hasPrefix("its X server refused the connection: not authorized"))
+        #expect(X11Displays.connectFailure("far:2", present: [0]).contains("TCP port 6002"))
+        #expect(X11Displays.missingScreen(":5.2", screens: 1) == "no screen 2: display :5 has screen 0 only (try --source x11:5)")
+        #expect(X11Displays.missingScreen(":5.4", screens: 2) == "no screen 4: display :5 has screens 0 to 1 (try --source x11:5)")
+    }
+
+    @Test func listsTheSocketsOfADirectory() throws {
+        let dir = try Tool.tempDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        for name in ["X10", "X2", "Xabc", "other"] {
+            _ = FileManager.default.createFile(atPath: dir.appendingPathComponent(name).path, contents: nil)
+        }
+        #expect(X11Displays.local(in: dir.path) == [2, 10])
+        #expect(X11Displays.local(in: dir.appendingPathComponent("none").path) == [])
     }
 }
