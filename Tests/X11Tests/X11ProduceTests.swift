@@ -1,3 +1,4 @@
+import X11Capture
 import Capture
 import TestSupport
 import Foundation
