@@ -102,6 +102,9 @@ struct ContractCase: Sendable {
     /// Replacements for what differs from run to run (a port the test chose), applied to
     /// stdout and stderr.
     var masks: [(String, String)] = []
+    /// What follows this text to the end of its line depends on the machine (the X displays
+    /// that run on it, another test's Xvfb among them): shown as `…`.
+    var machineDependentAfter: String?
 
     /// Words split at spaces: `ContractCase("produce --dry-run")`.
     init(_ words: String, env: [String: String] = [:], masks: [(String, String)] = []) {
@@ -123,7 +126,11 @@ struct ContractCase: Sendable {
     }
 
     func masked(_ text: String, dir: URL) -> String {
-        let shown = masks.reduce(text.replacingOccurrences(of: dir.path, with: "$TMP")) { $0.replacingOccurrences(of: $1.0, with: $1.1) }
+        var shown = masks.reduce(text.replacingOccurrences(of: dir.path, with: "$TMP")) { $0.replacingOccurrences(of: $1.0, with: $1.1) }
+        if let marker = machineDependentAfter, let start = shown.range(of: marker) {
+            let end = shown[start.upperBound...].firstIndex(of: "\n") ?? shown.endIndex
+            shown.replaceSubrange(start.upperBound..<end, with: "…")
+        }
         return Self.maskingTimeInSegmentNames(shown)
     }
 
