@@ -94,7 +94,7 @@ final class WebSocketViewer {
     func endNow(_ code: WebSocketCloseCode, reason: String) {
         guard !isClosing, let connection else { return }
         let dropped = connection.dropUnstarted()
-        items.removeLast(dropped)
+        items.removeLast(min(dropped, items.count))
         isUnitInFlight = items.contains(true)
         close(WebSocketFrame.close(code, reason: reason), reason: nil)
     }
