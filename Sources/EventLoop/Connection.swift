@@ -18,7 +18,9 @@ import Musl
 ///
 /// Closing: end of stream, an error, or too much input close the connection and call
 /// `onClose` once, always from a watcher callback, never from inside `write` or `close`.
-/// `close()` itself reports nothing.
+/// `close()` itself reports nothing. `closeGracefully(within:)` is the end without a reset:
+/// the peer gets everything, then the end of the stream, and the socket closes only once the
+/// peer has said its last word (or the time is up).
 ///
 /// Loop-owned: use it and release it on the loop thread.
 public final class Connection {
@@ -30,7 +32,8 @@ public final class Connection {
         case error(Errno)
         /// A stream reader sent more than the connection discards.
         case sentTooMuch(bytes: Int)
-        /// `closeAfterFlush()` was asked and everything was written.
+        /// `closeAfterFlush()` was asked and everything was written; or `closeGracefully`
+        /// ended (the peer's end of stream, or its time up).
         case finished
 
         public var description: String {
@@ -69,6 +72,16 @@ public final class Connection {
     private var itemEnds: [Int] = []
     private var itemHead = 0
     private var closeWhenFlushed = false
+    /// Whether the first item not finished has had bytes written (it cannot be dropped).
+    private var headStarted = false
+    /// Set by `closeGracefully`: once flushed, half-close instead of closing.
+    private var lingers = false
+    /// Half-closed (`shutdown(SHUT_WR)`): reading until the peer's end of stream.
+    public private(set) var isHalfClosed = false
+    /// `closeGracefully` was asked: nothing more is written, the end is under way.
+    public var isEnding: Bool { lingers }
+    /// `closeGracefully`'s bound.
+    private var lingerDeadline: LoopTimer?
 
     public private(set) var pendingBytes = 0
     public private(set) var bytesSent = 0
@@ -103,11 +116,11 @@ public final class Connection {
     public var isIdle: Bool { pendingItems == 0 }
 
     /// Queues one item made of `chunks` and writes what the socket takes now. An item with no
-    /// bytes counts as finished at once. After a close, nothing is queued.
+    /// bytes counts as finished at once. After a close (or `closeGracefully`), nothing is queued.
     @discardableResult
     public func write(chunks newChunks: [ArraySlice<UInt8>]) -> Progress {
         loop.preconditionOnLoop()
-        guard !isClosed else { return Progress() }
+        guard !isClosed, !lingers else { return Progress() }
         let wasIdle = isIdle
         var added = 0
         for chunk in newChunks where !chunk.isEmpty {
@@ -126,6 +139,47 @@ public final class Connection {
         loop.preconditionOnLoop()
         closeWhenFlushed = true
         if isIdle { closeSoon(.finished) }
+    }
+
+    /// Ends without a reset. Once everything queued is written, half-closes (`shutdown`
+    /// with `SHUT_WR`: the peer reads all of it, then its end of stream), then goes on reading
+    /// what the peer still sends (to `onData`, else discarded) until its end of stream, and
+    /// closes, reporting `.finished`. Closing a socket with unread input, or one that input
+    /// then reaches, makes the kernel send a reset, and a peer that gets a reset drops what it
+    /// had not read yet (a browser reports the WebSocket as closed abnormally, 1006).
+    ///
+    /// At most `seconds` from now in all, for a peer that neither reads nor closes (the loop
+    /// never waits: a timer): then what arrived is read and the socket closes all the same.
+    /// A second call changes nothing.
+    public func closeGracefully(within seconds: Double) {
+        loop.preconditionOnLoop()
+        guard !isClosed, !lingers else { return }
+        lingers = true
+        closeWhenFlushed = true
+        let deadline = LoopTimer(loop: loop) { [unowned self] in self.lingerEnded() }
+        lingerDeadline = deadline
+        deadline.start(after: seconds)
+        start()
+        if isIdle { halfClose() }
+    }
+
+    /// Drops the items not begun yet; the one being written, if any, stays queued (a frame
+    /// is never cut). For a reader ended early. Returns how many were dropped.
+    @discardableResult
+    public func dropUnstarted() -> Int {
+        loop.preconditionOnLoop()
+        let keep = itemHead + (headStarted ? 1 : 0)
+        let dropped = itemEnds.count - keep
+        guard dropped > 0, !isClosed else { return 0 }
+        let firstDropped = keep > 0 ? itemEnds[keep - 1] : 0
+        pendingBytes -= chunks[firstDropped...].reduce(0) { $0 + $1.count }
+        chunks.removeSubrange(firstDropped...)
+        itemEnds.removeSubrange(keep...)
+        if isIdle {
+            writer?.stop()
+            compact()
+        }
+        return dropped
     }
 
     /// Closes now, dropping what is queued. Reports nothing.
@@ -176,7 +230,9 @@ public final class Connection {
         } else {
             writer?.stop()
             compact()
-            if closeWhenFlushed && !isClosed { closeSoon(.finished) }
+            if closeWhenFlushed && !isClosed {
+                if lingers { halfClose() } else { closeSoon(.finished) }
+            }
         }
         return progress
     }
@@ -189,7 +245,14 @@ public final class Connection {
         cursor.advance(by: bytes, in: chunks)
         chunkHead = cursor.index
         chunkOffset = cursor.offset
-        return finishEmptyItems()
+        let finished = finishEmptyItems()
+        if finished > 0 {
+            let start = itemHead > 0 ? itemEnds[itemHead - 1] : 0
+            headStarted = itemHead < itemEnds.count && (chunkHead > start || chunkOffset > 0)
+        } else if bytes > 0 {
+            headStarted = true
+        }
+        return finished
     }
 
     /// Counts the items whose slices are all written (and those with no slices).
@@ -219,6 +282,7 @@ public final class Connection {
         chunkHead = 0
         chunkOffset = 0
         itemHead = 0
+        headStarted = false
     }
 
     private func writable() {
@@ -241,7 +305,7 @@ public final class Connection {
                 }
                 guard let n else { return }
                 if n == 0 {
-                    finish(.peerClosed)
+                    finish(isHalfClosed ? .finished : .peerClosed)
                     return
                 }
                 bytesReceived += n
@@ -256,6 +320,31 @@ public final class Connection {
     }
 
     // MARK: - Closing
+
+    /// Everything is written: the end of our stream, then wait for the peer's.
+    private func halfClose() {
+        guard !isHalfClosed, !isClosed else { return }
+        isHalfClosed = true
+        writer?.stop()
+        do throws(Errno) {
+            try socket.shutdownWrite()
+        } catch {
+            closeSoon(.error(error))
+        }
+    }
+
+    /// `closeGracefully`'s time is up: take what arrived (so that closing sends no reset for
+    /// it), then close.
+    private func lingerEnded() {
+        guard !isClosed else { return }
+        withUnsafeTemporaryAllocation(byteCount: 16 << 10, alignment: 16) { buffer in
+            for _ in 0..<64 {
+                guard let n = try? socket.read(into: buffer), n > 0 else { break }
+                bytesReceived += n
+            }
+        }
+        finish(.finished)
+    }
 
     /// Closes now and reports from the loop's next iteration (we may be inside `write`).
     private func closeSoon(_ reason: CloseReason) {
@@ -283,12 +372,15 @@ public final class Connection {
         writer?.stop()
         reader = nil
         writer = nil
+        lingerDeadline?.stop()
+        lingerDeadline = nil
         socket.close()
         chunks.removeAll()
         itemEnds.removeAll()
         chunkHead = 0
         chunkOffset = 0
         itemHead = 0
+        headStarted = false
         pendingBytes = 0
     }
 }

@@ -9,7 +9,9 @@ import EventLoop
 /// another method 405 with `Allow`, a malformed request 400. Requests are bounded in size
 /// (head: `headerLimit`, `431` and close; body: the route's `maxBody`, `413`) and in time
 /// (`requestTimeout` for head and body together: close without answer). One request per
-/// connection.
+/// connection. Every connection ends gracefully (`Connection.closeGracefully`, at most
+/// `closeTimeout`): a client still sending (a body past the limit) gets the answer, not a
+/// reset that would make it drop the answer unread.
 ///
 /// Loop-owned: create, start, close and release it on the loop thread.
 public final class HTTPServer {
@@ -19,6 +21,8 @@ public final class HTTPServer {
     public var routes: HTTPRoutes
     public let headerLimit: Int
     public let requestTimeout: Double
+    /// How long an answered connection waits for the client's end of stream.
+    public var closeTimeout: Double = 2
 
     /// Where it listens (with the kernel's port for port 0).
     public var boundEndpoint: Endpoint { listener.boundEndpoint }
@@ -76,6 +80,8 @@ public final class HTTPServer {
         var reader: HTTPRequestReader
         /// The route of the head, once the head is complete and its route answers.
         var route: HTTPRoutes.Route?
+        /// Answered (or timed out): what the client still sends is read to its end and dropped.
+        var answered = false
         var deadline: LoopTimer?
 
         init(server: HTTPServer, connection: Connection) {
@@ -88,8 +94,8 @@ public final class HTTPServer {
             connection.onData = { [unowned self] bytes in self.received(bytes) }
             connection.onClose = { [unowned self] _ in self.done() }
             let deadline = LoopTimer(loop: server.loop) { [unowned self] in
-                self.connection.close()
-                self.done()
+                self.answered = true
+                self.connection.closeGracefully(within: self.server.closeTimeout)
             }
             self.deadline = deadline
             deadline.start(after: server.requestTimeout)
@@ -102,6 +108,7 @@ public final class HTTPServer {
         }
 
         func received(_ bytes: UnsafeRawBufferPointer) {
+            guard !answered else { return }
             handle(reader.push(bytes))
         }
 
@@ -129,13 +136,15 @@ public final class HTTPServer {
         }
 
         func answer(_ response: HTTPResponse) {
+            answered = true
             deadline?.stop()
             connection.write(chunks: [response.bytes[...]])
-            connection.closeAfterFlush()
+            connection.closeGracefully(within: server.closeTimeout)
         }
 
         /// Gives the socket and the bytes past the head to the route's owner; this client is done.
         func takeOver(_ request: HTTPRequest, _ handler: HTTPRoutes.TakeOver) {
+            answered = true
             deadline?.stop()
             let rest = reader.bytesAfterHead
             guard let socket = connection.detach() else { return }

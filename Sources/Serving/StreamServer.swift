@@ -21,6 +21,10 @@ import Relay
 /// buffers. When capture ends (`.captureEnded`), readers get up to `drainTimeout` seconds
 /// to take what is queued, then everything closes and `onFinished` runs.
 ///
+/// No connection ends with a reset: every end (the stream's, a refusal past `maxReaders`, a
+/// timeout, a viewer's protocol error) is `Connection.closeGracefully`, at most
+/// `closeTimeout` seconds, and `onFinished` waits for them (`closing`).
+///
 /// Loop-owned: create it before the loop starts or on the loop thread, use it there only.
 public final class StreamServer {
     public enum Message: Sendable {
@@ -63,6 +67,9 @@ public final class StreamServer {
         public var broadcaster: BroadcasterConfig
         /// How long readers may take to drain their queues when capture ends.
         public var drainTimeout: Double
+        /// How long an ended connection waits for its peer's end of stream (a viewer's close
+        /// frame) before it closes: `Connection.closeGracefully`.
+        public var closeTimeout: Double = 2
         /// The audio track the TS listeners declare and carry (`.audio` messages); nil for
         /// video only.
         public var audio: AudioFormat?
@@ -146,19 +153,23 @@ public final class StreamServer {
     /// Called on the loop thread once capture ended and the readers are drained or closed.
     public var onFinished: () -> Void = {}
 
-    private let loop: EventLoop
+    let loop: EventLoop
     private var listeners: [(listener: Listener, format: WireFormat)] = []
     /// The TS listeners' muxer; nil without one.
     private var transportStream: TransportStreamPackaging?
-    private var broadcaster: Broadcaster
+    /// Internal for the viewers' extension (`StreamServer+WebSocket`).
+    var broadcaster: Broadcaster
     private var readers: [ReaderID: Reader] = [:]
-    /// Upgrade requests being answered with an error, until the answer is written.
-    private var refusals: [ObjectIdentifier: Connection] = [:]
+    /// Connections ending that are no reader (any more): refused ones, upgrades answered with
+    /// an error, readers closed for a timeout or at the drain's end, until they are closed.
+    private var closing: [ObjectIdentifier: Connection] = [:]
     /// Hands data from the capture thread to the loop: `send` never blocks.
     public private(set) var mailbox: Mailbox<Message>!
     private var ticker: LoopTimer?
     private var drainTimer: LoopTimer?
-    private var draining = false
+    private(set) var draining = false
+    /// The drain is over: what is left is closing, then `onFinished`.
+    private var finishing = false
     private var finished = false
     /// Readers that were sent the end-of-stream NAL unit while draining.
     private var ended: Set<ReaderID> = []
@@ -246,22 +257,39 @@ public final class StreamServer {
 
     private func accept(_ socket: Socket, _ format: WireFormat) {
         let peer = (try? socket.peerAddress().description) ?? "?"
-        guard !draining else {
-            socket.close()
-            return
-        }
+        guard !draining else { return endWithoutReader(socket) }
         let outcome = broadcaster.addReader()
         guard let id = outcome.id else {
             metrics.readersRefused.increment()
             onEvent(.readerRefused(peer: peer))
-            socket.close()
-            return
+            return endWithoutReader(socket)
         }
         join(id, socket: socket, peer: peer + (format == .mpegTS ? " (mpegts)" : ""), viewer: nil, format: format, outcome.events)
     }
 
+    /// Ends a connection that is no reader: writes `chunks` (an HTTP answer) and closes
+    /// gracefully, kept in `closing` until it is closed.
+    func endWithoutReader(_ socket: Socket, saying chunks: [ArraySlice<UInt8>] = []) {
+        let connection = Connection(loop: loop, socket: socket)
+        connection.start()
+        if !chunks.isEmpty { connection.write(chunks: chunks) }
+        linger(connection)
+    }
+
+    /// Keeps `connection` in `closing` while it closes gracefully.
+    private func linger(_ connection: Connection) {
+        let key = ObjectIdentifier(connection)
+        closing[key] = connection
+        connection.onProgress = nil
+        connection.onClose = { [unowned self] _ in
+            self.closing[key] = nil
+            self.finishIfClosed()
+        }
+        connection.closeGracefully(within: config.closeTimeout)
+    }
+
     /// Starts a reader the `Broadcaster` accepted as `id`.
-    private func join(_ id: ReaderID, socket: Socket, peer: String, viewer: WebSocketViewer?, format: WireFormat = .annexB, _ events: [BroadcastEvent]) {
+    func join(_ id: ReaderID, socket: Socket, peer: String, viewer: WebSocketViewer?, format: WireFormat = .annexB, _ events: [BroadcastEvent]) {
         // Small kernel buffers: lag must show in our queue, where it can be skipped.
         try? socket.configureForStreaming()
         let connection = Connection(loop: loop, socket: socket)
@@ -319,7 +347,7 @@ public final class StreamServer {
                 // this ending. A TS reader's stream just ends.
                 connection.write(chunks: reader.delimiting.closing())
             }
-            connection.closeAfterFlush()
+            connection.closeGracefully(within: config.closeTimeout)
         }
     }
 
@@ -339,53 +367,6 @@ public final class StreamServer {
             ended.insert(id)
             viewer.end()
         }
-    }
-
-    // MARK: - WebSocket viewers
-
-    /// The `.takeOver` handler of the browser page's stream route (`GET /ws`): see
-    /// `acceptViewer`.
-    public var webSocketRoute: HTTPRoutes.Handler {
-        .takeOver { [unowned self] request, socket, rest in self.acceptViewer(request, socket: socket, bytesAfterHead: rest) }
-    }
-
-    /// Takes over an upgrade request an `HTTPServer` handed on: a valid one from the page's
-    /// own origin (`WebSocketHandshake`) becomes a reader, answered `101`, then one message
-    /// per access unit; an invalid one gets its error status (403 for another origin), and
-    /// one past `maxReaders` or after the stream ended a 503, then the socket closes.
-    public func acceptViewer(_ request: HTTPRequest, socket: Socket, bytesAfterHead rest: [UInt8]) {
-        loop.preconditionOnLoop()
-        let peer = ((try? socket.peerAddress().description) ?? "?") + " (websocket)"
-        let handshake: WebSocketHandshake
-        switch WebSocketHandshake.validate(request) {
-        case .failure(let failure): return refuse(socket, failure.response)
-        case .success(let accepted): handshake = accepted
-        }
-        // A TLS reverse proxy (X-Forwarded-Proto, which no page can set) forwards its own
-        // name: DNS rebinding cannot reach it without a certificate for the foreign name.
-        if viewersOnlyFromLoopbackHosts, request.header("x-forwarded-proto") == nil, !WebSocketHandshake.isLoopbackHost(request.header("host") ?? "") {
-            return refuse(socket, HTTPResponse(status: 403, body: "Host is not this machine: open the page as http://127.0.0.1:PORT/ or http://localhost:PORT/\n"))
-        }
-        guard !draining else { return refuse(socket, HTTPResponse(status: 503, body: "the stream has ended\n")) }
-        let outcome = broadcaster.addReader()
-        guard let id = outcome.id else {
-            metrics.readersRefused.increment()
-            onEvent(.readerRefused(peer: peer))
-            return refuse(socket, HTTPResponse(status: 503, body: "too many readers\n"))
-        }
-        let viewer = WebSocketViewer(response: handshake.response, bytesAfterHead: rest, bytesSent: metrics.bytesSent)
-        join(id, socket: socket, peer: peer, viewer: viewer, outcome.events)
-    }
-
-    /// Answers an upgrade that does not become a reader, and closes once that is written.
-    private func refuse(_ socket: Socket, _ response: HTTPResponse) {
-        let connection = Connection(loop: loop, socket: socket)
-        let key = ObjectIdentifier(connection)
-        refusals[key] = connection
-        connection.onClose = { [unowned self] _ in self.refusals[key] = nil }
-        connection.start()
-        connection.write(chunks: [response.bytes[...]])
-        connection.closeAfterFlush()
     }
 
     private func progressed(_ id: ReaderID, _ progress: Connection.Progress, _ viewer: WebSocketViewer?) {
@@ -428,9 +409,10 @@ public final class StreamServer {
             case .readerTimedOut(let id):
                 metrics.readersTimedOut.increment()
                 if let reader = readers.removeValue(forKey: id) {
-                    reader.connection.close()
+                    broadcaster.removeReader(id)
                     metrics.readers.set(Double(readers.count))
                     let stalled = "no progress for \(Double(config.broadcaster.readerTimeoutNs) / 1e9) s"
+                    endNow(reader, .policyViolation, reason: stalled)
                     onEvent(.readerClosed(id, reason: reader.viewer?.closeReason.map { "\($0), then \(stalled)" } ?? stalled))
                 }
             }
@@ -450,19 +432,46 @@ public final class StreamServer {
         drainTimer = timer
     }
 
+    /// The drain is over (every reader done, or its time up): the readers still there end
+    /// now, and once every connection is closed, `onFinished`.
     private func finish() {
-        guard !finished else { return }
-        finished = true
+        guard !finishing else { return }
+        finishing = true
         ticker?.stop()
         drainTimer?.stop()
         for (id, reader) in readers {
-            reader.connection.close()
             broadcaster.removeReader(id)
+            endNow(reader, .goingAway, reason: WebSocketViewer.streamEnded)
         }
         readers = [:]
-        for connection in refusals.values { connection.close() }
-        refusals = [:]
         metrics.readers.set(0)
+        // Upgrades refused meanwhile (a page trying again) must not hold the end off for ever.
+        let deadline = LoopTimer(loop: loop) { [unowned self] in self.finishIfClosed(evenIfNot: true) }
+        deadline.start(after: config.closeTimeout + 0.5)
+        drainTimer = deadline
+        finishIfClosed()
+    }
+
+    private func finishIfClosed(evenIfNot: Bool = false) {
+        guard finishing, !finished, evenIfNot || (readers.isEmpty && closing.isEmpty) else { return }
+        finished = true
+        drainTimer?.stop()
         onFinished()
+    }
+
+    /// Ends a reader that is no longer in `readers` before its queue is written: what was not
+    /// begun is dropped, the access unit being written goes on, then the stream's end (a raw
+    /// reader's end of sequence, a viewer's close frame with `code`) and a graceful close.
+    private func endNow(_ reader: Reader, _ code: WebSocketCloseCode, reason: String) {
+        let connection = reader.connection
+        guard !connection.isClosed else { return }
+        if let viewer = reader.viewer {
+            viewer.endNow(code, reason: reason)
+        } else if !connection.isEnding {
+            connection.dropUnstarted()
+            // After the access unit being written (an end of sequence alone is no stream).
+            if reader.continuity == nil && connection.bytesSent > 0 { connection.write(chunks: reader.delimiting.closing()) }
+        }
+        linger(connection)
     }
 }

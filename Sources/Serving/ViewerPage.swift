@@ -16,7 +16,16 @@
 ///   paint latency (`Date.now()` against the capture time, meaningful when the producer's
 ///   clock and the browser's agree).
 ///
-/// `window.nalcastViewer` holds the same figures for scripts (the end-to-end test reads it).
+/// - how a connection ended, told apart: "the stream ended" (a close frame 1000 or 1001 and a
+///   clean closing handshake: the producer stopped, the relay's source ended; the page waits
+///   for it to come back, attempts that find no server say nothing more) from "the connection
+///   was lost" (1006, or no clean closing handshake: a network or server failure) and from the
+///   server closing it for a reason (another code: a protocol error, no progress);
+///
+/// `window.nalcastViewer` holds the same figures for scripts (the end-to-end test reads it):
+/// `state` (`connecting`, `playing`, `ended`, `lost`, `closed`), `closes` (each connection's
+/// end: `code`, `reason`, `wasClean`; the last 20) and `problem` (the last problem stated; a
+/// stream's end is none).
 /// WebCodecs exists only in a secure context (https, or http from localhost/127.0.0.1):
 /// elsewhere the page says so and names the fix, a TLS reverse proxy.
 public enum ViewerPage {
@@ -46,6 +55,7 @@ public enum ViewerPage {
         const viewer = window.nalcastViewer = {
           connected: false, connects: 0, messages: 0, painted: 0, width: 0, height: 0,
           fps: 0, latencyMs: null, codec: null, errors: 0, problem: null,
+          state: 'connecting', closes: [],
         };
 
         function say(text, problem) {
@@ -157,20 +167,49 @@ public enum ViewerPage {
             const url = new URL('ws', location.href);
             url.protocol = location.protocol === 'https:' ? 'wss:' : 'ws:';
             const socket = new WebSocket(url);
+            let opened = false;
             socket.binaryType = 'arraybuffer';
             socket.onopen = () => {
+              opened = true;
               viewer.connected = true;
               viewer.connects++;
+              viewer.state = 'playing';
               waitingForKey = true;
               say('connected, waiting for a picture…');
             };
             socket.onmessage = event => receive(event.data);
             socket.onclose = event => {
               viewer.connected = false;
-              say(`disconnected (${event.code}${event.reason ? ': ' + event.reason : ''}); trying again in ${backoff / 1000} s`, true);
+              if (opened) ended(event); else unreachable(event);
               setTimeout(connect, backoff);
               backoff = Math.min(backoff * 2, 5000);
             };
+          }
+
+          // A connection that was open ended: the stream's end, a loss, or the server's reason.
+          function ended(event) {
+            const close = { code: event.code, reason: event.reason, wasClean: event.wasClean };
+            viewer.closes.push(close);
+            if (viewer.closes.length > 20) viewer.closes.shift();
+            const why = `${event.code}${event.reason ? ': ' + event.reason : ''}`;
+            const again = `trying again in ${backoff / 1000} s`;
+            if (event.wasClean && (event.code === 1000 || event.code === 1001)) {
+              viewer.state = 'ended';
+              say(`the stream ended (${why}); waiting for it to start again`, false);
+            } else if (!event.wasClean || event.code === 1006) {
+              viewer.state = 'lost';
+              say(`the connection was lost (${why}); ${again}`, true);
+            } else {
+              viewer.state = 'closed';
+              say(`the server closed the connection (${why}); ${again}`, true);
+            }
+          }
+
+          // An attempt that never connected: after the stream's end the server may be gone
+          // for good or for a restart, which is no problem; otherwise it is one.
+          function unreachable(event) {
+            if (viewer.state === 'ended') return;
+            say(`cannot connect (${event.code}); trying again in ${backoff / 1000} s`, true);
           }
 
           makeDecoder();

@@ -12,6 +12,11 @@ import Relay
 /// whatever is being written so a frame is never cut. `finished(items:)` tells the server
 /// how many of the items a write finished were access units.
 ///
+/// Every end is a WebSocket close (RFC 6455 section 7.1.1): a close frame behind what is being
+/// written, then the connection's graceful close (`Connection.closeGracefully`: half-close,
+/// read the viewer's close frame and end of stream, at most `closeTimeout` seconds), never a
+/// reset, which would make the browser drop what it had not read and report 1006.
+///
 /// Loop-owned, like the `Connection` it writes to.
 final class WebSocketViewer {
     /// Control frames queued and not written past which a viewer that pings without reading
@@ -22,6 +27,8 @@ final class WebSocketViewer {
     private var response: [UInt8]
     private var bytesAfterHead: [UInt8]
     private let bytesSent: Counter
+    /// How long an end waits for the viewer's close (`Connection.closeGracefully`).
+    private let closeTimeout: Double
     private weak var connection: Connection?
     /// The items queued on the connection, oldest first: true for an access unit.
     private var items: [Bool] = []
@@ -34,10 +41,11 @@ final class WebSocketViewer {
 
     /// A viewer whose upgrade is answered with `response` (the `101`); `bytesAfterHead` are
     /// frames the client sent with its request.
-    init(response: [UInt8], bytesAfterHead: [UInt8], bytesSent: Counter) {
+    init(response: [UInt8], bytesAfterHead: [UInt8], bytesSent: Counter, closeTimeout: Double) {
         self.response = response
         self.bytesAfterHead = bytesAfterHead
         self.bytesSent = bytesSent
+        self.closeTimeout = closeTimeout
     }
 
     /// Sends the `101` and starts listening to the viewer's frames; before `connection.start()`.
@@ -75,7 +83,20 @@ final class WebSocketViewer {
 
     /// The stream ended: a close frame (1001, going away) once the queue is written.
     func end() {
-        close(WebSocketFrame.close(.goingAway, reason: "the stream has ended"), reason: nil)
+        close(WebSocketFrame.close(.goingAway, reason: Self.streamEnded), reason: nil)
+    }
+
+    static let streamEnded = "the stream has ended"
+
+    /// Ends a viewer before its queue is written (the drain's time is up, or it made no
+    /// progress): the access units not begun are dropped, the one being written goes on, and
+    /// the close frame follows it.
+    func endNow(_ code: WebSocketCloseCode, reason: String) {
+        guard !isClosing, let connection else { return }
+        let dropped = connection.dropUnstarted()
+        items.removeLast(min(dropped, items.count))
+        isUnitInFlight = items.contains(true)
+        close(WebSocketFrame.close(code, reason: reason), reason: nil)
     }
 
     private func received(_ bytes: UnsafeRawBufferPointer) {
@@ -102,7 +123,7 @@ final class WebSocketViewer {
         isClosing = true
         closeReason = reason
         writeControl(frame)
-        connection.closeAfterFlush()
+        connection.closeGracefully(within: closeTimeout)
     }
 
     /// Queues a control frame behind what is queued. Written at once only when nothing was

@@ -8,14 +8,19 @@ POINTS_JSON (a list of [x, y] in the canvas' own pixels) from its canvas and pri
 window.nalcastViewer with "pixels" added. With WAIT_FOR_JSON (an object of figures, e.g.
 {"connects": 2, "width": 320}), it then goes on reading the page's figures every 100 ms and
 prints them once each figure named is at least (numbers) or equal to (others) the value
-given: what a test that restarts the producer waits for. With --problem it waits (up to
+given: what a test that restarts the producer waits for ({"state": "ended"}: until the
+stream ended, the close that ended it in "closes"). With --problem it waits (up to
 20 s) only for the page to state a problem (window.nalcastViewer.problem), and prints the
 figures: what a page that cannot decode must do. It prints {"error": ...,
-"viewer": ...} with exit 1 when the page never gets there. Debian's chromium and
+"viewer": ...} with exit 1 when the page never gets there. PAGE_URL @FILE: the browser
+starts first (it says "browser started" on stderr), then the page is the URL written to
+FILE (up to 60 s): for a stream that ends soon after it begins, so that the browser's own
+start, slow on a loaded machine, does not eat into it. Debian's chromium and
 chromium-driver; selenium from the venv scripts/setup makes, given both paths.
 """
 
 import json
+import os
 import sys
 import time
 
@@ -55,6 +60,21 @@ def at_least(viewer, goal):
     return True
 
 
+def page_url(argument):
+    """The URL given, or the one a test writes to the file named after '@' once it knows it."""
+    if not argument.startswith("@"):
+        return argument
+    path, deadline = argument[1:], time.time() + 60
+    while time.time() < deadline:
+        if os.path.exists(path):
+            with open(path) as f:
+                url = f.read().strip()
+            if url:
+                return url
+        time.sleep(0.05)
+    raise SystemExit(json.dumps({"error": f"no URL in {path} in 60 s"}))
+
+
 def main() -> int:
     url, problem = sys.argv[1], sys.argv[2] == "--problem"
     points = [] if problem else json.loads(sys.argv[2])
@@ -67,7 +87,8 @@ def main() -> int:
         options.add_argument(flag)
     driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
     try:
-        driver.get(url)
+        print("browser started", file=sys.stderr, flush=True)
+        driver.get(page_url(url))
         if problem:
             viewer, ok = wait(driver, lambda v: v.get("problem") is not None, 20)
             print(json.dumps(viewer if ok else {"error": "no problem stated in 20 s", "viewer": viewer}))

@@ -58,6 +58,11 @@ import TestSupport
         return String(text[range.upperBound...].prefix { !$0.isWhitespace && $0 != "," })
     }
 
+    /// `--max-readers` for a relay that the 16 readers below and the page (`PageCheck`) read
+    /// at once: 16, the default, refused whichever came last, the page's upgrade as often as
+    /// not (503, which a browser reports as 1006) when the readers were slow to leave.
+    static let readersWithThePage = "17"
+
     /// 16 FFmpeg readers of the relay at `endpoint` (`ffmpeg -f h264 -i tcp://…`), each
     /// decoding `frames` pictures: every one decodes all of them with no error line. They
     /// probe 100 kB / 0.5 s of stream, not FFmpeg's default 5 s, which a source of a few
@@ -79,36 +84,6 @@ import TestSupport
             let r = (status: status ?? -1, frames: decoded, errors: errors)
             #expect(r.status == 0 && r.frames == frames, "\(context): reader \(i) decoded \(r.frames) frames: \(r.errors)")
             #expect(r.errors.isEmpty, "\(context): reader \(i): \(r.errors)")
-        }
-    }
-
-    /// Headless Chromium on the relay's page (`--web`), started in the background so that it
-    /// watches while the 16 readers decode: `finish` waits for its verdict (30 pictures
-    /// painted at the source's size, no decode error, no problem stated). Nil, and nothing
-    /// checked, where Chromium is missing.
-    struct PageCheck {
-        let process: ServerProcess
-        let output: URL
-        let context: String
-
-        static func start(_ consumer: ServerProcess, in dir: URL, _ context: String) throws -> PageCheck? {
-            guard PlaybackTests.chromiumMissing == nil else { return nil }
-            let page = try #require(RelaySourceTests.pageURL(consumer), "\(consumer.logTail())")
-            let output = dir.appendingPathComponent("page-check.json")
-            let process = ServerProcess(name: "web_check", logURL: dir.appendingPathComponent("page-check.log"))
-            try process.start(PlaybackTests.venvPython, [PlaybackTests.browserTools.appendingPathComponent("web_check.py").path, page, "[]"], stdout: output)
-            return PageCheck(process: process, output: output, context: context)
-        }
-
-        func finish() throws {
-            let status = process.waitForExit(timeout: 120)
-            if status == nil { process.stop() }
-            let data = (try? Data(contentsOf: output)) ?? Data()
-            let seen = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] ?? [:]
-            #expect(status == 0 && (seen["painted"] as? Int ?? 0) >= 30, "\(context): the page: \(String(decoding: data, as: UTF8.self)) \(process.logTail())")
-            #expect(seen["width"] as? Int == RelaySourceTests.size.width && seen["height"] as? Int == RelaySourceTests.size.height, "\(context): \(seen)")
-            #expect(seen["errors"] as? Int == 0 && seen["problem"] is NSNull, "\(context): \(seen)")
-            print("\(context) in Chromium: \(seen["painted"] ?? "?") pictures painted")
         }
     }
 
@@ -160,10 +135,11 @@ import TestSupport
         let made = try Tool.run(["ffmpeg", "-hide_banner", "-nostdin", "-v", "error", "-y", "-f", "lavfi", "-i", "testsrc=size=320x240:rate=30",
                                  "-frames:v", "300", "-c:v", "libx264", "-g", "30", "-pix_fmt", "yuv420p", source.path])
         try #require(made.status == 0, "\(made.stderr)")
-        let consumer = try Self.consume(["--from", source.path, "--listen", "tcp://127.0.0.1:0", "--web", "tcp://127.0.0.1:0"], in: dir)
+        var page = try PageCheck.launchBeforeAShortStream(in: dir, "MP4 file")
+        let consumer = try Self.consume(["--from", source.path, "--listen", "tcp://127.0.0.1:0", "--web", "tcp://127.0.0.1:0", "--max-readers", Self.readersWithThePage], in: dir)
         defer { consumer.stop() }
         let endpoint = try #require(Self.servingEndpoint(consumer), "\(consumer.logTail())")
-        let page = try PageCheck.start(consumer, in: dir, "MP4 file")
+        try page?.open(consumer)
         try Self.sixteenReadersDecode(endpoint, in: dir, "mp4 file")
         try page?.finish()
         #expect(consumer.waitForExit(timeout: 60) == 0, "\(consumer.logTail())")
@@ -243,7 +219,7 @@ import TestSupport
         let out = dir.appendingPathComponent("out.h264")
         let events = dir.appendingPathComponent("events.jsonl")
         let consumer = try Self.consume(["--from", camera.url(credentials: "viewer:s3cret"), "-o", out.path, "--events", events.path,
-                                          "--listen", "tcp://127.0.0.1:0", "--web", "tcp://127.0.0.1:0"], in: dir)
+                                          "--listen", "tcp://127.0.0.1:0", "--web", "tcp://127.0.0.1:0", "--max-readers", Self.readersWithThePage], in: dir)
         defer { consumer.stop() }
         #expect(consumer.waitForLog("opened rtsp://***@127.0.0.1:\(camera.port)/cam", timeout: 30), "\(consumer.logTail())\n\(camera.log)")
         // Relayed: 16 FFmpeg readers, and the page in headless Chromium.
@@ -316,7 +292,7 @@ import TestSupport
         try sender.waitUntilListening(port: port, .udp)
         let out = dir.appendingPathComponent("out.ts")
         let consumer = try Self.consume(["--from", "srt://127.0.0.1:\(port)", "-o", out.path, "--stall-timeout", "2s",
-                                          "--listen", "tcp://127.0.0.1:0", "--web", "tcp://127.0.0.1:0"], in: dir)
+                                          "--listen", "tcp://127.0.0.1:0", "--web", "tcp://127.0.0.1:0", "--max-readers", Self.readersWithThePage], in: dir)
         defer { consumer.stop() }
         #expect(consumer.waitForLog("opened srt://127.0.0.1:\(port)", timeout: 30), "\(consumer.logTail())\n\(sender.logTail())")
         let endpoint = try #require(Self.servingEndpoint(consumer))
@@ -369,7 +345,7 @@ import TestSupport
         defer { publisher.stop() }
         #expect(server.waitForPublish("cam1"), "\(server.log)\n\(publisher.logTail())")
         let out = dir.appendingPathComponent("out.h264")
-        let consumer = try Self.consume(["--from", server.url("cam1"), "-o", out.path, "--listen", "tcp://127.0.0.1:0", "--web", "tcp://127.0.0.1:0"], in: dir)
+        let consumer = try Self.consume(["--from", server.url("cam1"), "-o", out.path, "--listen", "tcp://127.0.0.1:0", "--web", "tcp://127.0.0.1:0", "--max-readers", Self.readersWithThePage], in: dir)
         defer { consumer.stop() }
         #expect(consumer.waitForLog("opened rtmp://127.0.0.1:\(server.port)/live/****", timeout: 30), "\(consumer.logTail())\n\(server.log)")
         let endpoint = try #require(Self.servingEndpoint(consumer))
@@ -394,7 +370,7 @@ import TestSupport
         let out = dir.appendingPathComponent("out.h264")
         let events = dir.appendingPathComponent("events.jsonl")
         let consumer = try Self.consume(["--from", "udp://127.0.0.1:\(port)", "-o", out.path, "--stall-timeout", "1s", "--events", events.path,
-                                          "--listen", "tcp://127.0.0.1:0", "--web", "tcp://127.0.0.1:0"], in: dir)
+                                          "--listen", "tcp://127.0.0.1:0", "--web", "tcp://127.0.0.1:0", "--max-readers", Self.readersWithThePage], in: dir)
         defer { consumer.stop() }
         try consumer.waitUntilListening(port: port, .udp, timeout: 30)
         let sender = try Self.sender("udp://127.0.0.1:\(port)?pkt_size=1316", format: "mpegts", frames: 240, in: dir)

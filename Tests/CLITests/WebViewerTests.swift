@@ -190,6 +190,9 @@ import Testing
         let last = try #require(lines().last)
         #expect(last["width"] as? Int == 320 && last["height"] as? Int == 240 && (last["connects"] as? Int ?? 0) >= 2, "\(last)")
         #expect(last["errors"] as? Int == 0, "\(last)")
+        let closes = last["closes"] as? [[String: Any]] ?? []
+        #expect(closes.count == 1 && closes.first?["code"] as? Int == 1001 && closes.first?["wasClean"] as? Bool == true, "\(last)")
+        #expect(last["problem"] is NSNull && last["state"] as? String == "playing", "\(last)")
     }
 }
 
