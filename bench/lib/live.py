@@ -290,6 +290,13 @@ class StreamReader:
             self.pending_sei = []
             self.open = pic
 
+    def _is_closing_picture(self, pic: Optional[Picture]) -> bool:
+        """A non-reference slice without a timestamp SEI, last in the stream, behind pictures
+        that had one: what `AccessUnitDelimiting.closing` writes."""
+        if pic is None or pic.seq is not None or not self.pictures or self.pictures[-1].seq is None:
+            return False
+        return self.buf[pic.start + (4 if self.buf[pic.start + 2] == 0 else 3)] == 0x01
+
     def _sei(self, pic: Picture, at: int) -> None:
         raw = bytes(self.buf[at + 4:at + 4 + 80])
         k = raw.find(SEI_UUID)
@@ -300,7 +307,11 @@ class StreamReader:
             _, pic.flags, pic.seq, pic.capture_ns = struct.unpack(">BBQQ", body[:18])
 
     def finish(self, t_ns: Optional[int] = None) -> None:
-        """End of stream: the open picture is complete."""
+        """End of stream: the open picture is complete. A nalcast stream whose end was not
+        known in advance ends with a redundant picture behind its last one (no timestamp SEI,
+        not a reference: docs/architecture.md, "Each access unit ends at once"), which decoders drop: not counted."""
+        if self._is_closing_picture(self.open):
+            self.open = None
         if self.open is not None:
             self.open.done_ns = self.times[-1] if self.times else t_ns
             self.pictures.append(self.open)
