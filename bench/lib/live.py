@@ -39,6 +39,24 @@ class BenchError(Exception):
 # processes
 
 
+def stop_group(p: subprocess.Popen, sig: int = signal.SIGTERM, grace: float = 2.0) -> Optional[int]:
+    """Signals p's process group (by p's PID), SIGKILL after grace; returns its exit status."""
+    if p.poll() is None:
+        try:
+            os.killpg(p.pid, sig)
+        except ProcessLookupError:
+            pass
+        try:
+            p.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            p.wait()
+    return p.returncode
+
+
 class Procs:
     """Starts processes in their own session and kills each one's process group on exit
     (SIGTERM, then SIGKILL after a grace period), whatever happened in between."""
@@ -62,20 +80,7 @@ class Procs:
 
     @staticmethod
     def stop(p: subprocess.Popen, grace: float = 2.0) -> Optional[int]:
-        if p.poll() is None:
-            try:
-                os.killpg(p.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-            try:
-                p.wait(timeout=grace)
-            except subprocess.TimeoutExpired:
-                try:
-                    os.killpg(p.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                p.wait()
-        return p.returncode
+        return stop_group(p, grace=grace)
 
     def __exit__(self, *exc):
         for p in reversed(self.procs):

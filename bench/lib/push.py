@@ -59,7 +59,8 @@ KEY = "bench"
 # nginx-rtmp
 
 
-def _nginx_conf(d: Path, port: int) -> str:
+def nginx_rtmp_conf(d: Path, port: int, connections: int = 64) -> str:
+    """nginx with one RTMP application, live, on loopback port `port`, its files in d."""
     return f"""# bench/lib/push.py: one RTMP application, live, on loopback
 load_module {RTMP_MODULE};
 daemon off;
@@ -68,7 +69,7 @@ worker_processes 1;
 pid {d}/nginx.pid;
 lock_file {d}/nginx.lock;
 error_log {d}/error.log info;
-events {{ worker_connections 64; }}
+events {{ worker_connections {connections}; }}
 rtmp {{
     access_log {d}/access.log;
     server {{
@@ -90,7 +91,7 @@ def _start_nginx(procs: Procs, d: Path) -> int:
     for name in ("error.log", "access.log"):
         (d / name).unlink(missing_ok=True)
     conf = d / "nginx.conf"
-    conf.write_text(_nginx_conf(d, port))
+    conf.write_text(nginx_rtmp_conf(d, port))
     log = d / "nginx.stderr"
     p = procs.start(["nginx", "-p", f"{d}/", "-c", conf, "-e", d / "error.log"], stderr=log)
     wait_listening(p, port, log)

@@ -22,6 +22,9 @@ import subprocess
 import time
 from pathlib import Path
 
+from live import stop_group
+from push import nginx_rtmp_conf
+
 BENCH = Path(__file__).resolve().parent.parent
 NGINX_MODULE = "/usr/lib/nginx/modules/ngx_rtmp_module.so"
 
@@ -45,22 +48,7 @@ def start(argv: list, log: Path, env: dict | None = None, stdin=subprocess.DEVNU
 
 def stop(p: subprocess.Popen | None, sig: int = signal.SIGTERM, grace: float = 5.0) -> int | None:
     """Signals p's process group (by p's PID), SIGKILL after grace; returns its exit status."""
-    if p is None:
-        return None
-    if p.poll() is None:
-        try:
-            os.killpg(p.pid, sig)
-        except ProcessLookupError:
-            pass
-        try:
-            p.wait(timeout=grace)
-        except subprocess.TimeoutExpired:
-            try:
-                os.killpg(p.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            p.wait()
-    return p.returncode
+    return None if p is None else stop_group(p, sig, grace)
 
 
 def tool(work: Path, name: str, libs: tuple) -> Path:
@@ -150,25 +138,7 @@ class Scene:
 
     # -- nginx-rtmp ---------------------------------------------------------------------------
     def nginx_config(self) -> str:
-        d = self.nginx_dir
-        return f"""# nalcast soak RTMP server (bench/lib/soak_scene.py)
-load_module {NGINX_MODULE};
-daemon off;
-master_process off;
-worker_processes 1;
-pid {d}/nginx.pid;
-lock_file {d}/nginx.lock;
-error_log {d}/error.log info;
-events {{ worker_connections 256; }}
-rtmp {{
-    access_log {d}/access.log;
-    server {{
-        listen 127.0.0.1:{self.rtmp_port};
-        chunk_size 4096;
-        application live {{ live on; record off; wait_key on; wait_video on; }}
-    }}
-}}
-"""
+        return nginx_rtmp_conf(self.nginx_dir, self.rtmp_port, connections=256)
 
     def start_nginx(self) -> str:
         if not os.path.exists(NGINX_MODULE):

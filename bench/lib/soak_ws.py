@@ -15,12 +15,12 @@ import json
 import os
 import selectors
 import signal
-import socket
 import struct
 import sys
 import time
 
-KEY = b"dGhlIHNhbXBsZSBub25jZQ=="
+from ws_readers import upgrade
+
 leave = False
 
 
@@ -67,19 +67,7 @@ def main() -> int:
     signal.signal(signal.SIGTERM, on_term)
     r = {"messages": 0, "bytes": 0, "keyframes": 0, "close": None, "closed_by": None, "clean": False, "error": None}
     try:
-        s = socket.create_connection(("127.0.0.1", port), timeout=10)
-        s.sendall(b"GET /ws HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
-                  b"Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: %s\r\n\r\n" % (port, KEY))
-        buf = b""
-        while b"\r\n\r\n" not in buf:
-            data = s.recv(1 << 16)
-            if not data:
-                raise OSError("closed during the upgrade")
-            buf += data
-        head, rest = buf.split(b"\r\n\r\n", 1)
-        if b" 101 " not in head.split(b"\r\n")[0] + b" ":
-            raise OSError(f"upgrade answered {head.splitlines()[0]!r}")
-        s.setblocking(False)
+        s, rest = upgrade(port)
         frames, sel = Frames(), selectors.DefaultSelector()
         sel.register(s, selectors.EVENT_READ)
         pending, deadline, sent_close = rest, None, False

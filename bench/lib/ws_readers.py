@@ -20,6 +20,7 @@ KEY = b"dGhlIHNhbXBsZSBub25jZQ=="
 
 
 def upgrade(port: int) -> tuple:
+    """A viewer of /ws on loopback: its socket (non-blocking) and the bytes that came behind the 101."""
     s = socket.create_connection(("127.0.0.1", port), timeout=10)
     s.sendall(b"GET /ws HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
               b"Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: %s\r\n\r\n" % (port, KEY))
@@ -34,7 +35,7 @@ def upgrade(port: int) -> tuple:
     if " 101 " not in status + " ":
         raise OSError(f"upgrade answered {status!r}")
     s.setblocking(False)
-    return s, len(rest)
+    return s, rest
 
 
 def main() -> int:
@@ -45,7 +46,7 @@ def main() -> int:
         print(f"ws_readers: {e}", file=sys.stderr)
         return 69
     sel = selectors.DefaultSelector()
-    got = [first for _, first in viewers]
+    got = [len(first) for _, first in viewers]
     eof = [0] * n
     for i, (s, _) in enumerate(viewers):
         sel.register(s, selectors.EVENT_READ, i)
