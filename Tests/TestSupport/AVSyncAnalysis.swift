@@ -38,18 +38,8 @@ public enum AVSyncAnalysis {
     /// video's first picture, up to a packet later, and may cut a beep) has no onset to
     /// measure and is left out.
     public static func beeps(_ path: String) throws -> [Double] {
-        let probe = try Tool.run(["ffprobe", "-v", "error", "-select_streams", "a:0", "-show_entries", "packet=pts_time",
-                                  "-read_intervals", "%+#1", "-of", "csv=p=0", path])
-        let firstLine = probe.stdout.split(separator: "\n").first.map(String.init) ?? ""
-        let audioStart = Double(firstLine.trimmingCharacters(in: .whitespaces).replacingOccurrences(of: ",", with: "")) ?? 0
-        let raw = FileManager.default.temporaryDirectory.appendingPathComponent("nalcast-beeps-\(UUID().uuidString).s16")
-        defer { try? FileManager.default.removeItem(at: raw) }
-        let r = try Tool.run(["ffmpeg", "-nostdin", "-v", "error", "-y", "-copyts", "-i", path, "-map", "0:a:0", "-vn",
-                              "-af", "aresample=async=1:first_pts=0", "-ac", "1", "-ar", "48000", "-f", "s16le", raw.path])
-        guard r.status == 0 else { throw MediaServerError("ffmpeg could not decode the audio of \(path): \(r.stderr)") }
-        let samples: [Int16] = try Data(contentsOf: raw).withUnsafeBytes { raw in
-            (0..<(raw.count / 2)).map { Int16(littleEndian: raw.loadUnaligned(fromByteOffset: 2 * $0, as: Int16.self)) }
-        }
+        let audioStart = try firstPacketTime(path, stream: "a:0").time ?? 0
+        let samples = try monoSamples(path)
         var out: [Double] = []
         var lastLoud = -48_000
         var i = 0
@@ -75,26 +65,37 @@ public enum AVSyncAnalysis {
     /// plays all along is heard from 0 (or from as close to it as the first audio packet).
     /// nil when nothing is heard.
     public static func soundStart(_ path: String, threshold: Double = 0.02) throws -> Double? {
-        let probe = try Tool.run(["ffprobe", "-v", "error", "-select_streams", "v:0", "-show_entries", "packet=pts_time",
-                                  "-read_intervals", "%+#1", "-of", "csv=p=0", path])
-        let firstLine = probe.stdout.split(separator: "\n").first.map(String.init) ?? ""
-        guard let videoStart = Double(firstLine.trimmingCharacters(in: .whitespaces).replacingOccurrences(of: ",", with: "")) else {
-            throw MediaServerError("no picture in \(path): \(probe.stderr)")
-        }
-        let raw = FileManager.default.temporaryDirectory.appendingPathComponent("nalcast-start-\(UUID().uuidString).s16")
-        defer { try? FileManager.default.removeItem(at: raw) }
-        let r = try Tool.run(["ffmpeg", "-nostdin", "-v", "error", "-y", "-copyts", "-i", path, "-map", "0:a:0", "-vn",
-                              "-af", "aresample=async=1:first_pts=0", "-ac", "1", "-ar", "48000", "-f", "s16le", raw.path])
-        guard r.status == 0 else { throw MediaServerError("ffmpeg could not decode the audio of \(path): \(r.stderr)") }
-        let samples: [Int16] = try Data(contentsOf: raw).withUnsafeBytes { raw in
-            (0..<(raw.count / 2)).map { Int16(littleEndian: raw.loadUnaligned(fromByteOffset: 2 * $0, as: Int16.self)) }
-        }
+        let video = try firstPacketTime(path, stream: "v:0")
+        guard let videoStart = video.time else { throw MediaServerError("no picture in \(path): \(video.stderr)") }
+        let samples = try monoSamples(path)
         let window = 240
         for start in stride(from: 0, to: samples.count - window, by: window) {
             let power = samples[start..<start + window].reduce(0.0) { $0 + Double($1) * Double($1) } / Double(window)
             if power.squareRoot() / 32768 > threshold { return Double(start) / 48_000 - videoStart }
         }
         return nil
+    }
+
+    /// The time of the first packet of `stream` (`a:0`, `v:0`) on the file's time line, and
+    /// what ffprobe said.
+    static func firstPacketTime(_ path: String, stream: String) throws -> (time: Double?, stderr: String) {
+        let probe = try Tool.run(["ffprobe", "-v", "error", "-select_streams", stream, "-show_entries", "packet=pts_time",
+                                  "-read_intervals", "%+#1", "-of", "csv=p=0", path])
+        let firstLine = probe.stdout.split(separator: "\n").first.map(String.init) ?? ""
+        return (Double(firstLine.trimmingCharacters(in: .whitespaces).replacingOccurrences(of: ",", with: "")), probe.stderr)
+    }
+
+    /// The first audio track as 48 kHz mono samples from the file's time 0, gaps filled with
+    /// silence (aresample=async): a sample's place is its time.
+    static func monoSamples(_ path: String) throws -> [Int16] {
+        let raw = FileManager.default.temporaryDirectory.appendingPathComponent("nalcast-audio-\(UUID().uuidString).s16")
+        defer { try? FileManager.default.removeItem(at: raw) }
+        let r = try Tool.run(["ffmpeg", "-nostdin", "-v", "error", "-y", "-copyts", "-i", path, "-map", "0:a:0", "-vn",
+                              "-af", "aresample=async=1:first_pts=0", "-ac", "1", "-ar", "48000", "-f", "s16le", raw.path])
+        guard r.status == 0 else { throw MediaServerError("ffmpeg could not decode the audio of \(path): \(r.stderr)") }
+        return try Data(contentsOf: raw).withUnsafeBytes { raw in
+            (0..<(raw.count / 2)).map { Int16(littleEndian: raw.loadUnaligned(fromByteOffset: 2 * $0, as: Int16.self)) }
+        }
     }
 
     /// Each beep paired with the flash within half a second of it: beep minus flash, ms.

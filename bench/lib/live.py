@@ -448,13 +448,17 @@ def join_once(port: int, burst_ms: float = 100, timeout: float = 6) -> dict:
     return r
 
 
-def start_xvfb(w: int, h: int) -> tuple:
+def start_xvfb(w: int, h: int, log: Optional[Path] = None) -> tuple:
     """Starts an Xvfb of that size on a free display (-displayfd: the server writes its number
-    once it is ready), in a session of its own; returns (process, ':N'). The caller stops it."""
+    once it is ready), in a session of its own, its stderr to `log` (else nowhere); returns
+    (process, ':N'). The caller stops it."""
     r, wfd = os.pipe()
+    err = open(log, "wb") if log else subprocess.DEVNULL
     p = subprocess.Popen(["Xvfb", "-displayfd", str(wfd), "-screen", "0", f"{w}x{h}x24", "-noreset", "-nolisten", "tcp"],
                          pass_fds=(wfd,), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                         stderr=subprocess.DEVNULL, start_new_session=True)
+                         stderr=err, start_new_session=True)
+    if log:
+        err.close()
     os.close(wfd)
     text = b""
     while not text.endswith(b"\n"):

@@ -22,7 +22,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from live import stop_group
+from live import start_xvfb, stop_group
 from push import nginx_rtmp_conf
 
 BENCH = Path(__file__).resolve().parent.parent
@@ -86,22 +86,8 @@ class Scene:
 
     # -- X11 -------------------------------------------------------------------------------
     def start_x11(self) -> str:
-        r, w = os.pipe()
-        p = subprocess.Popen(["Xvfb", "-displayfd", str(w), "-screen", "0", f"{self.w}x{self.h}x24", "-noreset",
-                              "-nolisten", "tcp"], pass_fds=(w,), stdin=subprocess.DEVNULL,
-                             stdout=subprocess.DEVNULL, stderr=open(self.logs / "xvfb.log", "wb"), start_new_session=True)
-        os.close(w)
-        text = b""
-        while not text.endswith(b"\n"):
-            chunk = os.read(r, 16)
-            if not chunk:
-                break
-            text += chunk
-        os.close(r)
+        p, self.display = start_xvfb(self.w, self.h, self.logs / "xvfb.log")
         self.procs["xvfb"] = p
-        if not text.strip().isdigit():
-            raise RuntimeError(f"Xvfb did not start (exit {p.poll()})")
-        self.display = ":" + text.decode().strip()
         subprocess.run(["xsetroot", "-display", self.display, "-mod", "8", "8", "-fg", "#c04020", "-bg", "#2040c0"],
                        check=True, stdin=subprocess.DEVNULL)
         painter = tool(self.work, "painter", ("-lxcb",))
