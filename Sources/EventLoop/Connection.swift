@@ -72,8 +72,13 @@ public final class Connection {
     private var itemEnds: [Int] = []
     private var itemHead = 0
     private var closeWhenFlushed = false
-    /// Whether the first item not finished has had bytes written (it cannot be dropped).
-    private var headStarted = false
+    /// Whether the first item not finished has had bytes written (it cannot be dropped):
+    /// the write position is past the start of its chunks.
+    private var headStarted: Bool {
+        guard itemHead < itemEnds.count else { return false }
+        let start = itemHead > 0 ? itemEnds[itemHead - 1] : 0
+        return chunkHead > start || chunkOffset > 0
+    }
     /// Set by `closeGracefully`: once flushed, half-close instead of closing.
     private var lingers = false
     /// Half-closed (`shutdown(SHUT_WR)`): reading until the peer's end of stream.
@@ -245,14 +250,7 @@ public final class Connection {
         cursor.advance(by: bytes, in: chunks)
         chunkHead = cursor.index
         chunkOffset = cursor.offset
-        let finished = finishEmptyItems()
-        if finished > 0 {
-            let start = itemHead > 0 ? itemEnds[itemHead - 1] : 0
-            headStarted = itemHead < itemEnds.count && (chunkHead > start || chunkOffset > 0)
-        } else if bytes > 0 {
-            headStarted = true
-        }
-        return finished
+        return finishEmptyItems()
     }
 
     /// Counts the items whose slices are all written (and those with no slices).
@@ -282,7 +280,6 @@ public final class Connection {
         chunkHead = 0
         chunkOffset = 0
         itemHead = 0
-        headStarted = false
     }
 
     private func writable() {
@@ -380,7 +377,6 @@ public final class Connection {
         chunkHead = 0
         chunkOffset = 0
         itemHead = 0
-        headStarted = false
         pendingBytes = 0
     }
 }
