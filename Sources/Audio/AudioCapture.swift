@@ -16,7 +16,8 @@ public struct AudioStatistics: Sendable {
     public var lateSamples: UInt64 = 0
     /// Samples lost: a source ran further ahead of the encoder than the buffer (1.5 s) holds.
     public var overflowSamples: UInt64 = 0
-    /// Packets encoded before the first video frame, which have no place on its time line.
+    /// Packets' worth of sound captured before the first video frame (left out unencoded), and
+    /// the encoder's priming packet: none has a place on the video's time line.
     public var packetsBeforeVideo: UInt64 = 0
     /// How long after capture samples are encoded now (grows after late deliveries).
     public var slackMs = Int(AudioCapture.slack / 1_000_000)
@@ -40,8 +41,8 @@ public struct AudioStatistics: Sendable {
 /// A source that is late or gone leaves silence; what it delivers too late is counted.
 ///
 /// The packets' media times need the video's time line: `anchor(videoCaptureTimeNs:pts90k:)`
-/// with the first encoded frame's pair. Packets before it wait (up to 2 s); those captured
-/// before that frame are counted and left out.
+/// with the first encoded frame's pair. Sound captured before that frame is counted and left
+/// out unencoded; the track begins at its instant.
 public final class AudioCapture: Sendable {
     public static let sampleRate = 48_000
     public static let channels = 2
@@ -71,13 +72,10 @@ public final class AudioCapture: Sendable {
     private let stopped = Atomic<Bool>(false)
     private let encoderStopped = Atomic<Bool>(false)
     private let encoderThread = Mutex<OSThread?>(nil)
-    private let timeline = Mutex<TimelineState>(TimelineState())
+    /// The video's time line, once its first frame is encoded.
+    private let timeline = Mutex<AudioTimeline?>(nil)
     private let counters: Mutex<AudioStatistics>
 
-    private struct TimelineState {
-        var anchor: AudioTimeline?
-        var held: [AudioPacket] = []
-    }
 
     /// What the threads take when they start: the open streams and files, the encoder.
     ///
@@ -209,16 +207,12 @@ public final class AudioCapture: Sendable {
         encoderThread.withLock { t -> OSThread? in defer { t = nil }; return t }?.join()
     }
 
-    /// The video's time line, from its first frame's capture time and pts; held packets go
-    /// out now.
+    /// The video's time line, from its first frame's capture time and pts: the audio thread
+    /// encodes from that frame's instant on.
     public func anchor(_ timeline: AudioTimeline) {
-        let ready = self.timeline.withLock { t -> [AudioPacket] in
-            guard t.anchor == nil else { return [] }
-            t.anchor = timeline
-            defer { t.held = [] }
-            return t.held
+        self.timeline.withLock { t in
+            if t == nil { t = timeline }
         }
-        for packet in ready { place(packet.data, captureTimeNs: packet.captureTimeNs) }
     }
 
     public func anchor(videoCaptureTimeNs: UInt64, pts90k: UInt64) {
@@ -243,14 +237,36 @@ public final class AudioCapture: Sendable {
     }
 
     /// The audio thread: one packet's worth at a time, once its last sample is `slack` old.
+    ///
+    /// Until the video's first frame is known, what the sources delivered has no place on its
+    /// time line and is left out unencoded; then the encoder starts at that frame's capture
+    /// instant, so that the track's first packet begins with the first picture (a packet
+    /// grid laid before it put the start up to a packet, 21 ms, after the picture).
     private func encodeLoop(_ encoder: AACEncoder) {
         let samples = format.samplesPerPacket
         var frame = [Float](repeating: 0, count: samples * Self.channels)
         var next: Int64 = 0
+        var encoding = false
         var slack = initialSlack
         var lateSeen: UInt64 = 0
         let stop = { [self] in self.encoderStopped.load(ordering: .relaxed) }
         func encodeNext() throws(AudioError) {
+            if !encoding {
+                guard let anchor = timeline.withLock({ $0 }) else {
+                    next = mix.discard(samples) + Int64(samples)
+                    counters.withLock { $0.packetsBeforeVideo += 1 }
+                    return
+                }
+                // The first sample captured at or after the first picture's instant.
+                let first = Int64(track.position(atRealtime: anchor.captureTimeNs).rounded(.up))
+                if first > next {
+                    next = mix.discard(Int(first - next)) + (first - next)
+                    counters.withLock { $0.packetsBeforeVideo += 1 }
+                }
+                encoding = true
+                // Its time may not have come yet.
+                return
+            }
             let position = mix.take(samples, into: &frame)
             next = position + Int64(samples)
             if hasTone { ToneSignal.add(into: &frame, channels: Self.channels, track: track, from: position) }
@@ -273,8 +289,8 @@ public final class AudioCapture: Sendable {
             }
             // Stopping: what was captured up to now is encoded too, not left in the buffer.
             let end = Int64(track.position(atRealtime: WallClock.nanoseconds))
-            while next + Int64(samples) <= end { try encodeNext() }
-            try encoder.encode(interleaved: nil, position: next) { data, pts in deliver(data, pts: pts) }
+            while encoding && next + Int64(samples) <= end { try encodeNext() }
+            if encoding { try encoder.encode(interleaved: nil, position: next) { data, pts in deliver(data, pts: pts) } }
         } catch {
             onEvent(.failed(reason: error.message))
         }
@@ -285,27 +301,15 @@ public final class AudioCapture: Sendable {
             $0.packets += 1
             $0.bytes += UInt64(data.count)
         }
-        place(Array(data), captureTimeNs: track.realtime(at: pts))
-    }
-
-    /// Gives a packet its media time and hands it on, or holds it until the anchor is known.
-    private func place(_ data: [UInt8], captureTimeNs: UInt64) {
-        let anchor: AudioTimeline? = timeline.withLock { t in
-            if t.anchor == nil {
-                t.held.append(AudioPacket(data: data, mediaTime: .zero, captureTimeNs: captureTimeNs))
-                if t.held.count > 94 {  // 2 s of packets: the oldest has no video to join
-                    t.held.removeFirst()
-                    counters.withLock { $0.packetsBeforeVideo += 1 }
-                }
-            }
-            return t.anchor
-        }
-        guard let anchor else { return }
+        let captureTimeNs = track.realtime(at: pts)
+        // Encoding starts once the anchor is known.
+        guard let anchor = timeline.withLock({ $0 }) else { return }
+        // The encoder's priming packet comes before the first sample given to it.
         if captureTimeNs < anchor.captureTimeNs {
             counters.withLock { $0.packetsBeforeVideo += 1 }
             return
         }
-        onPacket(AudioPacket(data: data, mediaTime: anchor.mediaTime(forCaptureTimeNs: captureTimeNs), captureTimeNs: captureTimeNs))
+        onPacket(AudioPacket(data: Array(data), mediaTime: anchor.mediaTime(forCaptureTimeNs: captureTimeNs), captureTimeNs: captureTimeNs))
     }
 }
 

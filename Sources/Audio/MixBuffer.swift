@@ -86,5 +86,23 @@ final class MixBuffer: Sendable {
         }
     }
 
+    /// Leaves out the next `frames` places (zeroing them in the ring) and returns the place
+    /// of the first.
+    func discard(_ frames: Int) -> Int64 {
+        let capacity = Int64(self.capacity)
+        let channels = self.channels
+        return state.withLock { s in
+            let first = s.taken
+            s.ring.withUnsafeMutableBufferPointer { ring in
+                for frame in 0..<min(frames, self.capacity) {
+                    let slot = Int((first + Int64(frame)) % capacity) * channels
+                    for c in 0..<channels { ring[slot + c] = 0 }
+                }
+            }
+            s.taken += Int64(frames)
+            return first
+        }
+    }
+
     var counts: Counts { state.withLock { $0.counts } }
 }

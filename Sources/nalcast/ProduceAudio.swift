@@ -185,7 +185,7 @@ final class ProduceAudio: Sendable {
             "# TYPE nalcast_audio_dropped_samples_total counter",
             "nalcast_audio_dropped_samples_total{reason=\"late\"} \(s.lateSamples)",
             "nalcast_audio_dropped_samples_total{reason=\"overflow\"} \(s.overflowSamples)",
-            "# HELP nalcast_audio_unsent_packets_total Packets no output took (none carries audio), or encoded before the first video frame.",
+            "# HELP nalcast_audio_unsent_packets_total Packets no output took (none carries audio), or captured before the first video frame.",
             "# TYPE nalcast_audio_unsent_packets_total counter",
             "nalcast_audio_unsent_packets_total{reason=\"no-output\"} \(delivery.unsentCount)",
             "nalcast_audio_unsent_packets_total{reason=\"before-video\"} \(s.packetsBeforeVideo)",

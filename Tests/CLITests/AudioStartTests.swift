@@ -30,8 +30,10 @@ import TestSupport
                                  "-o", out], environment: env, timeout: 60)
         #expect(r.status == 0, "\(r.stderr)")
         let heard = try #require(try AVSyncAnalysis.soundStart(out), "no sound: \(r.stderr)")
-        // The first AAC packet begins at most a packet (21 ms) after the first picture.
-        #expect(heard <= 0.03, "the tone is first heard \(heard) s after the first picture: \(r.stderr)")
+        // The first AAC packet begins at the first picture's instant; the decoder fades in over
+        // that packet (there is none before it) and the analysis looks in 5 ms windows: 10 ms
+        // here in every run. A packet grid laid before the picture put it up to 35 ms late.
+        #expect(heard <= 0.02, "the tone is first heard \(heard) s after the first picture: \(r.stderr)")
 
         let theirs = dir.appendingPathComponent("ffmpeg.mkv").path
         let ff = try Run.program("ffmpeg", ["-nostdin", "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=30",
