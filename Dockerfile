@@ -41,8 +41,8 @@ FROM debian:bookworm-slim AS runtime
 # runtime-packages: exactly what `ldd nalcast` lists beyond the base image (libc6,
 # libgcc-s1 and libstdc++6 are part of every bookworm base and follow its security updates),
 # then the packages of the libraries nalcast opens with dlopen only when it writes a
-# container (MP4, MPEG-TS, Matroska, FLV: Sources/CAVFormat/shim.h) or captures sound
-# (`produce --audio`: libswresample, libpulse; Sources/CAudio/shim.h), named on this line,
+# container (MP4, MPEG-TS, Matroska, FLV: Sources/CMedia/containers.h) or captures sound
+# (`produce --audio`: libswresample, libpulse; Sources/CMedia/audio.h), named on this line,
 # which DeployFilesTests reads and checks against the SONAMEs in the binary:
 # dlopen: libavformat.so.59 libavcodec.so.59 libavutil.so.57 libswresample.so.4 libpulse.so.0 libpulse-simple.so.0
 # libavformat59 pulls in some 110 more packages (Debian's libavcodec59 links every codec

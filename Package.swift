@@ -43,18 +43,11 @@ let package = Package(
         ),
 
         .systemLibrary(
-            name: "CAVFormat",
-            // No pkgConfig: the muxers need libavformat, libavcodec (AVPacket) and libavutil
-            // (av_malloc), which the module map links; the headers are in the multiarch
-            // include directory the compiler searches anyway.
-            providers: [.apt(["libavformat-dev", "libavcodec-dev", "libavutil-dev"])]
-        ),
-
-        .systemLibrary(
-            name: "CAudio",
-            // No pkgConfig: libpulse-simple, libswresample, libavcodec and libavutil are opened
-            // with dlopen when `produce --audio` starts (shim.h), never linked.
-            providers: [.apt(["libpulse-dev", "libswresample-dev", "libavcodec-dev", "libavutil-dev"])]
+            name: "CMedia",
+            // No pkgConfig: FFmpeg's libavformat, libavcodec, libavutil and libswresample, and
+            // libpulse, are opened with dlopen by one loader (libraries.h) when a container,
+            // a media URL or `--audio` first needs them, never linked.
+            providers: [.apt(["libavformat-dev", "libavcodec-dev", "libavutil-dev", "libswresample-dev", "libpulse-dev"])]
         ),
 
         .systemLibrary(name: "CLinux"),  // glibc's <malloc.h> (mallopt) and <sys/eventfd.h>: no library to link
@@ -64,8 +57,11 @@ let package = Package(
         .target(name: "Clocks"),
         // The one first-in first-out queue every queue that takes from the front is built on.
         .target(name: "FIFO"),
-        .target(name: "H264", dependencies: ["FIFO"]),
-        .target(name: "Relay", dependencies: ["H264", "Clocks", "FIFO"]),
+        // The media vocabulary every part shares, codec-neutral: access units and NAL units,
+        // media time, the timestamp, audio packets, and what each codec's NAL headers say.
+        .target(name: "Media"),
+        .target(name: "H264", dependencies: ["FIFO", "Media"]),
+        .target(name: "Relay", dependencies: ["Media", "H264", "Clocks", "FIFO"]),
 
         // Swift over C.
         .target(name: "EventLoop", dependencies: ["CLibEV", "Clocks"]),
@@ -73,53 +69,53 @@ let package = Package(
         // The X11 screen (xcb, MIT-SHM, DAMAGE, XFixes cursor): a capture source of its own, so
         // that only what captures the screen links xcb.
         .target(name: "X11Capture", dependencies: ["Capture", "CXCBShm", "Clocks"]),
-        .target(name: "Encoder", dependencies: ["CX264", "H264", "Capture"]),
+        .target(name: "Encoder", dependencies: ["CX264", "Media", "H264", "Capture"]),
 
         // Wiring. Serving (the stream server and the HTTP endpoint) links no capture or encoder
         // library, so that a consumer can serve too.
         // Its MPEG-TS listener muxes through Containers (libavformat, opened only when one is asked for).
-        .target(name: "Serving", dependencies: ["Clocks", "H264", "Relay", "EventLoop", "Output", "Containers"]),
-        .target(name: "Producer", dependencies: ["Clocks", "H264", "Relay", "EventLoop", "Capture", "Encoder"]),
+        .target(name: "Serving", dependencies: ["Clocks", "Media", "H264", "Relay", "EventLoop", "Output", "Containers"]),
+        .target(name: "Producer", dependencies: ["Clocks", "Media", "H264", "Relay", "EventLoop", "Capture", "Encoder"]),
         // Where access units go (files, stdout, segments, a forward endpoint), for produce and consume.
-        .target(name: "Output", dependencies: ["Clocks", "FIFO", "H264", "Relay", "EventLoop"]),
-        .target(name: "Consumer", dependencies: ["Clocks", "H264", "Relay", "EventLoop", "Output", "Containers"]),
+        .target(name: "Output", dependencies: ["Clocks", "FIFO", "Media", "H264", "Relay", "EventLoop"]),
+        .target(name: "Consumer", dependencies: ["Clocks", "Media", "H264", "Relay", "EventLoop", "Output", "Containers"]),
         // Container files (MP4, MPEG-TS, Matroska, FLV) through libavformat's muxers: one more
         // AccessUnitSink, packets copied, never re-encoded.
         // And the other way: any H.264 source libavformat reads (container files, RTSP, SRT,
         // RTMP, UDP, HTTP) as access units for consume (`Demuxer`, read by Consumer's DemuxReader).
-        .target(name: "Containers", dependencies: ["Clocks", "FIFO", "CAVFormat", "H264", "Output"]),
+        .target(name: "Containers", dependencies: ["Clocks", "FIFO", "CMedia", "Media", "H264", "Output"]),
         // Sound for produce: PulseAudio, WAV/raw PCM and a test tone mixed into one 48 kHz
         // stereo track, encoded to AAC-LC (libavcodec), timed on the video's clock.
-        .target(name: "Audio", dependencies: ["Clocks", "CAudio", "H264", "Output", "EventLoop"]),
-        .executableTarget(name: "nalcast", dependencies: ["Clocks", "CLinux", "Audio", "H264", "Relay", "EventLoop", "Capture", "X11Capture", "Encoder", "Serving", "Producer", "Consumer", "Output", "Containers"]),
+        .target(name: "Audio", dependencies: ["Clocks", "CMedia", "Media", "H264", "Output", "EventLoop"]),
+        .executableTarget(name: "nalcast", dependencies: ["Clocks", "CLinux", "Audio", "Media", "H264", "Relay", "EventLoop", "Capture", "X11Capture", "Encoder", "Serving", "Producer", "Consumer", "Output", "Containers"]),
 
         // Helpers the tests share: running ffmpeg, ffprobe and friends; the conformance streams
         // (Tests/Fixtures/h264/) and their facts.
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         // Blocking client sockets for the tests that talk to a server on a real event loop.
         .target(name: "LoopTestSupport", dependencies: ["EventLoop"], path: "Tests/LoopTestSupport"),
-        .testTarget(name: "H264Tests", dependencies: ["H264", "TestSupport"]),
-        .testTarget(name: "RelayTests", dependencies: ["Relay", "Clocks", "FIFO", "H264"]),
-        .testTarget(name: "EventLoopTests", dependencies: ["EventLoop", "H264", "LoopTestSupport"]),
-        .testTarget(name: "ServingTests", dependencies: ["Serving", "EventLoop", "H264", "Output", "Relay", "LoopTestSupport", "TestSupport"]),
-        .testTarget(name: "ConsumerTests", dependencies: ["Consumer", "H264"]),
-        .testTarget(name: "OutputTests", dependencies: ["Output", "Relay", "H264", "TestSupport"]),
+        .testTarget(name: "H264Tests", dependencies: ["Media", "H264", "TestSupport"]),
+        .testTarget(name: "RelayTests", dependencies: ["Relay", "Clocks", "FIFO", "Media", "H264"]),
+        .testTarget(name: "EventLoopTests", dependencies: ["EventLoop", "Media", "H264", "LoopTestSupport"]),
+        .testTarget(name: "ServingTests", dependencies: ["Serving", "EventLoop", "Media", "H264", "Output", "Relay", "LoopTestSupport", "TestSupport"]),
+        .testTarget(name: "ConsumerTests", dependencies: ["Consumer", "Media", "H264"]),
+        .testTarget(name: "OutputTests", dependencies: ["Output", "Relay", "Media", "H264", "TestSupport"]),
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "TestSupport"]),
         // The capture thread's hand-off to a real loop thread and server.
-        .testTarget(name: "ProducerTests", dependencies: ["Producer", "Serving", "EventLoop", "Relay", "H264", "Capture", "TestSupport", "LoopTestSupport"]),
-        .testTarget(name: "EncoderTests", dependencies: ["Encoder", "H264", "Capture", "TestSupport"]),
+        .testTarget(name: "ProducerTests", dependencies: ["Producer", "Serving", "EventLoop", "Relay", "Media", "H264", "Capture", "TestSupport", "LoopTestSupport"]),
+        .testTarget(name: "EncoderTests", dependencies: ["Encoder", "Media", "H264", "Capture", "TestSupport"]),
         // Screen capture under a real X server: each test starts its own Xvfb.
-        .testTarget(name: "X11Tests", dependencies: ["Clocks", "Capture", "X11Capture", "Encoder", "Producer", "H264", "CXCBShm", "CXCBXTest", "nalcast", "TestSupport"]),
+        .testTarget(name: "X11Tests", dependencies: ["Clocks", "Capture", "X11Capture", "Encoder", "Producer", "Media", "H264", "CXCBShm", "CXCBXTest", "nalcast", "TestSupport"]),
         // Fuzz findings replayed (inputs in fuzz/regressions/).
-        .testTarget(name: "ReliabilityTests", dependencies: ["H264", "Capture"]),
+        .testTarget(name: "ReliabilityTests", dependencies: ["Media", "H264", "Capture"]),
         // End-to-end: runs the built `nalcast` binary against real peers (ffmpeg, ffprobe, ...).
-        .testTarget(name: "ContainersTests", dependencies: ["Containers", "Output", "H264", "TestSupport"]),
+        .testTarget(name: "ContainersTests", dependencies: ["Containers", "Output", "Media", "H264", "TestSupport"]),
         .testTarget(name: "CLITests", dependencies: ["nalcast", "TestSupport"]),
         // The real media servers the push and relay tests start (nginx-rtmp, srt-live-transmit,
         // GStreamer's RTSP server; TestSupport runs them), proven with FFmpeg as the client.
         .testTarget(name: "MediaServerTests", dependencies: ["TestSupport"]),
         // Sound captured from a private PulseAudio daemon each test starts, checked with FFmpeg.
-        .testTarget(name: "AudioTests", dependencies: ["Audio", "Output", "H264", "CPulsePlayback", "TestSupport"]),
+        .testTarget(name: "AudioTests", dependencies: ["Audio", "Output", "Media", "H264", "CPulsePlayback", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

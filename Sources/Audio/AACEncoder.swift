@@ -1,4 +1,5 @@
-import CAudio
+import CMedia
+import Media
 import Output
 
 /// libavcodec's native AAC-LC encoder: 1024-sample planar float frames in, raw AAC packets
@@ -13,14 +14,14 @@ final class AACEncoder {
 
     init(sampleRate: Int, channels: Int, bitrate: Int) throws(AudioError) {
         var error: Int32 = 0
-        guard let context = CAudio_open_aac(Int32(sampleRate), Int32(channels), Int64(bitrate), &error) else {
+        guard let context = CMedia_open_aac(Int32(sampleRate), Int32(channels), Int64(bitrate), &error) else {
             throw AudioError(.software, "the AAC encoder: \(AudioLibraries.averror(error))")
         }
         self.context = context
         let samples = Int(context.pointee.frame_size)
-        guard samples > 0, let frame = CAudio_audio_frame(context, Int32(samples)), let packet = CAudio_av_packet_alloc() else {
+        guard samples > 0, let frame = CMedia_audio_frame(context, Int32(samples)), let packet = CMedia_av_packet_alloc() else {
             var c: UnsafeMutablePointer<AVCodecContext>? = context
-            CAudio_avcodec_free_context(&c)
+            CMedia_avcodec_free_context(&c)
             throw AudioError(.software, "the AAC encoder: no frame buffers")
         }
         self.frame = frame
@@ -31,9 +32,9 @@ final class AACEncoder {
     }
 
     deinit {
-        CAudio_av_frame_free(&frame)
-        CAudio_av_packet_free(&packet)
-        CAudio_avcodec_free_context(&context)
+        CMedia_av_frame_free(&frame)
+        CMedia_av_packet_free(&packet)
+        CMedia_avcodec_free_context(&context)
     }
 
     /// Encodes one frame of `format.samplesPerPacket` interleaved samples whose first sample
@@ -43,7 +44,7 @@ final class AACEncoder {
         guard let context, let frame, let packet else { return }
         var status: Int32
         if let interleaved {
-            _ = CAudio_av_frame_make_writable(frame)
+            _ = CMedia_av_frame_make_writable(frame)
             let channels = format.channels
             let samples = format.samplesPerPacket
             withUnsafeBytes(of: &frame.pointee.data) { planes in
@@ -55,17 +56,17 @@ final class AACEncoder {
                 }
             }
             frame.pointee.pts = position
-            status = CAudio_avcodec_send_frame(context, frame)
+            status = CMedia_avcodec_send_frame(context, frame)
         } else {
-            status = CAudio_avcodec_send_frame(context, nil)
+            status = CMedia_avcodec_send_frame(context, nil)
         }
-        guard status >= 0 || status == CAudio_error_eof() else { throw AudioError(.software, "AAC encoding: \(AudioLibraries.averror(status))") }
+        guard status >= 0 || status == CMedia_error_eof() else { throw AudioError(.software, "AAC encoding: \(AudioLibraries.averror(status))") }
         while true {
-            status = CAudio_avcodec_receive_packet(context, packet)
-            if status == CAudio_error_again() || status == CAudio_error_eof() { return }
+            status = CMedia_avcodec_receive_packet(context, packet)
+            if status == CMedia_error_again() || status == CMedia_error_eof() { return }
             guard status >= 0 else { throw AudioError(.software, "AAC encoding: \(AudioLibraries.averror(status))") }
             emit(UnsafeBufferPointer(start: packet.pointee.data, count: Int(packet.pointee.size)), packet.pointee.pts)
-            CAudio_av_packet_unref(packet)
+            CMedia_av_packet_unref(packet)
         }
     }
 }

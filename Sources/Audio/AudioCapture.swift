@@ -1,7 +1,7 @@
 import Clocks
-import CAudio
+import CMedia
 import EventLoop
-import H264
+import Media
 import Output
 import Synchronization
 #if canImport(Glibc)
@@ -170,14 +170,14 @@ public final class AudioCapture: Sendable {
         var started: [OSThread] = []
         let now = WallClock.nanoseconds
         for (input, stream) in zip(pulseInputs, work.pulse) {
-            started.append(OSThread(name: "nalcast-pulse") { CAudio_name_thread("nalcast-pulse"); input.run(first: stream, startNs: now, stopped: stopped) })
+            started.append(OSThread(name: "nalcast-pulse") { CMedia_name_thread("nalcast-pulse"); input.run(first: stream, startNs: now, stopped: stopped) })
         }
         for (input, file) in zip(fileInputs, work.files) {
-            started.append(OSThread(name: "nalcast-pcm") { CAudio_name_thread("nalcast-pcm"); input.run(file: file.0, layout: file.1, stopped: stopped) })
+            started.append(OSThread(name: "nalcast-pcm") { CMedia_name_thread("nalcast-pcm"); input.run(file: file.0, layout: file.1, stopped: stopped) })
         }
         let encoder = work.encoder
         let encoding = OSThread(name: "nalcast-audio") { [self] in
-            CAudio_name_thread("nalcast-audio")
+            CMedia_name_thread("nalcast-audio")
             self.encodeLoop(encoder)
         }
         threads.withLock { $0 = started }

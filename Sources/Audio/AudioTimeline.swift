@@ -1,4 +1,5 @@
 import H264
+import Media
 
 /// Places audio on the video's media time line: one (capture time, media time) pair that the
 /// video pipeline knows (its first frame's capture time and pts), and the rule that both

@@ -1,5 +1,5 @@
 import Clocks
-import CAudio
+import CMedia
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -15,7 +15,7 @@ final class PulseStream: @unchecked Sendable {
 
     private init(handle: OpaquePointer) { self.handle = handle }
 
-    deinit { CAudio_pa_simple_free(handle) }
+    deinit { CMedia_pa_simple_free(handle) }
 
     /// What one read takes: 20 ms (50 reads a second; 10 ms reads cost the reading thread
     /// and libpulse's own twice the wake-ups for no better timing, which comes from the
@@ -29,7 +29,7 @@ final class PulseStream: @unchecked Sendable {
         let fragment = UInt32(readFrames(rate: rate) * channels * 4)
         let handle = withOptionalCString(server) { server in
             withOptionalCString(device) { device in
-                CAudio_record(server, device, Int32(rate), Int32(channels), fragment, &error)
+                CMedia_record(server, device, Int32(rate), Int32(channels), fragment, &error)
             }
         }
         guard let handle else { return .failure(PulseFailure(code: error)) }
@@ -45,7 +45,7 @@ private func withOptionalCString<R>(_ text: String?, _ body: (UnsafePointer<CCha
 /// A PulseAudio error code and its text.
 struct PulseFailure: Error {
     let code: Int32
-    var text: String { String(cString: CAudio_pa_strerror(code)) }
+    var text: String { String(cString: CMedia_pa_strerror(code)) }
     /// The server is not there (as opposed to a device it does not have).
     var noServer: Bool { code == Int32(PA_ERR_CONNECTIONREFUSED.rawValue) || code == Int32(PA_ERR_INVALIDSERVER.rawValue) }
 }
@@ -135,13 +135,13 @@ final class PulseInput: Sendable {
         // The flush drops what the server recorded since the stream was opened (before the
         // video started, to fail early), but not what is already on its way to us: that comes
         // as a burst, whose part from before `startNs` is left out below.
-        _ = CAudio_pa_simple_flush(stream.handle, &error)
+        _ = CMedia_pa_simple_flush(stream.handle, &error)
         while !stopped() {
             let asked = WallClock.nanoseconds
-            let ok = buffer.withUnsafeMutableBytes { CAudio_pa_simple_read(stream.handle, $0.baseAddress, $0.count, &error) }
+            let ok = buffer.withUnsafeMutableBytes { CMedia_pa_simple_read(stream.handle, $0.baseAddress, $0.count, &error) }
             guard ok >= 0 else { return PulseFailure(code: error).text }
             let now = WallClock.nanoseconds
-            let reported = CAudio_pa_simple_get_latency(stream.handle, &error)
+            let reported = CMedia_pa_simple_get_latency(stream.handle, &error)
             let latencyUs = reported == UInt64.max ? 0 : reported
             // Where on the track the end of what was just read belongs, when the read says.
             // A source's samples were captured the reported latency ago. A monitor's are what

@@ -1,4 +1,4 @@
-import CAudio
+import CMedia
 
 /// What a PulseAudio server has to record from: its sources by name, which of them are a
 /// sink's monitor, and its default source. Asked once at start (libpulse's introspection,
@@ -13,12 +13,12 @@ struct PulseSources: Sendable {
     static func list(server: String?) -> Result<PulseSources, PulseFailure> {
         var text = [CChar](repeating: 0, count: 16_384)
         var error: Int32 = 0
-        let status = withServer(server) { CAudio_pulse_sources($0, &text, Int32(text.count), &error) }
+        let status = withServer(server) { CMedia_pulse_sources($0, &text, Int32(text.count), &error) }
         guard status == 0 else { return .failure(PulseFailure(code: error)) }
         return .success(PulseSources(parsing: String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)))
     }
 
-    /// Reads `CAudio_pulse_sources`' lines: `d NAME`, `m NAME`, `s NAME`.
+    /// Reads `CMedia_pulse_sources`' lines: `d NAME`, `m NAME`, `s NAME`.
     init(parsing text: String) {
         for line in text.split(separator: "\n") where line.count > 2 {
             let name = String(line.dropFirst(2))

@@ -2,6 +2,7 @@ import Clocks
 import Containers
 import EventLoop
 import H264
+import Media
 import Output
 import Relay
 import Synchronization

@@ -1,4 +1,5 @@
 import Clocks
+import Media
 import Output
 import H264
 

@@ -1,4 +1,5 @@
 import H264
+import Media
 
 /// A demuxed H.264 packet back to nalcast's wire form, without re-encoding: one packet is one
 /// access unit, made here directly (no scan for start codes across packets, no waiting for

@@ -1,4 +1,5 @@
 import FIFO
+import Media
 import Output
 
 /// The audio packets of a container writer (`ContainerSink`, `PushTransport`) waiting for

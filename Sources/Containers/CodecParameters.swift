@@ -1,5 +1,5 @@
-import CAVFormat
-import H264
+import CMedia
+import Media
 import Output
 
 /// What a muxer's streams declare to libavformat (their `AVCodecParameters`), set in one
@@ -21,7 +21,7 @@ enum CodecParameters {
     /// An AAC track as `format` says: rate, channels, packet length, bit rate, and its
     /// AudioSpecificConfig as extradata.
     static func aac(_ par: UnsafeMutablePointer<AVCodecParameters>, _ format: AudioFormat) throws(MuxError) {
-        CAVFormat_aac_track(par, Int32(clamping: format.sampleRate), Int32(clamping: format.channels), Int32(clamping: format.samplesPerPacket),
+        CMedia_aac_track(par, Int32(clamping: format.sampleRate), Int32(clamping: format.channels), Int32(clamping: format.samplesPerPacket),
                             Int64(format.bitrate))
         try setExtradata(par, format.extradata)
     }
@@ -38,7 +38,7 @@ enum CodecParameters {
 
     private static func setExtradata(_ par: UnsafeMutablePointer<AVCodecParameters>, _ extradata: [UInt8]) throws(MuxError) {
         guard !extradata.isEmpty else { return }
-        let rc = extradata.withUnsafeBufferPointer { CAVFormat_set_extradata(par, $0.baseAddress, Int32($0.count)) }
+        let rc = extradata.withUnsafeBufferPointer { CMedia_set_extradata(par, $0.baseAddress, Int32($0.count)) }
         guard rc >= 0 else { throw MuxError("out of memory") }
     }
 }

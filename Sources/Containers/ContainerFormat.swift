@@ -1,4 +1,4 @@
-import CAVFormat
+import CMedia
 
 /// What `-o FILE` writes: a container (MP4, MPEG-TS, Matroska, FLV) or the raw Annex-B
 /// stream as it came. Chosen by `--format`, else by the file's extension (`.mp4`, `.ts`,
@@ -52,7 +52,7 @@ public enum ContainerFormat: String, Sendable, CaseIterable, CustomStringConvert
 
     /// Why `fd` cannot take this format, in one line (an MP4 to a pipe or a terminal), or nil.
     public func refusal(forDescriptor fd: Int32) -> String? {
-        guard needsSeekableOutput, CAVFormat_fd_is_seekable(fd) == 0 else { return nil }
+        guard needsSeekableOutput, CMedia_fd_is_seekable(fd) == 0 else { return nil }
         return "\(self) needs a seekable file (its index is written last, at the front of the data): not a pipe or a terminal; "
             + "use --format ts or mkv to write to a pipe, or -o FILE.mp4"
     }

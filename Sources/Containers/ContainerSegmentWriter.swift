@@ -1,3 +1,4 @@
+import Media
 import Output
 
 /// One segment of `--segments DIR --segment-name NAME.mp4|.ts|.mkv|.flv` in its container:

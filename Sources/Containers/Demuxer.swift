@@ -1,6 +1,6 @@
 import Clocks
-import CAVFormat
-import H264
+import CMedia
+import Media
 import Output
 
 #if canImport(Glibc)
@@ -90,7 +90,7 @@ public final class Demuxer {
     private let audioTimeBase: AVRational
     /// Where the next audio frame follows the last, for a frame the container left untimed.
     private var nextAudioTime: Int64?
-    private let interrupt: UnsafeMutablePointer<CAVFormat_interrupt>
+    private let interrupt: UnsafeMutablePointer<CMedia_interrupt>
     private let deadline: DemuxDeadline
 
     /// Options for a URL: what FFmpeg's protocols and demuxers take (`rtsp_transport`,
@@ -106,10 +106,10 @@ public final class Demuxer {
         _ = Self.networkReady
 
         var dictionary: OpaquePointer?
-        for (key, value) in options { CAVFormat_av_dict_set(&dictionary, key, value, 0) }
-        defer { CAVFormat_av_dict_free(&dictionary) }
+        for (key, value) in options { CMedia_av_dict_set(&dictionary, key, value, 0) }
+        defer { CMedia_av_dict_free(&dictionary) }
         var ctx: UnsafeMutablePointer<AVFormatContext>?
-        var rc = CAVFormat_open_input(&ctx, url, interrupt, &dictionary)
+        var rc = CMedia_open_input(&ctx, url, interrupt, &dictionary)
         guard rc >= 0, let opened = ctx else {
             throw DemuxError(interrupt.pointee.fired != 0 ? .timedOut : .unreachable,
                              "cannot open \(shown): " + (interrupt.pointee.fired != 0 ? "timed out" : Self.text(rc)))
@@ -117,22 +117,22 @@ public final class Demuxer {
         context = opened
         formatName = opened.pointee.iformat.map { String(cString: $0.pointee.name) } ?? "?"
 
-        rc = CAVFormat_avformat_find_stream_info(opened, nil)
+        rc = CMedia_avformat_find_stream_info(opened, nil)
         if rc < 0 {
             let fired = interrupt.pointee.fired != 0
-            CAVFormat_avformat_close_input(&context)
+            CMedia_avformat_close_input(&context)
             throw DemuxError(fired ? .timedOut : .unreachable, "\(shown): no stream information: " + (fired ? "timed out" : Self.text(rc)))
         }
-        let best = CAVFormat_av_find_best_stream(opened, AVMEDIA_TYPE_VIDEO, -1, -1, nil, 0)
+        let best = CMedia_av_find_best_stream(opened, AVMEDIA_TYPE_VIDEO, -1, -1, nil, 0)
         guard best >= 0, let stream = opened.pointee.streams[Int(best)] else {
             let kinds = Self.describeStreams(opened, except: [])
-            CAVFormat_avformat_close_input(&context)
+            CMedia_avformat_close_input(&context)
             throw DemuxError(.noVideo, "\(shown) has no video stream" + (kinds.isEmpty ? "" : " (only \(kinds.joined(separator: ", ")))"))
         }
         let par = stream.pointee.codecpar.pointee
         guard par.codec_id == AV_CODEC_ID_H264 else {
-            let name = String(cString: CAVFormat_avcodec_get_name(par.codec_id))
-            CAVFormat_avformat_close_input(&context)
+            let name = String(cString: CMedia_avcodec_get_name(par.codec_id))
+            CMedia_avformat_close_input(&context)
             throw DemuxError(.notH264, "\(shown): its video is \(name), not H.264 (nalcast relays H.264 without re-encoding; "
                              + "convert it with ffmpeg -i INPUT -c:v libx264 -f h264 OUT.h264)")
         }
@@ -143,7 +143,7 @@ public final class Demuxer {
         extradata = par.extradata.map { Array(UnsafeBufferPointer(start: $0, count: Int(par.extradata_size))) } ?? []
         // The audio that goes with it: the best audio track, if it is AAC (what every
         // container nalcast writes takes, copied as it is).
-        let audio = CAVFormat_av_find_best_stream(opened, AVMEDIA_TYPE_AUDIO, -1, best, nil, 0)
+        let audio = CMedia_av_find_best_stream(opened, AVMEDIA_TYPE_AUDIO, -1, best, nil, 0)
         if audio >= 0, let st = opened.pointee.streams[Int(audio)], let format = Self.aacFormat(st.pointee.codecpar.pointee) {
             audioIndex = audio
             audioTimeBase = st.pointee.time_base
@@ -158,24 +158,24 @@ public final class Demuxer {
         for i in 0..<Int(opened.pointee.nb_streams) where Int32(i) != best && Int32(i) != audioIndex {
             opened.pointee.streams[i]!.pointee.discard = AVDISCARD_ALL
         }
-        packet = CAVFormat_av_packet_alloc()
+        packet = CMedia_av_packet_alloc()
         if packet == nil {
-            CAVFormat_avformat_close_input(&context)
+            CMedia_avformat_close_input(&context)
             throw DemuxError(.fatal, "out of memory")
         }
     }
 
     deinit {
-        CAVFormat_av_packet_free(&packet)
+        CMedia_av_packet_free(&packet)
         // Closing an RTSP session says TEARDOWN: bounded by the caller's deadline.
-        CAVFormat_avformat_close_input(&context)
+        CMedia_avformat_close_input(&context)
     }
 
     /// `avformat_network_init`, once: TLS (rtsps, rtmps, https) wants it before the first
     /// connection; libsrt told to keep its warnings to itself.
     private static let networkReady: Bool = {
-        CAVFormat_quiet_srt()
-        return CAVFormat_avformat_network_init() >= 0
+        CMedia_quiet_srt()
+        return CMedia_avformat_network_init() >= 0
     }()
 
     /// The next packet of the video stream, in decode order; nil at the end of the input.
@@ -183,27 +183,27 @@ public final class Demuxer {
     public func read() throws(DemuxError) -> Packet? {
         guard let context, let packet else { throw DemuxError(.read, "closed") }
         while true {
-            let rc = CAVFormat_av_read_frame(context, packet)
+            let rc = CMedia_av_read_frame(context, packet)
             // A demuxer whose read was interrupted may say end of file, or say so later (the
             // byte reader keeps the error of a read the deadline ended inside a call that
             // still returned a packet): both are the deadline's doing.
-            if rc < 0 && (interrupt.pointee.fired != 0 || rc == CAVFormat_error_exit()) {
+            if rc < 0 && (interrupt.pointee.fired != 0 || rc == CMedia_error_exit()) {
                 throw DemuxError(.timedOut, "\(shown): no packet: timed out")
             }
-            if rc == CAVFormat_error_eof() { return nil }
-            if rc == CAVFormat_error_again() {
-                if interrupt.pointee.fired != 0 || CAVFormat_interrupt_check(interrupt) != 0 { throw DemuxError(.timedOut, "\(shown): no packet: timed out") }
+            if rc == CMedia_error_eof() { return nil }
+            if rc == CMedia_error_again() {
+                if interrupt.pointee.fired != 0 || CMedia_interrupt_check(interrupt) != 0 { throw DemuxError(.timedOut, "\(shown): no packet: timed out") }
                 usleep(5_000)
                 continue
             }
             if rc < 0 {
                 if interrupt.pointee.fired != 0 { throw DemuxError(.timedOut, "\(shown): no packet: timed out") }
-                if rc == CAVFormat_error_invalid_data() || rc == CAVFormat_error_no_memory() {
-                    throw DemuxError(.damaged, "reading \(shown): damaged: \(Self.text(rc))" + (rc == CAVFormat_error_no_memory() ? " (a size in it past any real one)" : ""))
+                if rc == CMedia_error_invalid_data() || rc == CMedia_error_no_memory() {
+                    throw DemuxError(.damaged, "reading \(shown): damaged: \(Self.text(rc))" + (rc == CMedia_error_no_memory() ? " (a size in it past any real one)" : ""))
                 }
                 throw DemuxError(.read, "reading \(shown): \(Self.text(rc))")
             }
-            defer { CAVFormat_av_packet_unref(packet) }
+            defer { CMedia_av_packet_unref(packet) }
             let p = packet.pointee
             if p.stream_index == audioIndex && audioIndex >= 0 {
                 guard let data = p.data, p.size > 0 else { continue }
@@ -220,7 +220,7 @@ public final class Demuxer {
             let data = p.data.map { Array(UnsafeBufferPointer(start: $0, count: Int(p.size))) } ?? []
             var size: Int32 = 0
             var newExtradata: [UInt8]?
-            if let side = CAVFormat_new_extradata(packet, &size), size > 0 {
+            if let side = CMedia_new_extradata(packet, &size), size > 0 {
                 newExtradata = Array(UnsafeBufferPointer(start: side, count: Int(size)))
             }
             return Packet(data: data, dts: ticks(p.dts), pts: ticks(p.pts), keyframe: p.flags & AV_PKT_FLAG_KEY != 0, newExtradata: newExtradata)
@@ -231,8 +231,8 @@ public final class Demuxer {
     /// `MediaTime.outsideLimit` (a damaged file's; `av_rescale_q` also says an overflow with
     /// INT64_MIN), which the times made from it could not hold.
     private func ticks(_ value: Int64, _ base: AVRational? = nil) -> Int64? {
-        guard value != CAVFormat_no_pts() else { return nil }
-        let ticks = CAVFormat_av_rescale_q(value, base ?? timeBase, AVRational(num: 1, den: 90_000))
+        guard value != CMedia_no_pts() else { return nil }
+        let ticks = CMedia_av_rescale_q(value, base ?? timeBase, AVRational(num: 1, den: 90_000))
         return MediaTime.isWithinLimit(ticks) ? ticks : nil
     }
 
@@ -241,7 +241,7 @@ public final class Demuxer {
     /// AudioSpecificConfig is made from the profile, the sample rate and the channel count.
     static func aacFormat(_ par: AVCodecParameters) -> AudioFormat? {
         guard par.codec_type == AVMEDIA_TYPE_AUDIO, par.codec_id == AV_CODEC_ID_AAC, par.sample_rate > 0 else { return nil }
-        let channels = Int(CAVFormat_track_channels([par]))
+        let channels = Int(CMedia_track_channels([par]))
         var config = par.extradata.map { Array(UnsafeBufferPointer(start: $0, count: Int(par.extradata_size))) } ?? []
         if config.isEmpty {
             // FF_PROFILE_AAC_LOW is 1: the object type is the profile + 1 (2, AAC-LC, when unknown).
@@ -293,7 +293,7 @@ public final class Demuxer {
             case AVMEDIA_TYPE_DATA: kind = "data"
             default: kind = "other"
             }
-            return "\(kind) (\(String(cString: CAVFormat_avcodec_get_name(par.codec_id))))"
+            return "\(kind) (\(String(cString: CMedia_avcodec_get_name(par.codec_id))))"
         }
     }
 
@@ -303,9 +303,9 @@ public final class Demuxer {
     public static func supports(scheme: String) -> Bool {
         guard FFmpegLibraries.problem == nil else { return false }
         switch scheme {
-        case "rtsp": return CAVFormat_av_find_input_format("rtsp") != nil
-        case "rtsps": return CAVFormat_av_find_input_format("rtsp") != nil && CAVFormat_has_input_protocol("tls") != 0
-        default: return CAVFormat_has_input_protocol(scheme) != 0
+        case "rtsp": return CMedia_av_find_input_format("rtsp") != nil
+        case "rtsps": return CMedia_av_find_input_format("rtsp") != nil && CMedia_has_input_protocol("tls") != 0
+        default: return CMedia_has_input_protocol(scheme) != 0
         }
     }
 
@@ -319,11 +319,11 @@ public final class Demuxer {
 /// from another thread is `requestStop`, an atomic store in C that the callback loads
 /// atomically.
 public final class DemuxDeadline: @unchecked Sendable {
-    let state: UnsafeMutablePointer<CAVFormat_interrupt>
+    let state: UnsafeMutablePointer<CMedia_interrupt>
 
     public init() {
         state = .allocate(capacity: 1)
-        state.initialize(to: CAVFormat_interrupt(deadline_ns: 0, stop: 0, fired: 0))
+        state.initialize(to: CMedia_interrupt(deadline_ns: 0, stop: 0, fired: 0))
     }
 
     deinit {
@@ -338,7 +338,7 @@ public final class DemuxDeadline: @unchecked Sendable {
     }
 
     /// Ends every wait at once, and every later one: from any thread.
-    public func requestStop() { CAVFormat_interrupt_request_stop(state) }
+    public func requestStop() { CMedia_interrupt_request_stop(state) }
 
     /// True when the last failed call failed because the deadline passed or a stop came.
     public var fired: Bool { state.pointee.fired != 0 }

@@ -1,5 +1,6 @@
-import CAVFormat
+import CMedia
 import H264
+import Media
 import Output
 
 #if canImport(Glibc)
@@ -47,7 +48,7 @@ final class Muxer {
     /// True when `pb` is our AVIOContext over a descriptor (freed here), false when
     /// libavformat opened it for a URL (closed with `avio_closep`).
     private let ownIO: Bool
-    private let io: UnsafeMutablePointer<CAVFormat_fd_io>
+    private let io: UnsafeMutablePointer<CMedia_fd_io>
     private var stream: UnsafeMutablePointer<AVStream>?
     /// The AAC track (stream 1), when `audio` was set before the header.
     private var audioStream: UnsafeMutablePointer<AVStream>?
@@ -85,7 +86,7 @@ final class Muxer {
     private let headerOptions: [(String, String)]
     /// The deadline of a push's blocking calls; nil for a descriptor, which never waits on
     /// a server.
-    private let interrupt: UnsafeMutablePointer<CAVFormat_interrupt>?
+    private let interrupt: UnsafeMutablePointer<CMedia_interrupt>?
     private static var ninetyKHz: AVRational { AVRational(num: 1, den: 90_000) }
 
     /// Sets up `format`'s muxer over `fd` (not owned: the caller closes it).
@@ -101,12 +102,12 @@ final class Muxer {
         ownIO = true
         if let problem = FFmpegLibraries.problem { throw MuxError(problem) }
         io = .allocate(capacity: 1)
-        io.initialize(to: CAVFormat_fd_io(fd: fd, error: 0, written: 0))
-        let seekable = CAVFormat_fd_is_seekable(fd) != 0
+        io.initialize(to: CMedia_fd_io(fd: fd, error: 0, written: 0))
+        let seekable = CMedia_fd_is_seekable(fd) != 0
         if format.needsSeekableOutput && !seekable && !fragmented {
             throw MuxError("\(format) needs a seekable file (it goes back to write its index): not a pipe or a terminal; use ts or mkv for a pipe")
         }
-        guard let pb = CAVFormat_fd_avio(io, seekable ? 1 : 0) else { throw MuxError("out of memory") }
+        guard let pb = CMedia_fd_avio(io, seekable ? 1 : 0) else { throw MuxError("out of memory") }
         self.pb = pb
         try makeContext(name)
         context!.pointee.pb = pb
@@ -117,7 +118,7 @@ final class Muxer {
     /// with the header options). Every blocking call gives up at the deadline set in
     /// `interrupt` (owned by the caller, alive as long as this muxer).
     init(push url: String, muxer name: String, label: String, protocolOptions: [(String, String)], headerOptions: [(String, String)],
-         interrupt: UnsafeMutablePointer<CAVFormat_interrupt>) throws(MuxError) {
+         interrupt: UnsafeMutablePointer<CMedia_interrupt>) throws(MuxError) {
         self.label = label
         fragmentedMP4 = false
         self.headerOptions = headerOptions
@@ -125,18 +126,18 @@ final class Muxer {
         ownIO = false
         if let problem = FFmpegLibraries.problem { throw MuxError(problem) }
         io = .allocate(capacity: 1)
-        io.initialize(to: CAVFormat_fd_io(fd: -1, error: 0, written: 0))
+        io.initialize(to: CMedia_fd_io(fd: -1, error: 0, written: 0))
         _ = Self.networkReady
         try makeContext(name)
         let ctx = context!
-        ctx.pointee.interrupt_callback = CAVFormat_interrupt_callback(interrupt)
-        guard CAVFormat_set_url(ctx, url) >= 0 else { throw MuxError("out of memory") }
-        if CAVFormat_format_has_no_file(ctx) == 0 {
+        ctx.pointee.interrupt_callback = CMedia_interrupt_callback(interrupt)
+        guard CMedia_set_url(ctx, url) >= 0 else { throw MuxError("out of memory") }
+        if CMedia_format_has_no_file(ctx) == 0 {
             var dictionary = Self.dictionary(protocolOptions)
-            var cb = CAVFormat_interrupt_callback(interrupt)
+            var cb = CMedia_interrupt_callback(interrupt)
             var opened: UnsafeMutablePointer<AVIOContext>?
-            let rc = CAVFormat_avio_open2(&opened, url, AVIO_FLAG_WRITE, &cb, &dictionary)
-            CAVFormat_av_dict_free(&dictionary)
+            let rc = CMedia_avio_open2(&opened, url, AVIO_FLAG_WRITE, &cb, &dictionary)
+            CMedia_av_dict_free(&dictionary)
             guard rc >= 0, let opened else { throw failure("connect", rc) }
             pb = opened
             ctx.pointee.pb = opened
@@ -144,36 +145,36 @@ final class Muxer {
     }
 
     /// `avformat_network_init`, once: TLS (rtmps) wants it before the first connection.
-    private static let networkReady: Bool = CAVFormat_avformat_network_init() >= 0
+    private static let networkReady: Bool = CMedia_avformat_network_init() >= 0
 
     private func makeContext(_ name: String) throws(MuxError) {
         var ctx: UnsafeMutablePointer<AVFormatContext>?
-        let rc = CAVFormat_avformat_alloc_output_context2(&ctx, nil, name, nil)
+        let rc = CMedia_avformat_alloc_output_context2(&ctx, nil, name, nil)
         guard rc >= 0, let ctx else { throw MuxError("no \(name) muxer in this libavformat: \(Self.text(rc))") }
         context = ctx
         strictDts = ctx.pointee.oformat.pointee.flags & AVFMT_TS_NONSTRICT == 0
         lengthPrefixed = ["mp4", "matroska", "flv"].contains(name)
         notBeforeFirst = name == "flv"
-        guard let st = CAVFormat_avformat_new_stream(ctx, nil), let pkt = CAVFormat_av_packet_alloc() else { throw MuxError("out of memory") }
+        guard let st = CMedia_avformat_new_stream(ctx, nil), let pkt = CMedia_av_packet_alloc() else { throw MuxError("out of memory") }
         stream = st
         packet = pkt
     }
 
     private static func dictionary(_ options: [(String, String)]) -> OpaquePointer? {
         var dictionary: OpaquePointer?
-        for (key, value) in options { CAVFormat_av_dict_set(&dictionary, key, value, 0) }
+        for (key, value) in options { CMedia_av_dict_set(&dictionary, key, value, 0) }
         return dictionary
     }
 
     deinit {
-        CAVFormat_av_packet_free(&packet)
+        CMedia_av_packet_free(&packet)
         if let context {
             // An RTSP muxer that never got its trailer still holds its connection: the
             // trailer (TEARDOWN, bounded by the interrupt deadline) closes it.
-            if headerWritten && !ownIO && CAVFormat_format_has_no_file(context) != 0 { _ = CAVFormat_av_write_trailer(context) }
-            CAVFormat_avformat_free_context(context)
+            if headerWritten && !ownIO && CMedia_format_has_no_file(context) != 0 { _ = CMedia_av_write_trailer(context) }
+            CMedia_avformat_free_context(context)
         }
-        if ownIO { CAVFormat_avio_free(&pb) } else { _ = CAVFormat_avio_closep(&pb) }
+        if ownIO { CMedia_avio_free(&pb) } else { _ = CMedia_avio_closep(&pb) }
         io.deinitialize(count: 1)
         io.deallocate()
     }
@@ -204,13 +205,13 @@ final class Muxer {
         try CodecParameters.h264(stream.pointee.codecpar!, resolution: resolution, extradata: extradata)
         stream.pointee.time_base = Self.ninetyKHz
         if let audio {
-            guard let st = CAVFormat_avformat_new_stream(context, nil), let apar = st.pointee.codecpar else { throw MuxError("out of memory") }
+            guard let st = CMedia_avformat_new_stream(context, nil), let apar = st.pointee.codecpar else { throw MuxError("out of memory") }
             try CodecParameters.aac(apar, audio)
             st.pointee.time_base = AVRational(num: 1, den: Int32(clamping: max(1, audio.sampleRate)))
             audioStream = st
         }
         if let frameRate, frameRate.isFinite, frameRate > 0, frameRate < 1000 {
-            let q = CAVFormat_av_d2q(frameRate, 1_000_000)
+            let q = CMedia_av_d2q(frameRate, 1_000_000)
             stream.pointee.avg_frame_rate = q
             stream.pointee.r_frame_rate = q
         }
@@ -220,12 +221,12 @@ final class Muxer {
             // knows each track's first times and writes edit lists that keep the tracks in
             // step (without them every track of a fragmented file starts at 0, and audio at
             // an IDR's instant would play a B-frame delay early).
-            CAVFormat_av_dict_set(&dictionary, "movflags", audioStream == nil ? "frag_keyframe+empty_moov+default_base_moof"
+            CMedia_av_dict_set(&dictionary, "movflags", audioStream == nil ? "frag_keyframe+empty_moov+default_base_moof"
                                                                               : "frag_keyframe+empty_moov+delay_moov+default_base_moof", 0)
-            CAVFormat_av_dict_set(&dictionary, "frag_duration", "1000000", 0)
+            CMedia_av_dict_set(&dictionary, "frag_duration", "1000000", 0)
         }
-        let rc = CAVFormat_avformat_write_header(context, &dictionary)
-        CAVFormat_av_dict_free(&dictionary)
+        let rc = CMedia_avformat_write_header(context, &dictionary)
+        CMedia_av_dict_free(&dictionary)
         guard rc >= 0 else { throw failure("header", rc) }
         headerWritten = true
     }
@@ -290,7 +291,7 @@ final class Muxer {
             packet.pointee.dts = dts &+ timeOffset
             packet.pointee.duration = duration
             packet.pointee.flags = keyframe ? AV_PKT_FLAG_KEY : 0
-            CAVFormat_av_packet_rescale_ts(packet, Self.ninetyKHz, stream.pointee.time_base)
+            CMedia_av_packet_rescale_ts(packet, Self.ninetyKHz, stream.pointee.time_base)
             // Rounding to a coarser time base (Matroska's and FLV's milliseconds) may make
             // two decode times one: muxers that want them strictly rising get one tick more.
             if let last = lastDts, packet.pointee.dts <= last, strictDts || packet.pointee.dts < last {
@@ -309,13 +310,13 @@ final class Muxer {
                              _ fill: (UnsafeMutablePointer<AVPacket>) -> Void) -> Int32 {
         let size = buffer.count
         packetBytes += size
-        buffer.append(contentsOf: repeatElement(0, count: Int(CAVFormat_padding_size())))
+        buffer.append(contentsOf: repeatElement(0, count: Int(CMedia_padding_size())))
         return buffer.withUnsafeMutableBufferPointer { bytes in
-            CAVFormat_av_packet_unref(packet)
+            CMedia_av_packet_unref(packet)
             packet.pointee.data = bytes.baseAddress
             packet.pointee.size = Int32(size)
             fill(packet)
-            let result = CAVFormat_av_write_frame(context, packet)
+            let result = CMedia_av_write_frame(context, packet)
             packet.pointee.data = nil
             packet.pointee.size = 0
             return result
@@ -330,7 +331,7 @@ final class Muxer {
         guard !data.isEmpty else { return false }
         let tb = audioStream.pointee.time_base
         if notBeforeFirst, let firstTime, pts &+ timeOffset < firstTime { return false }
-        let dts = CAVFormat_av_rescale_q(pts &+ timeOffset, Self.ninetyKHz, tb)
+        let dts = CMedia_av_rescale_q(pts &+ timeOffset, Self.ninetyKHz, tb)
         if let last = lastAudioDts, dts <= last { return false }
         if firstTime == nil { firstTime = pts &+ timeOffset }
         buffer.removeAll(keepingCapacity: true)
@@ -339,7 +340,7 @@ final class Muxer {
             packet.pointee.stream_index = audioStream.pointee.index
             packet.pointee.pts = dts
             packet.pointee.dts = dts
-            packet.pointee.duration = CAVFormat_av_rescale_q(duration, Self.ninetyKHz, tb)
+            packet.pointee.duration = CMedia_av_rescale_q(duration, Self.ninetyKHz, tb)
             packet.pointee.flags = AV_PKT_FLAG_KEY
         }
         guard rc >= 0 else { throw failure("write", rc) }
@@ -350,7 +351,7 @@ final class Muxer {
     /// Pushes what the output buffer holds to the descriptor (a pipe's reader sees it now).
     func flush() throws(MuxError) {
         guard let pb else { return }
-        CAVFormat_avio_flush(pb)
+        CMedia_avio_flush(pb)
         if ownIO {
             if io.pointee.error != 0 { throw failure("write", -io.pointee.error) }
         } else if pb.pointee.error < 0 {
@@ -362,11 +363,11 @@ final class Muxer {
     func finish() throws(MuxError) {
         guard let context else { return }
         defer {
-            CAVFormat_avformat_free_context(context)
+            CMedia_avformat_free_context(context)
             self.context = nil
         }
         if headerWritten {
-            let rc = CAVFormat_av_write_trailer(context)
+            let rc = CMedia_av_write_trailer(context)
             guard rc >= 0 else { throw failure("trailer", rc) }
         }
         try flush()
@@ -374,7 +375,7 @@ final class Muxer {
 
     /// The error of a libavformat call: the output's errno when a write or seek failed.
     private func failure(_ step: String, _ rc: Int32) -> MuxError {
-        let code = io.pointee.error != 0 ? io.pointee.error : CAVFormat_errno_of(rc)
+        let code = io.pointee.error != 0 ? io.pointee.error : CMedia_errno_of(rc)
         if io.pointee.error != 0 { return MuxError("write: \(String(cString: strerror(code)))", code: code) }
         if let interrupt, interrupt.pointee.fired != 0 {
             return MuxError("\(step): timed out", code: ETIMEDOUT)

@@ -1,5 +1,6 @@
 import FIFO
 import H264
+import Media
 import Output
 
 /// Places access units in a container's time and hands them out as packets, for the

@@ -1,6 +1,6 @@
 import Clocks
-import CAVFormat
-import H264
+import CMedia
+import Media
 import Output
 
 #if canImport(Glibc)
@@ -39,7 +39,7 @@ public final class PushTransport: ForwardTransport {
     /// At most this many pictures wait for the audio (3 s at 30 fps): a sound source that
     /// sends nothing does not hold the video back longer.
     static let maxHeld = 90
-    private let interrupt: UnsafeMutablePointer<CAVFormat_interrupt>
+    private let interrupt: UnsafeMutablePointer<CMedia_interrupt>
     /// The connection's SRT socket (an `srt://` push): drained at the end, its totals reported.
     private var srt: SRTConnection?
     private var summary: String?
@@ -53,7 +53,7 @@ public final class PushTransport: ForwardTransport {
         self.fallbackFrameRate = fallbackFrameRate
         timer = PacketTimer(countedClock: countedClock, waitsForDuration: false)
         interrupt = .allocate(capacity: 1)
-        interrupt.initialize(to: CAVFormat_interrupt(deadline_ns: 0, stop: 0, fired: 0))
+        interrupt.initialize(to: CMedia_interrupt(deadline_ns: 0, stop: 0, fired: 0))
     }
 
     deinit {

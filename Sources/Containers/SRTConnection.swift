@@ -1,5 +1,5 @@
 import Clocks
-import CAVFormat
+import CMedia
 import Output
 
 #if canImport(Glibc)
@@ -26,7 +26,7 @@ struct SRTConnection {
 
     /// The connection of `pb`, when it is an SRT push that is connected.
     init?(_ pb: UnsafeMutablePointer<AVIOContext>?) {
-        let socket = CAVFormat_srt_socket(pb)
+        let socket = CMedia_srt_socket(pb)
         guard socket >= 0 else { return nil }
         self.socket = socket
     }
@@ -43,8 +43,8 @@ struct SRTConnection {
     }
 
     var totals: Totals? {
-        var raw = CAVFormat_srt_totals()
-        guard CAVFormat_srt_totals_of(socket, &raw) == 0 else { return nil }
+        var raw = CMedia_srt_totals()
+        guard CMedia_srt_totals_of(socket, &raw) == 0 else { return nil }
         return Totals(sent: Int(raw.sent), retransmitted: Int(raw.retransmitted), lost: Int(raw.lost), dropped: Int(raw.dropped),
                       latencyMilliseconds: Int(raw.peer_latency_ms))
     }
@@ -59,14 +59,14 @@ struct SRTConnection {
     /// or when the connection breaks), then for the receiver's latency and `margin`. False
     /// when the acknowledgements did not all come.
     func drain(deadline: UInt64) -> Bool {
-        while CAVFormat_srt_connected(socket) != 0 {
-            let unacknowledged = CAVFormat_srt_unacknowledged(socket)
+        while CMedia_srt_connected(socket) != 0 {
+            let unacknowledged = CMedia_srt_unacknowledged(socket)
             if unacknowledged == 0 { break }
             if unacknowledged < 0 || MonotonicClock.nanoseconds >= deadline { return false }
             usleep(10_000)
         }
-        guard CAVFormat_srt_connected(socket) != 0 else { return false }
-        let latency = min(Double(max(0, CAVFormat_srt_peer_latency(socket))) / 1000, Self.longestLatency)
+        guard CMedia_srt_connected(socket) != 0 else { return false }
+        let latency = min(Double(max(0, CMedia_srt_peer_latency(socket))) / 1000, Self.longestLatency)
         usleep(UInt32((latency + Self.margin) * 1e6))
         return true
     }

@@ -1,5 +1,6 @@
-import CAVFormat
+import CMedia
 import H264
+import Media
 import Output
 
 #if canImport(Glibc)
@@ -29,7 +30,7 @@ import Musl
 public final class TSStreamMuxer {
     private var context: UnsafeMutablePointer<AVFormatContext>?
     private var pb: UnsafeMutablePointer<AVIOContext>?
-    private let io: UnsafeMutablePointer<CAVFormat_memory_io>
+    private let io: UnsafeMutablePointer<CMedia_memory_io>
     private var video: UnsafeMutablePointer<AVStream>?
     private var audio: UnsafeMutablePointer<AVStream>?
     private var packet: UnsafeMutablePointer<AVPacket>?
@@ -53,13 +54,13 @@ public final class TSStreamMuxer {
         if let audio, audio.codec != .aac { throw MuxError("MPEG-TS listener: \(audio.codec.rawValue) audio is not supported") }
         audioFormat = audio
         io = .allocate(capacity: 1)
-        io.initialize(to: CAVFormat_memory_io(data: nil, size: 0, capacity: 0, error: 0))
+        io.initialize(to: CMedia_memory_io(data: nil, size: 0, capacity: 0, error: 0))
         var ctx: UnsafeMutablePointer<AVFormatContext>?
-        let rc = CAVFormat_avformat_alloc_output_context2(&ctx, nil, "mpegts", nil)
+        let rc = CMedia_avformat_alloc_output_context2(&ctx, nil, "mpegts", nil)
         guard rc >= 0, let ctx else { throw MuxError("no mpegts muxer in this libavformat: \(Muxer.text(rc))") }
         context = ctx
-        guard let pb = CAVFormat_memory_avio(io), let pkt = CAVFormat_av_packet_alloc(),
-              let st = CAVFormat_avformat_new_stream(ctx, nil) else { throw MuxError("out of memory") }
+        guard let pb = CMedia_memory_avio(io), let pkt = CMedia_av_packet_alloc(),
+              let st = CMedia_avformat_new_stream(ctx, nil) else { throw MuxError("out of memory") }
         self.pb = pb
         packet = pkt
         video = st
@@ -67,16 +68,16 @@ public final class TSStreamMuxer {
         // No muxing delay: the PCR is the video's decode time (live, sent when made).
         ctx.pointee.max_delay = 0
         if audio != nil {
-            guard let st = CAVFormat_avformat_new_stream(ctx, nil) else { throw MuxError("out of memory") }
+            guard let st = CMedia_avformat_new_stream(ctx, nil) else { throw MuxError("out of memory") }
             self.audio = st
         }
     }
 
     deinit {
-        CAVFormat_av_packet_free(&packet)
-        if let context { CAVFormat_avformat_free_context(context) }
-        CAVFormat_avio_free(&pb)
-        CAVFormat_memory_free(io)
+        CMedia_av_packet_free(&packet)
+        if let context { CMedia_avformat_free_context(context) }
+        CMedia_avio_free(&pb)
+        CMedia_memory_free(io)
         io.deinitialize(count: 1)
         io.deallocate()
     }
@@ -105,7 +106,7 @@ public final class TSStreamMuxer {
             // PAT and PMT with the unit's first packet, even right after another IDR (the
             // muxer repeats them by itself only before a keyframe that follows a non-key
             // picture): a reader starting at this unit learns the program first.
-            _ = CAVFormat_av_opt_set(context.pointee.priv_data, "mpegts_flags", "+resend_headers", 0)
+            _ = CMedia_av_opt_set(context.pointee.priv_data, "mpegts_flags", "+resend_headers", 0)
         }
         if let audio {
             for packet in packets {
@@ -132,8 +133,8 @@ public final class TSStreamMuxer {
         try write(stream: video!, index: 0, pts: dts, keyframe: unit.isIDR)
         lastVideoDts = dts
         // Out with the audio PES the muxer still holds, and the AVIOContext's buffer.
-        _ = CAVFormat_av_write_frame(context, nil)
-        CAVFormat_avio_flush(pb)
+        _ = CMedia_av_write_frame(context, nil)
+        CMedia_avio_flush(pb)
         if io.pointee.error != 0 { throw MuxError("MPEG-TS: out of memory") }
         let out = Array(UnsafeBufferPointer(start: io.pointee.data, count: Int(io.pointee.size)))
         io.pointee.size = 0
@@ -152,8 +153,8 @@ public final class TSStreamMuxer {
             audio.pointee.time_base = AVRational(num: 1, den: 90_000)
         }
         var options: OpaquePointer?
-        let rc = CAVFormat_avformat_write_header(context, &options)
-        CAVFormat_av_dict_free(&options)
+        let rc = CMedia_avformat_write_header(context, &options)
+        CMedia_av_dict_free(&options)
         guard rc >= 0 else { throw MuxError("MPEG-TS header: \(Muxer.text(rc))") }
         headerWritten = true
     }
@@ -163,9 +164,9 @@ public final class TSStreamMuxer {
         guard let context, let packet else { throw MuxError("closed") }
         let size = buffer.count
         guard size > 0 else { return }
-        buffer.append(contentsOf: repeatElement(0, count: Int(CAVFormat_padding_size())))
+        buffer.append(contentsOf: repeatElement(0, count: Int(CMedia_padding_size())))
         let rc: Int32 = buffer.withUnsafeMutableBufferPointer { data in
-            CAVFormat_av_packet_unref(packet)
+            CMedia_av_packet_unref(packet)
             packet.pointee.data = data.baseAddress
             packet.pointee.size = Int32(size)
             packet.pointee.stream_index = index
@@ -173,8 +174,8 @@ public final class TSStreamMuxer {
             packet.pointee.dts = pts
             packet.pointee.duration = 0
             packet.pointee.flags = keyframe ? AV_PKT_FLAG_KEY : 0
-            CAVFormat_av_packet_rescale_ts(packet, AVRational(num: 1, den: 90_000), stream.pointee.time_base)
-            let result = CAVFormat_av_write_frame(context, packet)
+            CMedia_av_packet_rescale_ts(packet, AVRational(num: 1, den: 90_000), stream.pointee.time_base)
+            let result = CMedia_av_write_frame(context, packet)
             packet.pointee.data = nil
             packet.pointee.size = 0
             return result

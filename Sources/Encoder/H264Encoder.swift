@@ -1,6 +1,7 @@
 import CX264
 import Capture
 import H264
+import Media
 
 #if canImport(Glibc)
 import Glibc

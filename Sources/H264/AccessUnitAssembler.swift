@@ -1,3 +1,5 @@
+import Media
+
 /// Groups NAL units into access units (H.264 7.4.1.2.3 and 7.4.1.2.4), one call at a time:
 /// `push(nal)` returns the access unit that `nal` completed, if any; `finish()` returns the
 /// last one.

@@ -1,3 +1,5 @@
+import Media
+
 /// How nalcast puts access units on a live Annex-B byte stream so that no reader's parser
 /// holds a finished picture back: each access unit is followed at once by the delimiter of
 /// the next one.

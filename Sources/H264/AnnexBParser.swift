@@ -1,3 +1,5 @@
+import Media
+
 /// `AnnexBScanner` and `AccessUnitAssembler` in one: bytes in, access units out.
 /// `decode(chunk)` may return nothing (more bytes needed) or several access units.
 ///

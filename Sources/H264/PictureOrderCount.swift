@@ -1,3 +1,5 @@
+import Media
+
 /// Picture order counts (H.264 8.2.1): the order in which a decoder outputs pictures that
 /// were coded out of it (B-frames), read from slice headers. nalcast's own streams need
 /// none of this (no B-frames: the timestamp SEI's time is both decode and presentation

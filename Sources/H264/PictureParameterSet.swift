@@ -1,3 +1,5 @@
+import Media
+
 /// The fields of a picture parameter set (H.264 7.3.2.2) that slice headers depend on.
 public struct PictureParameterSet: Sendable, Hashable {
     public var id: Int

@@ -1,3 +1,5 @@
+import Media
+
 /// The fields of a sequence parameter set (H.264 7.3.2.1.1) that nalcast needs: what the
 /// picture is (profile, level, size, chroma, bit depth, interlacing), what slice headers
 /// look like (frame_num and picture order count sizes), and the nominal frame rate.

@@ -1,4 +1,5 @@
 import Clocks
+import Media
 import Relay
 import EventLoop
 import H264

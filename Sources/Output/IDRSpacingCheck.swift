@@ -1,4 +1,4 @@
-import H264
+import Media
 
 /// Watches the IDRs going to the segment files and tells once when segments cannot be the
 /// length asked for: a segment ends only at an IDR, so with an IDR every 2 s a 5 s segment

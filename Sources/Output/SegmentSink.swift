@@ -1,5 +1,5 @@
 import FIFO
-import H264
+import Media
 import Relay
 
 #if canImport(Glibc)

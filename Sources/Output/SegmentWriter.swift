@@ -1,3 +1,5 @@
+import Media
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)

@@ -1,4 +1,5 @@
 import Clocks
+import Media
 /// Hands every item to every sink's runner. Used by the one reader thread (the loop
 /// thread or the file reader); the runners do the rest.
 public final class SinkFanout: Sendable {

@@ -1,3 +1,5 @@
+import Media
+
 /// What travels through a sink's queue.
 public enum SinkItem: Sendable {
     case unit(TimedUnit)

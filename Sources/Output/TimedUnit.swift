@@ -1,4 +1,5 @@
 import H264
+import Media
 
 /// An access unit placed in media time, as every sink gets it: from `consume`'s input (the
 /// `MediaClock` decides the time) and from `produce`'s encoder (the timestamp SEI's).

@@ -1,4 +1,4 @@
-import H264
+import Media
 import Relay
 
 extension ResyncingHandOff {

@@ -3,6 +3,7 @@ import Capture
 import Encoder
 import EventLoop
 import H264
+import Media
 
 /// Source → pacer → converter → encoder, on the thread that calls `run()` (the capture
 /// thread), handing every access unit to `output`.

@@ -1,5 +1,6 @@
 import Clocks
 import H264
+import Media
 
 /// A reader of the broadcast, as the `Broadcaster` knows it.
 public struct ReaderID: Hashable, Sendable, Comparable, CustomStringConvertible {

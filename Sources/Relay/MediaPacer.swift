@@ -1,4 +1,5 @@
 import H264
+import Media
 
 /// Paces a stream read from a file at the speed of its media time, as FFmpeg's `-re` does:
 /// `consume --from FILE --listen …` (`--realtime`) hands each access unit to its readers when

@@ -1,4 +1,5 @@
 import H264
+import Media
 
 /// One access unit waiting in a reader's queue. The NAL units are shared with every other
 /// reader's queue: nothing here copies a frame.

@@ -1,4 +1,4 @@
-import H264
+import Media
 import Synchronization
 
 /// The sending end of a hand-off to the loop thread that never waits and keeps the stream

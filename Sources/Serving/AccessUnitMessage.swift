@@ -1,4 +1,5 @@
 import H264
+import Media
 
 /// One access unit as the browser page receives it: one binary WebSocket message made of an
 /// 18-byte header and the access unit's Annex-B bytes (start codes included, as on the TCP

@@ -1,6 +1,7 @@
 import Clocks
 import EventLoop
 import H264
+import Media
 import Output
 import Relay
 

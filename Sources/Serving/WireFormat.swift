@@ -1,6 +1,6 @@
 import Containers
 import EventLoop
-import H264
+import Media
 import Output
 import Relay
 

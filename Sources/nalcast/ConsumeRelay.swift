@@ -3,6 +3,7 @@ import EventLoop
 import Glibc
 #endif
 import H264
+import Media
 import Output
 import Relay
 import Serving

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import H264
+import Media
 
 /// `nalcast inspect FILE|-`: one line per access unit and a summary. The stream debugger.
 enum InspectCommand: Command {

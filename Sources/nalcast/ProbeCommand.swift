@@ -4,6 +4,7 @@ import EventLoop
 import Glibc
 #endif
 import H264
+import Media
 
 /// `nalcast probe ADDR`: connect, wait for the first decodable picture, measure for a while,
 /// report. The container health check, and a quick look at any Annex-B stream server.

@@ -1,6 +1,7 @@
 import Clocks
 import Audio
 import EventLoop
+import Media
 import Output
 import Synchronization
 

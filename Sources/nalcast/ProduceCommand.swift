@@ -5,7 +5,7 @@ import EventLoop
 #if canImport(Glibc)
 import Glibc
 #endif
-import H264
+import Media
 import Producer
 import Relay
 

@@ -1,5 +1,5 @@
 import EventLoop
-import H264
+import Media
 import Output
 import Relay
 import Serving

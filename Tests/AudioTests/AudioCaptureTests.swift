@@ -1,6 +1,7 @@
 import Audio
 import Foundation
 import H264
+import Media
 import Output
 import Synchronization
 import Testing

@@ -1,5 +1,6 @@
 import Consumer
 import H264
+import Media
 import Testing
 
 /// The media time rule: SEI, else counted at the VUI rate (files), else arrival (sockets).

@@ -1,5 +1,6 @@
 import Foundation
 import H264
+import Media
 import Output
 import Testing
 import TestSupport

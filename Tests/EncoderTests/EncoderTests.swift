@@ -1,3 +1,4 @@
+import Media
 import TestSupport
 import Capture
 import Encoder

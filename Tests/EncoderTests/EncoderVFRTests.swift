@@ -1,7 +1,7 @@
 import Capture
 import Encoder
 import Foundation
-import H264
+import Media
 import TestSupport
 import Testing
 

@@ -1,6 +1,6 @@
 import EventLoop
 import Glibc
-import H264
+import Media
 import LoopTestSupport
 import XCTest
 

@@ -1,5 +1,6 @@
 import Foundation
 @testable import H264
+import Media
 import TestSupport
 
 /// `bytes` cut into pieces of the given sizes (cycled; sizes below 1 count as 1).

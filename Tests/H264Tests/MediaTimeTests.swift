@@ -1,4 +1,4 @@
-import H264
+import Media
 import Testing
 
 /// Media time in 90 kHz ticks: conversions at the edges, seconds text as events print it.

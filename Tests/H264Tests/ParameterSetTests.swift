@@ -1,3 +1,4 @@
+import Media
 import TestSupport
 import Testing
 @testable import H264

@@ -1,5 +1,6 @@
 import Foundation
 @testable import H264
+import Media
 import Testing
 import TestSupport
 

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import H264
+import Media
 import Output
 import Testing
 

@@ -1,3 +1,4 @@
+import Media
 import Output
 import Foundation
 import H264

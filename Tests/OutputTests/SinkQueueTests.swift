@@ -1,5 +1,5 @@
 import Output
-import H264
+import Media
 import Testing
 
 /// The per-sink queue: skip to the next entry point past the high mark, resume below the

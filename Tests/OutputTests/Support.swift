@@ -1,5 +1,6 @@
 import Foundation
 import H264
+import Media
 import TestSupport
 
 enum Fixtures {

@@ -1,6 +1,6 @@
 import Capture
 import Encoder
-import H264
+import Media
 import Producer
 import Synchronization
 import Testing

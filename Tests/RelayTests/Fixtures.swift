@@ -1,4 +1,5 @@
 import H264
+import Media
 import Relay
 
 /// Access units built from hand-made NAL units: AUD, (SPS, PPS,) SEI-less slices.

@@ -1,5 +1,5 @@
 import Clocks
-import H264
+import Media
 import Relay
 import Synchronization
 import XCTest

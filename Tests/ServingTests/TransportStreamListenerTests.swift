@@ -2,6 +2,7 @@ import EventLoop
 import Foundation
 import H264
 import LoopTestSupport
+import Media
 import Output
 import Relay
 import Serving

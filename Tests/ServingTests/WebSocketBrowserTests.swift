@@ -1,6 +1,7 @@
 import EventLoop
 import Foundation
 import H264
+import Media
 import Serving
 import Testing
 

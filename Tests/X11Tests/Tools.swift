@@ -2,7 +2,7 @@ import Capture
 import X11Capture
 import Encoder
 import Foundation
-import H264
+import Media
 import Synchronization
 import TestSupport
 

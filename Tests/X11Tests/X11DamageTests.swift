@@ -1,5 +1,6 @@
 import Clocks
 import Capture
+import Media
 import X11Capture
 import Foundation
 import Glibc

@@ -1,5 +1,3 @@
-import H264
-
 /// The audio track of a stream, fixed for a run: what a muxer needs to declare it.
 ///
 /// nalcast's audio is AAC-LC (what MP4, MPEG-TS, Matroska, FLV and RTMP all take), encoded by
