@@ -59,9 +59,9 @@ let package = Package(
         .target(name: "FIFO"),
         // The media vocabulary every part shares, codec-neutral: access units and NAL units,
         // media time, the timestamp, audio packets, and what each codec's NAL headers say.
-        .target(name: "Media"),
+        .target(name: "Media", dependencies: ["FIFO"]),
         .target(name: "H264", dependencies: ["FIFO", "Media"]),
-        .target(name: "Relay", dependencies: ["Media", "H264", "Clocks", "FIFO"]),
+        .target(name: "Relay", dependencies: ["Media", "Clocks", "FIFO"]),
 
         // Swift over C.
         .target(name: "EventLoop", dependencies: ["CLibEV", "Clocks"]),
@@ -75,9 +75,9 @@ let package = Package(
         // library, so that a consumer can serve too.
         // Its MPEG-TS listener muxes through Containers (libavformat, opened only when one is asked for).
         .target(name: "Serving", dependencies: ["Clocks", "Media", "H264", "Relay", "EventLoop", "Output", "Containers"]),
-        .target(name: "Producer", dependencies: ["Clocks", "Media", "H264", "Relay", "EventLoop", "Capture", "Encoder"]),
+        .target(name: "Producer", dependencies: ["Clocks", "Media", "Relay", "EventLoop", "Capture", "Encoder"]),
         // Where access units go (files, stdout, segments, a forward endpoint), for produce and consume.
-        .target(name: "Output", dependencies: ["Clocks", "FIFO", "Media", "H264", "Relay", "EventLoop"]),
+        .target(name: "Output", dependencies: ["Clocks", "FIFO", "Media", "Relay", "EventLoop"]),
         .target(name: "Consumer", dependencies: ["Clocks", "Media", "H264", "Relay", "EventLoop", "Output", "Containers"]),
         // Container files (MP4, MPEG-TS, Matroska, FLV) through libavformat's muxers: one more
         // AccessUnitSink, packets copied, never re-encoded.
@@ -86,7 +86,7 @@ let package = Package(
         .target(name: "Containers", dependencies: ["Clocks", "FIFO", "CMedia", "Media", "H264", "Output"]),
         // Sound for produce: PulseAudio, WAV/raw PCM and a test tone mixed into one 48 kHz
         // stereo track, encoded to AAC-LC (libavcodec), timed on the video's clock.
-        .target(name: "Audio", dependencies: ["Clocks", "CMedia", "Media", "H264", "Output", "EventLoop"]),
+        .target(name: "Audio", dependencies: ["Clocks", "CMedia", "Media", "Output", "EventLoop"]),
         .executableTarget(name: "nalcast", dependencies: ["Clocks", "CLinux", "Audio", "Media", "H264", "Relay", "EventLoop", "Capture", "X11Capture", "Encoder", "Serving", "Producer", "Consumer", "Output", "Containers"]),
 
         // Helpers the tests share: running ffmpeg, ffprobe and friends; the conformance streams

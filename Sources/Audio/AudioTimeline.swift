@@ -1,4 +1,3 @@
-import H264
 import Media
 
 /// Places audio on the video's media time line: one (capture time, media time) pair that the

@@ -1,4 +1,3 @@
-import H264
 import Media
 
 /// Where an access unit sits in media time, the clock segments are cut by.

@@ -6,11 +6,13 @@ import Output
 /// place for every muxer: `Muxer` (files, segments, pushes) and `TSStreamMuxer` (the `ts:`
 /// listeners).
 enum CodecParameters {
-    /// An H.264 stream: its picture size when known, and its SPS and PPS as extradata
-    /// (`extradata`: avcC, or Annex-B from `annexB(_:)`).
-    static func h264(_ par: UnsafeMutablePointer<AVCodecParameters>, resolution: Resolution?, extradata: [UInt8]) throws(MuxError) {
+    /// A video stream of `codec`: its picture size when known, and its parameter sets as
+    /// extradata (`extradata`: the codec's decoder configuration record, or Annex-B from
+    /// `annexB(_:)`).
+    static func video(_ par: UnsafeMutablePointer<AVCodecParameters>, codec: any VideoCodec, resolution: Resolution?,
+                      extradata: [UInt8]) throws(MuxError) {
         par.pointee.codec_type = AVMEDIA_TYPE_VIDEO
-        par.pointee.codec_id = AV_CODEC_ID_H264
+        par.pointee.codec_id = try codecID(codec)
         if let resolution {
             par.pointee.width = Int32(clamping: resolution.width)
             par.pointee.height = Int32(clamping: resolution.height)
@@ -24,6 +26,14 @@ enum CodecParameters {
         CMedia_aac_track(par, Int32(clamping: format.sampleRate), Int32(clamping: format.channels), Int32(clamping: format.samplesPerPacket),
                             Int64(format.bitrate))
         try setExtradata(par, format.extradata)
+    }
+
+    /// libavcodec's id of `codec`, by the name both use.
+    static func codecID(_ codec: any VideoCodec) throws(MuxError) -> AVCodecID {
+        switch codec.name {
+        case "h264": return AV_CODEC_ID_H264
+        default: throw MuxError("no container codec for \(codec.name)")
+        }
     }
 
     /// Parameter sets as Annex-B extradata: each behind a 4-byte start code.

@@ -1,4 +1,3 @@
-import H264
 import Media
 import Output
 

@@ -1,5 +1,4 @@
 import CMedia
-import H264
 import Media
 import Output
 
@@ -190,19 +189,19 @@ final class Muxer {
     /// The access units' bytes handed to the muxer (a push's measure of what it sent).
     private var packetBytes = 0
 
-    /// The stream's description and the container's header: the SPS and PPS of the first
-    /// entry point (Annex-B, start codes included), the picture size, the nominal frame
-    /// rate when known.
-    func writeHeader(parameterSets: [NALUnit], resolution: Resolution?, frameRate: Double?) throws(MuxError) {
+    /// The stream's description and the container's header: the parameter sets of the
+    /// first entry point (as the codec's decoder configuration record, or Annex-B with start
+    /// codes), the picture size, the nominal frame rate when known.
+    func writeHeader(codec: any VideoCodec, parameterSets: [NALUnit], resolution: Resolution?, frameRate: Double?) throws(MuxError) {
         guard let context, let stream else { throw MuxError("closed") }
         var extradata: [UInt8] = []
-        if lengthPrefixed, let avcC = Self.avcC(parameterSets) {
-            extradata = avcC
+        if lengthPrefixed, let record = codec.streamParameters(parameterSets).decoderConfiguration {
+            extradata = record
         } else {
             lengthPrefixed = false
             extradata = CodecParameters.annexB(parameterSets)
         }
-        try CodecParameters.h264(stream.pointee.codecpar!, resolution: resolution, extradata: extradata)
+        try CodecParameters.video(stream.pointee.codecpar!, codec: codec, resolution: resolution, extradata: extradata)
         stream.pointee.time_base = Self.ninetyKHz
         if let audio {
             guard let st = CMedia_avformat_new_stream(context, nil), let apar = st.pointee.codecpar else { throw MuxError("out of memory") }
@@ -231,41 +230,16 @@ final class Muxer {
         headerWritten = true
     }
 
-    /// The header for a stream that starts at `unit`, an entry point: its SPS and PPS (or
-    /// those it was known to use) as extradata, its picture size and the SPS's frame rate
-    /// (`fallbackFrameRate` when the SPS gives none).
+    /// The header for a stream that starts at `unit`, an entry point: its parameter sets
+    /// (or those it was known to use) as extradata, its picture size and the stream's frame
+    /// rate (`fallbackFrameRate` when the stream gives none).
     func writeHeader(entry unit: TimedUnit, fallbackFrameRate: Double?) throws(MuxError) {
-        let parameterSets = unit.nalUnits.filter { $0.type == .sps || $0.type == .pps }
-        let sets = parameterSets.isEmpty ? unit.unit.parameterSets : parameterSets
-        let sps = sets.first { $0.type == .sps }.flatMap { try? SequenceParameterSet($0) }
-        try writeHeader(parameterSets: sets, resolution: unit.unit.resolution ?? sps?.resolution, frameRate: sps?.frameRate ?? fallbackFrameRate)
-    }
-
-    /// The AVC decoder configuration record (ISO/IEC 14496-15 5.3.3.1) of `parameterSets`:
-    /// profile, compatibility and level from the first SPS, 4-byte NAL lengths, every SPS
-    /// and PPS, and for the High profiles the chroma format and bit depths. nil without an
-    /// SPS and a PPS (the muxer then gets Annex-B and converts it itself).
-    static func avcC(_ parameterSets: [NALUnit]) -> [UInt8]? {
-        let sps = parameterSets.filter { $0.type == .sps }.map { Array($0.body) }
-        let pps = parameterSets.filter { $0.type == .pps }.map { Array($0.body) }
-        guard let first = sps.first, first.count >= 4, !pps.isEmpty, sps.count < 32, pps.count < 256,
-              (sps + pps).allSatisfy({ $0.count <= 0xFFFF }) else { return nil }
-        var out: [UInt8] = [1, first[1], first[2], first[3], 0xFC | 3, 0xE0 | UInt8(sps.count)]
-        func append(_ nal: [UInt8]) {
-            out.append(contentsOf: [UInt8(nal.count >> 8), UInt8(nal.count & 0xFF)])
-            out.append(contentsOf: nal)
-        }
-        sps.forEach(append)
-        out.append(UInt8(pps.count))
-        pps.forEach(append)
-        if [100, 110, 122, 144].contains(first[1]) {
-            let parsed = parameterSets.first { $0.type == .sps }.flatMap { try? SequenceParameterSet($0) }
-            out.append(0xFC | UInt8((parsed?.chromaFormatIdc ?? 1) & 3))
-            out.append(0xF8 | UInt8(((parsed?.bitDepthLuma ?? 8) - 8) & 7))
-            out.append(0xF8 | UInt8(((parsed?.bitDepthChroma ?? 8) - 8) & 7))
-            out.append(0)
-        }
-        return out
+        let codec = unit.unit.codec
+        let carried = unit.nalUnits.filter(codec.isParameterSet)
+        let sets = carried.isEmpty ? unit.unit.parameterSets : carried
+        let stream = codec.streamParameters(sets)
+        try writeHeader(codec: codec, parameterSets: sets, resolution: unit.unit.resolution ?? stream.resolution,
+                        frameRate: stream.frameRate ?? fallbackFrameRate)
     }
 
     /// One access unit as one packet. Times in 90 kHz ticks; `duration` 0 when unknown.

@@ -1,5 +1,4 @@
 import FIFO
-import H264
 import Media
 import Output
 
@@ -12,8 +11,8 @@ import Output
 ///   strictly rising; after a discontinuity (a reconnect: a new stream whose clock may
 ///   start over) the times go on from where they were; a counted field is half a step;
 /// - presentation time: the same for nalcast's own streams (the timestamp SEI: no
-///   B-frames); for others, from the picture order count (`AccessUnitOrder`,
-///   `PresentationTimeline`), so B-frames are presented in their order.
+///   B-frames); for others, from the codec's picture order (`PictureOrder`; H.264's picture
+///   order count) and `PresentationTimeline`, so B-frames are presented in their order.
 /// A skip or a dropped frame stays a jump in time. The two fields of a field pair (two
 /// access units) are one packet: one sample, one frame, as containers count them.
 ///
@@ -38,7 +37,8 @@ struct PacketTimer {
     /// See `ContainerSink.init(format:target:fallbackFrameRate:countedClock:)`.
     private let countedClock: Bool
     private let waitsForDuration: Bool
-    private var order = AccessUnitOrder()
+    /// The codec's picture order, made at the first access unit (which names the codec).
+    private var order: (any PictureOrder)?
     private var timeline = PresentationTimeline()
     /// Access units pushed to the timeline, not yet handed out, in decode order.
     private var queued = FIFO<(nalUnits: [NALUnit], keyframe: Bool)>()
@@ -53,7 +53,7 @@ struct PacketTimer {
     private var previousWasField = false
     private var presentationShift: Int64?
     /// A first field waiting for its second.
-    private var pendingField: (unit: TimedUnit, info: AccessUnitOrder.Info)?
+    private var pendingField: (unit: TimedUnit, info: PictureOrderInfo)?
 
     /// - Parameters:
     ///   - countedClock: media time without a timestamp SEI counts access units at the frame
@@ -90,7 +90,11 @@ struct PacketTimer {
     /// The next access unit in stream order.
     mutating func add(_ unit: TimedUnit) {
         // nalcast's own streams (timestamp SEI, no B-frames) present at their decode time.
-        let info = unit.unit.timestamp == nil ? order.info(for: unit.unit) : nil
+        var info: PictureOrderInfo?
+        if unit.unit.timestamp == nil {
+            if order == nil { order = unit.unit.codec.makePictureOrder() }
+            info = order!.info(for: unit.unit)
+        }
         // The two fields of a pair become one packet (one sample, one frame), as a
         // container holds them; a field without its pair is a packet of its own.
         switch info?.structure {
@@ -146,7 +150,7 @@ struct PacketTimer {
     }
 
     /// One packet into the timeline: its decode time, its place in presentation order.
-    private mutating func push(_ unit: TimedUnit, _ info: AccessUnitOrder.Info?, nalUnits: [NALUnit]) {
+    private mutating func push(_ unit: TimedUnit, _ info: PictureOrderInfo?, nalUnits: [NALUnit]) {
         // Decode time: step by step from media time, so that a jump (dropped frames, a skip)
         // stays a jump, and a clock that starts over (a reconnect to a restarted producer)
         // goes on one step after the last instead of going back. A counted clock counts

@@ -1,5 +1,4 @@
 import CMedia
-import H264
 import Media
 import Output
 
@@ -127,7 +126,7 @@ public final class TSStreamMuxer {
             droppedAudioPackets += packets.count
         }
         buffer.removeAll(keepingCapacity: true)
-        for nal in unit.isIDR ? unit.nalUnitsForEntry : unit.nalUnits where nal.type != .endOfStream {
+        for nal in unit.isIDR ? unit.nalUnitsForEntry : unit.nalUnits where unit.codec.role(of: nal) != .endOfStream {
             buffer.append(contentsOf: nal.wire)
         }
         try write(stream: video!, index: 0, pts: dts, keyframe: unit.isIDR)
@@ -144,9 +143,9 @@ public final class TSStreamMuxer {
     private func writeHeader(entry unit: AccessUnit) throws(MuxError) {
         guard let context, let video else { throw MuxError("closed") }
         let nals = unit.nalUnitsForEntry
-        let sets = nals.filter { $0.type == .sps || $0.type == .pps }
-        let sps = sets.first { $0.type == .sps }.flatMap { try? SequenceParameterSet($0) }
-        try CodecParameters.h264(video.pointee.codecpar!, resolution: unit.resolution ?? sps?.resolution, extradata: CodecParameters.annexB(sets))
+        let sets = nals.filter(unit.codec.isParameterSet)
+        let resolution = unit.resolution ?? unit.codec.streamParameters(sets).resolution
+        try CodecParameters.video(video.pointee.codecpar!, codec: unit.codec, resolution: resolution, extradata: CodecParameters.annexB(sets))
         video.pointee.time_base = AVRational(num: 1, den: 90_000)
         if let audio, let format = audioFormat {
             try CodecParameters.aac(audio.pointee.codecpar!, format)

@@ -321,7 +321,7 @@ public final class H264Encoder {
         }
         if let sps, let pps { parameterSets = [sps, pps] }
         let timestamp = pending.removeValue(forKey: output.i_pts)
-        return AccessUnit(nalUnits: units, isIDR: isIDR, resolution: Resolution(width: parameters.width, height: parameters.height),
+        return AccessUnit(codec: H264Codec(), nalUnits: units, isIDR: isIDR, resolution: Resolution(width: parameters.width, height: parameters.height),
                           timestamp: timestamp, parameterSets: parameterSets)
     }
 }

@@ -239,7 +239,7 @@ public struct AccessUnitAssembler {
         } else if let sps = activeSPS {
             resolution = sps.resolution
         }
-        let unit = AccessUnit(nalUnits: current, isIDR: isIDR, resolution: resolution, timestamp: timestamp, parameterSets: sets)
+        let unit = AccessUnit(codec: H264Codec(), nalUnits: current, isIDR: isIDR, resolution: resolution, timestamp: timestamp, parameterSets: sets)
         current = []
         sawVCL = false
         sawPrimary = false

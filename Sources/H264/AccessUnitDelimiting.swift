@@ -39,7 +39,7 @@ import Media
 /// end of sequence (type 10), which FFmpeg's decoder takes as "output what is held" and
 /// nalcast's as the stream's clean end. nalcast's own parser hands out no access unit for
 /// that tail (`AccessUnitAssembler`).
-public struct AccessUnitDelimiting: Sendable {
+public struct AccessUnitDelimiting: AccessUnitFraming {
     /// `00 00 00 01 09 F0`: an AUD whose `primary_pic_type` (7) allows any slice type.
     public static let delimiter: [UInt8] = [0, 0, 0, 1, 0x09, 0xF0]
     /// What goes behind each access unit: the next one's AUD, then the start code and the

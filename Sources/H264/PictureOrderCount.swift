@@ -138,17 +138,8 @@ public struct PictureOrderCounter: Sendable {
 ///
 /// Keeps the parameter sets it has seen (carried in the access units, or in
 /// `AccessUnit.parameterSets`). Used by one thread; pure.
-public struct AccessUnitOrder: Sendable {
-    public enum Structure: Sendable, Equatable { case frame, firstField, secondField }
-
-    public struct Info: Sendable, Equatable {
-        /// Sorts access units into presentation order within a run (twice the picture order
-        /// count; a second field sorts right after its first field).
-        public var key: Int
-        /// IDR or MMCO 5: a new run starts here.
-        public var startsOver: Bool
-        public var structure: Structure
-    }
+public struct AccessUnitOrder: PictureOrder {
+    public typealias Info = PictureOrderInfo
 
     private var spsById: [Int: SequenceParameterSet] = [:]
     private var ppsById: [Int: PictureParameterSet] = [:]

@@ -7,7 +7,7 @@
 /// and every reader shares the same bytes.
 public struct AccessUnit: Sendable {
     /// The codec whose NAL units these are.
-    public let codec: VideoCodec
+    public let codec: any VideoCodec
     /// The NAL units in stream order (AUD, SPS, PPS, SEI, slices, ...).
     public let nalUnits: [NALUnit]
     /// True when the primary picture is an IDR picture (IdrPicFlag): a keyframe that
@@ -21,7 +21,7 @@ public struct AccessUnit: Sendable {
     /// here can put them in front of an IDR that does not carry them itself.
     public let parameterSets: [NALUnit]
 
-    public init(codec: VideoCodec = .h264, nalUnits: [NALUnit], isIDR: Bool, resolution: Resolution?, timestamp: StreamTimestamp?,
+    public init(codec: any VideoCodec, nalUnits: [NALUnit], isIDR: Bool, resolution: Resolution?, timestamp: StreamTimestamp?,
                 parameterSets: [NALUnit] = []) {
         self.codec = codec
         self.nalUnits = nalUnits

@@ -1,69 +1,141 @@
-/// The video codecs nalcast carries, and what the codec-neutral parts (the server, the
-/// outputs, the containers' framing, the page) need to know of each: what a NAL unit's
-/// header says it is for. Everything else about a codec (its parameter sets' syntax, its
-/// picture order, the assembler that finds where access units begin, its decoder
-/// configuration record, its codec string) lives in the codec's own module (`H264`).
+/// What the codec-neutral parts of nalcast (the server, the outputs, the containers, the
+/// page) need of a video codec. Each access unit names its codec; everything else about it
+/// (its parameter sets' syntax, its slice headers, the assembler that finds where access
+/// units begin, its encoder) lives in the codec's own module (`H264`: `H264Codec`).
 ///
-/// A second codec is a case here, with its NAL unit roles, and a module of its own.
-public enum VideoCodec: UInt8, Sendable, Hashable, CustomStringConvertible {
-    case h264
+/// A second codec is a module with its implementation of this protocol, its assembler and
+/// its encoder; see docs/architecture.md ("A second codec") for the few places that choose
+/// a codec.
+public protocol VideoCodec: Sendable {
+    /// The codec's name as FFmpeg and WebCodecs' registry say it: `h264`.
+    var name: String { get }
 
-    /// What a NAL unit is for, in the words every codec shares.
-    public enum Role: Sendable, Hashable {
-        /// A coded slice (or slice data) of a picture.
-        case picture
-        /// Supplemental enhancement information (nalcast's timestamp travels in one).
-        case sei
-        /// A parameter set, with its NAL unit type: a decoder needs one of each type in
-        /// `requiredParameterSets` before a picture.
-        case parameterSet(UInt8)
-        /// The access unit delimiter, first in its access unit when present.
-        case delimiter
-        /// End of sequence: the next picture is an IDR.
-        case endOfSequence
-        /// End of stream: nothing follows.
-        case endOfStream
-        case other
-    }
-
-    /// The role of `nal` from its header.
-    @inlinable
-    public func role(of nal: NALUnit) -> Role {
-        let header = nal.wire[nal.headerIndex]
-        switch self {
-        case .h264:
-            let type = header & 0x1F
-            switch type {
-            case 1...5: return .picture
-            case 6: return .sei
-            case 7, 8: return .parameterSet(type)
-            case 9: return .delimiter
-            case 10: return .endOfSequence
-            case 11: return .endOfStream
-            default: return .other
-            }
-        }
-    }
+    /// What `nal` is for, from its header.
+    func role(of nal: NALUnit) -> NALRole
 
     /// The parameter set types a decoder needs before a picture, one bit per NAL unit type
     /// (H.264: SPS and PPS; every codec's types are below 64).
-    public var requiredParameterSets: UInt64 {
-        switch self {
-        case .h264: 1 << 7 | 1 << 8
-        }
-    }
+    var requiredParameterSets: UInt64 { get }
 
     /// An end-of-sequence NAL unit (with a 4-byte start code).
-    public var endOfSequence: NALUnit {
-        switch self {
-        case .h264: NALUnit(escapedBody: [10])
-        }
+    var endOfSequence: NALUnit { get }
+
+    /// A writer's framing of access units on a byte stream, so that a reader's parser can
+    /// tell where each ends as soon as it arrives (`AccessUnitFraming`).
+    func makeFraming() -> any AccessUnitFraming
+
+    /// The presentation order of pictures that may be coded out of it (B-frames).
+    func makePictureOrder() -> any PictureOrder
+
+    /// What a container declares for a stream with these parameter sets.
+    func streamParameters(_ parameterSets: [NALUnit]) -> VideoStreamParameters
+
+    /// The codec string of a stream with these parameter sets, as WebCodecs, HLS and DASH
+    /// take it (`avc1.64001f`); nil without the parameter set it comes from.
+    func codecString(_ parameterSets: [NALUnit]) -> String?
+}
+
+/// What a NAL unit is for, in the words every codec shares.
+public enum NALRole: Sendable, Hashable {
+    /// A coded slice (or slice data) of a picture.
+    case picture
+    /// Supplemental enhancement information (nalcast's timestamp travels in one).
+    case sei
+    /// A parameter set, with its NAL unit type: a decoder needs one of each type in
+    /// `VideoCodec.requiredParameterSets` before a picture.
+    case parameterSet(UInt8)
+    /// The access unit delimiter, first in its access unit when present.
+    case delimiter
+    /// End of sequence: the next picture is a keyframe.
+    case endOfSequence
+    /// End of stream: nothing follows.
+    case endOfStream
+    case other
+}
+
+extension VideoCodec {
+    public func isParameterSet(_ nal: NALUnit) -> Bool {
+        if case .parameterSet = role(of: nal) { return true }
+        return false
     }
 
-    /// The codec's name as FFmpeg and `--help` say it.
-    public var description: String {
-        switch self {
-        case .h264: "h264"
-        }
+    /// True for an end of sequence or of stream.
+    public func endsStream(_ nal: NALUnit) -> Bool {
+        let role = role(of: nal)
+        return role == .endOfSequence || role == .endOfStream
     }
+}
+
+/// What a container declares for a video stream: its picture size, its frame rate when the
+/// stream says one, and its decoder configuration record (H.264: the `avcC` box of ISO/IEC
+/// 14496-15) when one can be made from the parameter sets.
+public struct VideoStreamParameters: Sendable, Equatable {
+    public var resolution: Resolution?
+    public var frameRate: Double?
+    public var decoderConfiguration: [UInt8]?
+
+    public init(resolution: Resolution?, frameRate: Double?, decoderConfiguration: [UInt8]?) {
+        self.resolution = resolution
+        self.frameRate = frameRate
+        self.decoderConfiguration = decoderConfiguration
+    }
+}
+
+/// A writer's framing of access units on a byte stream (`VideoCodec.makeFraming`): what
+/// goes out for each access unit, and what ends the stream so that nothing is left open.
+public protocol AccessUnitFraming: Sendable {
+    /// True when the last access unit written left the next one's delimiter open.
+    var nextIsOpen: Bool { get }
+    /// True when the last access unit written ended the stream (end of sequence or stream).
+    var ended: Bool { get }
+    /// The chunks to write for an access unit's NAL units.
+    mutating func frame(_ nalUnits: [NALUnit]) -> [ArraySlice<UInt8>]
+    /// The chunks that end the stream after the last access unit framed.
+    func closing() -> [ArraySlice<UInt8>]
+}
+
+/// The presentation order of a codec's pictures (`VideoCodec.makePictureOrder`), access unit
+/// by access unit in decode order.
+public protocol PictureOrder: Sendable {
+    /// The order facts of the next access unit; nil when they cannot be read (no parameter
+    /// sets yet, a damaged header).
+    mutating func info(for unit: AccessUnit) -> PictureOrderInfo?
+}
+
+public struct PictureOrderInfo: Sendable, Equatable {
+    public enum Structure: Sendable, Equatable { case frame, firstField, secondField }
+
+    /// Sorts access units into presentation order within a run (twice the picture order
+    /// count; a second field sorts right after its first field).
+    public var key: Int
+    /// A new run starts here (H.264: an IDR or MMCO 5).
+    public var startsOver: Bool
+    public var structure: Structure
+
+    public init(key: Int, startsOver: Bool, structure: Structure) {
+        self.key = key
+        self.startsOver = startsOver
+        self.structure = structure
+    }
+}
+
+/// The framing of one output's byte stream (a pipe, a forwarded connection, a reader),
+/// made for the codec of the first access unit it frames.
+public struct StreamFraming: Sendable {
+    private var framing: (any AccessUnitFraming)?
+
+    public init() {}
+
+    /// True when the last access unit written left the next one's delimiter open.
+    public var nextIsOpen: Bool { framing?.nextIsOpen ?? false }
+
+    /// The chunks to write for an access unit's NAL units (`nalUnits`: as received, or
+    /// with the parameter sets in front for an entry).
+    public mutating func frame(_ nalUnits: [NALUnit], of codec: any VideoCodec) -> [ArraySlice<UInt8>] {
+        if framing == nil { framing = codec.makeFraming() }
+        return framing!.frame(nalUnits)
+    }
+
+    /// What ends the stream after the last access unit framed; nothing when none was.
+    public func closing() -> [ArraySlice<UInt8>] { framing?.closing() ?? [] }
 }

@@ -1,4 +1,4 @@
-import H264
+import Media
 
 #if canImport(Glibc)
 import Glibc
@@ -15,7 +15,7 @@ import Musl
 ///
 /// With `delimitsPipes` (a live run: access units come as they happen), into anything but a
 /// regular file (a pipe into ffplay, a FIFO, a terminal) the stream is delimited as it is
-/// for a reader of `--listen` (`AccessUnitDelimiting`): each access unit goes out with the
+/// for a reader of `--listen` (`StreamFraming`: H.264's `AccessUnitDelimiting`): each access unit goes out with the
 /// next one's AUD behind it, so that the parser at the other end releases it at once, and a
 /// clean close ends it with the filler SEI and end of sequence. A regular file is read to
 /// its end, where its last access unit is complete, and a run that is not live has the next
@@ -25,7 +25,7 @@ public final class FileSink: AccessUnitSink {
     private var output: FileOutput
     private let ownsDescriptor: Bool
     /// Set when the output is not a regular file.
-    private var delimiting: AccessUnitDelimiting?
+    private var delimiting: StreamFraming?
     /// A write failed: nothing more is written, not even the stream's end.
     private var failed = false
 
@@ -34,7 +34,7 @@ public final class FileSink: AccessUnitSink {
         name = "stdout"
         output = FileOutput(fd: 1)
         ownsDescriptor = false
-        delimiting = delimitsPipes && !Self.isRegularFile(1) ? AccessUnitDelimiting() : nil
+        delimiting = delimitsPipes && !Self.isRegularFile(1) ? StreamFraming() : nil
     }
 
     /// Whether `fd` is a regular file (else a pipe, FIFO, socket or device: a reader waits).
@@ -50,7 +50,7 @@ public final class FileSink: AccessUnitSink {
         guard fd >= 0 else { throw SinkError(sink: "file", message: "\(path): \(String(cString: strerror(errno)))") }
         output = FileOutput(fd: fd)
         ownsDescriptor = true
-        delimiting = delimitsPipes && !Self.isRegularFile(fd) ? AccessUnitDelimiting() : nil
+        delimiting = delimitsPipes && !Self.isRegularFile(fd) ? StreamFraming() : nil
     }
 
     /// `-o TARGET`: standard output for `-`, else the file `TARGET`.
@@ -63,7 +63,7 @@ public final class FileSink: AccessUnitSink {
         for item in items {
             // Audio never reaches it: its runner keeps it out (`carriesAudio` is false).
             guard case .unit(let u) = item else { continue }
-            if let chunks = delimiting?.frame(u.nalUnits) {
+            if let chunks = delimiting?.frame(u.nalUnits, of: u.unit.codec) {
                 output.add(chunks: chunks)
             } else {
                 output.add(u.nalUnits)

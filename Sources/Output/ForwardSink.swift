@@ -2,7 +2,6 @@ import Clocks
 import Media
 import Relay
 import EventLoop
-import H264
 
 #if canImport(Glibc)
 import Glibc
@@ -233,7 +232,7 @@ public struct ForwardError: Error, CustomStringConvertible, Sendable {
 /// with `SO_SNDTIMEO` = `sendTimeout`: a remote that stops reading for that long is gone.
 ///
 /// With `delimits` (a live run), each connection's stream is delimited as a `--listen`
-/// reader's is (`AccessUnitDelimiting`): every access unit goes out with the next one's AUD
+/// reader's is (`StreamFraming`: H.264's `AccessUnitDelimiting`): every access unit goes out with the next one's AUD
 /// behind it, so that the remote's parser hands each picture on at once, and a clean close
 /// ends the stream with the filler SEI and end of sequence.
 public final class SocketTransport: ForwardTransport {
@@ -243,7 +242,7 @@ public final class SocketTransport: ForwardTransport {
     private let delimits: Bool
     private var socket: Socket?
     private var output: FileOutput?
-    private var delimiting: AccessUnitDelimiting?
+    private var delimiting: StreamFraming?
 
     public init(endpoint: Endpoint, connectTimeout: Double = 2, sendTimeout: Double = 5, delimits: Bool = false) {
         self.endpoint = endpoint
@@ -266,7 +265,7 @@ public final class SocketTransport: ForwardTransport {
             }
             self.socket = socket
             output = FileOutput(fd: socket.fd, isSocket: true)
-            delimiting = delimits ? AccessUnitDelimiting() : nil
+            delimiting = delimits ? StreamFraming() : nil
         } catch {
             throw ForwardError("\(error)")
         }
@@ -274,7 +273,7 @@ public final class SocketTransport: ForwardTransport {
 
     public func send(_ unit: TimedUnit, entry: Bool) throws(ForwardError) {
         if delimiting != nil {
-            output?.add(chunks: delimiting!.frame(unit.nalUnits))
+            output?.add(chunks: delimiting!.frame(unit.nalUnits, of: unit.unit.codec))
         } else {
             output?.add(unit.nalUnits)
         }

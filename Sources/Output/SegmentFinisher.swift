@@ -1,4 +1,4 @@
-import H264
+import Media
 import EventLoop
 #if canImport(Glibc)
 import Glibc

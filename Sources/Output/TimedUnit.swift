@@ -1,4 +1,3 @@
-import H264
 import Media
 
 /// An access unit placed in media time, as every sink gets it: from `consume`'s input (the

@@ -2,7 +2,6 @@ import Clocks
 import Capture
 import Encoder
 import EventLoop
-import H264
 import Media
 
 /// Source → pacer → converter → encoder, on the thread that calls `run()` (the capture

@@ -1,5 +1,4 @@
 import Clocks
-import H264
 import Media
 
 /// A reader of the broadcast, as the `Broadcaster` knows it.

@@ -1,4 +1,3 @@
-import H264
 import Media
 
 /// Paces a stream read from a file at the speed of its media time, as FFmpeg's `-re` does:

@@ -1,4 +1,3 @@
-import H264
 import Media
 
 /// One access unit waiting in a reader's queue. The NAL units are shared with every other

@@ -1,4 +1,3 @@
-import H264
 import Media
 
 /// Decides where segment files begin: at an IDR, so every segment plays alone.

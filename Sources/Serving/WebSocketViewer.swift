@@ -1,5 +1,5 @@
 import EventLoop
-import H264
+import Media
 import Relay
 
 /// The WebSocket side of one browser viewer of a `StreamServer`: what makes its reader's

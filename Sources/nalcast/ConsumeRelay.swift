@@ -214,6 +214,6 @@ final class RelayFeed {
     static func withoutStreamEnd(_ unit: AccessUnit) -> AccessUnit {
         guard let last = unit.nalUnits.last, last.type == .endOfStream || last.type == .endOfSequence else { return unit }
         let kept = unit.nalUnits.filter { $0.type != .endOfStream && $0.type != .endOfSequence }
-        return AccessUnit(nalUnits: kept, isIDR: unit.isIDR, resolution: unit.resolution, timestamp: unit.timestamp, parameterSets: unit.parameterSets)
+        return AccessUnit(codec: H264Codec(), nalUnits: kept, isIDR: unit.isIDR, resolution: unit.resolution, timestamp: unit.timestamp, parameterSets: unit.parameterSets)
     }
 }

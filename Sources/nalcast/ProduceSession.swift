@@ -1,6 +1,6 @@
 import Capture
 import EventLoop
-import H264
+import Media
 import Output
 import Producer
 import Relay

@@ -1,6 +1,6 @@
 import Clocks
 import EventLoop
-import H264
+import Media
 import Output
 import Relay
 

@@ -10,7 +10,7 @@ import Testing
     static let pps = NALUnit(escapedBody: [0x68, 0xEB, 0xE3, 0xCB, 0x22, 0xC0])
 
     @Test func recordHoldsTheParameterSetsWithTheirLengths() throws {
-        let record = try #require(Muxer.avcC([Self.sps, Self.pps]))
+        let record = try #require(H264Codec().streamParameters([Self.sps, Self.pps]).decoderConfiguration)
         let spsBytes = Array(Self.sps.body), ppsBytes = Array(Self.pps.body)
         #expect(Array(record.prefix(6)) == [1, 0x64, 0x00, 0x1F, 0xFF, 0xE1])
         #expect(Array(record[6..<8]) == [0, UInt8(spsBytes.count)])
@@ -25,7 +25,7 @@ import Testing
     }
 
     @Test func withoutAPPSThereIsNoRecord() {
-        #expect(Muxer.avcC([Self.sps]) == nil)
-        #expect(Muxer.avcC([Self.pps]) == nil)
+        #expect(H264Codec().streamParameters([Self.sps]).decoderConfiguration == nil)
+        #expect(H264Codec().streamParameters([Self.pps]).decoderConfiguration == nil)
     }
 }

@@ -27,7 +27,7 @@ import Testing
     static func wire(_ unit: AccessUnit) -> [UInt8] { unit.nalUnits.flatMap { Array($0.wire) } }
 
     @Test func avcCRecordGivesLengthSizeAndParameterSets() throws {
-        let record = try #require(Muxer.avcC([Self.sps, Self.pps]))
+        let record = try #require(H264Codec().streamParameters([Self.sps, Self.pps]).decoderConfiguration)
         let parsed = try AnnexBPackager.parseAVCC(record)
         #expect(parsed.lengthSize == 4)
         #expect(parsed.parameterSets.map { Array($0.body) } == [Array(Self.sps.body), Array(Self.pps.body)])
@@ -36,7 +36,7 @@ import Testing
     }
 
     @Test func lengthPrefixedIDRGetsAUDAndParameterSetsFromTheExtradata() throws {
-        var packager = try AnnexBPackager(extradata: try #require(Muxer.avcC([Self.sps, Self.pps])))
+        var packager = try AnnexBPackager(extradata: try #require(H264Codec().streamParameters([Self.sps, Self.pps]).decoderConfiguration))
         let unitGot = packager.accessUnit(packet: Self.lengthPrefixed([Self.idr]))
         let unit = try #require(unitGot)
         #expect(unit.nalTypes == [.accessUnitDelimiter, .sps, .pps, .idrSlice])
@@ -54,7 +54,7 @@ import Testing
     }
 
     @Test func twoByteLengthsAreConvertedToo() throws {
-        var record = try #require(Muxer.avcC([Self.sps, Self.pps]))
+        var record = try #require(H264Codec().streamParameters([Self.sps, Self.pps]).decoderConfiguration)
         record[4] = 0xfd  // lengthSizeMinusOne = 1
         var packager = try AnnexBPackager(extradata: record)
         #expect(packager.lengthSize == 2)
@@ -65,7 +65,7 @@ import Testing
     }
 
     @Test func theLatestInBandParameterSetsWinOverTheExtradata() throws {
-        var packager = try AnnexBPackager(extradata: try #require(Muxer.avcC([Self.sps, Self.pps])))
+        var packager = try AnnexBPackager(extradata: try #require(H264Codec().streamParameters([Self.sps, Self.pps]).decoderConfiguration))
         // The same SPS with another level (a new encoder setting arriving in-band).
         var newSPS = Array(Self.sps.body)
         newSPS[3] = 0x28
@@ -98,7 +98,7 @@ import Testing
     }
 
     @Test func aLengthPastTheEndKeepsWhatCameBeforeAndIsCounted() throws {
-        var packager = try AnnexBPackager(extradata: try #require(Muxer.avcC([Self.sps, Self.pps])))
+        var packager = try AnnexBPackager(extradata: try #require(H264Codec().streamParameters([Self.sps, Self.pps]).decoderConfiguration))
         var packet = Self.lengthPrefixed([Self.slice])
         packet += [0, 0, 0, 99, 0x41, 0x9a]
         let unitGot = packager.accessUnit(packet: packet)

@@ -1,5 +1,6 @@
 import EventLoop
 import Glibc
+import H264
 import Media
 import LoopTestSupport
 import XCTest
@@ -17,7 +18,7 @@ final class SocketTests: XCTestCase {
                 let size = Int.random(in: 1...(96 << 10), using: &generator)
                 return NALUnit(escapedBody: [0x41] + [UInt8](repeating: fill, count: size))
             }
-            return AccessUnit(nalUnits: nals, isIDR: i == 0, resolution: nil, timestamp: nil)
+            return AccessUnit(codec: H264Codec(), nalUnits: nals, isIDR: i == 0, resolution: nil, timestamp: nil)
         }
     }
 

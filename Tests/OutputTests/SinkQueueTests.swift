@@ -1,4 +1,5 @@
 import Output
+import H264
 import Media
 import Testing
 
@@ -14,7 +15,7 @@ import Testing
         }
         let filler = [UInt8](repeating: 0x11, count: max(1, size - (idr ? 15 : 0) - 5))
         nals.append(NALUnit(escapedBody: [idr ? 0x65 : 0x41] + filler))
-        let au = AccessUnit(nalUnits: nals, isIDR: idr, resolution: nil, timestamp: nil)
+        let au = AccessUnit(codec: H264Codec(), nalUnits: nals, isIDR: idr, resolution: nil, timestamp: nil)
         return .unit(TimedUnit(unit: au, mediaTime: .zero, arrivalNs: 0))
     }
 

@@ -18,7 +18,7 @@ enum Fixture {
         let ts = timestamp
             ? StreamTimestamp(sequence: UInt64(frame), captureTimeNs: 0, pts90k: UInt64(frame) * 3000, isKeyframe: idr)
             : nil
-        return AccessUnit(nalUnits: nals, isIDR: idr, resolution: Resolution(width: 64, height: 64), timestamp: ts, parameterSets: [sps, pps])
+        return AccessUnit(codec: H264Codec(), nalUnits: nals, isIDR: idr, resolution: Resolution(width: 64, height: 64), timestamp: ts, parameterSets: [sps, pps])
     }
 
     /// Frames `range` of a stream with an IDR every `gop` frames.

@@ -17,7 +17,7 @@ import Serving
         if let timestamp { nals.append(timestamp.seiNALUnit) }
         if idr && parameterSetsInside { nals.insert(contentsOf: [sps, pps], at: 1) }
         nals.append(idr ? Self.idr : slice)
-        return AccessUnit(nalUnits: nals, isIDR: idr, resolution: nil, timestamp: timestamp, parameterSets: [sps, pps])
+        return AccessUnit(codec: H264Codec(), nalUnits: nals, isIDR: idr, resolution: nil, timestamp: timestamp, parameterSets: [sps, pps])
     }
 
     /// Every field at its offset, big-endian.
@@ -86,7 +86,7 @@ import Serving
     /// A large access unit takes the 64-bit length; the frame's length counts every byte.
     @Test func largeAccessUnitLength() {
         let big = NALUnit(escapedBody: [0x65] + [UInt8](repeating: 0x5a, count: 70_000))
-        let unit = AccessUnit(nalUnits: [Self.aud, big], isIDR: true, resolution: nil, timestamp: nil)
+        let unit = AccessUnit(codec: H264Codec(), nalUnits: [Self.aud, big], isIDR: true, resolution: nil, timestamp: nil)
         let chunks = AccessUnitMessage(unit, mediaTime: .zero).frame(unit.nalUnits)
         #expect(chunks.count == 3)
         let head = Array(chunks[0])

@@ -31,7 +31,7 @@ import Testing
     /// bytes (64-bit length).
     static let units: [(AccessUnit, AccessUnitMessage)] = [(0, 10), (1, 300), (2, 70_000)].map { index, size in
         let nal = NALUnit(escapedBody: [index == 0 ? 0x65 : 0x41] + [UInt8](repeating: 0x5a, count: size))
-        let unit = AccessUnit(nalUnits: [NALUnit(escapedBody: [0x09, 0x10]), nal], isIDR: index == 0, resolution: nil, timestamp: nil)
+        let unit = AccessUnit(codec: H264Codec(), nalUnits: [NALUnit(escapedBody: [0x09, 0x10]), nal], isIDR: index == 0, resolution: nil, timestamp: nil)
         let message = AccessUnitMessage(isKeyframe: index == 0, captureTimeMicros: 1_700_000_000_000_000 + UInt64(index), pts90k: UInt64(index) * 3000)
         return (unit, message)
     }
