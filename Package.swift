@@ -74,6 +74,11 @@ let package = Package(
         // that only what captures the screen links xcb.
         .target(name: "X11Capture", dependencies: ["Capture", "CXCBShm", "Clocks"]),
         .target(name: "Encoder", dependencies: ["CX264", "H264", "Capture"]),
+        // The command line's vocabulary: the option table (`OptionSpec`, as data), its parser
+        // (`ParsedOptions`, `NALCAST_*`), value formats, exit codes. Pure.
+        .target(name: "CommandOptions"),
+        // The kinds of capture source `produce --source` names, each described once.
+        .target(name: "CaptureSources", dependencies: ["Capture", "X11Capture", "CommandOptions"]),
 
         // Wiring. Serving (the stream server and the HTTP endpoint) links no capture or encoder
         // library, so that a consumer can serve too.
@@ -91,13 +96,14 @@ let package = Package(
         // Sound for produce: PulseAudio, WAV/raw PCM and a test tone mixed into one 48 kHz
         // stereo track, encoded to AAC-LC (libavcodec), timed on the video's clock.
         .target(name: "Audio", dependencies: ["Clocks", "CAudio", "H264", "Output", "EventLoop"]),
-        .executableTarget(name: "nalcast", dependencies: ["Clocks", "CLinux", "Audio", "H264", "Relay", "EventLoop", "Capture", "X11Capture", "Encoder", "Serving", "Producer", "Consumer", "Output", "Containers"]),
+        .executableTarget(name: "nalcast", dependencies: ["Clocks", "CLinux", "CommandOptions", "CaptureSources", "Audio", "H264", "Relay", "EventLoop", "Capture", "X11Capture", "Encoder", "Serving", "Producer", "Consumer", "Output", "Containers"]),
 
         // Helpers the tests share: running ffmpeg, ffprobe and friends; the conformance streams
         // (Tests/Fixtures/h264/) and their facts.
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         // Blocking client sockets for the tests that talk to a server on a real event loop.
         .target(name: "LoopTestSupport", dependencies: ["EventLoop"], path: "Tests/LoopTestSupport"),
+        .testTarget(name: "CommandOptionsTests", dependencies: ["CommandOptions", "CaptureSources", "Capture"]),
         .testTarget(name: "H264Tests", dependencies: ["H264", "TestSupport"]),
         .testTarget(name: "RelayTests", dependencies: ["Relay", "Clocks", "FIFO", "H264"]),
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop", "H264", "LoopTestSupport"]),

@@ -1,3 +1,4 @@
+import CommandOptions
 import EventLoop
 #if canImport(Glibc)
 import Glibc

@@ -1,4 +1,5 @@
 import Clocks
+import CommandOptions
 import Consumer
 import Containers
 import EventLoop

@@ -1,5 +1,6 @@
 import Clocks
 import Audio
+import CommandOptions
 import EventLoop
 import Output
 import Synchronization

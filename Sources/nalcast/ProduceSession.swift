@@ -1,4 +1,6 @@
 import Capture
+import CaptureSources
+import CommandOptions
 import EventLoop
 import H264
 import Output
@@ -51,7 +53,7 @@ final class ProduceSession {
 
     func run() throws -> ExitCode {
         let events = try plan.events.map { try EventLog(path: $0) }
-        let source = try makeSource(plan, log: libraryLog)
+        let source = try plan.makeSource(log: libraryLog)
         let registry = MetricsRegistry()
         let outcome = Outcome()
         // Opened while SIGINT still ends the process: opening a FIFO waits for its reader.

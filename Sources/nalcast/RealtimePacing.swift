@@ -1,4 +1,5 @@
 import Clocks
+import CommandOptions
 import EventLoop
 import H264
 import Output

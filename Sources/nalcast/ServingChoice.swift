@@ -1,3 +1,4 @@
+import CommandOptions
 import EventLoop
 import H264
 import Output

@@ -1,4 +1,5 @@
 #if canImport(Glibc)
+import CommandOptions
 import Glibc
 #endif
 

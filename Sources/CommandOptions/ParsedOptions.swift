@@ -1,71 +1,50 @@
-#if canImport(Glibc)
-import Glibc
-#endif
-
-/// One option a command accepts.
-struct OptionSpec: Sendable {
-    /// Long name without dashes: `listen`, `segment-duration`.
-    let name: String
-    /// Placeholder for the value (`ADDR`, `DURATION`); nil for a flag.
-    let value: String?
-    let help: String
-    /// A one-letter alias (`o` for `output`).
-    var short: Character? = nil
-    /// Shown in `--help`.
-    var defaultText: String? = nil
-    /// May be given more than once (`--forward A --forward B`): `ParsedOptions.strings`.
-    var repeatable = false
-
-    var takesValue: Bool { value != nil }
-    /// The environment variable that can also give this option: `NALCAST_SEGMENT_DURATION`.
-    var environmentName: String { "NALCAST_" + String(name.uppercased().map { $0 == "-" ? "_" : $0 }) }
-}
-
 /// Parsed options. Every value is still text: the `value(...)` accessors convert it and
 /// throw a usage error naming the option.
-struct ParsedOptions {
-    private(set) var values: [String: String] = [:]
-    private(set) var flags: Set<String> = []
-    /// Where each value came from, for `--dry-run` and error messages.
-    private(set) var sources: [String: String] = [:]
-    private(set) var positionals: [String] = []
-    /// Every value of a repeatable option, in order.
-    private(set) var lists: [String: [String]] = [:]
+public struct ParsedOptions: Sendable {
+    public init() {}
 
-    func has(_ flag: String) -> Bool { flags.contains(flag) }
-    func string(_ name: String) -> String? { values[name] }
+    public private(set) var values: [String: String] = [:]
+    public private(set) var flags: Set<String> = []
+    /// Where each value came from, for `--dry-run` and error messages.
+    public private(set) var sources: [String: String] = [:]
+    public private(set) var positionals: [String] = []
+    /// Every value of a repeatable option, in order.
+    public private(set) var lists: [String: [String]] = [:]
+
+    public func has(_ flag: String) -> Bool { flags.contains(flag) }
+    public func string(_ name: String) -> String? { values[name] }
     /// All the values of a repeatable option (the environment's one when none was given).
-    func strings(_ name: String) -> [String] { lists[name] ?? values[name].map { [$0] } ?? [] }
+    public func strings(_ name: String) -> [String] { lists[name] ?? values[name].map { [$0] } ?? [] }
 
     /// The option and its value as the user gave them, for messages: `--keyint 60`, or
     /// `NALCAST_KEYINT=60` when the environment gave it.
-    func label(_ name: String) -> String {
+    public func label(_ name: String) -> String {
         let text = values[name] ?? ""
         if let source = sources[name], source != "command line" { return "\(source)=\(text)" }
         return "--\(name) \(text)"
     }
 
     /// A usage error about an option's value: `--preset warp: expected one of ...`.
-    func invalid(_ name: String, _ reason: String) -> CommandError {
+    public func invalid(_ name: String, _ reason: String) -> CommandError {
         .usage("\(label(name)): \(reason)")
     }
 
     /// Converts an option's value, or returns nil when it is not set. `expected` says what
     /// would have been accepted.
-    func value<T>(_ name: String, expected: String = "invalid value", _ convert: (String) -> T?) throws -> T? {
+    public func value<T>(_ name: String, expected: String = "invalid value", _ convert: (String) -> T?) throws -> T? {
         guard let text = values[name] else { return nil }
         guard let result = convert(text) else { throw invalid(name, expected) }
         return result
     }
 
-    func value<T>(_ name: String, default fallback: T, expected: String = "invalid value", _ convert: (String) -> T?) throws -> T {
+    public func value<T>(_ name: String, default fallback: T, expected: String = "invalid value", _ convert: (String) -> T?) throws -> T {
         try value(name, expected: expected, convert) ?? fallback
     }
 
     /// A duration option in seconds: `500ms`, `5s`, `2m`, `1h` (`0` alone needs no unit).
     /// A bare number is refused with the fix (`--duration 10: add a unit: 10s, 500ms, 2m`),
     /// unless `bareUnit` gives one (probe's `--seconds`, whose name is its unit).
-    func duration(_ name: String, minimum: Double = 0, above: Bool = false, bareUnit: Double? = nil) throws -> Double? {
+    public func duration(_ name: String, minimum: Double = 0, above: Bool = false, bareUnit: Double? = nil) throws -> Double? {
         guard let text = values[name] else { return nil }
         let seconds: Double
         switch ValueFormat.duration(text) {
@@ -83,13 +62,13 @@ struct ParsedOptions {
         return seconds
     }
 
-    func duration(_ name: String, default fallback: Double, minimum: Double = 0, above: Bool = false, bareUnit: Double? = nil) throws -> Double {
+    public func duration(_ name: String, default fallback: Double, minimum: Double = 0, above: Bool = false, bareUnit: Double? = nil) throws -> Double {
         try duration(name, minimum: minimum, above: above, bareUnit: bareUnit) ?? fallback
     }
 
     /// Parses `arguments` against `specs`; values from `environment` fill in what the
     /// arguments do not give (flags and options on the command line win).
-    static func parse(_ arguments: [String], specs: [OptionSpec], environment: [String: String], command: String) throws -> ParsedOptions {
+    public static func parse(_ arguments: [String], specs: [OptionSpec], environment: [String: String], command: String) throws -> ParsedOptions {
         var out = ParsedOptions()
         let byName = Dictionary(uniqueKeysWithValues: specs.map { ($0.name, $0) })
         let byShort = Dictionary(uniqueKeysWithValues: specs.compactMap { s in s.short.map { ($0, s) } })
@@ -174,84 +153,6 @@ struct ParsedOptions {
     }
 
     /// True when a flag was turned off explicitly (`--no-realtime`, `NALCAST_REALTIME=0`).
-    func isOff(_ flag: String) -> Bool { values["no-" + flag] != nil }
+    public func isOff(_ flag: String) -> Bool { values["no-" + flag] != nil }
 }
 
-/// Parsers for the value formats of docs/architecture.md, "The command line".
-enum ValueFormat {
-    /// What a frame rate option expects, for its usage error.
-    static let frameRateHint = "expected a frame rate such as 30, 29.97 or 30000/1001"
-
-    enum Duration: Equatable {
-        /// A number with its unit, in seconds (`0` alone counts as one).
-        case seconds(Double)
-        /// A number without a unit: frames for x264's keyint, else an error.
-        case bare(Double)
-        case invalid
-    }
-
-    /// `500ms`, `250us`, `5s`, `2m`, `1h`, `1.5s`; `0` needs no unit.
-    static func duration(_ text: String) -> Duration {
-        let t = text.trimmed.lowercased()
-        func number(_ s: Substring) -> Double? {
-            guard !s.isEmpty, s.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == ".") }), let v = Double(s), v.isFinite else { return nil }
-            return v
-        }
-        let units: [(String, Double)] = [("ms", 0.001), ("us", 0.000_001), ("s", 1), ("m", 60), ("h", 3600)]
-        for (suffix, scale) in units where t.hasSuffix(suffix) {
-            guard let v = number(t.dropLast(suffix.count)) else { return .invalid }
-            return .seconds(v * scale)
-        }
-        guard let v = number(Substring(t)) else { return .invalid }
-        return v == 0 ? .seconds(0) : .bare(v)
-    }
-
-    /// `6M`, `6000k`, `1.5G`, or a plain number: bits per second or bytes. Decimal multiples.
-    static func quantity(_ text: String) -> Int? {
-        let t = text.trimmed
-        guard let last = t.last else { return nil }
-        let scale: Double
-        var number = Substring(t)
-        switch last {
-        case "k", "K": scale = 1e3; number = number.dropLast()
-        case "m", "M": scale = 1e6; number = number.dropLast()
-        case "g", "G": scale = 1e9; number = number.dropLast()
-        default: scale = 1
-        }
-        guard let v = Double(number), v.isFinite, v > 0, v * scale < 1e15 else { return nil }
-        return Int((v * scale).rounded())
-    }
-
-    /// Binary multiples for sizes in bytes: `64k` = 65536, `8M` = 8 MiB.
-    static func byteSize(_ text: String) -> Int? {
-        let t = text.trimmed
-        guard let last = t.last else { return nil }
-        var number = Substring(t)
-        var scale: Double = 1
-        switch last {
-        case "k", "K": scale = 1024; number = number.dropLast()
-        case "m", "M": scale = 1024 * 1024; number = number.dropLast()
-        case "g", "G": scale = 1024 * 1024 * 1024; number = number.dropLast()
-        default: break
-        }
-        guard let v = Double(number), v.isFinite, v > 0, v * scale < 1e15 else { return nil }
-        return Int((v * scale).rounded())
-    }
-
-    /// `1280x720`.
-    static func frameSize(_ text: String) -> (width: Int, height: Int)? {
-        let parts = text.lowercased().split(separator: "x")
-        guard parts.count == 2, let w = Int(parts[0]), let h = Int(parts[1]), w > 0, h > 0, w <= 16384, h <= 16384 else { return nil }
-        return (w, h)
-    }
-
-    static func positiveInt(_ text: String) -> Int? {
-        guard let v = Int(text), v > 0 else { return nil }
-        return v
-    }
-
-    static func nonNegativeInt(_ text: String) -> Int? {
-        guard let v = Int(text), v >= 0 else { return nil }
-        return v
-    }
-}
