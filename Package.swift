@@ -95,7 +95,7 @@ let package = Package(
         .target(name: "Containers", dependencies: ["Clocks", "FIFO", "CAVFormat", "H264", "Output"]),
         // Sound for produce: PulseAudio, WAV/raw PCM and a test tone mixed into one 48 kHz
         // stereo track, encoded to AAC-LC (libavcodec), timed on the video's clock.
-        .target(name: "Audio", dependencies: ["Clocks", "CAudio", "H264", "Output", "EventLoop"]),
+        .target(name: "Audio", dependencies: ["Clocks", "CAudio", "H264", "Output", "Relay", "EventLoop"]),
         .executableTarget(name: "nalcast", dependencies: ["Clocks", "CLinux", "CommandOptions", "CaptureSources", "Audio", "H264", "Relay", "EventLoop", "Capture", "X11Capture", "Encoder", "Serving", "Producer", "Consumer", "Output", "Containers"]),
 
         // Helpers the tests share: running ffmpeg, ffprobe and friends; the conformance streams
@@ -125,7 +125,7 @@ let package = Package(
         // GStreamer's RTSP server; TestSupport runs them), proven with FFmpeg as the client.
         .testTarget(name: "MediaServerTests", dependencies: ["TestSupport"]),
         // Sound captured from a private PulseAudio daemon each test starts, checked with FFmpeg.
-        .testTarget(name: "AudioTests", dependencies: ["Audio", "Output", "H264", "CPulsePlayback", "TestSupport"]),
+        .testTarget(name: "AudioTests", dependencies: ["Audio", "Output", "Relay", "H264", "CPulsePlayback", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

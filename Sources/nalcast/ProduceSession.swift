@@ -146,12 +146,15 @@ final class ProduceSession {
     private func wireServing(_ loop: EventLoop, _ control: CaptureControl, _ registry: MetricsRegistry, _ events: EventLog?,
                              _ audio: ProduceAudio?) throws -> LoopSide {
         let serving = try ServingSide(loop: loop, choice: plan.serving, .encoder, registry: registry, events: events, audio: audio?.capture.format,
-                                      metricsText: { registry.render() + (audio?.metrics ?? "") },
+                                      metricsText: { registry.render() },
                                       onRequestIDR: { control.requestIDR() }, onFinished: { loop.stop() })
         let server = serving.server
         control.registerMetrics(in: registry)
-        if let audio { serving.carry(audio.delivery) }
-        let metricsServer = try makeMetricsServer(loop, control, registry, events, audio)
+        if let audio {
+            audio.capture.registerMetrics(in: registry, delivery: audio.delivery)
+            serving.carry(audio.delivery)
+        }
+        let metricsServer = try makeMetricsServer(loop, control, registry, events)
         let captureEnded = Mailbox<Int>(loop: loop) { _ in if server == nil { loop.stop() } }
         let signals = watchSignals(loop, control, server, events)
         serving.start()
@@ -161,11 +164,11 @@ final class ProduceSession {
     }
 
     /// `--metrics`: `/metrics`, `/healthz`, and `POST /bitrate` for a live bitrate change.
-    private func makeMetricsServer(_ loop: EventLoop, _ control: CaptureControl, _ registry: MetricsRegistry, _ events: EventLog?, _ audio: ProduceAudio?) throws -> HTTPServer? {
+    private func makeMetricsServer(_ loop: EventLoop, _ control: CaptureControl, _ registry: MetricsRegistry, _ events: EventLog?) throws -> HTTPServer? {
         guard let endpoint = plan.metrics else { return nil }
         let server: HTTPServer
         do {
-            server = try ServingSide.httpServer(loop, endpoint) { registry.render() + (audio?.metrics ?? "") }
+            server = try ServingSide.httpServer(loop, endpoint) { registry.render() }
         } catch {
             throw CommandError.unavailable("--metrics \(endpoint): \(error)")
         }

@@ -1,3 +1,4 @@
+import Audio
 import CommandOptions
 import EventLoop
 import H264
