@@ -108,7 +108,7 @@ let package = Package(
         .testTarget(name: "RelayTests", dependencies: ["Relay", "Clocks", "FIFO", "H264"]),
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop", "H264", "LoopTestSupport"]),
         .testTarget(name: "ServingTests", dependencies: ["Serving", "EventLoop", "H264", "Output", "Relay", "LoopTestSupport", "TestSupport"]),
-        .testTarget(name: "ConsumerTests", dependencies: ["Consumer", "H264"]),
+        .testTarget(name: "ConsumerTests", dependencies: ["Consumer", "H264", "Relay", "Output"]),
         .testTarget(name: "OutputTests", dependencies: ["Output", "Relay", "H264", "TestSupport"]),
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "TestSupport"]),
         // The capture thread's hand-off to a real loop thread and server.

@@ -267,7 +267,7 @@ final class ConsumeSession {
         // The relay's end of this intake (its pictures and its sound): made from the
         // (Sendable) hand-off and audio path alone, so that it can go to the intake's thread.
         var feed: RelayFeed?
-        if let relay { feed = ConsumeRelay.feed(relay.handOff, relay.audio, keepsStreamEnd: clock == .counted || config.reconnectTimeout == 0) }
+        if let relay { feed = RelayFeed(handOff: relay.handOff, audio: relay.audio, keepsStreamEnd: clock == .counted || config.reconnectTimeout == 0) }
         return StreamIntake(fanout: fanout, metrics: metrics, clock: clock, fallbackFrameRate: config.frameRate.framesPerSecond, maxNALUnitSize: config.maxNAL,
                             observer: ConsumeSession.all(pacing, config.idrSpacingObserver(log: log), feed.map { $0.take }),
                             audioObserver: feed.map { $0.takeAudio }, handsOnEachUnit: pacing != nil)
