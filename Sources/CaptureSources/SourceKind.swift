@@ -93,7 +93,8 @@ public struct SourceSettings: Sendable {
 
 /// Every kind of source, in `--help` order.
 public enum SourceKinds {
-    public static let all: [any SourceKind.Type] = [TestPatternKind.self, Y4MKind.self, RawKind.self, X11Kind.self]
+    /// Computed: an array of metatypes is not `Sendable`, so it cannot be a stored global.
+    public static var all: [any SourceKind.Type] { [TestPatternKind.self, Y4MKind.self, RawKind.self, X11Kind.self] }
 
     /// `--source`'s own option.
     public static var sourceSpec: OptionSpec {

@@ -70,86 +70,106 @@ public struct ParsedOptions: Sendable {
     /// arguments do not give (flags and options on the command line win).
     public static func parse(_ arguments: [String], specs: [OptionSpec], environment: [String: String], command: String) throws -> ParsedOptions {
         var out = ParsedOptions()
-        let byName = Dictionary(uniqueKeysWithValues: specs.map { ($0.name, $0) })
-        let byShort = Dictionary(uniqueKeysWithValues: specs.compactMap { s in s.short.map { ($0, s) } })
-        var i = 0
+        let table = Table(specs: specs, command: command)
+        var rest = arguments[...]
         var onlyPositionals = false
-        while i < arguments.count {
-            let arg = arguments[i]
-            i += 1
+        while let arg = rest.popFirst() {
             if onlyPositionals || arg == "-" || !arg.hasPrefix("-") {
                 out.positionals.append(arg)
-                continue
-            }
-            if arg == "--" {
+            } else if arg == "--" {
                 onlyPositionals = true
-                continue
-            }
-            var spec: OptionSpec
-            var inlineValue: String? = nil
-            if arg.hasPrefix("--") {
-                var name = String(arg.dropFirst(2))
-                if let eq = name.firstIndex(of: "=") {
-                    inlineValue = String(name[name.index(after: eq)...])
-                    name = String(name[..<eq])
-                }
-                if let s = byName[name] {
-                    spec = s
-                } else if name.hasPrefix("no-"), let s = byName[String(name.dropFirst(3))], !s.takesValue, inlineValue == nil {
-                    // --no-FLAG turns a flag off, also one set in the environment.
-                    out.flags.remove(s.name)
-                    out.sources[s.name] = "command line"
-                    out.values["no-" + s.name] = "1"
-                    continue
-                } else {
-                    throw CommandError.usage("\(command): unknown option '--\(name)' (see 'nalcast \(command) --help')")
-                }
             } else {
+                switch try table.lookUp(arg) {
+                case .turnOff(let spec): out.turnOff(spec.name)
+                case .option(let spec, var inlineValue):
+                    if spec.takesValue && inlineValue == nil {
+                        guard let next = rest.popFirst() else { throw CommandError.usage("\(command): option '--\(spec.name)' needs a value (\(spec.value!))") }
+                        inlineValue = next
+                    }
+                    try out.take(spec, inlineValue, command: command)
+                }
+            }
+        }
+        try out.fillIn(specs, from: environment)
+        return out
+    }
+
+    /// The options by long and short name, and what an argument names.
+    private struct Table {
+        let byName: [String: OptionSpec]
+        let byShort: [Character: OptionSpec]
+        let command: String
+
+        init(specs: [OptionSpec], command: String) {
+            byName = Dictionary(uniqueKeysWithValues: specs.map { ($0.name, $0) })
+            byShort = Dictionary(uniqueKeysWithValues: specs.compactMap { s in s.short.map { ($0, s) } })
+            self.command = command
+        }
+
+        enum Found {
+            /// The option, and its value when the argument carries it (`--name=value`, `-oFILE`).
+            case option(OptionSpec, String?)
+            /// `--no-FLAG`: the flag turned off, also one set in the environment.
+            case turnOff(OptionSpec)
+        }
+
+        func lookUp(_ arg: String) throws -> Found {
+            guard arg.hasPrefix("--") else {
                 let letters = arg.dropFirst()
                 guard letters.count >= 1, let s = byShort[letters.first!] else {
                     throw CommandError.usage("\(command): unknown option '\(arg)' (see 'nalcast \(command) --help')")
                 }
-                spec = s
-                if letters.count > 1 { inlineValue = String(letters.dropFirst()) }
+                return .option(s, letters.count > 1 ? String(letters.dropFirst()) : nil)
             }
-            if spec.takesValue {
-                if inlineValue == nil {
-                    guard i < arguments.count else { throw CommandError.usage("\(command): option '--\(spec.name)' needs a value (\(spec.value!))") }
-                    inlineValue = arguments[i]
-                    i += 1
-                }
-                out.values[spec.name] = inlineValue
-                if spec.repeatable { out.lists[spec.name, default: []].append(inlineValue!) }
-                out.sources[spec.name] = "command line"
-            } else {
-                guard inlineValue == nil || ["1", "true", "yes", "on"].contains(inlineValue!.lowercased()) else {
-                    if ["0", "false", "no", "off"].contains(inlineValue!.lowercased()) {
-                        out.flags.remove(spec.name)
-                        out.values["no-" + spec.name] = "1"
-                        out.sources[spec.name] = "command line"
-                        continue
-                    }
-                    throw CommandError.usage("\(command): option '--\(spec.name)' takes no value")
-                }
-                out.flags.insert(spec.name)
-                out.sources[spec.name] = "command line"
+            var name = String(arg.dropFirst(2))
+            var inlineValue: String?
+            if let eq = name.firstIndex(of: "=") {
+                inlineValue = String(name[name.index(after: eq)...])
+                name = String(name[..<eq])
             }
+            if let s = byName[name] { return .option(s, inlineValue) }
+            if name.hasPrefix("no-"), let s = byName[String(name.dropFirst(3))], !s.takesValue, inlineValue == nil { return .turnOff(s) }
+            throw CommandError.usage("\(command): unknown option '--\(name)' (see 'nalcast \(command) --help')")
         }
-        // The environment fills in what the command line left unset.
-        for spec in specs where out.sources[spec.name] == nil {
+    }
+
+    /// A flag off on the command line (`--no-FLAG`, `--FLAG=0`), whatever the environment says.
+    private mutating func turnOff(_ name: String) {
+        flags.remove(name)
+        values["no-" + name] = "1"
+        sources[name] = "command line"
+    }
+
+    /// An option given on the command line, with its value (nil for a flag given alone).
+    private mutating func take(_ spec: OptionSpec, _ value: String?, command: String) throws {
+        if spec.takesValue, let value {
+            values[spec.name] = value
+            if spec.repeatable { lists[spec.name, default: []].append(value) }
+        } else if let value {
+            if ["0", "false", "no", "off"].contains(value.lowercased()) { return turnOff(spec.name) }
+            guard ["1", "true", "yes", "on"].contains(value.lowercased()) else { throw CommandError.usage("\(command): option '--\(spec.name)' takes no value") }
+            flags.insert(spec.name)
+        } else {
+            flags.insert(spec.name)
+        }
+        sources[spec.name] = "command line"
+    }
+
+    /// The environment fills in what the command line left unset.
+    private mutating func fillIn(_ specs: [OptionSpec], from environment: [String: String]) throws {
+        for spec in specs where sources[spec.name] == nil {
             guard let text = environment[spec.environmentName] else { continue }
             if spec.takesValue {
-                out.values[spec.name] = text
+                values[spec.name] = text
             } else {
                 switch text.lowercased() {
-                case "1", "true", "yes", "on": out.flags.insert(spec.name)
-                case "0", "false", "no", "off", "": out.values["no-" + spec.name] = "1"
+                case "1", "true", "yes", "on": flags.insert(spec.name)
+                case "0", "false", "no", "off", "": values["no-" + spec.name] = "1"
                 default: throw CommandError.usage("invalid value '\(text)' for \(spec.environmentName) (expected 1 or 0)")
                 }
             }
-            out.sources[spec.name] = spec.environmentName
+            sources[spec.name] = spec.environmentName
         }
-        return out
     }
 
     /// True when a flag was turned off explicitly (`--no-realtime`, `NALCAST_REALTIME=0`).

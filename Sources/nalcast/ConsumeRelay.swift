@@ -1,4 +1,3 @@
-import CommandOptions
 import Consumer
 import EventLoop
 #if canImport(Glibc)

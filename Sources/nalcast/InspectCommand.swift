@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import CommandOptions
 import Glibc
 #endif
+import CommandOptions
 import H264
 
 /// `nalcast inspect FILE|-`: one line per access unit and a summary. The stream debugger.

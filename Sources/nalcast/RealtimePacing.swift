@@ -1,5 +1,4 @@
 import Clocks
-import CommandOptions
 import EventLoop
 import H264
 import Output
