@@ -70,6 +70,11 @@ let package = Package(
         // that only what captures the screen links xcb.
         .target(name: "X11Capture", dependencies: ["Capture", "CXCBShm", "Clocks"]),
         .target(name: "Encoder", dependencies: ["CX264", "Media", "H264", "Capture"]),
+        // The command line's vocabulary: the option table (`OptionSpec`, as data), its parser
+        // (`ParsedOptions`, `NALCAST_*`), value formats, exit codes. Pure.
+        .target(name: "CommandOptions"),
+        // The kinds of capture source `produce --source` names, each described once.
+        .target(name: "CaptureSources", dependencies: ["Capture", "X11Capture", "CommandOptions"]),
 
         // Wiring. Serving (the stream server and the HTTP endpoint) links no capture or encoder
         // library, so that a consumer can serve too.
@@ -86,19 +91,20 @@ let package = Package(
         .target(name: "Containers", dependencies: ["Clocks", "FIFO", "CMedia", "Media", "H264", "Output"]),
         // Sound for produce: PulseAudio, WAV/raw PCM and a test tone mixed into one 48 kHz
         // stereo track, encoded to AAC-LC (libavcodec), timed on the video's clock.
-        .target(name: "Audio", dependencies: ["Clocks", "CMedia", "Media", "Output", "EventLoop"]),
-        .executableTarget(name: "nalcast", dependencies: ["Clocks", "CLinux", "Audio", "Media", "H264", "Relay", "EventLoop", "Capture", "X11Capture", "Encoder", "Serving", "Producer", "Consumer", "Output", "Containers"]),
+        .target(name: "Audio", dependencies: ["Clocks", "CMedia", "Media", "Output", "Relay", "EventLoop"]),
+        .executableTarget(name: "nalcast", dependencies: ["Clocks", "CLinux", "CommandOptions", "CaptureSources", "Audio", "Media", "H264", "Relay", "EventLoop", "Capture", "X11Capture", "Encoder", "Serving", "Producer", "Consumer", "Output", "Containers"]),
 
         // Helpers the tests share: running ffmpeg, ffprobe and friends; the conformance streams
         // (Tests/Fixtures/h264/) and their facts.
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         // Blocking client sockets for the tests that talk to a server on a real event loop.
         .target(name: "LoopTestSupport", dependencies: ["EventLoop"], path: "Tests/LoopTestSupport"),
+        .testTarget(name: "CommandOptionsTests", dependencies: ["CommandOptions", "CaptureSources", "Capture"]),
         .testTarget(name: "H264Tests", dependencies: ["Media", "H264", "TestSupport"]),
         .testTarget(name: "RelayTests", dependencies: ["Relay", "Clocks", "FIFO", "Media", "H264"]),
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop", "Media", "H264", "LoopTestSupport"]),
         .testTarget(name: "ServingTests", dependencies: ["Serving", "EventLoop", "Media", "H264", "Output", "Relay", "LoopTestSupport", "TestSupport"]),
-        .testTarget(name: "ConsumerTests", dependencies: ["Consumer", "Media", "H264"]),
+        .testTarget(name: "ConsumerTests", dependencies: ["Consumer", "Media", "H264", "Relay", "Output"]),
         .testTarget(name: "OutputTests", dependencies: ["Output", "Relay", "Media", "H264", "TestSupport"]),
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "TestSupport"]),
         // The capture thread's hand-off to a real loop thread and server.
@@ -115,7 +121,7 @@ let package = Package(
         // GStreamer's RTSP server; TestSupport runs them), proven with FFmpeg as the client.
         .testTarget(name: "MediaServerTests", dependencies: ["TestSupport"]),
         // Sound captured from a private PulseAudio daemon each test starts, checked with FFmpeg.
-        .testTarget(name: "AudioTests", dependencies: ["Audio", "Output", "Media", "H264", "CPulsePlayback", "TestSupport"]),
+        .testTarget(name: "AudioTests", dependencies: ["Audio", "Output", "Relay", "Media", "H264", "CPulsePlayback", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

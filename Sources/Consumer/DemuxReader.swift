@@ -88,23 +88,6 @@ public final class DemuxReader: Sendable {
         }
     }
 
-    public enum Event: Sendable {
-        /// The source is open and its video is H.264: how long opening took, what was found
-        /// (`mpegts, 320x240`), the tracks left out (said on the first opening only).
-        case opened(source: String, attempts: Int, seconds: Double, found: String, ignored: [String])
-        /// An opening failed; the reader tries again.
-        case unreachable(source: String, reason: String)
-        /// No packet for `seconds`: the source is dropped and opened again.
-        case stalled(source: String, seconds: Double)
-        /// The open source failed or ended; `retrying` unless the reader gives up now.
-        case lost(source: String, reason: String, retrying: Bool)
-        /// Still trying, said every few seconds of an outage.
-        case retrying(source: String, attempt: Int, reason: String, downFor: Double, nextIn: Double)
-        /// Packets that held no NAL unit (or a length past their end) since the opening;
-        /// said at the first one of each opening (all are counted in the metrics).
-        case malformed(source: String, packets: Int)
-    }
-
     /// How reading ended.
     public enum End: Sendable, Equatable {
         /// The file's end, or `stop()`.
@@ -132,7 +115,7 @@ public final class DemuxReader: Sendable {
 
     /// Starts reading into `intake`, which from now on belongs to the reader thread.
     /// `onEvent` and `onEnd` run on that thread.
-    public func start(intake: sending StreamIntake, onEvent: @escaping @Sendable (Event) -> Void, onEnd: @escaping @Sendable (End) -> Void) {
+    public func start(intake: sending StreamIntake, onEvent: @escaping @Sendable (InputEvent) -> Void, onEnd: @escaping @Sendable (End) -> Void) {
         let t = OSThread(name: "nalcast-demux") { [self] in
             onEnd(self.run(intake, onEvent))
         }
@@ -155,7 +138,7 @@ public final class DemuxReader: Sendable {
         case stopped, endOfInput, stalled, failed(String), invalid(String)
     }
 
-    private func run(_ intake: StreamIntake, _ onEvent: @Sendable (Event) -> Void) -> End {
+    private func run(_ intake: StreamIntake, _ onEvent: @Sendable (InputEvent) -> Void) -> End {
         var backoff = ReconnectBackoff(config: timing.backoff)
         var everOpened = false
         var attempts = 0
@@ -171,7 +154,7 @@ public final class DemuxReader: Sendable {
                 if everOpened { intake.metrics.reconnects.increment() }
                 let found = demuxer.formatName + (demuxer.width > 0 ? ", \(demuxer.width)x\(demuxer.height)" : "")
                     + (demuxer.audioFormat.map { ", audio aac \($0.sampleRate) Hz \($0.channels) ch" } ?? "")
-                onEvent(.opened(source: source.shown, attempts: attempts, seconds: seconds, found: found, ignored: everOpened ? [] : demuxer.ignoredTracks))
+                onEvent(event(.opened(attempts: attempts, opening: InputEvent.Opening(seconds: seconds, found: found, ignored: everOpened ? [] : demuxer.ignoredTracks))))
                 everOpened = true
                 backoff.connected()
                 attempts = 0
@@ -193,7 +176,7 @@ public final class DemuxReader: Sendable {
                 case .stalled:
                     intake.metrics.stalls.increment()
                     intake.inputFailed()
-                    onEvent(.stalled(source: source.shown, seconds: timing.stallTimeout))
+                    onEvent(event(.stalled(seconds: timing.stallTimeout)))
                     reason = "no packet for \(timing.stallTimeout) s"
                 case .failed(let message):
                     let dropped = intake.inputFailed()
@@ -203,7 +186,7 @@ public final class DemuxReader: Sendable {
                 let now = MonotonicClock.nanoseconds
                 backoff.lost(at: now)
                 let retrying = !backoff.givesUp(now: now)
-                onEvent(.lost(source: source.shown, reason: reason, retrying: retrying))
+                onEvent(event(.lost(reason: reason, retrying: retrying)))
             } catch {
                 if stopped { return .ended }
                 switch error.kind {
@@ -213,14 +196,14 @@ public final class DemuxReader: Sendable {
                     if !source.live { return .invalid(error.message) }
                 }
                 reason = error.message
-                if attempts == 1 { onEvent(.unreachable(source: source.shown, reason: reason)) }
+                if attempts == 1 { onEvent(event(.unreachable(reason: reason))) }
             }
             let now = MonotonicClock.nanoseconds
             guard let delay = backoff.nextDelay(now: now, random: Double.random(in: 0...1)) else {
                 return .gaveUp(reason: reason, everOpened: everOpened, endedCleanly: intake.lastConnectionEndedCleanly)
             }
             if attempts > 1 && backoff.progressDue(now: now) {
-                onEvent(.retrying(source: source.shown, attempt: attempts, reason: reason, downFor: backoff.downFor(now: now), nextIn: delay))
+                onEvent(event(.retrying(attempt: attempts, reason: reason, downFor: backoff.downFor(now: now), nextIn: delay)))
             }
             sleep(seconds: delay)
         }
@@ -228,7 +211,10 @@ public final class DemuxReader: Sendable {
     }
 
     /// Reads one opening's packets into the intake until it ends.
-    private func pump(_ demuxer: Demuxer, _ intake: StreamIntake, _ onEvent: @Sendable (Event) -> Void) -> Loss {
+    /// An event of this source, as every input reports it.
+    private func event(_ what: InputEvent.What) -> InputEvent { InputEvent(.demuxed, source.shown, what) }
+
+    private func pump(_ demuxer: Demuxer, _ intake: StreamIntake, _ onEvent: @Sendable (InputEvent) -> Void) -> Loss {
         var packager: AnnexBPackager
         do {
             packager = try AnnexBPackager(extradata: demuxer.extradata)
@@ -280,7 +266,7 @@ public final class DemuxReader: Sendable {
             let nals = packager.nalUnits(packet: packet.data)
             if packager.malformedPackets > malformed {
                 intake.metrics.malformedPackets.increment(by: UInt64(packager.malformedPackets - malformed))
-                if malformed == 0 { onEvent(.malformed(source: source.shown, packets: packager.malformedPackets)) }
+                if malformed == 0 { onEvent(event(.malformed(packets: packager.malformedPackets))) }
                 malformed = packager.malformedPackets
             }
             guard !nals.isEmpty else { continue }

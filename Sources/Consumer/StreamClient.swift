@@ -23,30 +23,12 @@ import Musl
 ///
 /// Loop-owned: create, start, stop and release it on the loop thread.
 public final class StreamClient {
-    public enum Event: Sendable {
-        case connected(Endpoint, attempts: Int)
-        /// The first connect failed; retrying quietly.
-        case unreachable(Endpoint, reason: String)
-        /// The connection ended; `retrying` unless `--reconnect-timeout` gives up at once
-        /// (then `.gaveUp` follows).
-        case disconnected(Endpoint, reason: String, retrying: Bool)
-        /// Still down: attempt `attempt` failed, the next one in `nextIn` s. Rate-limited by
-        /// `ReconnectBackoff.progressDue` (every 2 s at most), so silence never reads as a hang.
-        case retrying(Endpoint, attempt: Int, reason: String, downFor: Double, nextIn: Double)
-        /// The backoff gave up (`--reconnect-timeout`); `everConnected` tells an input that
-        /// never came from one that ended.
-        case gaveUp(Endpoint, everConnected: Bool, reason: String)
-        /// Connected, but nothing arrived for `seconds`: the connection is dropped
-        /// (`.disconnected` follows) and connected again.
-        case stalled(Endpoint, seconds: Double)
-    }
-
     public let endpoint: Endpoint
     private let loop: EventLoop
     private let addresses: [SocketAddress]
     private let intake: StreamIntake
     private var backoff: ReconnectBackoff
-    private let onEvent: (Event) -> Void
+    private let onEvent: (InputEvent) -> Void
     private var connector: Connector?
     private var socket: Socket?
     private var reader: IOWatcher?
@@ -67,7 +49,7 @@ public final class StreamClient {
 
     /// Resolves the endpoint now (getaddrinfo may block: do it before the loop runs).
     public init(loop: EventLoop, endpoint: Endpoint, intake: StreamIntake, backoff: ReconnectBackoff.Config, stallTimeout: Double? = nil,
-                onEvent: @escaping (Event) -> Void) throws(SocketError) {
+                onEvent: @escaping (InputEvent) -> Void) throws(SocketError) {
         loop.preconditionOnLoop()
         self.loop = loop
         self.endpoint = endpoint
@@ -116,7 +98,7 @@ public final class StreamClient {
         self.socket = socket
         isConnected = true
         if everConnected { intake.metrics.reconnects.increment() }
-        onEvent(.connected(endpoint, attempts: attempts))
+        report(.opened(attempts: attempts, opening: nil))
         everConnected = true
         reportedDown = false
         attempts = 0
@@ -143,9 +125,11 @@ public final class StreamClient {
         let quiet = Double(MonotonicClock.nanoseconds - lastDataNs) / 1e9
         guard quiet >= stallTimeout else { return }
         intake.metrics.stalls.increment()
-        onEvent(.stalled(endpoint, seconds: quiet))
+        report(.stalled(seconds: quiet))
         lost("stalled", cleanly: false)
     }
+
+    private func report(_ what: InputEvent.What) { onEvent(InputEvent(.connection, endpoint.description, what)) }
 
     private func readAvailable() {
         guard let socket else { return }
@@ -189,7 +173,7 @@ public final class StreamClient {
         }
         lastFailure = reason
         reportedDown = true
-        onEvent(.disconnected(endpoint, reason: reason, retrying: !backoff.givesUp(now: MonotonicClock.nanoseconds)))
+        report(.lost(reason: reason, retrying: !backoff.givesUp(now: MonotonicClock.nanoseconds)))
         scheduleRetry()
     }
 
@@ -199,7 +183,7 @@ public final class StreamClient {
         // Told once, and only when there is a retry to tell about.
         if !reportedDown && !stopped {
             reportedDown = true
-            onEvent(.unreachable(endpoint, reason: reason))
+            report(.unreachable(reason: reason))
         }
     }
 
@@ -208,11 +192,11 @@ public final class StreamClient {
         let now = MonotonicClock.nanoseconds
         guard let delay = backoff.nextDelay(now: now, random: Double.random(in: 0...1, using: &random)) else {
             stopped = true
-            onEvent(.gaveUp(endpoint, everConnected: everConnected, reason: lastFailure))
+            report(.gaveUp(reason: lastFailure, everOpened: everConnected, endedCleanly: intake.lastConnectionEndedCleanly))
             return
         }
         if reportedDown && backoff.progressDue(now: now) {
-            onEvent(.retrying(endpoint, attempt: attempts, reason: lastFailure, downFor: backoff.downFor(now: now), nextIn: delay))
+            report(.retrying(attempt: attempts, reason: lastFailure, downFor: backoff.downFor(now: now), nextIn: delay))
         }
         let timer = retry ?? LoopTimer(loop: loop) { [unowned self] in self.connect() }
         retry = timer

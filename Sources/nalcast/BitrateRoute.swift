@@ -1,3 +1,4 @@
+import CommandOptions
 import Serving
 
 /// `POST /bitrate` on the `--metrics` listener of `nalcast produce`: a new encoder bitrate,

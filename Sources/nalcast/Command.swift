@@ -1,3 +1,4 @@
+import CommandOptions
 import EventLoop
 #if canImport(Glibc)
 import Glibc
@@ -144,17 +145,5 @@ struct OutputBuffer {
         guard !text.isEmpty else { return }
         printOut(text)
         text = ""
-    }
-}
-
-/// Why a file could not be opened, in the words of a message about a path:
-/// "no such file", "permission denied", "is a directory".
-func describeOpenError(_ code: Int32) -> String {
-    switch code {
-    case ENOENT: "no such file"
-    case EACCES, EPERM: "permission denied"
-    case EISDIR: "is a directory"
-    case ENOTDIR: "a part of the path is not a directory"
-    default: String(cString: strerror(code))
     }
 }

@@ -1,6 +1,7 @@
 import Clocks
 import Capture
 import CLinux
+import CommandOptions
 import Consumer
 import Containers
 import Output

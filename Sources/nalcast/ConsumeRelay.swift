@@ -1,3 +1,4 @@
+import Consumer
 import EventLoop
 #if canImport(Glibc)
 import Glibc
@@ -7,7 +8,6 @@ import Media
 import Output
 import Relay
 import Serving
-import Synchronization
 
 /// `consume --listen ADDR` / `--web ADDR`: serves what consume reads to many readers, through
 /// the same `ServingSide` (`StreamServer`, the browser page) as `produce`, with the same
@@ -66,8 +66,8 @@ final class ConsumeRelay {
         self.dropped = dropped
         self.endStream = { handOff.close { _ = mailbox.send(.captureEnded, pastCapacity: true) } }
         self.sourceLost = { _ = mailbox.send(.sourceLost, pastCapacity: true) }
-        audio = RelayAudio(listeners: server.boundListeners, web: side.webServer?.boundEndpoint, mailbox: mailbox,
-                           dropped: server.metrics.tsAudioDropped, log: log, events: events)
+        audio = ConsumeRelay.audio(listeners: server.boundListeners, web: side.webServer?.boundEndpoint, mailbox: mailbox,
+                                   dropped: server.metrics.tsAudioDropped, log: log, events: events)
     }
 
     func start() { side.start() }
@@ -81,73 +81,32 @@ final class ConsumeRelay {
     /// After the loop: the page's HTTP server closes (the stream server closed its readers).
     func close() { side.webServer?.close() }
 
-    /// What one intake's thread calls for every access unit and every audio item it
-    /// delivers: a new feed per intake, owned by that thread. `keepsStreamEnd` when the
-    /// source's end is the relay's (see `RelayFeed.take`).
-    static func feed(_ handOff: ResyncingHandOff, _ audio: RelayAudio, keepsStreamEnd: Bool) -> RelayFeed {
-        RelayFeed(handOff: handOff, audio: audio, keepsStreamEnd: keepsStreamEnd)
-    }
-}
-
-/// The relay's audio path to its MPEG-TS listeners, safe from any input thread: the track
-/// goes to the server's mailbox past its bound (it must not be lost), each packet within it
-/// (a full mailbox refuses it: counted in `nalcast_ts_audio_packets_dropped_total`, as for
-/// `produce`). The first track declared is said once in the log for the listeners that do
-/// not carry it (Annex-B, `--web`); a later different one (a restarted source with other
-/// audio) is said too: the TS readers keep the track their header declared, and its packets
-/// are left out and counted by the server. Without an MPEG-TS listener nothing goes to the
-/// server (as `produce`'s Annex-B listeners, they get no sound): only the log lines.
-final class RelayAudio: Sendable {
-    private let mailbox: Mailbox<StreamServer.Message>
-    /// The TS listeners' count of audio left out; nil without a TS listener (nothing carried).
-    private let dropped: Counter?
-    private let firstFormat = Mutex<AudioFormat?>(nil)
-    private let log: Log
-    private let events: EventLog?
-    /// The listeners and the page that get no sound, as shown on the command line, each with
-    /// why.
-    private let videoOnly: [(name: String, why: String)]
-
-    /// `listeners` and `web` as bound (the kernel's port for port 0), for the log lines.
-    init(listeners: [Listening], web: Endpoint?, mailbox: Mailbox<StreamServer.Message>, dropped: Counter?, log: Log, events: EventLog?) {
-        self.mailbox = mailbox
-        self.dropped = listeners.contains { $0.format == .mpegTS } ? dropped : nil
-        self.log = log
-        self.events = events
-        videoOnly = listeners.filter { $0.format == .annexB }.map { ($0.description, "raw H.264 carries video only") }
-            + (web.map { [("--web \($0)", "the page plays video only")] } ?? [])
-    }
-
-    /// The input has this audio track from now.
-    func declare(_ format: AudioFormat) {
-        if dropped != nil { _ = mailbox.send(.audioFormat(format), pastCapacity: true) }
-        let first = firstFormat.withLock { first -> AudioFormat? in
-            defer { if first == nil { first = format } }
-            return first
+    /// The input's audio to the MPEG-TS listeners (`RelayAudio`): through the server's mailbox
+    /// when there is a TS listener; what it reports as log lines and events. `listeners` and
+    /// `web` as bound (the kernel's port for port 0), for the lines.
+    static func audio(listeners: [Listening], web: Endpoint?, mailbox: Mailbox<StreamServer.Message>, dropped: Counter?,
+                      log: Log, events: EventLog?) -> RelayAudio {
+        var carrier: RelayAudio.Carrier?
+        if let dropped, listeners.contains(where: { $0.format == .mpegTS }) {
+            carrier = RelayAudio.Carrier(declare: { _ = mailbox.send(.audioFormat($0), pastCapacity: true) },
+                                         send: { mailbox.send(.audio($0)) }, dropped: dropped, isSameTrack: { $0.isSameTrack(as: $1) })
         }
-        let shown = "\(format.codec.rawValue) \(format.sampleRate) Hz \(format.channels) ch"
-        if let first {
-            guard dropped != nil, !format.isSameTrack(as: first) else { return }
-            log.line("the input's audio changed to \(shown): the MPEG-TS readers keep the track they were given; its packets are left out (counted in nalcast_ts_audio_packets_dropped_total)")
-            events?.emit("audio-not-carried", [("sink", "relay"), ("reason", "track changed to \(shown)")])
-            return
-        }
-        if dropped != nil { log.line("relaying the input's audio (\(shown)) to the MPEG-TS listeners") }
-        let elsewhere = dropped != nil ? "served on the ts: listeners only" : "not served (a ts:tcp:// or ts:unix: listener would carry it)"
-        for place in videoOnly {
-            log.line("\(place.name): \(place.why); the input's audio is \(elsewhere)")
-            events?.emit("audio-not-carried", [("sink", place.name)])
+        let videoOnly = listeners.filter { $0.format == .annexB }.map { (place: $0.description, why: "raw H.264 carries video only") }
+            + (web.map { [(place: "--web \($0)", why: "the page plays video only")] } ?? [])
+        return RelayAudio(carrier: carrier, videoOnly: videoOnly) { report in
+            switch report {
+            case .relaying(let track):
+                log.line("relaying the input's audio (\(track)) to the MPEG-TS listeners")
+            case .videoOnly(let place, let why, let carried):
+                let elsewhere = carried ? "served on the ts: listeners only" : "not served (a ts:tcp:// or ts:unix: listener would carry it)"
+                log.line("\(place): \(why); the input's audio is \(elsewhere)")
+                events?.emit("audio-not-carried", [("sink", place)])
+            case .trackChanged(let track):
+                log.line("the input's audio changed to \(track): the MPEG-TS readers keep the track they were given; its packets are left out (counted in nalcast_ts_audio_packets_dropped_total)")
+                events?.emit("audio-not-carried", [("sink", "relay"), ("reason", "track changed to \(track)")])
+            }
         }
     }
-
-    /// One packet, at its time for the readers.
-    func send(_ packet: AudioPacket) {
-        guard let dropped else { return }
-        if !mailbox.send(.audio(packet)) { dropped.increment() }
-    }
-
-    /// One packet left out before it reached the server (no time for it yet).
-    func drop() { dropped?.increment() }
 }
 
 extension ConsumeSession {
@@ -167,53 +126,5 @@ extension ConsumeSession {
         relay.start()
         log.line("relaying \(config.input)\(config.realtime ? " at the pace of its media time" : ""); " + relay.side.places.joined(separator: ", "))
         return relay
-    }
-}
-
-/// One input thread's end of the relay: times, and hands on.
-final class RelayFeed {
-    private let handOff: ResyncingHandOff
-    private let audio: RelayAudio
-    private var times = RisingMediaTime()
-    private let keepsStreamEnd: Bool
-
-    init(handOff: ResyncingHandOff, audio: RelayAudio, keepsStreamEnd: Bool) {
-        self.handOff = handOff
-        self.audio = audio
-        self.keepsStreamEnd = keepsStreamEnd
-    }
-
-    /// Hands an access unit to the server. One that ends with an end of sequence (a producer
-    /// that knew its last picture) keeps it where the source's end is the relay's (a file,
-    /// `--reconnect-timeout 0`): the readers get that picture without an AUD behind it, and
-    /// nothing left open (`AccessUnitDelimiting`). Elsewhere the relay outlives the source.
-    func take(_ received: TimedUnit) {
-        let unit = keepsStreamEnd ? received.unit : RelayFeed.withoutStreamEnd(received.unit)
-        handOff.hand(unit, pts90k: times.pts90k(for: received.mediaTime))
-    }
-
-    /// The input's audio track and packets (on the same time line as its access units: the
-    /// intake places them so), to the MPEG-TS listeners, shifted as the pictures are.
-    func takeAudio(_ item: SinkItem) {
-        guard !handOff.isClosed else { return }
-        switch item {
-        case .audioFormat(let format):
-            audio.declare(format)
-        case .audio(let packet):
-            guard let pts = times.audioPts90k(for: packet.mediaTime) else { return audio.drop() }
-            audio.send(AudioPacket(data: packet.data, mediaTime: MediaTime(ticks: Int64(pts)), captureTimeNs: packet.captureTimeNs))
-        case .unit, .discontinuity, .gap:
-            return
-        }
-    }
-
-    /// The access unit without a trailing end-of-stream or end-of-sequence NAL unit: the
-    /// source's end is not the relay's (readers stay through a source's restart, and get
-    /// the relay's own end-of-stream when it stops). An IDR goes to readers with its
-    /// parameter sets in front in any case (`QueuedAccessUnit`).
-    static func withoutStreamEnd(_ unit: AccessUnit) -> AccessUnit {
-        guard let last = unit.nalUnits.last, last.type == .endOfStream || last.type == .endOfSequence else { return unit }
-        let kept = unit.nalUnits.filter { $0.type != .endOfStream && $0.type != .endOfSequence }
-        return AccessUnit(codec: H264Codec(), nalUnits: kept, isIDR: unit.isIDR, resolution: unit.resolution, timestamp: unit.timestamp, parameterSets: unit.parameterSets)
     }
 }

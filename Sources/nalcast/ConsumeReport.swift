@@ -1,28 +1,13 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Consumer
-import EventLoop
+import CommandOptions
 
-/// The lines `consume` says about its input and its forward target going away, retrying and
-/// giving up: one place for their wording, so the session only decides when.
+/// The lines `consume` says about its forward target going away, retrying and giving up: one
+/// place for their wording, so the session only decides when (the input's: `InputReporter`).
 enum ConsumeReport {
-    /// "still trying" while the input is down (at most one per 2 s, `ReconnectBackoff`).
-    static func retrying(_ endpoint: Endpoint, attempt: Int, reason: String, downFor: Double, nextIn: Double) -> String {
-        "\(endpoint): attempt \(attempt) failed (\(reason)), down for \(fixed(downFor, 1)) s; next try in \(fixed(nextIn, 1)) s"
-    }
-
     static func forwardRetrying(_ endpoint: String, attempt: Int, reason: String, nextIn: Double) -> String {
         "forward to \(endpoint): attempt \(attempt) failed (\(reason)); next try in \(fixed(nextIn, 1)) s, dropping until then"
-    }
-
-    /// The upstream did not come back within `--reconnect-timeout` (exit 69).
-    static func lost(_ endpoint: Endpoint, timeout: Double?, reason: String, lastConnected: Double?) -> String {
-        var s = "lost \(endpoint): "
-        s += timeout.map { "not back within --reconnect-timeout \(formatSeconds($0)) s" } ?? "gave up reconnecting"
-        s += " (last try: \(reason))"
-        if let lastConnected { s += "; last connected at \(clockTime(lastConnected))" }
-        return s
     }
 
     /// The forward target lost access units: "forward to X: N of M access units dropped (never connected)".

@@ -1,4 +1,5 @@
 import Clocks
+import CommandOptions
 import Consumer
 import EventLoop
 import Containers
@@ -42,59 +43,16 @@ extension ConsumeSession {
     }
 
     func startDemux(_ source: DemuxReader.Source, _ fanout: SinkFanout, _ ending: Ending) -> DemuxReader? {
-        let log = self.log
-        let events = self.events
-        let reconnectTimeout = config.reconnectTimeout
-        let timing = DemuxReader.Timing(stallTimeout: config.stallTimeout, backoff: ReconnectBackoff.Config(giveUpAfter: reconnectTimeout))
+        let timing = DemuxReader.Timing(stallTimeout: config.stallTimeout, backoff: ReconnectBackoff.Config(giveUpAfter: config.reconnectTimeout))
         let reader = DemuxReader(source: source, timing: timing)
-        // When the source was last lost (for the line that gives up).
-        let lastLost = Mutex<Double?>(nil)
-        let sourceLost = relay?.sourceLost
-        let onEvent: @Sendable (DemuxReader.Event) -> Void = { event in
-            switch event {
-            case .opened(let shown, let attempts, let seconds, let found, let ignored):
-                log.line("opened \(shown) in \(fixed(seconds, 2)) s (\(found))" + (attempts > 1 ? " after \(attempts) attempts" : ""))
-                events?.emit("connected", [("endpoint", shown), ("attempts", attempts), ("openSeconds", seconds)])
-                if !ignored.isEmpty {
-                    log.line("\(shown): relaying its H.264 video\(found.contains(", audio aac") ? " and AAC audio" : " only"); ignoring \(ignored.count) other track\(ignored.count == 1 ? "" : "s"): \(ignored.joined(separator: ", "))")
-                    events?.emit("tracks-ignored", [("endpoint", shown), ("tracks", ignored.joined(separator: ", "))])
-                }
-            case .unreachable(let shown, let reason):
-                log.line("\(reason); retrying")
-                events?.emit("reconnecting", [("endpoint", shown), ("reason", reason)])
-            case .stalled(let shown, let seconds):
-                log.line("\(shown) stalled: no packet for \(formatSeconds(seconds)) s")
-                events?.emit("stalled", [("endpoint", shown), ("seconds", seconds)])
-            case .lost(let shown, let reason, let retrying):
-                lastLost.withLock { $0 = WallClock.seconds }
-                sourceLost?()
-                log.line("lost \(shown) (\(reason))" + (retrying ? "; reopening" : ""))
-                events?.emit("disconnected", [("endpoint", shown), ("reason", reason)])
-                if retrying { events?.emit("reconnecting", [("endpoint", shown)]) }
-            case .retrying(let shown, let attempt, let reason, let downFor, let nextIn):
-                log.line("\(shown): attempt \(attempt) failed (\(reason)), down for \(fixed(downFor, 1)) s; next try in \(fixed(nextIn, 1)) s")
-            case .malformed(let shown, let packets):
-                log.line("\(shown): \(packets) packet\(packets == 1 ? "" : "s") with no whole H.264 NAL unit (counted in nalcast_consumer_malformed_packets_total)", force: true)
-                events?.emit("malformed-packets", [("endpoint", shown), ("packets", packets)])
-            }
-        }
-        reader.start(intake: makeIntake(fanout, source.live ? .arrival : .counted), onEvent: onEvent) { end in
+        let reporter = inputReporter(ending)
+        reader.start(intake: makeIntake(fanout, source.live ? .arrival : .counted), onEvent: { reporter.report($0) }) { end in
             switch end {
             case .ended: ending.end(.inputEnded)
             case .failed(let message): ending.end(.inputFailed(message))
             case .invalid(let message): ending.end(.notAnnexB(message))
             case .gaveUp(let reason, let everOpened, let endedCleanly):
-                if everOpened && endedCleanly {
-                    log.line("\(source.shown): the producer ended the stream; not reopening (--reconnect-timeout)")
-                    ending.end(.inputEnded)
-                } else if everOpened {
-                    var text = "lost \(source.shown): " + (reconnectTimeout.map { "not back within --reconnect-timeout \(formatSeconds($0)) s" } ?? "gave up reopening")
-                    text += " (last try: \(reason))"
-                    if let at = lastLost.withLock({ $0 }) { text += "; last read at \(ConsumeReport.clockTime(at))" }
-                    ending.end(.unreachable(text))
-                } else {
-                    ending.end(.unreachable(reason))
-                }
+                reporter.report(InputEvent(.demuxed, source.shown, .gaveUp(reason: reason, everOpened: everOpened, endedCleanly: endedCleanly)))
             }
         }
         if !source.live { log.line("reading \(source.shown) through libavformat") }

@@ -1,4 +1,5 @@
 import Clocks
+import CommandOptions
 import Consumer
 import Containers
 import EventLoop
@@ -266,7 +267,7 @@ final class ConsumeSession {
         // The relay's end of this intake (its pictures and its sound): made from the
         // (Sendable) hand-off and audio path alone, so that it can go to the intake's thread.
         var feed: RelayFeed?
-        if let relay { feed = ConsumeRelay.feed(relay.handOff, relay.audio, keepsStreamEnd: clock == .counted || config.reconnectTimeout == 0) }
+        if let relay { feed = RelayFeed(handOff: relay.handOff, audio: relay.audio, keepsStreamEnd: clock == .counted || config.reconnectTimeout == 0) }
         return StreamIntake(fanout: fanout, metrics: metrics, clock: clock, fallbackFrameRate: config.frameRate.framesPerSecond, maxNALUnitSize: config.maxNAL,
                             observer: ConsumeSession.all(pacing, config.idrSpacingObserver(log: log), feed.map { $0.take }),
                             audioObserver: feed.map { $0.takeAudio }, handsOnEachUnit: pacing != nil)
@@ -276,56 +277,27 @@ final class ConsumeSession {
     /// `--reconnect-timeout` gives up.
     private func connectInput(_ loop: EventLoop, _ fanout: SinkFanout, _ ending: Ending) throws -> StreamClient? {
         guard case .network(let endpoint) = config.input else { return nil }
-        let log = self.log
-        let events = self.events
         let backoff = ReconnectBackoff.Config(giveUpAfter: config.reconnectTimeout)
-        let reconnectTimeout = config.reconnectTimeout
         let intake = makeIntake(fanout, .arrival)
-        let sourceLost = relay?.sourceLost
-        var lastConnected: Double?
+        let reporter = inputReporter(ending)
         // Set once the client exists: the intake calls it from the client's own read.
         var stopClient: (() -> Void)?
         intake.onTransportStream = transportStreamHandOver(endpoint, fanout, ending) { stopClient?() }
         let client: StreamClient
         do {
-            client = try StreamClient(loop: loop, endpoint: endpoint, intake: intake, backoff: backoff, stallTimeout: config.stallTimeout) { event in
-                switch event {
-                case .stalled(let e, let seconds):
-                    log.line("\(e) stalled: no data for \(formatSeconds(seconds)) s")
-                    events?.emit("stalled", [("endpoint", e.description), ("seconds", seconds)])
-                case .connected(let e, let attempts):
-                    log.line("connected to \(e)\(attempts > 1 ? " after \(attempts) attempts" : "")")
-                    events?.emit("connected", [("endpoint", e.description), ("attempts", attempts)])
-                case .unreachable(let e, let reason):
-                    log.line("cannot reach \(e) (\(reason)); retrying")
-                    events?.emit("reconnecting", [("endpoint", e.description), ("reason", reason)])
-                case .disconnected(let e, let reason, let retrying):
-                    sourceLost?()
-                    lastConnected = WallClock.seconds
-                    log.line("disconnected from \(e) (\(reason))" + (retrying ? "; reconnecting" : ""))
-                    events?.emit("disconnected", [("endpoint", e.description), ("reason", reason)])
-                    if retrying { events?.emit("reconnecting", [("endpoint", e.description)]) }
-                case .retrying(let e, let attempt, let reason, let downFor, let nextIn):
-                    log.line(ConsumeReport.retrying(e, attempt: attempt, reason: reason, downFor: downFor, nextIn: nextIn))
-                case .gaveUp(let e, let everConnected, let reason):
-                    if everConnected && intake.lastConnectionEndedCleanly {
-                        // The producer ended its stream (end-of-stream NAL unit) and did not
-                        // start again: a finished recording, exit 0.
-                        log.line("\(e): the producer ended the stream; not reconnecting (--reconnect-timeout)")
-                        ending.end(.inputEnded)
-                    } else if everConnected {
-                        ending.end(.unreachable(ConsumeReport.lost(e, timeout: reconnectTimeout, reason: reason, lastConnected: lastConnected)))
-                    } else {
-                        ending.end(.unreachable("cannot connect to \(e) (\(reason))"))
-                    }
-                }
-            }
+            client = try StreamClient(loop: loop, endpoint: endpoint, intake: intake, backoff: backoff, stallTimeout: config.stallTimeout) { reporter.report($0) }
         } catch {
             throw CommandError.unavailable("consume: --from \(endpoint): \(error)")
         }
         stopClient = { [unowned client] in client.stop() }
         client.start()
         return client
+    }
+
+    /// What the input reports, whichever kind it is, as log lines and events; its giving up
+    /// as the run's end.
+    func inputReporter(_ ending: Ending) -> InputReporter {
+        InputReporter(log: log, events: events, sourceLost: relay?.sourceLost, ending: ending, reconnectTimeout: config.reconnectTimeout)
     }
 
     /// `--metrics` and the once-a-second status line.

@@ -1,3 +1,4 @@
+import CommandOptions
 import Consumer
 import Containers
 import EventLoop

@@ -1,3 +1,4 @@
+import CommandOptions
 import Containers
 import Output
 

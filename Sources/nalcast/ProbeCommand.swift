@@ -1,4 +1,5 @@
 import Clocks
+import CommandOptions
 import EventLoop
 #if canImport(Glibc)
 import Glibc

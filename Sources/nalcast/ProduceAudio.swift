@@ -1,5 +1,6 @@
 import Clocks
 import Audio
+import CommandOptions
 import EventLoop
 import Media
 import Output
@@ -80,26 +81,6 @@ func commandError(_ error: AudioError) -> CommandError {
     }
 }
 
-/// Where produce's audio packets go: the sinks that carry audio add themselves here; until
-/// one does, packets are counted as unsent.
-final class AudioDelivery: Sendable {
-    private let receivers = Mutex<[@Sendable (AudioPacket) -> Void]>([])
-    private let unsent = Atomic<UInt64>(0)
-
-    func add(_ receiver: @escaping @Sendable (AudioPacket) -> Void) {
-        receivers.withLock { $0.append(receiver) }
-    }
-
-    func deliver(_ packet: AudioPacket) {
-        let all = receivers.withLock { $0 }
-        if all.isEmpty { unsent.add(1, ordering: .relaxed) }
-        for receive in all { receive(packet) }
-    }
-
-    /// Packets no sink took (no sink carries audio).
-    var unsentCount: UInt64 { unsent.load(ordering: .relaxed) }
-}
-
 /// produce's audio side: the capture, where its packets go, its events as lines and JSON.
 final class ProduceAudio: Sendable {
     let capture: AudioCapture
@@ -172,29 +153,5 @@ final class ProduceAudio: Sendable {
         if delivery.unsentCount > 0 { text += ", \(delivery.unsentCount) packets not sent: no output carries audio" }
         for source in s.sources where source.losses > 0 { text += "; \(source.name) lost \(source.losses) times" }
         return text
-    }
-
-    /// Prometheus text.
-    var metrics: String {
-        let s = capture.statistics()
-        var lines = [
-            "# HELP nalcast_audio_packets_total AAC packets encoded.", "# TYPE nalcast_audio_packets_total counter",
-            "nalcast_audio_packets_total \(s.packets)",
-            "# HELP nalcast_audio_bytes_total AAC bytes encoded.", "# TYPE nalcast_audio_bytes_total counter",
-            "nalcast_audio_bytes_total \(s.bytes)",
-            "# HELP nalcast_audio_dropped_samples_total Samples lost, by reason: late (a source delivered after they were encoded), overflow (a source ran ahead of the buffer).",
-            "# TYPE nalcast_audio_dropped_samples_total counter",
-            "nalcast_audio_dropped_samples_total{reason=\"late\"} \(s.lateSamples)",
-            "nalcast_audio_dropped_samples_total{reason=\"overflow\"} \(s.overflowSamples)",
-            "# HELP nalcast_audio_unsent_packets_total Packets no output took (none carries audio), or captured before the first video frame.",
-            "# TYPE nalcast_audio_unsent_packets_total counter",
-            "nalcast_audio_unsent_packets_total{reason=\"no-output\"} \(delivery.unsentCount)",
-            "nalcast_audio_unsent_packets_total{reason=\"before-video\"} \(s.packetsBeforeVideo)",
-            "# HELP nalcast_audio_source_up 1 while a source captures.", "# TYPE nalcast_audio_source_up gauge",
-        ]
-        for source in s.sources { lines.append("nalcast_audio_source_up{source=\"\(source.name)\"} \(source.state == .capturing ? 1 : 0)") }
-        lines += ["# HELP nalcast_audio_source_losses_total Times a source's server or device went away.", "# TYPE nalcast_audio_source_losses_total counter"]
-        for source in s.sources { lines.append("nalcast_audio_source_losses_total{source=\"\(source.name)\"} \(source.losses)") }
-        return lines.joined(separator: "\n") + "\n"
     }
 }

@@ -1,4 +1,6 @@
 import Capture
+import CaptureSources
+import CommandOptions
 import Containers
 import Encoder
 import EventLoop
@@ -202,12 +204,20 @@ enum ProduceCommand: Command {
         if options.has("dry-run") {
             if plan.source.dryRunOpens {
                 // The frame is known once the source is open (a Y4M header): this also checks the input.
-                let source = try makeSource(plan, log: { _ in })
+                let source = try plan.makeSource(log: { _ in })
                 plan.frame = (source.width, source.height, source.pixelFormat)
             }
             printOut(("produce\n" + plan.lines.map { "  " + printable($0) }.joined(separator: "\n") + "\n"))
             return .ok
         }
         return try ProduceSession(plan: plan, status: StatusLine(options: options)).run()
+    }
+}
+
+extension ProduceCommand.Plan {
+    /// Opens the planned source with what it is made with besides its own options; its
+    /// errors mapped to exit codes.
+    func makeSource(log: @escaping @Sendable (String) -> Void) throws -> any FrameSource {
+        try CaptureSources.makeSource(source, SourceSettings(frameRate: capture.targetFrameRate, flash: flash), log: log)
     }
 }

@@ -1,4 +1,6 @@
 import Capture
+import CaptureSources
+import CommandOptions
 import EventLoop
 import Media
 import Output
@@ -51,7 +53,7 @@ final class ProduceSession {
 
     func run() throws -> ExitCode {
         let events = try plan.events.map { try EventLog(path: $0) }
-        let source = try makeSource(plan, log: libraryLog)
+        let source = try plan.makeSource(log: libraryLog)
         let registry = MetricsRegistry()
         let outcome = Outcome()
         // Opened while SIGINT still ends the process: opening a FIFO waits for its reader.
@@ -144,12 +146,15 @@ final class ProduceSession {
     private func wireServing(_ loop: EventLoop, _ control: CaptureControl, _ registry: MetricsRegistry, _ events: EventLog?,
                              _ audio: ProduceAudio?) throws -> LoopSide {
         let serving = try ServingSide(loop: loop, choice: plan.serving, .encoder, registry: registry, events: events, audio: audio?.capture.format,
-                                      metricsText: { registry.render() + (audio?.metrics ?? "") },
+                                      metricsText: { registry.render() },
                                       onRequestIDR: { control.requestIDR() }, onFinished: { loop.stop() })
         let server = serving.server
         control.registerMetrics(in: registry)
-        if let audio { serving.carry(audio.delivery) }
-        let metricsServer = try makeMetricsServer(loop, control, registry, events, audio)
+        if let audio {
+            audio.capture.registerMetrics(in: registry, delivery: audio.delivery)
+            serving.carry(audio.delivery)
+        }
+        let metricsServer = try makeMetricsServer(loop, control, registry, events)
         let captureEnded = Mailbox<Int>(loop: loop) { _ in if server == nil { loop.stop() } }
         let signals = watchSignals(loop, control, server, events)
         serving.start()
@@ -159,11 +164,11 @@ final class ProduceSession {
     }
 
     /// `--metrics`: `/metrics`, `/healthz`, and `POST /bitrate` for a live bitrate change.
-    private func makeMetricsServer(_ loop: EventLoop, _ control: CaptureControl, _ registry: MetricsRegistry, _ events: EventLog?, _ audio: ProduceAudio?) throws -> HTTPServer? {
+    private func makeMetricsServer(_ loop: EventLoop, _ control: CaptureControl, _ registry: MetricsRegistry, _ events: EventLog?) throws -> HTTPServer? {
         guard let endpoint = plan.metrics else { return nil }
         let server: HTTPServer
         do {
-            server = try ServingSide.httpServer(loop, endpoint) { registry.render() + (audio?.metrics ?? "") }
+            server = try ServingSide.httpServer(loop, endpoint) { registry.render() }
         } catch {
             throw CommandError.unavailable("--metrics \(endpoint): \(error)")
         }

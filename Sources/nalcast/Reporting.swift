@@ -1,4 +1,5 @@
 import Clocks
+import CommandOptions
 import Dispatch
 #if canImport(Glibc)
 import Glibc

@@ -1,3 +1,5 @@
+import Audio
+import CommandOptions
 import EventLoop
 import Media
 import Output

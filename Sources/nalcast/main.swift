@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import CommandOptions
 
 /// nalcast: capture, encode and relay live H.264 between processes. docs/architecture.md has the picture.
 enum Nalcast {

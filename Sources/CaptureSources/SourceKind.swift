@@ -1,4 +1,5 @@
 import Capture
+import CommandOptions
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -8,7 +9,7 @@ import Glibc
 /// how it reads them, its `--dry-run` lines, how its source is made and how its errors map to
 /// exit codes. `produce` walks `SourceKinds.all`; adding a source is a file with its kind and
 /// one line in that list.
-protocol SourceKind {
+public protocol SourceKind {
     /// How `--source` names it, in `--help` and in the error for a name no kind takes.
     static var forms: [SourceForm] { get }
     /// Its options, in `--help` order; given with another source they are warned about.
@@ -26,17 +27,22 @@ protocol SourceKind {
 }
 
 extension SourceKind {
-    static var paragraph: [String] { [] }
+    public static var paragraph: [String] { [] }
 }
 
 /// A `--source` form: `x11:DISPLAY`, with an example the error for an unknown name gives.
-struct SourceForm {
-    let text: String
-    var example: String? = nil
+public struct SourceForm: Sendable {
+    public let text: String
+    public var example: String? = nil
+
+    public init(text: String, example: String? = nil) {
+        self.text = text
+        self.example = example
+    }
 }
 
 /// A source as `produce` will open it: what its kind read from the options.
-protocol PlannedSource: Sendable {
+public protocol PlannedSource: Sendable {
     /// `--source` as given.
     var text: String { get }
     /// Paced in real time (a file source with `--realtime`; always for live ones).
@@ -63,43 +69,49 @@ protocol PlannedSource: Sendable {
 }
 
 extension PlannedSource {
-    var readsStdin: Bool { false }
-    var takesFlash: Bool { false }
-    var frameNote: String? { nil }
-    var warnings: [String] { [] }
-    var dryRunLines: [String] { [] }
-    var dryRunOpens: Bool { false }
-    func commandError(for error: any Error) -> CommandError? { nil }
+    public var readsStdin: Bool { false }
+    public var takesFlash: Bool { false }
+    public var frameNote: String? { nil }
+    public var warnings: [String] { [] }
+    public var dryRunLines: [String] { [] }
+    public var dryRunOpens: Bool { false }
+    public func commandError(for error: any Error) -> CommandError? { nil }
 }
 
 /// What a source is made with besides its own options.
-struct SourceSettings {
+public struct SourceSettings: Sendable {
     /// `--fps`, when given (the test pattern's rate).
-    var frameRate: FrameRate?
+    public var frameRate: FrameRate?
     /// `--flash`, or the tone of `--audio tone`.
-    var flash: Bool
+    public var flash: Bool
+
+    public init(frameRate: FrameRate?, flash: Bool) {
+        self.frameRate = frameRate
+        self.flash = flash
+    }
 }
 
 /// Every kind of source, in `--help` order.
-enum SourceKinds {
-    static let all: [any SourceKind.Type] = [TestPatternKind.self, Y4MKind.self, RawKind.self, X11Kind.self]
+public enum SourceKinds {
+    /// Computed: an array of metatypes is not `Sendable`, so it cannot be a stored global.
+    public static var all: [any SourceKind.Type] { [TestPatternKind.self, Y4MKind.self, RawKind.self, X11Kind.self] }
 
     /// `--source`'s own option.
-    static var sourceSpec: OptionSpec {
+    public static var sourceSpec: OptionSpec {
         OptionSpec(name: "source", value: "SRC", help: all.flatMap { $0.forms }.map(\.text).joined(separator: ", ") + " (see below)", defaultText: "testsrc")
     }
 
     /// The options of every kind, after `--source`.
-    static var specs: [OptionSpec] { all.flatMap { $0.specs } }
+    public static var specs: [OptionSpec] { all.flatMap { $0.specs } }
 
     /// "sources:" and each kind's lines, then the kinds' paragraphs.
-    static var notes: [String] {
+    public static var notes: [String] {
         ["sources:"] + all.flatMap { $0.notes } + [""] + all.flatMap { $0.paragraph.isEmpty ? [] : $0.paragraph + [""] }
     }
 
     /// The planned source `--source TEXT` names, and the warnings for the options of other
     /// kinds that were given anyway.
-    static func plan(_ text: String, _ o: ParsedOptions, fps: FrameRate) throws -> (source: any PlannedSource, warnings: [String]) {
+    public static func plan(_ text: String, _ o: ParsedOptions, fps: FrameRate) throws -> (source: any PlannedSource, warnings: [String]) {
         guard let kind = all.first(where: { $0.takes(text) }) else {
             let forms = all.flatMap { $0.forms }.map { form in form.text + (form.example.map { " (e.g. \($0))" } ?? "") }
             throw CommandError.usage("--source \(text): expected \(forms.dropLast().joined(separator: ", ")) or \(forms.last!)")
@@ -118,29 +130,29 @@ enum SourceKinds {
 }
 
 /// Makes the frame source a plan asks for, mapping its errors to exit codes.
-func makeSource(_ plan: ProduceCommand.Plan, log: @escaping @Sendable (String) -> Void) throws -> any FrameSource {
+public func makeSource(_ source: any PlannedSource, _ settings: SourceSettings, log: @escaping @Sendable (String) -> Void) throws -> any FrameSource {
     do {
-        return try plan.source.make(SourceSettings(frameRate: plan.capture.targetFrameRate, flash: plan.flash), log: log)
+        return try source.make(settings, log: log)
     } catch let error as CommandError {
         throw error
     } catch CaptureError.system(let function, _, let code) where function == "open" {
         // Name the option and the path, not the system call.
         throw CommandError(code: code == ENOENT || code == EACCES || code == EISDIR || code == ENOTDIR ? .noInput : .ioError,
-                           message: "--source \(plan.source.text): \(describeOpenError(code))")
+                           message: "--source \(source.text): \(describeOpenError(code))")
     } catch {
-        throw commandError(error, of: plan.source)
+        throw commandError(error, of: source)
     }
 }
 
 /// The exit code and line for an error a source raised, opening or capturing.
-func commandError(_ error: any Error, of source: any PlannedSource) -> CommandError {
+public func commandError(_ error: any Error, of source: any PlannedSource) -> CommandError {
     if let mapped = source.commandError(for: error) { return mapped }
     if let captureError = error as? CaptureError { return commandError(captureError) }
     return CommandError(code: .software, message: "\(error)")
 }
 
 /// Exit codes for capture errors: bad options 64, bad input data 65, missing input 66.
-func commandError(_ error: CaptureError) -> CommandError {
+public func commandError(_ error: CaptureError) -> CommandError {
     switch error {
     case .oddSize, .badSize: return .usage(error.description)
     case .system(_, let path, let code) where code == ENOENT || code == EACCES || code == EISDIR: return .noInput("\(path): \(describeOpenError(code))")

@@ -1,32 +1,33 @@
 import Capture
+import CommandOptions
 import X11Capture
 
 /// `--source x11[:DISPLAY]`: the X11 screen, on change or at a fixed rate (`X11Capture`).
-enum X11Kind: SourceKind {
-    static let forms = [SourceForm(text: "x11"), SourceForm(text: "x11:DISPLAY", example: "x11:0")]
-    static let optionOwner = "x11"
-    static let specs = [
+public enum X11Kind: SourceKind {
+    public static let forms = [SourceForm(text: "x11"), SourceForm(text: "x11:DISPLAY", example: "x11:0")]
+    public static let optionOwner = "x11"
+    public static let specs = [
         OptionSpec(name: "region", value: "X,Y,WxH", help: "x11: capture this part of the screen (W, H even)", defaultText: "the whole screen"),
         OptionSpec(name: "cursor", value: nil, help: "x11: draw the pointer into the frames (on; --no-cursor turns it off)"),
         OptionSpec(name: "capture", value: "MODE", help: "x11: damage (grab when the screen changes, at most --fps) or fixed (every 1/--fps, changed or not)", defaultText: "damage"),
         OptionSpec(name: "idle-fps", value: "RATE", help: "x11 with --capture damage: repeat the picture this often while the screen is still (a keep-alive; 0: never)", defaultText: "1"),
     ]
-    static let notes = [
+    public static let notes = [
         "  x11                the X11 screen of $DISPLAY (--region, --cursor, --capture, --idle-fps)",
         "  x11:77, x11::77    display :77 (the number alone, or X11's own :77)",
         "  x11:77.1           screen 1 of display :77",
         "  x11:host:0.0       display 0 of another host",
     ]
-    static let paragraph = [
+    public static let paragraph = [
         "x11 captures on change (--capture damage): a frame as soon as the screen (or --region) changed, at most",
         "--fps a second, each stamped with its real capture time; while still, a repeat of the picture every",
         "1/--idle-fps s (a picture of skipped blocks, cheap to encode), and an IDR at once for a reader who joins. Where changes are not",
         "reported (some compositors, GL drivers that draw without DAMAGE) the picture freezes: use --capture fixed.",
     ]
 
-    static func takes(_ text: String) -> Bool { text == "x11" || text.hasPrefix("x11:") }
+    public static func takes(_ text: String) -> Bool { text == "x11" || text.hasPrefix("x11:") }
 
-    static func plan(_ text: String, _ o: ParsedOptions, fps: FrameRate) throws -> any PlannedSource {
+    public static func plan(_ text: String, _ o: ParsedOptions, fps: FrameRate) throws -> any PlannedSource {
         // x11 (the display from $DISPLAY) or x11:DISPLAY: x11:77, x11::77, x11:host:0.0.
         var display: String?
         if text != "x11" {

@@ -1,18 +1,19 @@
 import Capture
+import CommandOptions
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// `--source y4m:PATH`: YUV4MPEG2 frames from a file or stdin, the frame from the header.
-enum Y4MKind: SourceKind {
-    static let forms = [SourceForm(text: "y4m:PATH")]
-    static let optionOwner = "y4m:PATH"
-    static let specs: [OptionSpec] = []
-    static let notes = ["  y4m:PATH           YUV4MPEG2 frames from a file, y4m:- from stdin"]
+public enum Y4MKind: SourceKind {
+    public static let forms = [SourceForm(text: "y4m:PATH")]
+    public static let optionOwner = "y4m:PATH"
+    public static let specs: [OptionSpec] = []
+    public static let notes = ["  y4m:PATH           YUV4MPEG2 frames from a file, y4m:- from stdin"]
 
-    static func takes(_ text: String) -> Bool { text.hasPrefix("y4m:") }
+    public static func takes(_ text: String) -> Bool { text.hasPrefix("y4m:") }
 
-    static func plan(_ text: String, _ o: ParsedOptions, fps: FrameRate) throws -> any PlannedSource {
+    public static func plan(_ text: String, _ o: ParsedOptions, fps: FrameRate) throws -> any PlannedSource {
         let path = String(text.dropFirst(4))
         guard !path.isEmpty else { throw CommandError.usage("--source y4m: needs a path (- for stdin)") }
         return Planned(text: text, path: path, realtime: o.has("realtime"))
@@ -40,19 +41,19 @@ enum Y4MKind: SourceKind {
 }
 
 /// `--source raw:PATH`: raw frames of `--input-size`, `--pix-fmt` and `--input-fps`.
-enum RawKind: SourceKind {
-    static let forms = [SourceForm(text: "raw:PATH")]
-    static let optionOwner = "raw:PATH"
-    static let specs = [
+public enum RawKind: SourceKind {
+    public static let forms = [SourceForm(text: "raw:PATH")]
+    public static let optionOwner = "raw:PATH"
+    public static let specs = [
         OptionSpec(name: "input-size", value: "WxH", help: "frame size of raw: input"),
         OptionSpec(name: "pix-fmt", value: "FMT", help: "pixel format of raw: input, ours or FFmpeg's name: i420 (yuv420p), nv12, bgra, rgba, yuyv (yuyv422), rgb24, bgr24, ...", defaultText: "i420"),
         OptionSpec(name: "input-fps", value: "RATE", help: "frame rate of raw: input (30, 29.97, 30000/1001)", defaultText: "30"),
     ]
-    static let notes = ["  raw:PATH           raw frames (--input-size, --pix-fmt, --input-fps), raw:- from stdin"]
+    public static let notes = ["  raw:PATH           raw frames (--input-size, --pix-fmt, --input-fps), raw:- from stdin"]
 
-    static func takes(_ text: String) -> Bool { text.hasPrefix("raw:") }
+    public static func takes(_ text: String) -> Bool { text.hasPrefix("raw:") }
 
-    static func plan(_ text: String, _ o: ParsedOptions, fps: FrameRate) throws -> any PlannedSource {
+    public static func plan(_ text: String, _ o: ParsedOptions, fps: FrameRate) throws -> any PlannedSource {
         guard let size = try o.value("input-size", expected: "expected WxH, e.g. 1280x720", ValueFormat.frameSize) else {
             throw CommandError.usage("--source raw: needs --input-size WxH")
         }

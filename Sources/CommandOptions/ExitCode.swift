@@ -1,0 +1,32 @@
+/// Exit codes, as sysexits.h names them (docs/architecture.md, "Security and errors").
+public enum ExitCode: Int32, Sendable {
+    case ok = 0
+    /// A bad option or value.
+    case usage = 64
+    /// The input is not what it claims to be (a malformed Y4M header, a truncated frame).
+    case dataError = 65
+    /// The input does not exist or cannot be read.
+    case noInput = 66
+    /// A peer, port, display or device is not there.
+    case unavailable = 69
+    /// A bug: something that should not happen did.
+    case software = 70
+    /// Reading or writing failed.
+    case ioError = 74
+}
+
+/// An error that ends the program with one line on stderr and a distinct exit code.
+public struct CommandError: Error {
+    public let code: ExitCode
+    public let message: String
+
+    public init(code: ExitCode, message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public static func usage(_ message: String) -> CommandError { CommandError(code: .usage, message: message) }
+    public static func noInput(_ message: String) -> CommandError { CommandError(code: .noInput, message: message) }
+    public static func unavailable(_ message: String) -> CommandError { CommandError(code: .unavailable, message: message) }
+    public static func io(_ message: String) -> CommandError { CommandError(code: .ioError, message: message) }
+}

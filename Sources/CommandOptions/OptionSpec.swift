@@ -1,0 +1,71 @@
+/// One option a command accepts: the row of its option table that `--help`, the parser,
+/// the environment and anything generated from the table (a man page, shell completions)
+/// read. Every field is data: nothing here is only printed text.
+public struct OptionSpec: Sendable {
+    /// Long name without dashes: `listen`, `segment-duration`.
+    public let name: String
+    /// Placeholder for the value (`ADDR`, `DURATION`); nil for a flag.
+    public let value: String?
+    public let help: String
+    /// A one-letter alias (`o` for `output`).
+    public var short: Character? = nil
+    /// Shown in `--help`.
+    public var defaultText: String? = nil
+    /// May be given more than once (`--forward A --forward B`): `ParsedOptions.strings`.
+    public var repeatable = false
+
+    public init(name: String, value: String?, help: String, short: Character? = nil, defaultText: String? = nil, repeatable: Bool = false) {
+        self.name = name
+        self.value = value
+        self.help = help
+        self.short = short
+        self.defaultText = defaultText
+        self.repeatable = repeatable
+    }
+
+    public var takesValue: Bool { value != nil }
+    /// The environment variable that can also give this option: `NALCAST_SEGMENT_DURATION`.
+    public var environmentName: String { "NALCAST_" + String(name.uppercased().map { $0 == "-" ? "_" : $0 }) }
+    /// What the value is, read from its placeholder: what a shell completes it with.
+    public var valueKind: ValueKind { ValueKind(placeholder: value) }
+}
+
+/// The kind of an option's value, as its placeholder in the table names it.
+public enum ValueKind: Equatable, Sendable {
+    /// No value: a flag (`--quiet`; `--no-NAME` turns it off).
+    case flag
+    /// A path to a file; `-` is stdin or stdout (`FILE`).
+    case file
+    /// A directory (`DIR`).
+    case directory
+    /// A program and its arguments (`CMD`).
+    case command
+    /// Where to listen or connect: `tcp://HOST:PORT`, `unix:PATH` (`ADDR`).
+    case address
+    /// A URL or a path (`URL`, `SOURCE`, `SRC`).
+    case location
+    /// A time with its unit: `500ms`, `10s` (`TIME`, `DURATION`; `N|TIME` also takes frames).
+    case duration
+    /// A number, a rate or a size (`N`, `RATE`, `FPS`, `SIZE`, `MS`, `WxH`...).
+    case number
+    /// One of these words (`tcp|udp`).
+    case choice([String])
+    /// Anything else: a name, a pattern, a format.
+    case text
+
+    init(placeholder: String?) {
+        guard let placeholder else { self = .flag; return }
+        switch placeholder {
+        case "FILE": self = .file
+        case "DIR": self = .directory
+        case "CMD": self = .command
+        case "ADDR": self = .address
+        case "URL", "SOURCE", "SRC": self = .location
+        case "TIME", "DURATION", "N|TIME": self = .duration
+        case "N", "RATE", "FPS", "SIZE", "MS", "WxH", "X,Y,WxH": self = .number
+        case _ where placeholder.contains("|") && placeholder == placeholder.lowercased():
+            self = .choice(placeholder.split(separator: "|").map(String.init))
+        default: self = .text
+        }
+    }
+}
