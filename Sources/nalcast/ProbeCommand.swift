@@ -38,74 +38,38 @@ enum ProbeCommand: Command {
         }
 
         let started = MonotonicClock.seconds
-        let deadline = started + timeout
-        let socket = try connect(endpoint, deadline: deadline)
-        var parser = AnnexBParser()
-        var firstPicture: (at: Double, unit: AccessUnit)?
-        var units = 0
-        var bytes = 0
-        var firstPTS: UInt64?
-        var lastPTS: UInt64?
-        var ended = false
-        var buffer = [UInt8](repeating: 0, count: 64 << 10)
-
-        func take(_ unit: AccessUnit) {
-            if firstPicture == nil {
-                guard unit.canStartDecoding else { return }
-                firstPicture = (MonotonicClock.seconds, unit)
-            }
-            units += 1
-            bytes += unit.byteCount
-            if let pts = unit.timestamp?.pts90k {
-                if firstPTS == nil { firstPTS = pts }
-                lastPTS = pts
-            }
+        let socket = try connect(endpoint, deadline: started + timeout)
+        defer { socket.close() }
+        var probe = StreamProbe()
+        do {
+            try probe.read(socket, seconds: seconds, deadline: started + timeout)
+        } catch {
+            throw CommandError.unavailable("probe \(endpoint): \(error)")
         }
-
-        while !ended {
-            let now = MonotonicClock.seconds
-            let until = firstPicture.map { $0.at + seconds } ?? deadline
-            if now >= until { break }
-            let got: Int?
-            do {
-                guard try waitUntilReady(socket.fd, for: Int32(POLLIN), timeout: until - now) else { continue }
-                got = try buffer.withUnsafeMutableBytes { raw throws(Errno) in try socket.read(into: raw) }
-            } catch {
-                throw CommandError.unavailable("probe \(endpoint): \(error)")
-            }
-            guard let n = got else { continue }
-            if n == 0 {
-                ended = true
-                parser.finish(emit: take)
-                break
-            }
-            parser.push(Array(buffer[0..<n]), emit: take)
+        guard let first = probe.firstPicture else {
+            throw CommandError.unavailable("probe \(endpoint): no decodable picture within \(short(timeout)) s\(probe.ended ? " (the stream ended)" : "")")
         }
-        socket.close()
+        if options.has("quiet") { return .ok }
+        printOut(report(probe, first: first, started: started, endpoint: endpoint, json: options.has("json")))
+        return .ok
+    }
 
-        guard let first = firstPicture else {
-            throw CommandError.unavailable("probe \(endpoint): no decodable picture within \(short(timeout)) s\(ended ? " (the stream ended)" : "")")
-        }
+    /// The line (or JSON object) `probe` prints.
+    private static func report(_ probe: StreamProbe, first: (at: Double, unit: AccessUnit), started: Double, endpoint: Endpoint,
+                               json: Bool) -> String {
         let joinMs = (first.at - started) * 1000
         let window = MonotonicClock.seconds - first.at
-        let sps = parser.assembler.activeSPS
-        var fps = sps?.frameRate
-        if fps == nil, let a = firstPTS, let b = lastPTS, units > 1, b > a { fps = Double(units - 1) * 90_000 / Double(b - a) }
-        let kbps = window > 0 ? Double(bytes) * 8 / window / 1000 : 0
-        let resolution = first.unit.resolution.map(\.description) ?? "unknown"
-        if options.has("quiet") { return .ok }
-        let out: String
-        if options.has("json") {
-            out = "{\"endpoint\":\(jsonString(endpoint.description)),\"width\":\(first.unit.resolution.map { String($0.width) } ?? "null"),"
+        let fps = probe.frameRate
+        let kbps = window > 0 ? Double(probe.bytes) * 8 / window / 1000 : 0
+        if json {
+            return "{\"endpoint\":\(jsonString(endpoint.description)),\"width\":\(first.unit.resolution.map { String($0.width) } ?? "null"),"
                 + "\"height\":\(first.unit.resolution.map { String($0.height) } ?? "null"),\"frameRate\":\(fps.map { fixed($0, 3) } ?? "null"),"
-                + "\"kbps\":\(fixed(kbps, 1)),\"joinMs\":\(fixed(joinMs, 1)),\"accessUnits\":\(units),"
-                + "\"timestamped\":\(firstPTS != nil)}\n"
-        } else {
-            out = "\(endpoint): \(resolution) \(fps.map { "\(short($0)) fps" } ?? "fps unknown"), "
-                + "\(fixed(kbps, 0)) kbit/s over \(fixed(window, 1)) s, first picture after \(fixed(joinMs, 1)) ms\n"
+                + "\"kbps\":\(fixed(kbps, 1)),\"joinMs\":\(fixed(joinMs, 1)),\"accessUnits\":\(probe.units),"
+                + "\"timestamped\":\(probe.firstPTS != nil)}\n"
         }
-        printOut(out)
-        return .ok
+        let resolution = first.unit.resolution.map(\.description) ?? "unknown"
+        return "\(endpoint): \(resolution) \(fps.map { "\(short($0)) fps" } ?? "fps unknown"), "
+            + "\(fixed(kbps, 0)) kbit/s over \(fixed(window, 1)) s, first picture after \(fixed(joinMs, 1)) ms\n"
     }
 
     /// Connects with a deadline; failures are "unavailable" (exit 69).
@@ -115,5 +79,58 @@ enum ProbeCommand: Command {
         } catch {
             throw CommandError.unavailable("probe \(endpoint): \(error)")
         }
+    }
+}
+
+/// What `probe` reads from a stream: the first decodable picture and when it came, then the
+/// access units and bytes of the measuring window.
+struct StreamProbe {
+    private var parser = AnnexBParser()
+    private(set) var firstPicture: (at: Double, unit: AccessUnit)?
+    private(set) var units = 0
+    private(set) var bytes = 0
+    private(set) var firstPTS: UInt64?
+    private var lastPTS: UInt64?
+    /// The stream ended before the window did.
+    private(set) var ended = false
+
+    /// Reads until `seconds` after the first picture, or `deadline` without one, or the end.
+    mutating func read(_ socket: Socket, seconds: Double, deadline: Double) throws {
+        var buffer = [UInt8](repeating: 0, count: 64 << 10)
+        while !ended {
+            let now = MonotonicClock.seconds
+            let until = firstPicture.map { $0.at + seconds } ?? deadline
+            if now >= until { break }
+            guard try waitUntilReady(socket.fd, for: Int32(POLLIN), timeout: until - now) else { continue }
+            guard let n = try buffer.withUnsafeMutableBytes({ raw throws(Errno) in try socket.read(into: raw) }) else { continue }
+            var assembled: [AccessUnit] = []
+            if n == 0 {
+                ended = true
+                parser.finish { assembled.append($0) }
+            } else {
+                parser.push(Array(buffer[0..<n])) { assembled.append($0) }
+            }
+            for unit in assembled { take(unit) }
+        }
+    }
+
+    private mutating func take(_ unit: AccessUnit) {
+        if firstPicture == nil {
+            guard unit.canStartDecoding else { return }
+            firstPicture = (MonotonicClock.seconds, unit)
+        }
+        units += 1
+        bytes += unit.byteCount
+        if let pts = unit.timestamp?.pts90k {
+            if firstPTS == nil { firstPTS = pts }
+            lastPTS = pts
+        }
+    }
+
+    /// The stream's frame rate: its parameter sets', else from the timestamps' pace.
+    var frameRate: Double? {
+        if let fps = parser.assembler.activeSPS?.frameRate { return fps }
+        guard let a = firstPTS, let b = lastPTS, units > 1, b > a else { return nil }
+        return Double(units - 1) * 90_000 / Double(b - a)
     }
 }
