@@ -36,98 +36,99 @@ public struct PictureOrderCounter: Sendable {
     public init() {}
 
     public mutating func next(_ h: SliceHeader, sps: SequenceParameterSet) -> Picture {
-        let isBottomField = h.fieldPic && h.bottomField == true
-        let isRef = h.nalRefIdc != 0
-        let reset = h.memoryManagementReset
-        var top: Int?
-        var bottom: Int?
-        switch sps.picOrderCntType {
-        case 0:
-            let maxLsb = 1 << sps.log2MaxPicOrderCntLsb
-            if h.isIDR {
-                prevMsb = 0
-                prevLsb = 0
-            } else if prevRefReset {
-                prevMsb = 0
-                prevLsb = prevRefBottomField ? 0 : prevRefTopAfterReset
-            }
-            let lsb = Int(h.picOrderCntLsb ?? 0)
-            let msb: Int
-            if lsb < prevLsb && prevLsb - lsb >= maxLsb / 2 {
-                msb = prevMsb + maxLsb
-            } else if lsb > prevLsb && lsb - prevLsb > maxLsb / 2 {
-                msb = prevMsb - maxLsb
-            } else {
-                msb = prevMsb
-            }
-            if !h.fieldPic {
-                top = msb + lsb
-                bottom = msb + lsb + Int(h.deltaPicOrderCntBottom ?? 0)
-            } else if isBottomField {
-                bottom = msb + lsb
-            } else {
-                top = msb + lsb
-            }
-            if isRef {
-                prevRefReset = reset
-                prevRefBottomField = isBottomField
-                if reset {
-                    let t = top ?? 0
-                    prevRefTopAfterReset = h.fieldPic ? 0 : t - min(t, bottom ?? t)
-                } else {
-                    prevMsb = msb
-                    prevLsb = lsb
-                }
-            }
-        default:
-            let maxFrameNum = 1 << sps.log2MaxFrameNum
-            let frameNum = Int(h.frameNum)
-            let frameNumOffset: Int
-            if h.isIDR {
-                frameNumOffset = 0
-            } else {
-                let previous = prevReset ? 0 : prevFrameNumOffset
-                frameNumOffset = prevFrameNum > frameNum ? previous + maxFrameNum : previous
-            }
-            if sps.picOrderCntType == 1 {
-                let cycle = sps.offsetsForRefFrame.count
-                var absFrameNum = cycle != 0 ? frameNumOffset + frameNum : 0
-                if !isRef && absFrameNum > 0 { absFrameNum -= 1 }
-                var expected = 0
-                if absFrameNum > 0 {
-                    let perCycle = sps.offsetsForRefFrame.reduce(0) { $0 + Int($1) }
-                    let cycles = (absFrameNum - 1) / cycle
-                    let inCycle = (absFrameNum - 1) % cycle
-                    expected = cycles * perCycle
-                    for i in 0...inCycle { expected += Int(sps.offsetsForRefFrame[i]) }
-                }
-                if !isRef { expected += Int(sps.offsetForNonRefPic) }
-                let d0 = Int(h.deltaPicOrderCnt.0 ?? 0)
-                let d1 = Int(h.deltaPicOrderCnt.1 ?? 0)
-                if !h.fieldPic {
-                    top = expected + d0
-                    bottom = expected + d0 + Int(sps.offsetForTopToBottomField) + d1
-                } else if isBottomField {
-                    bottom = expected + Int(sps.offsetForTopToBottomField) + d0
-                } else {
-                    top = expected + d0
-                }
-            } else {
-                let temp = h.isIDR ? 0 : 2 * (frameNumOffset + frameNum) - (isRef ? 0 : 1)
-                if !h.fieldPic {
-                    top = temp
-                    bottom = temp
-                } else if isBottomField {
-                    bottom = temp
-                } else {
-                    top = temp
-                }
-            }
-            prevFrameNumOffset = frameNumOffset
-            prevFrameNum = reset ? 0 : frameNum
-            prevReset = reset
+        let counts = sps.picOrderCntType == 0 ? type0(h, sps: sps) : fromFrameNumbers(h, sps: sps)
+        return Picture(top: counts.top, bottom: counts.bottom, startsOver: h.isIDR || h.memoryManagementReset)
+    }
+
+    /// A frame's two counts from one value each, a field's own (8.2.1.1 to 8.2.1.3 end so).
+    private static func place(_ h: SliceHeader, top: Int, bottom: Int) -> (top: Int?, bottom: Int?) {
+        if !h.fieldPic { return (top, bottom) }
+        return h.bottomField == true ? (nil, bottom) : (top, nil)
+    }
+
+    /// pic_order_cnt_type 0 (8.2.1.1): the counts' low bits are in the slice header, the
+    /// high bits follow from the previous reference picture's.
+    private mutating func type0(_ h: SliceHeader, sps: SequenceParameterSet) -> (top: Int?, bottom: Int?) {
+        let maxLsb = 1 << sps.log2MaxPicOrderCntLsb
+        if h.isIDR {
+            prevMsb = 0
+            prevLsb = 0
+        } else if prevRefReset {
+            prevMsb = 0
+            prevLsb = prevRefBottomField ? 0 : prevRefTopAfterReset
         }
-        return Picture(top: top, bottom: bottom, startsOver: h.isIDR || reset)
+        let lsb = Int(h.picOrderCntLsb ?? 0)
+        let msb: Int
+        if lsb < prevLsb && prevLsb - lsb >= maxLsb / 2 {
+            msb = prevMsb + maxLsb
+        } else if lsb > prevLsb && lsb - prevLsb > maxLsb / 2 {
+            msb = prevMsb - maxLsb
+        } else {
+            msb = prevMsb
+        }
+        let counts = Self.place(h, top: msb + lsb, bottom: msb + lsb + (h.fieldPic ? 0 : Int(h.deltaPicOrderCntBottom ?? 0)))
+        if h.nalRefIdc != 0 {
+            let reset = h.memoryManagementReset
+            prevRefReset = reset
+            prevRefBottomField = h.fieldPic && h.bottomField == true
+            if reset {
+                let t = counts.top ?? 0
+                prevRefTopAfterReset = h.fieldPic ? 0 : t - min(t, counts.bottom ?? t)
+            } else {
+                prevMsb = msb
+                prevLsb = lsb
+            }
+        }
+        return counts
+    }
+
+    /// pic_order_cnt_type 1 and 2 (8.2.1.2, 8.2.1.3): the counts follow from frame numbers.
+    private mutating func fromFrameNumbers(_ h: SliceHeader, sps: SequenceParameterSet) -> (top: Int?, bottom: Int?) {
+        let maxFrameNum = 1 << sps.log2MaxFrameNum
+        let frameNum = Int(h.frameNum)
+        let frameNumOffset: Int
+        if h.isIDR {
+            frameNumOffset = 0
+        } else {
+            let previous = prevReset ? 0 : prevFrameNumOffset
+            frameNumOffset = prevFrameNum > frameNum ? previous + maxFrameNum : previous
+        }
+        let counts = sps.picOrderCntType == 1 ? Self.type1(h, sps: sps, frameNumOffset: frameNumOffset)
+                                               : Self.type2(h, frameNumOffset: frameNumOffset)
+        let reset = h.memoryManagementReset
+        prevFrameNumOffset = frameNumOffset
+        prevFrameNum = reset ? 0 : frameNum
+        prevReset = reset
+        return counts
+    }
+
+    /// pic_order_cnt_type 1: an expected count from the SPS's cycle of offsets, and the
+    /// slice header's deltas from it.
+    private static func type1(_ h: SliceHeader, sps: SequenceParameterSet, frameNumOffset: Int) -> (top: Int?, bottom: Int?) {
+        let isRef = h.nalRefIdc != 0
+        let cycle = sps.offsetsForRefFrame.count
+        var absFrameNum = cycle != 0 ? frameNumOffset + Int(h.frameNum) : 0
+        if !isRef && absFrameNum > 0 { absFrameNum -= 1 }
+        var expected = 0
+        if absFrameNum > 0 {
+            let perCycle = sps.offsetsForRefFrame.reduce(0) { $0 + Int($1) }
+            let cycles = (absFrameNum - 1) / cycle
+            let inCycle = (absFrameNum - 1) % cycle
+            expected = cycles * perCycle
+            for i in 0...inCycle { expected += Int(sps.offsetsForRefFrame[i]) }
+        }
+        if !isRef { expected += Int(sps.offsetForNonRefPic) }
+        let d0 = Int(h.deltaPicOrderCnt.0 ?? 0)
+        let d1 = Int(h.deltaPicOrderCnt.1 ?? 0)
+        let toBottom = Int(sps.offsetForTopToBottomField)
+        if h.fieldPic { return place(h, top: expected + d0, bottom: expected + toBottom + d0) }
+        return (expected + d0, expected + d0 + toBottom + d1)
+    }
+
+    /// pic_order_cnt_type 2: output order is decode order.
+    private static func type2(_ h: SliceHeader, frameNumOffset: Int) -> (top: Int?, bottom: Int?) {
+        let temp = h.isIDR ? 0 : 2 * (frameNumOffset + Int(h.frameNum)) - (h.nalRefIdc != 0 ? 0 : 1)
+        return place(h, top: temp, bottom: temp)
     }
 }
 
