@@ -143,23 +143,7 @@ final class PulseInput: Sendable {
             let now = WallClock.nanoseconds
             let reported = CMedia_pa_simple_get_latency(stream.handle, &error)
             let latencyUs = reported == UInt64.max ? 0 : reported
-            // Where on the track the end of what was just read belongs, when the read says.
-            // A source's samples were captured the reported latency ago. A monitor's are what
-            // its sink renders: when the read had to wait for them they were rendered just
-            // now, whatever latency the monitor reports. A null sink's monitor says 0.1 to
-            // 0.5 s for its first seconds, until its sink takes the low-latency timing a
-            // reader asks for, while a beep played into it at known instants arrives as it
-            // plays (measured against `bench/c/flasher.c`). A monitor's read that did not
-            // wait (samples queued while this thread was away) says nothing.
-            let waited = now &- asked > 2_000_000
-            let measuredEnd: Double?
-            if isMonitor && waited {
-                measuredEnd = track.position(atRealtime: now)
-            } else if !isMonitor {
-                measuredEnd = track.position(atRealtime: now &- latencyUs * 1000)
-            } else {
-                measuredEnd = nil
-            }
+            let measuredEnd = readEnd(asked: asked, now: now, latencyUs: latencyUs)
             if position == nil {
                 guard let end = measuredEnd else {
                     // A monitor's reads before the first that waits (what queued while the
@@ -168,32 +152,13 @@ final class PulseInput: Sendable {
                     if backlog.count > maxBacklog { backlog.removeFirst(backlog.count - maxBacklog) }
                     continue
                 }
-                // What was recorded before the capture started is not part of the recording.
-                var first = Int64(end.rounded()) - Int64(frames + backlog.count / channels)
-                if Double(first) < startPosition {
-                    let before = min(backlog.count / channels, Int(startPosition.rounded(.up)) - Int(first))
-                    backlog.removeFirst(before * channels)
-                    first += Int64(before)
-                }
-                guard end >= startPosition else { continue }
-                position = first
+                guard var first = firstPosition(end: end, startPosition: startPosition, frames: frames, backlog: &backlog) else { continue }
                 if !heard.exchange(true, ordering: .acquiringAndReleasing) { start.arrived() }
-                if !backlog.isEmpty {
-                    backlog.withUnsafeBytes { input in
-                        resampler.convert(input.baseAddress, frames: backlog.count / channels) { out in
-                            mix.add(out, at: position!)
-                            position! += Int64(out.count / channels)
-                        }
-                    }
-                    backlog = []
-                }
+                backlog.withUnsafeBytes { add($0, frames: backlog.count / channels, resampler: resampler, at: &first) }
+                backlog = []
+                position = first
             }
-            buffer.withUnsafeBytes { input in
-                resampler.convert(input.baseAddress, frames: frames) { out in
-                    mix.add(out, at: position!)
-                    position! += Int64(out.count / channels)
-                }
-            }
+            buffer.withUnsafeBytes { add($0, frames: frames, resampler: resampler, at: &position!) }
             guard let measuredEnd else { continue }
             let written = Double(position! + resampler.delay)
             switch corrector.observe(measured: measuredEnd, written: written, frames: frames) {
@@ -207,5 +172,41 @@ final class PulseInput: Sendable {
             }
         }
         return nil
+    }
+
+    /// Where on the track the end of what was just read belongs, when the read says.
+    /// A source's samples were captured the reported latency ago. A monitor's are what
+    /// its sink renders: when the read had to wait for them they were rendered just
+    /// now, whatever latency the monitor reports. A null sink's monitor says 0.1 to
+    /// 0.5 s for its first seconds, until its sink takes the low-latency timing a
+    /// reader asks for, while a beep played into it at known instants arrives as it
+    /// plays (measured against `bench/c/flasher.c`). A monitor's read that did not
+    /// wait (samples queued while this thread was away) says nothing.
+    private func readEnd(asked: UInt64, now: UInt64, latencyUs: UInt64) -> Double? {
+        let waited = now &- asked > 2_000_000
+        if isMonitor { return waited ? track.position(atRealtime: now) : nil }
+        return track.position(atRealtime: now &- latencyUs * 1000)
+    }
+
+    /// The track place of the first sample kept, for the first read whose end is known:
+    /// what was recorded before the capture started (`startPosition`) is not part of the
+    /// recording and leaves `backlog`; nil while the read ends before the start.
+    private func firstPosition(end: Double, startPosition: Double, frames: Int, backlog: inout [Float]) -> Int64? {
+        var first = Int64(end.rounded()) - Int64(frames + backlog.count / channels)
+        if Double(first) < startPosition {
+            let before = min(backlog.count / channels, Int(startPosition.rounded(.up)) - Int(first))
+            backlog.removeFirst(before * channels)
+            first += Int64(before)
+        }
+        return end >= startPosition ? first : nil
+    }
+
+    /// Resamples `frames` read frames into the mix at `position`, which moves past them.
+    private func add(_ samples: UnsafeRawBufferPointer, frames: Int, resampler: Resampler, at position: inout Int64) {
+        guard frames > 0 else { return }
+        resampler.convert(samples.baseAddress, frames: frames) { out in
+            mix.add(out, at: position)
+            position += Int64(out.count / channels)
+        }
     }
 }
