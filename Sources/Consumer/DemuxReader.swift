@@ -210,10 +210,10 @@ public final class DemuxReader: Sendable {
         return .ended
     }
 
-    /// Reads one opening's packets into the intake until it ends.
     /// An event of this source, as every input reports it.
     private func event(_ what: InputEvent.What) -> InputEvent { InputEvent(.demuxed, source.shown, what) }
 
+    /// Reads one opening's packets into the intake until it ends.
     private func pump(_ demuxer: Demuxer, _ intake: StreamIntake, _ onEvent: @Sendable (InputEvent) -> Void) -> Loss {
         var packager: AnnexBPackager
         do {
@@ -226,13 +226,12 @@ public final class DemuxReader: Sendable {
         // The first picture's reordering delay (pts - dts): audio is placed that much earlier,
         // as the container writers present pictures (`PacketTimer`'s presentation shift).
         var reorderDelay: Int64?
-        // An IDR picture waiting for the next packet (`picturesMaySpanPackets`): its NAL units,
-        // time and bytes.
-        var waiting: (nals: [NALUnit], time: MediaTime?, bytes: Int)?
+        // Pictures whose slices may come in more than one packet (`picturesMaySpanPackets`).
+        var joiner = PictureJoiner()
         func deliver(_ nals: [NALUnit], _ time: MediaTime?, _ bytes: Int) {
             if let unit = packager.assemble(nals) { intake.push(unit: unit, packetTime: time, byteCount: bytes) }
         }
-        defer { if let w = waiting { deliver(w.nals, w.time, w.bytes) } }
+        defer { if let w = joiner.flush() { deliver(w.nals, w.time, w.bytes) } }
         while !stopped {
             deadline.arm(source.live ? timing.stallTimeout : 0)
             let packet: Demuxer.Packet?
@@ -248,14 +247,7 @@ public final class DemuxReader: Sendable {
             guard let packet else { return .endOfInput }
             if packet.isAudio {
                 // Audio goes out at once: the sinks interleave it with the pictures by time.
-                if let pts = packet.pts, let format = demuxer.audioFormat {
-                    // Frames after the first of one packet follow it, a packet's length each.
-                    let step = Int64(format.samplesPerPacket) * MediaTime.ticksPerSecond
-                    for (i, frame) in packet.audioFrames.enumerated() {
-                        let time = pts - (reorderDelay ?? 0) + step * Int64(i) / Int64(max(1, format.sampleRate))
-                        intake.push(audio: frame, packetTime: MediaTime(ticks: time))
-                    }
-                }
+                if let format = demuxer.audioFormat { Self.push(audio: packet, format, shiftedBy: reorderDelay ?? 0, into: intake) }
                 continue
             }
             if reorderDelay == nil, let pts = packet.pts, let dts = packet.dts { reorderDelay = max(0, pts - dts) }
@@ -277,33 +269,61 @@ public final class DemuxReader: Sendable {
                 deliver(nals, time, packet.data.count)
                 continue
             }
-            if let w = waiting, !AnnexBPackager.beginsPicture(nals) {
-                // A payloader that repeats the SPS and PPS before every IDR slice (GStreamer's
-                // rtph264pay config-interval=-1) puts them between one picture's slices, which
-                // would end the picture there: copies of sets the picture has are left out.
-                let more = nals.filter { nal in
-                    !((nal.type == .sps || nal.type == .pps) && w.nals.contains { $0.type == nal.type && $0.body.elementsEqual(nal.body) })
-                }
-                waiting = (w.nals + more, w.time ?? time, w.bytes + packet.data.count)
-                continue
-            }
-            if let w = waiting {
-                deliver(w.nals, w.time, w.bytes)
-                waiting = nil
-            }
-            // Only an IDR picture is held for its next packet: holding every picture would
-            // make each one wait a frame interval.
-            if nals.contains(where: { $0.type == .idrSlice }) {
-                waiting = (nals, time, packet.data.count)
-            } else {
-                deliver(nals, time, packet.data.count)
-            }
+            for picture in joiner.take(nals, time, packet.data.count) { deliver(picture.nals, picture.time, picture.bytes) }
         }
         return .stopped
+    }
+
+    /// A demuxed audio packet's frames into the intake, `shift` earlier (the first picture's
+    /// reordering delay); frames after the first of one packet follow it, a packet's length each.
+    private static func push(audio packet: Demuxer.Packet, _ format: AudioFormat, shiftedBy shift: Int64, into intake: StreamIntake) {
+        guard let pts = packet.pts else { return }
+        let step = Int64(format.samplesPerPacket) * MediaTime.ticksPerSecond
+        for (i, frame) in packet.audioFrames.enumerated() {
+            let time = pts - shift + step * Int64(i) / Int64(max(1, format.sampleRate))
+            intake.push(audio: frame, packetTime: MediaTime(ticks: time))
+        }
     }
 
     /// Sleeps `seconds`, or less when stopped.
     private func sleep(seconds: Double) {
         OSThread.sleep(nanoseconds: UInt64(max(0, seconds) * 1e9), step: 50_000_000) { stopped }
+    }
+}
+
+/// Pictures whose slices may come in more than one packet (RTP: `picturesMaySpanPackets`):
+/// an IDR picture waits for the next packet, whose slices are its own unless they begin a
+/// picture (holding every picture would make each one wait a frame interval).
+struct PictureJoiner {
+    typealias Picture = (nals: [NALUnit], time: MediaTime?, bytes: Int)
+    private var waiting: Picture?
+
+    /// The pictures complete once a packet's NAL units are taken.
+    mutating func take(_ nals: [NALUnit], _ time: MediaTime?, _ bytes: Int) -> [Picture] {
+        if let w = waiting, !AnnexBPackager.beginsPicture(nals) {
+            // A payloader that repeats the SPS and PPS before every IDR slice (GStreamer's
+            // rtph264pay config-interval=-1) puts them between one picture's slices, which
+            // would end the picture there: copies of sets the picture has are left out.
+            let more = nals.filter { nal in
+                !((nal.type == .sps || nal.type == .pps) && w.nals.contains { $0.type == nal.type && $0.body.elementsEqual(nal.body) })
+            }
+            waiting = (w.nals + more, w.time ?? time, w.bytes + bytes)
+            return []
+        }
+        var done: [Picture] = []
+        if let w = waiting { done.append(w) }
+        waiting = nil
+        if nals.contains(where: { $0.type == .idrSlice }) {
+            waiting = (nals, time, bytes)
+        } else {
+            done.append((nals, time, bytes))
+        }
+        return done
+    }
+
+    /// The picture still waiting, at the end.
+    mutating func flush() -> Picture? {
+        defer { waiting = nil }
+        return waiting
     }
 }
