@@ -4,6 +4,7 @@ import CLinux
 import CommandOptions
 import Consumer
 import Containers
+import Media
 import Output
 import EventLoop
 #if canImport(Glibc)

@@ -4,6 +4,7 @@ import Consumer
 import Containers
 import EventLoop
 import H264
+import Media
 import Output
 import Relay
 import Serving

@@ -1,4 +1,5 @@
 import H264
+import Media
 import Output
 import Synchronization
 import Testing

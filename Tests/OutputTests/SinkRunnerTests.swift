@@ -1,3 +1,5 @@
+import Media
+
 import Output
 import Foundation
 import H264

@@ -1,5 +1,3 @@
-import Media
-
 /// An access unit placed in media time, as every sink gets it: from `consume`'s input (the
 /// `MediaClock` decides the time) and from `produce`'s encoder (the timestamp SEI's).
 /// Immutable and `Sendable`: every sink's queue holds the same value (the bytes are shared).
