@@ -7,7 +7,7 @@
 /// server's business. Each form is found by its type, so a reader takes its own
 /// (`unit.forms[TransportStreamUnit.self]`) and ignores the others. Empty, it costs nothing.
 public struct WireForms: Sendable {
-    private var forms: [any Sendable] = []
+    @usableFromInline var forms: [any Sendable] = []
 
     public init() {}
 
@@ -21,6 +21,7 @@ public struct WireForms: Sendable {
 
     /// The form of type `Form`; nil when none was made (no reader wants it, or its maker left
     /// this unit out).
+    @inlinable
     public subscript<Form: Sendable>(_ type: Form.Type) -> Form? {
         for form in forms {
             if let match = form as? Form { return match }

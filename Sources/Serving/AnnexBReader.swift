@@ -2,12 +2,9 @@ import EventLoop
 import H264
 import Relay
 
-/// A reader of a plain `--listen` address (`tcp://…`, `unix:…`): the access units' own
-/// Annex-B bytes, each delimited at once (`AnnexBFraming`).
-typealias AnnexBReader = ConnectionReader<AnnexBFraming>
-
-/// The Annex-B listener kind: no address prefix, nothing shared but the access units
-/// themselves (an IDR's wire list with its SPS and PPS, made once by `QueuedAccessUnit`).
+/// The Annex-B listener kind (`tcp://…`, `unix:…`): no address prefix, nothing shared but
+/// the access units themselves (an IDR's wire list with its SPS and PPS, made once by
+/// `QueuedAccessUnit`).
 enum AnnexBListener: ListenerKind {
     static let addressPrefix = ""
 
@@ -18,23 +15,21 @@ enum AnnexBListener: ListenerKind {
     }
 }
 
-/// Raw Annex-B for one reader: each access unit goes out with the next one's AUD behind it,
-/// so the reader's parser releases it at once (`AccessUnitDelimiting`), and the stream ends
-/// with an end of sequence: the reader learns that it ended rather than broke (a consumer
-/// keeps the last access unit rather than dropping it as possibly cut off).
-struct AnnexBFraming: ByteFraming {
-    static let peerTag = ""
+/// A reader of a plain `--listen` address: the access units' own Annex-B bytes, each one
+/// followed at once by the next one's AUD, so the reader's parser releases it
+/// (`AccessUnitDelimiting`), and the stream ends with an end of sequence: the reader learns
+/// that it ended rather than broke (a consumer keeps the last access unit rather than
+/// dropping it as possibly cut off).
+final class AnnexBReader: ConnectionReader {
     private var delimiting = AccessUnitDelimiting()
 
-    init() {}
-
-    mutating func frame(_ unit: QueuedAccessUnit) -> [ArraySlice<UInt8>] {
+    override func frame(_ unit: QueuedAccessUnit) -> [ArraySlice<UInt8>] {
         delimiting.frame(unit.nalUnits)
     }
 
     /// It follows the AUD sent behind the last picture, which opened an access unit that
     /// never comes: see `AccessUnitDelimiting` for why this ending.
-    func closing() -> [ArraySlice<UInt8>]? {
+    override func closing() -> [ArraySlice<UInt8>]? {
         delimiting.closing()
     }
 }

@@ -4,11 +4,6 @@ import H264
 import Output
 import Relay
 
-/// A reader of a `ts:` listener (`ts:tcp://…`, `ts:unix:…`): MPEG-TS with the sound, each
-/// access unit's packets muxed once for all of them (`TransportStreamPackaging`) and sent
-/// with the reader's own continuity counters (`TransportStreamFraming`).
-typealias TransportStreamReader = ConnectionReader<TransportStreamFraming>
-
 /// The MPEG-TS listener kind: `ts:` addresses, one muxer per server.
 enum TransportStreamListener: ListenerKind {
     static let addressPrefix = "ts:"
@@ -19,25 +14,22 @@ enum TransportStreamListener: ListenerKind {
     }
 
     static func makeReader(_ socket: Socket, peer: String, _ context: ReaderContext) -> any StreamReader {
-        TransportStreamReader(socket, peer: peer, context)
+        TransportStreamReader(socket, peer: peer + " (mpegts)", context)
     }
 }
 
-/// One TS reader's bytes: each unit's shared packets (its `WireForms`' `TransportStreamUnit`)
-/// with the continuity counters continued from what this reader got before (`TSContinuity`:
-/// the shared bytes themselves while it never skipped). The stream just ends.
-struct TransportStreamFraming: ByteFraming {
-    static let peerTag = " (mpegts)"
+/// A reader of a `ts:` listener (`ts:tcp://…`, `ts:unix:…`): MPEG-TS with the sound, each
+/// access unit's packets muxed once for all of them (`TransportStreamPackaging`, its
+/// `TransportStreamUnit` in the unit's `WireForms`) and sent with this reader's continuity
+/// counters continued from what it got before (`TSContinuity`: the shared bytes themselves
+/// while it never skipped). The stream just ends.
+final class TransportStreamReader: ConnectionReader {
     private var continuity = TSContinuity()
 
-    init() {}
-
     /// An access unit the muxer left out (counted there) is nothing for this reader.
-    mutating func frame(_ unit: QueuedAccessUnit) -> [ArraySlice<UInt8>] {
+    override func frame(_ unit: QueuedAccessUnit) -> [ArraySlice<UInt8>] {
         [unit.forms[TransportStreamUnit.self].map { continuity.bytes(for: $0) } ?? []]
     }
-
-    func closing() -> [ArraySlice<UInt8>]? { nil }
 }
 
 /// The stream as MPEG-TS for the TS listeners: each published access unit muxed once (with
