@@ -169,14 +169,14 @@ public struct Broadcaster: Sendable {
 
     /// Hands one access unit to every reader. The capture side never waits: slow readers skip.
     /// `pts90k` is the media time readers get with it, in place of its timestamp SEI's (a
-    /// relay's media clock, which also times streams without a SEI). `transportStream` is
-    /// the same moment muxed as MPEG-TS, for the TS listener's readers.
-    public mutating func publish(_ accessUnit: AccessUnit, pts90k: UInt64? = nil, transportStream: TransportStreamUnit? = nil) -> [BroadcastEvent] {
+    /// relay's media clock, which also times streams without a SEI). `forms` are the same
+    /// moment in the wire forms the owner's readers want (carried, never read, here).
+    public mutating func publish(_ accessUnit: AccessUnit, pts90k: UInt64? = nil, forms: WireForms = WireForms()) -> [BroadcastEvent] {
         let now = clock.nowNanoseconds
         published += 1
         // One entry for the cache and every reader's queue: its wire list (SPS and PPS in
         // front of an IDR) and byte count are worked out once, not once per reader.
-        let entry = QueuedAccessUnit(accessUnit, arrivalNs: now, pts90k: pts90k, transportStream: transportStream)
+        let entry = QueuedAccessUnit(accessUnit, arrivalNs: now, pts90k: pts90k, forms: forms)
         cache(entry)
         if accessUnit.isIDR {
             idrRequestPending = false

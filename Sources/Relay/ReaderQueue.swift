@@ -13,17 +13,17 @@ public struct QueuedAccessUnit: Sendable {
     public let pts90k: UInt64?
     /// When the access unit reached the relay, on the relay's clock.
     public let arrivalNs: UInt64
-    /// The same moment as MPEG-TS (the access unit and the sound since the previous one), for
-    /// the TS listener's readers; nil when no TS listener is served.
-    public let transportStream: TransportStreamUnit?
+    /// The same moment in other wire forms, each made once for the readers that want it
+    /// (MPEG-TS for a `ts:` listener's): opaque here, empty when no reader wants one.
+    public let forms: WireForms
 
-    public init(_ accessUnit: AccessUnit, arrivalNs: UInt64, pts90k: UInt64? = nil, transportStream: TransportStreamUnit? = nil) {
+    public init(_ accessUnit: AccessUnit, arrivalNs: UInt64, pts90k: UInt64? = nil, forms: WireForms = WireForms()) {
         self.accessUnit = accessUnit
         self.nalUnits = accessUnit.isIDR ? accessUnit.nalUnitsForEntry : accessUnit.nalUnits
         self.byteCount = nalUnits.reduce(0) { $0 + $1.wire.count }
         self.pts90k = pts90k ?? accessUnit.timestamp?.pts90k
         self.arrivalNs = arrivalNs
-        self.transportStream = transportStream
+        self.forms = forms
     }
 
     public var isIDR: Bool { accessUnit.isIDR }

@@ -1,4 +1,3 @@
-import H264
 import Media
 
 /// One access unit as the browser page receives it: one binary WebSocket message made of an

@@ -1,7 +1,8 @@
 import EventLoop
 import Relay
 
-/// The browser page's viewers: the upgrade of `GET /ws` taken over from the `HTTPServer`.
+/// The browser page's viewers: the upgrade of `GET /ws` taken over from the `HTTPServer`,
+/// checked, and admitted as a reader (`WebSocketViewer`).
 extension StreamServer {
     /// The `.takeOver` handler of the browser page's stream route (`GET /ws`): see
     /// `acceptViewer`.
@@ -27,14 +28,11 @@ extension StreamServer {
             return refuse(socket, HTTPResponse(status: 403, body: "Host is not this machine: open the page as http://127.0.0.1:PORT/ or http://localhost:PORT/\n"))
         }
         guard !draining else { return refuse(socket, HTTPResponse(status: 503, body: "the stream has ended\n")) }
-        let outcome = broadcaster.addReader()
-        guard let id = outcome.id else {
-            metrics.readersRefused.increment()
-            onEvent(.readerRefused(peer: peer))
-            return refuse(socket, HTTPResponse(status: 503, body: "too many readers\n"))
+        let context = readerContext
+        let admitted = admit(peer: peer) {
+            WebSocketViewer(socket, peer: peer, response: handshake.response, bytesAfterHead: rest, context)
         }
-        let viewer = WebSocketViewer(response: handshake.response, bytesAfterHead: rest, bytesSent: metrics.bytesSent, closeTimeout: config.closeTimeout)
-        join(id, socket: socket, peer: peer, viewer: viewer, outcome.events)
+        if !admitted { refuse(socket, HTTPResponse(status: 503, body: "too many readers\n")) }
     }
 
     /// Answers an upgrade that does not become a reader, and ends once that is written.

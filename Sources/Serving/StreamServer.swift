@@ -1,30 +1,32 @@
 import Clocks
 import EventLoop
-import H264
 import Media
 import Output
 import Relay
 
-/// Serves the encoded stream to every connected reader: the loop side of `nalcast produce`.
+/// Serves the encoded stream to every connected reader: the loop side of `nalcast produce`
+/// (and of `consume`'s relay).
 ///
-/// A reader is a socket and its framing: raw Annex-B for a reader of a `--listen` socket,
-/// MPEG-TS for a reader of a `ts:` listener (`WireFormat`: each access unit muxed once with
-/// the audio since the previous one, `TransportStreamUnit`, its continuity counters kept
-/// per reader by `TSContinuity`), one WebSocket binary message per access unit
-/// (`AccessUnitMessage`, `WebSocketViewer`) for a viewer of the browser page, handed over by
-/// an `HTTPServer` route (`webSocketRoute`) after the upgrade. All are readers of the same
-/// `Broadcaster`: the same join at an IDR, skip to the next IDR when behind, timeout, and
-/// `maxReaders` counting all.
+/// It accepts readers, joins them to one `Broadcaster`, fans each published access unit out
+/// to them, drains them when the stream ends and then finishes; it knows no wire format. A
+/// reader is a `StreamReader`, which frames and writes what it is handed its own way: raw
+/// Annex-B or MPEG-TS for a reader of a `--listen` socket, made by its listener's kind
+/// (`WireFormat.kind`, `ListenerKind`), or one WebSocket message per access unit for a
+/// viewer of the browser page, handed over by an `HTTPServer` route (`webSocketRoute`)
+/// after the upgrade. What the readers of a kind share of each access unit (the MPEG-TS
+/// muxing) is made once by its `UnitPackager` and travels with the unit (`WireForms`). All
+/// are readers of the same `Broadcaster`: the same join at an IDR, skip to the next IDR when
+/// behind, timeout, and `maxReaders` counting all.
 ///
 /// The capture thread hands access units over through `mailbox` (`send(.accessUnit(au))`)
 /// and never waits; the `Broadcaster` decides what each reader gets (join policy, lag and
-/// byte bounds, timeouts) and each reader's `Connection` writes it straight from the shared
-/// buffers. When capture ends (`.captureEnded`), readers get up to `drainTimeout` seconds
-/// to take what is queued, then everything closes and `onFinished` runs.
+/// byte bounds, timeouts) and each reader writes it straight from the shared buffers. When
+/// capture ends (`.captureEnded`), readers get up to `drainTimeout` seconds to take what is
+/// queued, then everything closes and `onFinished` runs.
 ///
 /// No connection ends with a reset: every end (the stream's, a refusal past `maxReaders`, a
-/// timeout, a viewer's protocol error) is `Connection.closeGracefully`, at most
-/// `closeTimeout` seconds, and `onFinished` waits for them (`closing`).
+/// timeout, a viewer's protocol error) is a graceful close (`Connection.closeGracefully`),
+/// at most `closeTimeout` seconds, and `onFinished` waits for them (`closing`).
 ///
 /// Loop-owned: create it before the loop starts or on the loop thread, use it there only.
 public final class StreamServer {
@@ -88,46 +90,6 @@ public final class StreamServer {
         public var listen: Endpoint? { listeners.first?.endpoint }
     }
 
-    /// Counters for the status line and `/metrics`, readable from any thread.
-    public struct Metrics: Sendable {
-        public let accessUnitsSent: Counter
-        public let bytesSent: Counter
-        public let readersJoined: Counter
-        public let readersRefused: Counter
-        public let readerSkips: Counter
-        public let skippedAccessUnits: Counter
-        public let readersTimedOut: Counter
-        public let idrRequests: Counter
-        public let readers: Gauge
-        public let joinSeconds: Histogram
-        public let joinBurst: Histogram
-        /// With a TS listener: its audio packets left out (before the first IDR, out of order).
-        public let tsAudioDropped: Counter?
-        /// With a TS listener: access units its muxer left out (before the first IDR, no media time).
-        public let tsUnitsDropped: Counter?
-
-        /// `transportStream`: a TS listener is served, and its own counters are registered.
-        public init(registry: MetricsRegistry, transportStream: Bool = false) {
-            accessUnitsSent = registry.counter("nalcast_access_units_sent_total", help: "Access units written to readers.")
-            bytesSent = registry.counter("nalcast_bytes_sent_total", help: "Bytes written to readers.")
-            readersJoined = registry.counter("nalcast_readers_joined_total", help: "Readers that connected and were accepted.")
-            readersRefused = registry.counter("nalcast_readers_refused_total", help: "Readers closed at once because --max-readers were connected.")
-            readerSkips = registry.counter("nalcast_reader_skips_total", help: "Times a reader fell behind and skipped to the next IDR.")
-            skippedAccessUnits = registry.counter("nalcast_reader_skipped_access_units_total", help: "Access units readers skipped.")
-            readersTimedOut = registry.counter("nalcast_readers_timed_out_total", help: "Readers closed for making no progress for --reader-timeout.")
-            idrRequests = registry.counter("nalcast_idr_requests_total", help: "IDRs asked of the encoder for joining readers or SIGUSR1.")
-            readers = registry.gauge("nalcast_readers", help: "Readers connected now.")
-            joinSeconds = registry.histogram(
-                "nalcast_join_seconds", help: "Time from a reader's connect to its first decodable picture being queued.",
-                buckets: [0.005, 0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12])
-            joinBurst = registry.histogram(
-                "nalcast_join_burst_access_units", help: "Access units queued at once for a starting reader: its first IDR, and for --join gop the cached GOP behind it.",
-                buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512])
-            tsAudioDropped = !transportStream ? nil : registry.counter("nalcast_ts_audio_packets_dropped_total", help: "Audio packets the MPEG-TS listeners left out (before the first IDR, out of media time order, or over 256 waiting).")
-            tsUnitsDropped = !transportStream ? nil : registry.counter("nalcast_ts_access_units_dropped_total", help: "Access units the MPEG-TS listeners left out (before the first IDR, or without media time).")
-        }
-    }
-
     public let config: Config
     public let metrics: Metrics
     /// Where its first listener listens (with the kernel's port for port 0); nil without one.
@@ -139,7 +101,7 @@ public final class StreamServer {
     }
     /// Every listener, as bound (the kernel's port for port 0), in the order configured.
     public var boundListeners: [Listening] { listeners.map { Listening($0.listener.boundEndpoint, format: $0.format) } }
-    /// Readers connected now, of both framings (loop thread).
+    /// Readers connected now, of every kind (loop thread).
     public var readerCount: Int { readers.count }
 
     /// Take WebSocket viewers only when their `Host` names this machine (`localhost`,
@@ -156,14 +118,13 @@ public final class StreamServer {
 
     let loop: EventLoop
     private var listeners: [(listener: Listener, format: WireFormat)] = []
-    /// The TS listeners' muxer; nil without one.
-    private var transportStream: TransportStreamPackaging?
-    /// Internal for the viewers' extension (`StreamServer+WebSocket`).
-    var broadcaster: Broadcaster
-    private var readers: [ReaderID: Reader] = [:]
-    /// Connections ending that are no reader (any more): refused ones, upgrades answered with
+    /// One per listener kind served that shares a form of each access unit (the TS muxer).
+    private var packagers: [any UnitPackager] = []
+    private var broadcaster: Broadcaster
+    private var readers: [ReaderID: any StreamReader] = [:]
+    /// What is ending and no reader (any more): refused connections, upgrades answered with
     /// an error, readers closed for a timeout or at the drain's end, until they are closed.
-    private var closing: [ObjectIdentifier: Connection] = [:]
+    private var closing: [ObjectIdentifier: AnyObject] = [:]
     /// Hands data from the capture thread to the loop: `send` never blocks.
     public private(set) var mailbox: Mailbox<Message>!
     private var ticker: LoopTimer?
@@ -172,18 +133,19 @@ public final class StreamServer {
     /// The drain is over: what is left is closing, then `onFinished`.
     private var finishing = false
     private var finished = false
-    /// Readers that were sent the end-of-stream NAL unit while draining.
+    /// Readers that were given the stream's end while draining.
     private var ended: Set<ReaderID> = []
 
-    /// Binds and listens at once, so a busy address is reported here (a `SocketError`); with
-    /// a TS listener, sets up its muxer (a `MuxError` when FFmpeg's libraries are missing).
+    /// Binds and listens at once, so a busy address is reported here (a `SocketError`); makes
+    /// what its listeners' kinds share (a TS listener's muxer: a `MuxError` when FFmpeg's
+    /// libraries are missing).
     public init(loop: EventLoop, config: Config, metrics: Metrics, clock: any Clock = SystemClock()) throws {
         self.loop = loop
         self.config = config
         self.metrics = metrics
         self.broadcaster = Broadcaster(config: config.broadcaster, clock: clock)
-        if config.listeners.contains(where: { $0.format == .mpegTS }) {
-            transportStream = try TransportStreamPackaging(audio: config.audio, droppedAudio: metrics.tsAudioDropped ?? Counter(), droppedUnits: metrics.tsUnitsDropped ?? Counter())
+        for format in WireFormat.allCases where config.listeners.contains(where: { $0.format == format }) {
+            if let packager = try format.kind.makePackager(config, metrics) { packagers.append(packager) }
         }
         for listening in config.listeners {
             let format = listening.format
@@ -216,20 +178,14 @@ public final class StreamServer {
         for message in messages {
             switch message {
             case .accessUnit(let unit):
-                guard !draining else { continue }
-                let ts = transportStream?.package(unit, pts90k: unit.timestamp?.pts90k)
-                handle(broadcaster.publish(unit, transportStream: ts))
-                for id in readers.keys { pump(id) }
+                publish(unit, pts90k: nil)
             case .timedUnit(let unit, let pts90k):
-                guard !draining else { continue }
-                let ts = transportStream?.package(unit, pts90k: pts90k)
-                handle(broadcaster.publish(unit, pts90k: pts90k, transportStream: ts))
-                for id in readers.keys { pump(id) }
+                publish(unit, pts90k: pts90k)
             case .audio(let packet):
                 guard !draining else { continue }
-                transportStream?.add(packet)
+                for packager in packagers { packager.add(packet) }
             case .audioFormat(let format):
-                transportStream?.declare(audio: format)
+                for packager in packagers { packager.declare(audio: format) }
             case .captureEnded:
                 beginDrain()
             case .sourceLost:
@@ -238,34 +194,44 @@ public final class StreamServer {
         }
     }
 
-    // MARK: - Readers
-
-    /// A reader's socket and how its bytes are framed. Loop-owned.
-    private final class Reader {
-        /// A reader of a TS listener: its continuity counters; nil for Annex-B readers and viewers.
-        var continuity: TSContinuity?
-        let connection: Connection
-        /// The WebSocket side of a viewer; nil for a raw Annex-B reader.
-        let viewer: WebSocketViewer?
-        /// A raw reader's framing: each access unit goes out with the next one's AUD behind
-        /// it, so the reader's parser releases it at once (`AccessUnitDelimiting`).
-        var delimiting = AccessUnitDelimiting()
-        init(connection: Connection, viewer: WebSocketViewer?) {
-            self.connection = connection
-            self.viewer = viewer
-        }
+    /// Fans `unit` out: packaged once for each kind that shares a form of it (at `pts90k`,
+    /// else its timestamp SEI's), queued for every reader, and written to those ready.
+    private func publish(_ unit: AccessUnit, pts90k: UInt64?) {
+        guard !draining else { return }
+        var forms = WireForms()
+        for packager in packagers { packager.package(unit, pts90k: pts90k ?? unit.timestamp?.pts90k, into: &forms) }
+        handle(broadcaster.publish(unit, pts90k: pts90k, forms: forms))
+        for id in readers.keys { pump(id) }
     }
 
+    // MARK: - Readers
+
+    /// A connection a listener accepted: a reader of the listener's kind, or refused.
     private func accept(_ socket: Socket, _ format: WireFormat) {
         let peer = (try? socket.peerAddress().description) ?? "?"
         guard !draining else { return endWithoutReader(socket) }
+        let context = readerContext
+        let admitted = admit(peer: peer) { format.kind.makeReader(socket, peer: peer, context) }
+        if !admitted { endWithoutReader(socket) }
+    }
+
+    /// What each reader is made with.
+    var readerContext: ReaderContext {
+        ReaderContext(loop: loop, closeTimeout: config.closeTimeout, bytesSent: metrics.bytesSent)
+    }
+
+    /// Takes a reader when the `Broadcaster` has room for one: `make` makes it, and it joins.
+    /// Past `maxReaders`, counts and reports the refusal of `peer` and returns false: the
+    /// caller ends the connection its way.
+    func admit(peer: String, _ make: () -> any StreamReader) -> Bool {
         let outcome = broadcaster.addReader()
         guard let id = outcome.id else {
             metrics.readersRefused.increment()
             onEvent(.readerRefused(peer: peer))
-            return endWithoutReader(socket)
+            return false
         }
-        join(id, socket: socket, peer: peer + (format == .mpegTS ? " (mpegts)" : ""), viewer: nil, format: format, outcome.events)
+        join(id, make(), outcome.events)
+        return true
     }
 
     /// Ends a connection that is no reader: writes `chunks` (an HTTP answer) and closes
@@ -274,117 +240,58 @@ public final class StreamServer {
         let connection = Connection(loop: loop, socket: socket)
         connection.start()
         if !chunks.isEmpty { connection.write(chunks: chunks) }
-        linger(connection)
-    }
-
-    /// Keeps `connection` in `closing` while it closes gracefully.
-    private func linger(_ connection: Connection) {
         let key = ObjectIdentifier(connection)
         closing[key] = connection
-        connection.onProgress = nil
-        connection.onClose = { [unowned self] _ in
-            self.closing[key] = nil
-            self.finishIfClosed()
-        }
+        connection.onClose = { [unowned self] _ in self.closed(key) }
         connection.closeGracefully(within: config.closeTimeout)
     }
 
     /// Starts a reader the `Broadcaster` accepted as `id`.
-    func join(_ id: ReaderID, socket: Socket, peer: String, viewer: WebSocketViewer?, format: WireFormat = .annexB, _ events: [BroadcastEvent]) {
-        // Small kernel buffers: lag must show in our queue, where it can be skipped.
-        try? socket.configureForStreaming()
-        let connection = Connection(loop: loop, socket: socket)
-        connection.onProgress = { [unowned self] progress in self.progressed(id, progress, viewer) }
-        connection.onClose = { [unowned self] reason in self.closed(id, reason: reason.description) }
-        let reader = Reader(connection: connection, viewer: viewer)
-        if format == .mpegTS { reader.continuity = TSContinuity() }
+    private func join(_ id: ReaderID, _ reader: any StreamReader, _ events: [BroadcastEvent]) {
+        reader.onProgress = { [unowned self] progress in self.progressed(id, progress) }
+        reader.onClose = { [unowned self] reason in self.closed(id, reason: reason) }
         readers[id] = reader
         metrics.readersJoined.increment()
         metrics.readers.set(Double(readers.count))
-        onEvent(.readerJoined(id, peer: peer))
-        viewer?.begin(connection)
-        connection.start()
+        onEvent(.readerJoined(id, peer: reader.peer))
+        reader.start()
         handle(events)
         pump(id)
     }
 
-    /// Writes queued access units to the reader until the socket takes no more: each one
-    /// framed as its listener's format says (a raw reader's Annex-B, delimited; a TS reader's
-    /// TS unit with its continuity counters continued), the stream's end after the last one
-    /// of a drain.
+    /// Hands the reader its queued access units while it takes them; the stream's end after
+    /// the last one of a drain.
     private func pump(_ id: ReaderID) {
         guard let reader = readers[id] else { return }
-        if let viewer = reader.viewer { return pumpViewer(id, reader.connection, viewer) }
-        let connection = reader.connection
-        // A connection whose write just failed is closed (and idle) before it says so on the
-        // loop's next turn; its in-flight access unit stays unfinished until then.
-        guard !connection.isClosed, connection.isIdle else { return }
-        while let unit = broadcaster.nextUnitToWrite(id) {
-            let chunks: [ArraySlice<UInt8>]
-            if reader.continuity != nil {
-                // An access unit the muxer left out (counted there) is nothing for this reader.
-                // (`continuity` is a value kept in the reader: it advances in place.)
-                chunks = [unit.transportStream.map { reader.continuity!.bytes(for: $0) } ?? []]
-            } else {
-                chunks = reader.delimiting.frame(unit.nalUnits)
-            }
-            let progress = connection.write(chunks: chunks)
-            metrics.bytesSent.increment(by: UInt64(progress.bytes))
-            if progress.finishedItems > 0 {
-                broadcaster.didWrite(id, bytes: progress.bytes, finished: true)
-                metrics.accessUnitsSent.increment()
-                continue
-            }
-            if progress.bytes > 0 { broadcaster.didWrite(id, bytes: progress.bytes, finished: false) }
-            break
+        while reader.isReady, let unit = broadcaster.nextUnitToWrite(id) {
+            let progress = reader.write(unit)
+            account(id, progress)
+            guard progress.units > 0 else { break }
         }
-        if draining && connection.isIdle && broadcaster.queue(of: id)?.count ?? 0 == 0 && !ended.contains(id) {
+        if draining && reader.isReady && broadcaster.queue(of: id)?.count ?? 0 == 0 && !ended.contains(id) {
             ended.insert(id)
-            if reader.continuity == nil {
-                // An end-of-sequence NAL unit tells the reader the stream ended rather than
-                // broke (a consumer keeps the last access unit rather than dropping it as
-                // possibly cut off). It follows the AUD sent behind the last picture, which
-                // opened an access unit that never comes: see `AccessUnitDelimiting` for why
-                // this ending. A TS reader's stream just ends.
-                connection.write(chunks: reader.delimiting.closing())
-            }
-            connection.closeGracefully(within: config.closeTimeout)
+            reader.end()
         }
     }
 
-    /// Writes queued access units to a WebSocket viewer, one message each, behind whatever
-    /// control frames it has queued; at the end of a drain, a close frame (1001).
-    private func pumpViewer(_ id: ReaderID, _ connection: Connection, _ viewer: WebSocketViewer) {
-        guard !viewer.isClosing else { return }
-        while !viewer.isUnitInFlight, let unit = broadcaster.nextUnitToWrite(id) {
-            let progress = viewer.write(unit)
-            metrics.bytesSent.increment(by: UInt64(progress.bytes))
-            let units = viewer.finished(items: progress.finishedItems)
-            broadcaster.didWrite(id, bytes: progress.bytes, finished: units > 0)
-            guard units > 0 else { break }
-            metrics.accessUnitsSent.increment()
-        }
-        if draining && !viewer.isUnitInFlight && broadcaster.queue(of: id)?.count ?? 0 == 0 && !ended.contains(id) {
-            ended.insert(id)
-            viewer.end()
-        }
-    }
-
-    private func progressed(_ id: ReaderID, _ progress: Connection.Progress, _ viewer: WebSocketViewer?) {
+    /// Counts what a reader's writes finished, and tells the `Broadcaster`.
+    private func account(_ id: ReaderID, _ progress: ReaderProgress) {
+        guard progress.bytes > 0 || progress.units > 0 else { return }
         metrics.bytesSent.increment(by: UInt64(progress.bytes))
-        // A viewer's items are access units and control frames; only the former are the
-        // broadcaster's.
-        let units = viewer?.finished(items: progress.finishedItems) ?? progress.finishedItems
-        broadcaster.didWrite(id, bytes: progress.bytes, finished: units > 0)
-        if units > 0 { metrics.accessUnitsSent.increment(by: UInt64(units)) }
-        if progress.finishedItems > 0 { pump(id) }
+        broadcaster.didWrite(id, bytes: progress.bytes, finished: progress.units > 0)
+        if progress.units > 0 { metrics.accessUnitsSent.increment(by: UInt64(progress.units)) }
+    }
+
+    private func progressed(_ id: ReaderID, _ progress: ReaderProgress) {
+        account(id, progress)
+        if progress.items > 0 { pump(id) }
     }
 
     private func closed(_ id: ReaderID, reason: String) {
-        guard let reader = readers.removeValue(forKey: id) else { return }
+        guard readers.removeValue(forKey: id) != nil else { return }
         broadcaster.removeReader(id)
         metrics.readers.set(Double(readers.count))
-        onEvent(.readerClosed(id, reason: reader.viewer?.closeReason ?? reason))
+        onEvent(.readerClosed(id, reason: reason))
         if draining && readers.isEmpty { finish() }
     }
 
@@ -408,16 +315,20 @@ public final class StreamServer {
             case .readerPassedOver(_, let units, _):
                 metrics.skippedAccessUnits.increment(by: UInt64(units))
             case .readerTimedOut(let id):
-                metrics.readersTimedOut.increment()
-                if let reader = readers.removeValue(forKey: id) {
-                    broadcaster.removeReader(id)
-                    metrics.readers.set(Double(readers.count))
-                    let stalled = "no progress for \(Double(config.broadcaster.readerTimeoutNs) / 1e9) s"
-                    endNow(reader, .policyViolation, reason: stalled)
-                    onEvent(.readerClosed(id, reason: reader.viewer?.closeReason.map { "\($0), then \(stalled)" } ?? stalled))
-                }
+                timedOut(id)
             }
         }
+    }
+
+    /// The `Broadcaster` removed a reader that made no progress: it ends now.
+    private func timedOut(_ id: ReaderID) {
+        metrics.readersTimedOut.increment()
+        guard let reader = readers.removeValue(forKey: id) else { return }
+        broadcaster.removeReader(id)
+        metrics.readers.set(Double(readers.count))
+        let stalled = "no progress for \(Double(config.broadcaster.readerTimeoutNs) / 1e9) s"
+        endNow(reader, .stalled(reason: stalled))
+        onEvent(.readerClosed(id, reason: reader.closeReason.map { "\($0), then \(stalled)" } ?? stalled))
     }
 
     // MARK: - Ending
@@ -442,7 +353,7 @@ public final class StreamServer {
         drainTimer?.stop()
         for (id, reader) in readers {
             broadcaster.removeReader(id)
-            endNow(reader, .goingAway, reason: WebSocketViewer.streamEnded)
+            endNow(reader, .streamEnded)
         }
         readers = [:]
         metrics.readers.set(0)
@@ -460,19 +371,21 @@ public final class StreamServer {
         onFinished()
     }
 
-    /// Ends a reader that is no longer in `readers` before its queue is written: what was not
-    /// begun is dropped, the access unit being written goes on, then the stream's end (a raw
-    /// reader's end of sequence, a viewer's close frame with `code`) and a graceful close.
-    private func endNow(_ reader: Reader, _ code: WebSocketCloseCode, reason: String) {
-        let connection = reader.connection
-        guard !connection.isClosed else { return }
-        if let viewer = reader.viewer {
-            viewer.endNow(code, reason: reason)
-        } else if !connection.isEnding {
-            connection.dropUnstarted()
-            // After the access unit being written (an end of sequence alone is no stream).
-            if reader.continuity == nil && connection.bytesSent > 0 { connection.write(chunks: reader.delimiting.closing()) }
-        }
-        linger(connection)
+    /// Ends a reader that is no longer in `readers` before its queue is written (`endNow`:
+    /// what was not begun is dropped, the stream's end follows what is being written) and
+    /// keeps it in `closing` until it is closed; nothing more it writes is counted.
+    private func endNow(_ reader: any StreamReader, _ ending: ReaderEnding) {
+        guard !reader.isClosed else { return }
+        let key = ObjectIdentifier(reader)
+        closing[key] = reader
+        reader.onProgress = nil
+        reader.onClose = { [unowned self] _ in self.closed(key) }
+        reader.endNow(ending)
+    }
+
+    /// Something in `closing` closed.
+    private func closed(_ key: ObjectIdentifier) {
+        closing[key] = nil
+        finishIfClosed()
     }
 }

@@ -1,10 +1,11 @@
-import Containers
 import EventLoop
 import Media
 import Output
 import Relay
 
-/// How a listener's readers get the stream (`--listen [ts:]ADDR`).
+/// How a listener's readers get the stream (`--listen [ts:]ADDR`): one case per listener
+/// kind, and its registration in `kind`. That is all a new kind touches here; what it is
+/// (its prefix, packager and reader) is in a file of its own.
 public enum WireFormat: String, Sendable, Hashable, CaseIterable {
     /// Raw H.264 Annex-B, the access units' own bytes (`tcp://…`, `unix:…`): video only.
     case annexB = "annexb"
@@ -12,8 +13,47 @@ public enum WireFormat: String, Sendable, Hashable, CaseIterable {
     /// with PTS and PCR, so that a player plays it at the right speed with no options.
     case mpegTS = "mpegts"
 
+    /// The registry: each format's listener kind.
+    var kind: any ListenerKind.Type {
+        switch self {
+        case .annexB: AnnexBListener.self
+        case .mpegTS: TransportStreamListener.self
+        }
+    }
+
     /// The prefix of a `--listen` address in this format: `ts:` for MPEG-TS, none for Annex-B.
-    public var addressPrefix: String { self == .mpegTS ? "ts:" : "" }
+    public var addressPrefix: String { kind.addressPrefix }
+}
+
+/// One kind of listener: what a `StreamServer` needs to serve the readers of a listener in
+/// one wire format, and all it knows of that format. Registered in `WireFormat.kind`.
+protocol ListenerKind {
+    /// What a `--listen` address of this kind begins with (`ts:`); empty for the default.
+    static var addressPrefix: String { get }
+    /// What every reader of this kind shares of each published access unit, made once per
+    /// server that has a listener of this kind; nil when each reader makes its bytes from
+    /// the access unit alone. Throws when it cannot be had (FFmpeg's libraries missing).
+    static func makePackager(_ config: StreamServer.Config, _ metrics: StreamServer.Metrics) throws -> (any UnitPackager)?
+    /// A reader for a connection this kind's listener accepted from `peer`.
+    static func makeReader(_ socket: Socket, peer: String, _ context: ReaderContext) -> any StreamReader
+}
+
+/// Makes one wire form of each published access unit (`WireForms`), once, for every reader of
+/// its kind; the reader takes it from the unit it is handed. Loop-owned, as the server.
+protocol UnitPackager: AnyObject {
+    /// Adds `unit`'s form at media time `pts90k` to `forms`; nothing when it leaves the unit
+    /// out (counted).
+    func package(_ unit: AccessUnit, pts90k: UInt64?, into forms: inout WireForms)
+    /// An audio packet for the next access unit's form.
+    func add(_ packet: AudioPacket)
+    /// The audio track of the packets from now on.
+    func declare(audio format: AudioFormat)
+}
+
+extension UnitPackager {
+    /// A form without sound leaves it out.
+    func add(_ packet: AudioPacket) {}
+    func declare(audio format: AudioFormat) {}
 }
 
 /// One address the stream server accepts readers on, and how they get the stream.
@@ -25,123 +65,19 @@ public struct Listening: Sendable, Hashable, CustomStringConvertible {
         self.format = format
     }
 
-    /// Parses `tcp://HOST:PORT`, `unix:PATH` (Annex-B) or either behind `ts:` (MPEG-TS).
+    /// Parses `tcp://HOST:PORT`, `unix:PATH` (Annex-B) or either behind a format's prefix
+    /// (`ts:`, MPEG-TS).
     public init(parsing text: String) throws(EndpointParseError) {
-        if text.hasPrefix("ts:") {
-            self.init(try Endpoint(parsing: String(text.dropFirst(3))), format: .mpegTS)
-        } else {
-            self.init(try Endpoint(parsing: text))
+        for format in WireFormat.allCases {
+            let prefix = format.addressPrefix
+            if !prefix.isEmpty && text.hasPrefix(prefix) {
+                self.init(try Endpoint(parsing: String(text.dropFirst(prefix.count))), format: format)
+                return
+            }
         }
+        self.init(try Endpoint(parsing: text))
     }
 
     /// As it is written on the command line: `ts:tcp://127.0.0.1:7265`.
     public var description: String { format.addressPrefix + endpoint.description }
-}
-
-/// The stream as MPEG-TS for the TS listeners: each published access unit muxed once (with
-/// the audio packets that arrived since the previous one) into a `TransportStreamUnit` that
-/// travels with it through the `Broadcaster`. Loop-owned, as the stream server.
-final class TransportStreamPackaging {
-    private var muxer: TSStreamMuxer
-    /// The audio track the muxer declares (nil: video only).
-    private var audioFormat: AudioFormat?
-    /// False once a track other than `audioFormat` was declared after the header went out:
-    /// its packets are left out and counted until the declared track is the muxer's again.
-    private var carriesDeclaredAudio = true
-    /// Audio packets since the last access unit, in arrival order.
-    private var pendingAudio: [AudioPacket] = []
-    /// Audio held while no access unit comes (before the first, or a stalled capture): about
-    /// 5 s of AAC at 48 kHz; older packets beyond it are dropped and counted.
-    private let maxPendingAudio = 256
-    private let droppedAudio: Counter
-    private let droppedUnits: Counter
-    private var countedAudioDrops = 0
-    private var countedUnitDrops = 0
-    /// Set when the muxer failed (out of memory): every access unit after it is left out,
-    /// and counted, for the TS readers.
-    private var failed = false
-
-    init(audio: AudioFormat?, droppedAudio: Counter, droppedUnits: Counter) throws(MuxError) {
-        muxer = try TSStreamMuxer(audio: audio)
-        audioFormat = audio
-        self.droppedAudio = droppedAudio
-        self.droppedUnits = droppedUnits
-    }
-
-    /// The audio track the input has from now (a relay learns it when its input opens,
-    /// after the server was made). Before the header went out (no access unit muxed yet) the
-    /// muxer is made again with it; after, the header's track stays (a reader's player cannot
-    /// change tracks mid-stream): packets of another track are left out and counted. Returns
-    /// whether this track is carried.
-    @discardableResult
-    func declare(audio format: AudioFormat) -> Bool {
-        if let audioFormat, format.isSameTrack(as: audioFormat) {
-            carriesDeclaredAudio = true
-        } else if !muxer.headerWritten, let remade = try? TSStreamMuxer(audio: format) {
-            muxer = remade
-            countedAudioDrops = 0
-            countedUnitDrops = 0
-            audioFormat = format
-            // Packets of the track before (none in a relay: its input sends none before a picture).
-            droppedAudio.increment(by: UInt64(pendingAudio.count))
-            pendingAudio.removeAll()
-            carriesDeclaredAudio = true
-        } else {
-            carriesDeclaredAudio = false
-        }
-        return carriesDeclaredAudio
-    }
-
-    func add(_ packet: AudioPacket) {
-        guard carriesDeclaredAudio else {
-            droppedAudio.increment()
-            return
-        }
-        if pendingAudio.count >= maxPendingAudio {
-            pendingAudio.removeFirst()
-            droppedAudio.increment()
-        }
-        pendingAudio.append(packet)
-    }
-
-    /// The TS of `unit` at `pts90k` and the audio gathered since the last one; nil when
-    /// the stream has no time or the muxer left it out (counted).
-    func package(_ unit: AccessUnit, pts90k: UInt64?) -> TransportStreamUnit? {
-        guard !failed, let pts90k else {
-            droppedUnits.increment()
-            return nil
-        }
-        let audio = pendingAudio
-        pendingAudio.removeAll(keepingCapacity: true)
-        defer { countMuxerDrops() }
-        do {
-            guard let bytes = try muxer.package(unit, pts90k: pts90k, audio: audio) else { return nil }
-            return TransportStreamUnit(bytes: bytes)
-        } catch {
-            failed = true
-            droppedUnits.increment()
-            return nil
-        }
-    }
-
-    private func countMuxerDrops() {
-        if muxer.droppedAudioPackets > countedAudioDrops {
-            droppedAudio.increment(by: UInt64(muxer.droppedAudioPackets - countedAudioDrops))
-            countedAudioDrops = muxer.droppedAudioPackets
-        }
-        if muxer.droppedAccessUnits > countedUnitDrops {
-            droppedUnits.increment(by: UInt64(muxer.droppedAccessUnits - countedUnitDrops))
-            countedUnitDrops = muxer.droppedAccessUnits
-        }
-    }
-}
-
-extension AudioFormat {
-    /// True when packets of `other` decode as this track's: the same codec, rate, channels
-    /// and packet length. The bit rate is not part of it (a container states its own
-    /// estimate, which differs at each opening of the same source), nor is the
-    /// AudioSpecificConfig, which those four make for AAC-LC.
-    public func isSameTrack(as other: AudioFormat) -> Bool {
-        codec == other.codec && sampleRate == other.sampleRate && channels == other.channels && samplesPerPacket == other.samplesPerPacket
-    }
 }

@@ -1,4 +1,4 @@
-import Relay
+import Serving
 import XCTest
 
 /// Per-reader continuity counters of the TS listener: a reader that never skipped gets the

@@ -1,7 +1,7 @@
 /// One published moment of the stream as MPEG-TS (`--listen ts:…`): whole 188-byte TS
 /// packets holding one video access unit and the sound since the previous one, muxed once
-/// and shared by every TS reader (it travels with its `QueuedAccessUnit`, so joins, skips
-/// and bounds are the access unit's).
+/// and shared by every TS reader (it travels with its `QueuedAccessUnit`, in its
+/// `WireForms`, so joins, skips and bounds are the access unit's).
 ///
 /// A reader that starts or skips sees TS packets of each PID whose continuity counters do not
 /// follow what it got before; `TSContinuity` puts them right per reader. For that, each unit
