@@ -61,10 +61,12 @@ let package = Package(
         // media time, the timestamp, audio packets, and what each codec's NAL headers say.
         .target(name: "Media", dependencies: ["FIFO"]),
         .target(name: "H264", dependencies: ["FIFO", "Media"]),
-        .target(name: "Relay", dependencies: ["Media", "Clocks", "FIFO"]),
+        // Prometheus metrics: counters, gauges, histograms and sampled series in one registry.
+        .target(name: "Metrics"),
+        .target(name: "Delivery", dependencies: ["Media", "Clocks", "FIFO"]),
 
         // Swift over C.
-        .target(name: "EventLoop", dependencies: ["CLibEV", "Clocks"]),
+        .target(name: "IO", dependencies: ["CLibEV", "Clocks"]),
         .target(name: "Capture", dependencies: ["CLibYUV", "CLinux", "Clocks"]),
         // The X11 screen (xcb, MIT-SHM, DAMAGE, XFixes cursor): a capture source of its own, so
         // that only what captures the screen links xcb.
@@ -79,49 +81,49 @@ let package = Package(
         // Wiring. Serving (the stream server and the HTTP endpoint) links no capture or encoder
         // library, so that a consumer can serve too.
         // Its MPEG-TS listener muxes through Containers (libavformat, opened only when one is asked for).
-        .target(name: "Serving", dependencies: ["Clocks", "Media", "H264", "Relay", "EventLoop", "Output", "Containers"]),
-        .target(name: "Producer", dependencies: ["Clocks", "Media", "Relay", "EventLoop", "Capture", "Encoder"]),
+        .target(name: "Serving", dependencies: ["Clocks", "Media", "H264", "Delivery", "Metrics", "IO", "Output", "Muxing"]),
+        .target(name: "Pipeline", dependencies: ["Clocks", "Media", "Delivery", "Metrics", "IO", "Capture", "Encoder"]),
         // Where access units go (files, stdout, segments, a forward endpoint), for produce and consume.
-        .target(name: "Output", dependencies: ["Clocks", "FIFO", "Media", "Relay", "EventLoop"]),
-        .target(name: "Consumer", dependencies: ["Clocks", "Media", "H264", "Relay", "EventLoop", "Output", "Containers"]),
+        .target(name: "Output", dependencies: ["Clocks", "FIFO", "Media", "Delivery", "Metrics", "IO"]),
+        .target(name: "Consumer", dependencies: ["Clocks", "Media", "H264", "Delivery", "Metrics", "IO", "Output", "Muxing"]),
         // Container files (MP4, MPEG-TS, Matroska, FLV) through libavformat's muxers: one more
         // AccessUnitSink, packets copied, never re-encoded.
         // And the other way: any H.264 source libavformat reads (container files, RTSP, SRT,
         // RTMP, UDP, HTTP) as access units for consume (`Demuxer`, read by Consumer's DemuxReader).
-        .target(name: "Containers", dependencies: ["Clocks", "FIFO", "CMedia", "Media", "H264", "Output"]),
+        .target(name: "Muxing", dependencies: ["Clocks", "FIFO", "CMedia", "Media", "H264", "Output"]),
         // Sound for produce: PulseAudio, WAV/raw PCM and a test tone mixed into one 48 kHz
         // stereo track, encoded to AAC-LC (libavcodec), timed on the video's clock.
-        .target(name: "Audio", dependencies: ["Clocks", "CMedia", "Media", "Output", "Relay", "EventLoop"]),
-        .executableTarget(name: "nalcast", dependencies: ["Clocks", "CLinux", "CommandOptions", "CaptureSources", "Audio", "Media", "H264", "Relay", "EventLoop", "Capture", "X11Capture", "Encoder", "Serving", "Producer", "Consumer", "Output", "Containers"]),
+        .target(name: "Audio", dependencies: ["Clocks", "CMedia", "Media", "Output", "Delivery", "Metrics", "IO"]),
+        .executableTarget(name: "nalcast", dependencies: ["Clocks", "CLinux", "CommandOptions", "CaptureSources", "Audio", "Media", "H264", "Delivery", "Metrics", "IO", "Capture", "X11Capture", "Encoder", "Serving", "Pipeline", "Consumer", "Output", "Muxing"]),
 
         // Helpers the tests share: running ffmpeg, ffprobe and friends; the conformance streams
         // (Tests/Fixtures/h264/) and their facts.
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         // Blocking client sockets for the tests that talk to a server on a real event loop.
-        .target(name: "LoopTestSupport", dependencies: ["EventLoop"], path: "Tests/LoopTestSupport"),
+        .target(name: "LoopTestSupport", dependencies: ["IO"], path: "Tests/LoopTestSupport"),
         .testTarget(name: "CommandOptionsTests", dependencies: ["CommandOptions", "CaptureSources", "Capture"]),
         .testTarget(name: "H264Tests", dependencies: ["Media", "H264", "TestSupport"]),
-        .testTarget(name: "RelayTests", dependencies: ["Relay", "Clocks", "FIFO", "Media", "H264"]),
-        .testTarget(name: "EventLoopTests", dependencies: ["EventLoop", "Media", "H264", "LoopTestSupport"]),
-        .testTarget(name: "ServingTests", dependencies: ["Serving", "EventLoop", "Media", "H264", "Output", "Relay", "LoopTestSupport", "TestSupport"]),
-        .testTarget(name: "ConsumerTests", dependencies: ["Consumer", "Media", "H264", "Relay", "Output"]),
-        .testTarget(name: "OutputTests", dependencies: ["Output", "Relay", "Media", "H264", "TestSupport"]),
+        .testTarget(name: "DeliveryTests", dependencies: ["Delivery", "Metrics", "Clocks", "FIFO", "Media", "H264"]),
+        .testTarget(name: "IOTests", dependencies: ["IO", "Media", "H264", "LoopTestSupport"]),
+        .testTarget(name: "ServingTests", dependencies: ["Serving", "IO", "Media", "H264", "Output", "Delivery", "Metrics", "LoopTestSupport", "TestSupport"]),
+        .testTarget(name: "ConsumerTests", dependencies: ["Consumer", "Media", "H264", "Delivery", "Metrics", "Output"]),
+        .testTarget(name: "OutputTests", dependencies: ["Output", "Delivery", "Metrics", "Media", "H264", "TestSupport"]),
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "TestSupport"]),
         // The capture thread's hand-off to a real loop thread and server.
-        .testTarget(name: "ProducerTests", dependencies: ["Producer", "Serving", "EventLoop", "Relay", "Media", "H264", "Capture", "TestSupport", "LoopTestSupport"]),
+        .testTarget(name: "PipelineTests", dependencies: ["Pipeline", "Serving", "IO", "Delivery", "Metrics", "Media", "H264", "Capture", "TestSupport", "LoopTestSupport"]),
         .testTarget(name: "EncoderTests", dependencies: ["Encoder", "Media", "H264", "Capture", "TestSupport"]),
         // Screen capture under a real X server: each test starts its own Xvfb.
-        .testTarget(name: "X11Tests", dependencies: ["Clocks", "Capture", "X11Capture", "Encoder", "Producer", "Media", "H264", "CXCBShm", "CXCBXTest", "nalcast", "TestSupport"]),
+        .testTarget(name: "X11Tests", dependencies: ["Clocks", "Capture", "X11Capture", "Encoder", "Pipeline", "Media", "H264", "CXCBShm", "CXCBXTest", "nalcast", "TestSupport"]),
         // Fuzz findings replayed (inputs in fuzz/regressions/).
         .testTarget(name: "ReliabilityTests", dependencies: ["Media", "H264", "Capture"]),
         // End-to-end: runs the built `nalcast` binary against real peers (ffmpeg, ffprobe, ...).
-        .testTarget(name: "ContainersTests", dependencies: ["Containers", "Output", "Media", "H264", "TestSupport"]),
+        .testTarget(name: "MuxingTests", dependencies: ["Muxing", "Output", "Media", "H264", "TestSupport"]),
         .testTarget(name: "CLITests", dependencies: ["nalcast", "TestSupport"]),
         // The real media servers the push and relay tests start (nginx-rtmp, srt-live-transmit,
         // GStreamer's RTSP server; TestSupport runs them), proven with FFmpeg as the client.
         .testTarget(name: "MediaServerTests", dependencies: ["TestSupport"]),
         // Sound captured from a private PulseAudio daemon each test starts, checked with FFmpeg.
-        .testTarget(name: "AudioTests", dependencies: ["Audio", "Output", "Relay", "Media", "H264", "CPulsePlayback", "TestSupport"]),
+        .testTarget(name: "AudioTests", dependencies: ["Audio", "Output", "Delivery", "Metrics", "Media", "H264", "CPulsePlayback", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

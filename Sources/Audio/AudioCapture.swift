@@ -1,6 +1,6 @@
 import Clocks
 import CMedia
-import EventLoop
+import IO
 import Media
 import Output
 import Synchronization

@@ -1,7 +1,7 @@
 import Media
 
 import Output
-import Relay
+import Metrics
 import Synchronization
 
 /// Where produce's audio packets go: the sinks that carry audio add themselves here; until

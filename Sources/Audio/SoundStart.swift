@@ -1,5 +1,5 @@
 import Clocks
-import EventLoop
+import IO
 import Synchronization
 
 /// The moment each live source's first samples are on the track. produce starts its video

@@ -1,4 +1,4 @@
-import Relay
+import Metrics
 
 /// The consumer's counters, in the metrics registry `--metrics` serves. Thread-safe.
 public struct ConsumerMetrics: Sendable {

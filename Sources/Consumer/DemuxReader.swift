@@ -1,10 +1,10 @@
 import Clocks
-import Containers
-import EventLoop
+import Muxing
+import IO
 import H264
 import Media
 import Output
-import Relay
+import Delivery
 import Synchronization
 
 #if canImport(Glibc)

@@ -1,5 +1,5 @@
 import Output
-import EventLoop
+import IO
 import H264
 import Synchronization
 

@@ -1,6 +1,7 @@
 import Media
 import Output
-import Relay
+import Delivery
+import Metrics
 import Synchronization
 
 /// The relay's audio path (`consume --listen ts:…`), safe from any input thread: the track goes

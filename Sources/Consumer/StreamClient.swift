@@ -1,7 +1,7 @@
 import Clocks
-import Relay
+import Delivery
 import Output
-import EventLoop
+import IO
 
 #if canImport(Glibc)
 import Glibc

@@ -1,6 +1,6 @@
 /// Where access units go, for `produce -o` and for every output of `consume`: standard
 /// output or a file (`FileSink`), segment files (`SegmentSink`), a remote endpoint
-/// (`ForwardSink`), a container file (`ContainerSink`, in the `Containers` module).
+/// (`ForwardSink`), a container file (`ContainerSink`, in the `Muxing` module).
 ///
 /// A sink gets whole access units in stream order, each placed in media time
 /// (`TimedUnit.mediaTime`, 90 kHz ticks), with markers for what was lost on the way

@@ -1,4 +1,4 @@
-import EventLoop
+import IO
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)

@@ -1,4 +1,4 @@
-import EventLoop
+import IO
 import Media
 
 #if canImport(Glibc)

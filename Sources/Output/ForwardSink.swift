@@ -1,7 +1,7 @@
 import Clocks
 import Media
-import Relay
-import EventLoop
+import Delivery
+import IO
 
 #if canImport(Glibc)
 import Glibc
@@ -11,7 +11,7 @@ import Musl
 
 /// `--forward TARGET`: sends the stream to a remote, over whatever `ForwardTransport` speaks
 /// to it (raw Annex-B over TCP or a unix socket, `SocketTransport`; a container pushed to a
-/// media server, `PushTransport` in the `Containers` module).
+/// media server, `PushTransport` in the `Muxing` module).
 ///
 /// Runs on its runner's worker thread; the transport blocks, each of its calls bounded in
 /// time. While the remote is down, access units are dropped (and counted) and a connection

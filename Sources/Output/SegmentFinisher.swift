@@ -1,5 +1,5 @@
 import Media
-import EventLoop
+import IO
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)

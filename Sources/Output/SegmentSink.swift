@@ -1,6 +1,6 @@
 import FIFO
 import Media
-import Relay
+import Delivery
 
 #if canImport(Glibc)
 import Glibc

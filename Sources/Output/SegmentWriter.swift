@@ -9,7 +9,7 @@ import Musl
 /// Writes one segment of `--segments DIR` over the `.part` file's descriptor, which the
 /// `SegmentSink` owns (it syncs, renames and closes it). Made per segment by a
 /// `SegmentFormat`: Annex-B as received (`AnnexBSegmentWriter`, here) or a container
-/// (`ContainerSegmentWriter`, in the `Containers` module: this module links no libavformat).
+/// (`ContainerSegmentWriter`, in the `Muxing` module: this module links no libavformat).
 public protocol SegmentWriter: AnyObject {
     /// Takes the next access unit. The first one is the segment's entry point, marked
     /// `resumes`, so that its SPS and PPS go in front.

@@ -1,4 +1,4 @@
-import Relay
+import Metrics
 
 /// Per-sink counters, shared with the metrics registry.
 public struct SinkCounters: Sendable {

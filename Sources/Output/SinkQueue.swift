@@ -1,4 +1,4 @@
-import Relay
+import Delivery
 
 /// The bounded queue in front of one sink: a `SkipQueue` of `SinkItem`s. `SinkRunner` does
 /// the locking and the waiting.

@@ -1,6 +1,5 @@
 import Clocks
-import EventLoop
-import Relay
+import IO
 
 #if canImport(Glibc)
 import Glibc

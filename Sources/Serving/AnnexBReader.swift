@@ -1,6 +1,6 @@
-import EventLoop
+import IO
 import Media
-import Relay
+import Delivery
 
 /// The Annex-B listener kind (`tcp://…`, `unix:…`): no address prefix, nothing shared but
 /// the access units themselves (an IDR's wire list with its SPS and PPS, made once by

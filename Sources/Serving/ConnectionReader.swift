@@ -1,5 +1,5 @@
-import EventLoop
-import Relay
+import IO
+import Delivery
 
 /// A reader whose transport is one `Connection`, a TCP or unix socket a listener accepted,
 /// and whose access units go out as bytes its format makes of them: what the Annex-B reader

@@ -1,4 +1,4 @@
-import EventLoop
+import IO
 
 /// The `--metrics ADDR` endpoint: a small HTTP/1.x server on the loop that answers through a
 /// table of routes (`HTTPRoutes`: method + path → handler).

@@ -1,5 +1,6 @@
-import EventLoop
-import Relay
+import IO
+import Delivery
+import Metrics
 
 /// One reader of a `StreamServer`: a peer, the transport that reaches it and the wire format
 /// it gets. What the server needs of a reader, and all it knows of one: the server takes

@@ -1,4 +1,4 @@
-import Relay
+import Metrics
 
 extension StreamServer {
     /// Counters for the status line and `/metrics`, readable from any thread.

@@ -1,5 +1,4 @@
-import EventLoop
-import Relay
+import IO
 
 /// The browser page's viewers: the upgrade of `GET /ws` taken over from the `HTTPServer`,
 /// checked, and admitted as a reader (`WebSocketViewer`).

@@ -1,8 +1,8 @@
 import Clocks
-import EventLoop
+import IO
 import Media
 import Output
-import Relay
+import Delivery
 
 /// Serves the encoded stream to every connected reader: the loop side of `nalcast produce`
 /// (and of `consume`'s relay).

@@ -1,8 +1,9 @@
-import Containers
-import EventLoop
+import Muxing
+import IO
 import Media
 import Output
-import Relay
+import Delivery
+import Metrics
 
 /// The MPEG-TS listener kind: `ts:` addresses, one muxer per server.
 enum TransportStreamListener: ListenerKind {

@@ -1,6 +1,7 @@
-import EventLoop
+import IO
 import Media
-import Relay
+import Delivery
+import Metrics
 
 /// One browser viewer of a `StreamServer`, a `StreamReader`: its access units go out as one
 /// binary WebSocket message each (`AccessUnitMessage`) instead of raw Annex-B, and it answers

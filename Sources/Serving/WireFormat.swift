@@ -1,7 +1,7 @@
-import EventLoop
+import IO
 import Media
 import Output
-import Relay
+import Delivery
 
 /// How a listener's readers get the stream (`--listen [ts:]ADDR`): one case per listener
 /// kind, and its registration in `kind`. That is all a new kind touches here; what it is

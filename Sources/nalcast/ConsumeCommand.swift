@@ -3,15 +3,14 @@ import Capture
 import CLinux
 import CommandOptions
 import Consumer
-import Containers
+import Muxing
 import Media
 import Output
-import EventLoop
+import IO
 #if canImport(Glibc)
 import Glibc
 #endif
 import H264
-import Relay
 import Synchronization
 
 /// `nalcast consume`: read a stream (socket, file, stdin), hand every access unit to the

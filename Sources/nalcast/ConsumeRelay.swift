@@ -1,12 +1,13 @@
 import Consumer
-import EventLoop
+import IO
 #if canImport(Glibc)
 import Glibc
 #endif
 import H264
 import Media
 import Output
-import Relay
+import Delivery
+import Metrics
 import Serving
 
 /// `consume --listen ADDR` / `--web ADDR`: serves what consume reads to many readers, through

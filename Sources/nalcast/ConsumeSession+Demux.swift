@@ -1,10 +1,10 @@
 import Clocks
 import CommandOptions
 import Consumer
-import EventLoop
-import Containers
+import IO
+import Muxing
 import Output
-import Relay
+import Delivery
 import Synchronization
 
 extension ConsumeSession {

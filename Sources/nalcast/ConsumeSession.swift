@@ -1,12 +1,12 @@
 import Clocks
 import CommandOptions
 import Consumer
-import Containers
-import EventLoop
+import Muxing
+import IO
 import H264
 import Media
 import Output
-import Relay
+import Delivery
 import Serving
 import Synchronization
 

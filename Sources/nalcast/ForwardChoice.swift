@@ -1,6 +1,6 @@
 import CommandOptions
-import Containers
-import EventLoop
+import Muxing
+import IO
 import Output
 
 /// One `--forward` target of `consume` or `produce`: raw Annex-B to `tcp://HOST:PORT` or

@@ -1,7 +1,7 @@
 import CommandOptions
 import Consumer
-import Containers
-import EventLoop
+import Muxing
+import IO
 import H264
 
 #if canImport(Glibc)

@@ -1,5 +1,5 @@
 import CommandOptions
-import Containers
+import Muxing
 import Output
 
 /// `-o FILE|-` and `--format` of `produce` and `consume`: which sink writes it.

@@ -1,6 +1,6 @@
 import Clocks
 import CommandOptions
-import EventLoop
+import IO
 #if canImport(Glibc)
 import Glibc
 #endif

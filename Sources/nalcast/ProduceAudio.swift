@@ -1,7 +1,7 @@
 import Clocks
 import Audio
 import CommandOptions
-import EventLoop
+import IO
 import Media
 import Output
 import Synchronization

@@ -1,15 +1,14 @@
 import Capture
 import CaptureSources
 import CommandOptions
-import Containers
+import Muxing
 import Encoder
-import EventLoop
+import IO
 #if canImport(Glibc)
 import Glibc
 #endif
 import Media
-import Producer
-import Relay
+import Pipeline
 
 /// `nalcast produce`: capture → pace → convert → encode → serve (and/or write to -o).
 enum ProduceCommand: Command {

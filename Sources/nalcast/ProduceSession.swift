@@ -1,11 +1,12 @@
 import Capture
 import CaptureSources
 import CommandOptions
-import EventLoop
+import IO
 import Media
 import Output
-import Producer
-import Relay
+import Pipeline
+import Delivery
+import Metrics
 import Synchronization
 #if canImport(Glibc)
 import Glibc

@@ -1,8 +1,8 @@
 import Clocks
-import EventLoop
+import IO
 import Media
 import Output
-import Relay
+import Delivery
 
 /// `consume --realtime`: reads a file at the pace of its media time, as FFmpeg's `-re` does.
 /// An observer of the intake that holds each access unit until its media time is due on

@@ -1,9 +1,10 @@
 import Audio
 import CommandOptions
-import EventLoop
+import IO
 import Media
 import Output
-import Relay
+import Delivery
+import Metrics
 import Serving
 
 /// What `produce` and `consume` share to serve their stream: the options (`--listen`, repeatable,

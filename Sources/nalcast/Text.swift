@@ -1,5 +1,5 @@
 import CommandOptions
-import EventLoop
+import IO
 #if canImport(Glibc)
 import Glibc
 #endif

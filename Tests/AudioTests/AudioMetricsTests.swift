@@ -2,7 +2,7 @@ import Audio
 import H264
 import Media
 import Output
-import Relay
+import Metrics
 import Synchronization
 import Testing
 

@@ -2,7 +2,8 @@ import Consumer
 import H264
 import Media
 import Output
-import Relay
+import Delivery
+import Metrics
 import Synchronization
 import Testing
 

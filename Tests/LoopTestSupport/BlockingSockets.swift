@@ -1,4 +1,4 @@
-import EventLoop
+import IO
 import Glibc
 
 // Blocking client sockets for test threads that talk to a server running on an event loop

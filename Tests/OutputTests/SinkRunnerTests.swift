@@ -3,7 +3,6 @@ import Media
 import Output
 import Foundation
 import H264
-import Relay
 import Synchronization
 import Testing
 

@@ -1,4 +1,4 @@
-import EventLoop
+import IO
 import LoopTestSupport
 import Serving
 import XCTest

@@ -1,9 +1,10 @@
-import EventLoop
+import IO
 import Foundation
 import Glibc
 import H264
 import LoopTestSupport
-import Relay
+import Delivery
+import Metrics
 import Serving
 import Synchronization
 import TestSupport

@@ -1,10 +1,11 @@
-import EventLoop
+import IO
 import Foundation
 import H264
 import LoopTestSupport
 import Media
 import Output
-import Relay
+import Delivery
+import Metrics
 import Serving
 import Synchronization
 import TestSupport

@@ -1,4 +1,4 @@
-import EventLoop
+import IO
 import Foundation
 import H264
 import Media

@@ -5,7 +5,7 @@ import X11Capture
 import Foundation
 import Glibc
 import H264
-import Producer
+import Pipeline
 import Synchronization
 import TestSupport
 import Testing

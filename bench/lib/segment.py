@@ -122,7 +122,7 @@ def cases(ctx: Context) -> list:
 # containers: the same cut into MP4 or MPEG-TS segments
 
 # nalcast's MP4 segments are fragmented with these movflags, and a fragment at least every
-# second (Sources/Containers/Muxer.swift); the like-for-like FFmpeg row asks for the same.
+# second (Sources/Muxing/Muxer.swift); the like-for-like FFmpeg row asks for the same.
 FRAGMENTED = "movflags=frag_keyframe+empty_moov+default_base_moof:frag_duration=1000000"
 # what ffprobe names each container (format_name), and FFmpeg's segment_format for it
 FORMATS = {"mp4": ("mov,mp4,m4a,3gp,3g2,mj2", "mp4"), "ts": ("mpegts", "mpegts")}

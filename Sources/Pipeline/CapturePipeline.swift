@@ -1,0 +1,211 @@
+import Clocks
+import Capture
+import Encoder
+import IO
+import Media
+
+/// Source → pacer → converter → encoder, on the thread that calls `run()` (the capture
+/// thread), handing every access unit to `output`.
+///
+/// Life: create it on the capture thread, `run()` there until the input ends, a limit is
+/// reached or `control.stop()` is called from anywhere; on the way out it flushes the
+/// encoder. Only `control` is shared with other threads.
+public final class CapturePipeline {
+    public let control: CaptureControl
+    public let options: CaptureOptions
+
+    private let source: any FrameSource
+    private let output: @Sendable (AccessUnit) -> Void
+    private let log: (@Sendable (String) -> Void)?
+    private let converter: ColorConverter
+    /// A change-driven source's second converter: the pipeline keeps the last picture, so
+    /// the converter that made it cannot reuse its buffer for the next one; two taking turns
+    /// do (no 3 MB allocation per 1080p change).
+    private let otherConverter: ColorConverter?
+    private var useOther = false
+    private var pacer: Pacer?
+    private var encoder: H264Encoder?
+    /// The last picture encoded, for a change-driven source's repeats.
+    private var kept: Frame?
+    /// The last frame of a limit went out, its access unit ending the stream: nothing follows.
+    private var streamEnded = false
+
+    public init(source: any FrameSource, options: CaptureOptions = CaptureOptions(), control: CaptureControl = CaptureControl(),
+                log: (@Sendable (String) -> Void)? = nil, output: @escaping @Sendable (AccessUnit) -> Void) {
+        self.source = source
+        self.options = options
+        self.control = control
+        self.log = log
+        self.output = output
+        self.converter = ColorConverter(maxSize: options.maxSize)
+        self.otherConverter = source.isChangeDriven ? ColorConverter(maxSize: options.maxSize) : nil
+        // A change-driven source keeps to the rate itself, and its repeats (a joining
+        // reader's IDR) may come sooner than a slot: no pacer.
+        self.pacer = source.isChangeDriven ? nil : options.targetFrameRate.map { Pacer(rate: $0) }
+        control.attach(source.wakeUp)
+    }
+
+    /// The frame rate the encoder announces: the target, unless the source is slower.
+    public var encoderFrameRate: FrameRate {
+        guard let target = options.targetFrameRate else { return source.frameRate }
+        return target.framesPerSecond <= source.frameRate.framesPerSecond ? target : source.frameRate
+    }
+
+    /// Runs until the input ends, a limit is reached or `control.stop()`; then flushes the
+    /// encoder. Errors of the source (a truncated frame) or encoder are thrown after the
+    /// flush: every good frame before them has been handed on.
+    public func run() throws {
+        do {
+            try loop()
+        } catch {
+            try? flush()
+            throw error
+        }
+        try flush()
+    }
+
+    private func loop() throws {
+        var firstPTS: UInt64?
+        /// Media time of the last IDR encoded, for `keyintDuration`.
+        var lastIDRPTS: UInt64?
+        while !control.isStopped {
+            if let limit = options.frameLimit, encoder?.framesEncoded ?? 0 >= UInt64(limit) { break }
+            guard var frame = try source.nextFrame() else { break }
+            if control.isDurationOver { break }
+            if firstPTS == nil { startDurationTimer() }
+            let base = firstPTS ?? frame.pts90k
+            firstPTS = base
+            frame.pts90k -= Swift.min(base, frame.pts90k)
+            if let limit = options.durationLimit, frame.seconds >= limit { break }
+
+            var keep = true
+            if pacer != nil { keep = pacer!.admit(frame, live: source.isLive) }
+            let drops = pacer?.drops ?? Pacer.Drops()
+            control.state.withLock {
+                $0.counters.framesCaptured += 1
+                $0.counters.droppedRate = drops.rate
+                $0.counters.droppedLate = drops.late
+            }
+            guard keep else { continue }
+
+            let started = Int64(MonotonicClock.nanoseconds)
+            let picture: Frame
+            if frame.isRepeat {
+                // Nothing changed: the kept picture again, with this frame's times. x264
+                // codes it as P_Skip nearly everywhere (an IDR if one was asked for).
+                guard var again = kept else { continue }
+                again.sequence = frame.sequence
+                again.captureTimeNs = frame.captureTimeNs
+                again.pts90k = frame.pts90k
+                picture = again
+            } else {
+                if let otherConverter {
+                    picture = try (useOther ? otherConverter : converter).convert(frame)
+                    useOther.toggle()
+                    kept = picture
+                } else {
+                    picture = try converter.convert(frame)
+                }
+            }
+            let encoder = try encoderFor(picture)
+            if control.takeIDRRequest() { encoder.requestIDR() }
+            if source.isChangeDriven, !frame.isRepeat, let span = options.encoder.keyintDuration, let last = lastIDRPTS,
+               Int64(clamping: frame.pts90k) - Int64(clamping: last) >= span.ticks {
+                encoder.requestIDR()
+            }
+            if let bitrate = control.takeBitrateRequest() {
+                do { try encoder.reconfigure(bitrate: bitrate) } catch { log?("\(error)") }
+            }
+            let isFinal = isLastBeforeLimit(frame, framesEncoded: encoder.framesEncoded)
+            guard let au = try encoder.encode(picture) else {
+                if isFinal {
+                    try endStream(after: nil)
+                    break
+                }
+                continue
+            }
+            if au.isIDR { lastIDRPTS = frame.pts90k }
+            let finished = Int64(MonotonicClock.nanoseconds)
+            let latency = Int64(WallClock.nanoseconds) - Int64(frame.captureTimeNs)
+            control.state.withLock {
+                $0.counters.framesEncoded += 1
+                $0.counters.bytesEncoded += UInt64(au.byteCount)
+                if frame.isRepeat { $0.counters.keepAliveFrames += 1 }
+                $0.encodeTotalNs += finished - started
+                $0.counters.lastEncodeMs = Double(finished - started) / 1e6
+                $0.counters.meanEncodeMs = Double($0.encodeTotalNs) / 1e6 / Double($0.counters.framesEncoded)
+                $0.record(latencyNs: latency)
+            }
+            if isFinal {
+                try endStream(after: au)
+                break
+            }
+            output(au)
+        }
+    }
+
+    /// True for the frame after which the run stops: a file's last, the `--frames`th, or the
+    /// last whose next frame slot would reach `--duration` (a paced source's next frame comes
+    /// one slot later, and the loop stops here rather than wait for it).
+    private func isLastBeforeLimit(_ frame: Frame, framesEncoded: UInt64) -> Bool {
+        if source.isAtEnd { return true }
+        if let limit = options.frameLimit, framesEncoded + 1 >= UInt64(limit) { return true }
+        guard let limit = options.durationLimit else { return false }
+        let slot = 90_000 / encoderFrameRate.framesPerSecond
+        return Double(frame.pts90k) + slot > limit * 90_000 - 1
+    }
+
+    /// Hands on the last access units of a run that knows where it ends: `au` and whatever x264
+    /// still holds (nothing with zero-latency settings), the last of them with an end of
+    /// sequence, so that delimited readers get it without an AUD behind it and have nothing
+    /// left open (`AccessUnitDelimiting`).
+    private func endStream(after au: AccessUnit?) throws {
+        var units = au.map { [$0] } ?? []
+        units += try flushed()
+        streamEnded = true
+        guard let last = units.popLast() else { return }
+        for unit in units { output(unit) }
+        output(last.endingStream())
+    }
+
+    /// For a change-driven source, `--duration` is also kept by the clock from the first
+    /// frame: on a still screen without keep-alives no frame comes to be checked against it.
+    private func startDurationTimer() {
+        guard source.isChangeDriven, let limit = options.durationLimit else { return }
+        let control = self.control
+        let nanoseconds = UInt64(Swift.max(0, limit) * 1e9)
+        OSThread(name: "nalcast-duration") {
+            OSThread.sleep(nanoseconds: nanoseconds, step: 50_000_000) { control.isStopped || control.isDurationOver }
+            control.endDuration()
+        }.detach()
+    }
+
+    private func encoderFor(_ picture: Frame) throws -> H264Encoder {
+        if let encoder { return encoder }
+        var parameters = options.encoder
+        parameters.width = picture.width
+        parameters.height = picture.height
+        parameters.frameRate = encoderFrameRate
+        let made = try H264Encoder(parameters: parameters, log: log)
+        encoder = made
+        return made
+    }
+
+    private func flush() throws {
+        guard !streamEnded else { return }
+        for au in try flushed() { output(au) }
+    }
+
+    /// The frames x264 still holds, counted.
+    private func flushed() throws -> [AccessUnit] {
+        guard let encoder else { return [] }
+        let units = try encoder.flush()
+        for au in units {
+            control.state.withLock {
+                $0.counters.framesEncoded += 1
+                $0.counters.bytesEncoded += UInt64(au.byteCount)
+            }
+        }
+        return units
+    }
+}

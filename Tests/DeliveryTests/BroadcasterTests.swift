@@ -1,0 +1,163 @@
+import Clocks
+import H264
+import Delivery
+import XCTest
+
+final class BroadcasterTests: XCTestCase {
+    let clock = ManualClock()
+
+    func makeBroadcaster(_ policy: JoinPolicy = .idr, maxReaders: Int = 16) -> Broadcaster {
+        Broadcaster(config: BroadcasterConfig(joinPolicy: policy, maxReaders: maxReaders), clock: clock)
+    }
+
+    /// Writes everything queued for `id` and returns the sequence numbers written.
+    func drain(_ b: inout Broadcaster, _ id: ReaderID) -> [UInt64] {
+        var out: [UInt64] = []
+        while let nals = b.nextToWrite(id) {
+            let bytes = nals.reduce(0) { $0 + $1.wire.count }
+            out.append(b.queue(of: id)!.queued.first!.accessUnit.timestamp!.sequence)
+            b.didWrite(id, bytes: bytes, finished: true)
+        }
+        return out
+    }
+
+    func testIDRJoinRequestsAnIDRAndStartsThere() {
+        var b = makeBroadcaster(.idr)
+        for au in Fixture.stream(0..<5) { _ = b.publish(au) }
+        clock.advance(milliseconds: 1000)
+        let join = b.addReader()
+        let id = try! XCTUnwrap(join.id)
+        XCTAssertEqual(join.events, [.requestIDR])
+        XCTAssertTrue(b.publish(Fixture.picture(5, idr: false)).isEmpty)
+        clock.advance(milliseconds: 40)
+        let events = b.publish(Fixture.picture(6, idr: true, withParameterSets: false))
+        XCTAssertEqual(events, [.readerStarted(id, latencyNs: Nanoseconds.milliseconds(40))])
+        XCTAssertEqual(b.nextToWrite(id)?.types, [.accessUnitDelimiter, .sps, .pps, .idrSlice])
+    }
+
+    func testIDRRequestsAreCoalesced() {
+        var b = makeBroadcaster(.idr)
+        _ = b.publish(Fixture.picture(0, idr: true))
+        XCTAssertEqual(b.addReader().events, [.requestIDR])
+        XCTAssertEqual(b.addReader().events, [], "a request is pending: wait for it")
+        _ = b.publish(Fixture.picture(1, idr: true))
+        clock.advance(milliseconds: 100)
+        XCTAssertEqual(b.addReader().events, [], "too soon after the last request")
+        XCTAssertEqual(b.nextDeadlineNs, Nanoseconds.milliseconds(250))
+        clock.advance(milliseconds: 100)
+        XCTAssertEqual(b.addReader().events, [], "still deferred: one request for both")
+        XCTAssertEqual(b.tick(), [])
+        clock.advance(milliseconds: 50)
+        XCTAssertEqual(b.tick(), [.requestIDR])
+        XCTAssertEqual(b.tick(), [])
+        XCTAssertEqual(b.idrRequests, 2)
+    }
+
+    func testDeferredRequestDroppedWhenANaturalIDRComes() {
+        var b = makeBroadcaster(.idr)
+        _ = b.addReader()
+        _ = b.publish(Fixture.picture(0, idr: true))
+        clock.advance(milliseconds: 10)
+        _ = b.addReader()
+        XCTAssertNotNil(b.nextDeadlineNs)
+        _ = b.publish(Fixture.picture(1, idr: true))
+        XCTAssertNil(b.nextDeadlineNs)
+        clock.advance(milliseconds: 1000)
+        XCTAssertEqual(b.tick(), [])
+    }
+
+    func testGOPJoinGetsCachedGOPAtOnce() {
+        var b = makeBroadcaster(.gop)
+        for au in Fixture.stream(0..<40) { _ = b.publish(au) }
+        let join = b.addReader()
+        let id = try! XCTUnwrap(join.id)
+        XCTAssertEqual(join.events, [.readerStarted(id, latencyNs: 0)])
+        XCTAssertEqual(b.queue(of: id)?.count, 10)
+        _ = b.publish(Fixture.picture(40, idr: false))
+        XCTAssertEqual(drain(&b, id), Array(30...40))
+    }
+
+    func testGOPJoinWithoutCacheWaitsForNextIDR() {
+        var b = Broadcaster(config: BroadcasterConfig(joinPolicy: .gop, gopMaxBytes: 500), clock: clock)
+        for au in Fixture.stream(0..<10) { _ = b.publish(au) }
+        XCTAssertTrue(b.cachedGOP.isEmpty, "the GOP grew past the cache bound")
+        let id = try! XCTUnwrap(b.addReader().id)
+        XCTAssertEqual(b.queue(of: id)?.count, 0)
+        _ = b.publish(Fixture.picture(10, idr: false))
+        let events = b.publish(Fixture.picture(30, idr: true))
+        XCTAssertEqual(events, [.readerStarted(id, latencyNs: 0)])
+        XCTAssertEqual(b.cachedGOP.count, 1)
+    }
+
+    func testAGOPJoinAfterTheSourceWasLostWaitsForItsNextIDR() {
+        var b = makeBroadcaster(.gop)
+        for au in Fixture.stream(0..<40) { _ = b.publish(au) }
+        let before = try! XCTUnwrap(b.addReader().id)
+        b.forgetCachedGOP()
+        XCTAssertTrue(b.cachedGOP.isEmpty)
+        XCTAssertEqual(b.queue(of: before)?.count, 10, "a reader already there keeps its queue")
+        let after = try! XCTUnwrap(b.addReader().id)
+        XCTAssertNil(b.nextToWrite(after), "no old pictures for a reader joining while the source is away")
+        _ = b.publish(Fixture.picture(60, idr: true))
+        _ = b.publish(Fixture.picture(61, idr: false))
+        XCTAssertEqual(drain(&b, after), [60, 61])
+    }
+
+    func testNextJoinWaitsForNaturalIDRWithoutRequest() {
+        var b = makeBroadcaster(.next)
+        _ = b.publish(Fixture.picture(0, idr: true))
+        let join = b.addReader()
+        XCTAssertEqual(join.events, [])
+        _ = b.publish(Fixture.picture(1, idr: false))
+        XCTAssertNil(b.nextToWrite(join.id!))
+        _ = b.publish(Fixture.picture(30, idr: true))
+        _ = b.publish(Fixture.picture(31, idr: false))
+        XCTAssertEqual(drain(&b, join.id!), [30, 31])
+    }
+
+    func testFanOutSharesAndSlowReaderSkips() {
+        var b = makeBroadcaster(.next)
+        let fast = b.addReader().id!
+        let slow = b.addReader().id!
+        var skipped: [BroadcastEvent] = []
+        for au in Fixture.stream(0..<40) {
+            skipped += b.publish(au).filter { if case .readerSkipped = $0 { true } else { false } }
+            _ = drain(&b, fast)
+        }
+        XCTAssertEqual(skipped.count, 1)
+        guard case .readerSkipped(let who, let aus, _) = skipped.first else { return XCTFail() }
+        XCTAssertEqual(who, slow)
+        XCTAssertEqual(aus, 17, "frames 0...16: 533 ms queued, no later IDR to keep")
+        XCTAssertEqual(b.queue(of: slow)?.stats.skips, 1)
+        XCTAssertEqual(b.queue(of: fast)?.stats.skips, 0)
+        // The slow reader resumes at IDR 30 with everything after it.
+        XCTAssertEqual(drain(&b, slow), Array(30..<40))
+    }
+
+    func testMaxReadersRefusesAndCounts() {
+        var b = makeBroadcaster(.next, maxReaders: 2)
+        XCTAssertNotNil(b.addReader().id)
+        let second = b.addReader().id
+        XCTAssertNotNil(second)
+        XCTAssertNil(b.addReader().id)
+        XCTAssertEqual(b.refusedReaders, 1)
+        b.removeReader(second!)
+        XCTAssertNotNil(b.addReader().id)
+        XCTAssertEqual(b.readerCount, 2)
+    }
+
+    func testReaderWithoutProgressTimesOut() {
+        var b = makeBroadcaster(.next)
+        let stuck = b.addReader().id!
+        let fine = b.addReader().id!
+        _ = b.publish(Fixture.picture(0, idr: true))
+        _ = b.nextToWrite(stuck)
+        clock.advance(milliseconds: 9_000)
+        _ = drain(&b, fine)
+        XCTAssertEqual(b.tick(), [])
+        clock.advance(milliseconds: 1_000)
+        XCTAssertEqual(b.tick(), [.readerTimedOut(stuck)])
+        XCTAssertNil(b.queue(of: stuck))
+        XCTAssertEqual(b.readerIDs, [fine])
+    }
+}

@@ -1,0 +1,147 @@
+import Clocks
+import H264
+@testable import Delivery
+import XCTest
+
+final class ReaderQueueTests: XCTestCase {
+    func testWaitsForFirstIDRThenQueuesInOrder() {
+        var queue = ReaderQueue(now: 0)
+        let p = Fixture.picture(1, idr: false)
+        XCTAssertFalse(queue.enqueue(p, arrivalNs: 0).enqueued)
+        XCTAssertTrue(queue.isEmpty)
+        XCTAssertEqual(queue.stats, SkipStats(), "a reader that has not started skipped nothing")
+
+        let idr = queue.enqueue(Fixture.picture(30, idr: true), arrivalNs: 0)
+        XCTAssertTrue(idr.enqueued)
+        XCTAssertTrue(idr.isEntryPoint)
+        XCTAssertTrue(idr.isStart)
+        XCTAssertTrue(queue.enqueue(Fixture.picture(31, idr: false), arrivalNs: 0).enqueued)
+        XCTAssertEqual(queue.queued.map { $0.accessUnit.timestamp?.sequence }, [30, 31])
+    }
+
+    func testEntryIDRGetsParameterSetsInFront() {
+        var queue = ReaderQueue(now: 0)
+        let bare = Fixture.picture(0, idr: true, withParameterSets: false)
+        XCTAssertTrue(queue.enqueue(bare, arrivalNs: 0).enqueued)
+        XCTAssertEqual(queue.beginWrite()?.types, [.accessUnitDelimiter, .sps, .pps, .idrSlice])
+    }
+
+    func testSharesBytesWithTheAccessUnit() {
+        var queue = ReaderQueue(now: 0)
+        let idr = Fixture.picture(0, idr: true)
+        _ = queue.enqueue(idr, arrivalNs: 0)
+        let written = queue.beginWrite()!
+        let slice = written.last!.wire
+        idr.nalUnits.last!.wire.withUnsafeBufferPointer { original in
+            slice.withUnsafeBufferPointer { queued in
+                XCTAssertEqual(original.baseAddress, queued.baseAddress, "the queue must reference, not copy")
+            }
+        }
+    }
+
+    func testLagBoundSkipsToNextIDRKeepingParameterSets() {
+        // 500 ms at 30 fps is 15 frames of lag: frame 16 over the bound with nothing written.
+        var queue = ReaderQueue(limits: QueueLimits(maxLagNs: Nanoseconds.milliseconds(500)), now: 0)
+        for au in Fixture.stream(0..<15) { XCTAssertTrue(queue.enqueue(au, arrivalNs: 0).enqueued) }
+        XCTAssertEqual(queue.lagNs, 14 * 3000 * 100_000 / 9)
+        let over = queue.enqueue(Fixture.picture(16, idr: false), arrivalNs: 0)
+        XCTAssertTrue(over.didSkip)
+        XCTAssertFalse(over.enqueued)
+        XCTAssertEqual(over.skippedAccessUnits, 16)
+        XCTAssertTrue(queue.isEmpty)
+        XCTAssertTrue(queue.isWaitingForEntry)
+        XCTAssertEqual(queue.stats.skips, 1)
+
+        // Nothing but an IDR gets in now; the IDR comes with SPS/PPS in front.
+        XCTAssertFalse(queue.enqueue(Fixture.picture(17, idr: false), arrivalNs: 0).enqueued)
+        XCTAssertEqual(queue.stats.skippedAccessUnits, 17)
+        let resume = queue.enqueue(Fixture.picture(30, idr: true, withParameterSets: false), arrivalNs: 0)
+        XCTAssertTrue(resume.enqueued)
+        XCTAssertTrue(resume.isEntryPoint)
+        XCTAssertFalse(resume.isStart)
+        XCTAssertEqual(queue.beginWrite()?.types, [.accessUnitDelimiter, .sps, .pps, .idrSlice])
+    }
+
+    func testSkipKeepsAQueuedIDRAndWhatFollows() {
+        // A GOP of 10 frames: frames 0...16 span 533 ms; the newest IDR (10) and what follows are kept.
+        var queue = ReaderQueue(limits: QueueLimits(maxLagNs: Nanoseconds.milliseconds(500)), now: 0)
+        var last = ReaderQueue.Offer()
+        for au in Fixture.stream(0..<17, gop: 10) { last = queue.enqueue(au, arrivalNs: 0) }
+        XCTAssertTrue(last.didSkip)
+        XCTAssertTrue(last.enqueued)
+        XCTAssertEqual(last.skippedAccessUnits, 10)
+        XCTAssertFalse(queue.isWaitingForEntry)
+        XCTAssertEqual(queue.queued.first?.accessUnit.timestamp?.sequence, 10)
+        XCTAssertTrue(queue.queued.first!.isIDR)
+    }
+
+    func testLagFromArrivalTimeWithoutTimestamps() {
+        var queue = ReaderQueue(limits: QueueLimits(maxLagNs: Nanoseconds.milliseconds(500)), now: 0)
+        XCTAssertTrue(queue.enqueue(Fixture.picture(0, idr: true, timestamp: false), arrivalNs: 0).enqueued)
+        XCTAssertFalse(queue.enqueue(Fixture.picture(1, idr: false, timestamp: false), arrivalNs: Nanoseconds.milliseconds(500)).didSkip)
+        XCTAssertTrue(queue.enqueue(Fixture.picture(2, idr: false, timestamp: false), arrivalNs: Nanoseconds.milliseconds(501)).didSkip)
+    }
+
+    func testByteBound() {
+        var queue = ReaderQueue(limits: QueueLimits(maxBytes: 1000), now: 0)
+        XCTAssertTrue(queue.enqueue(Fixture.picture(0, idr: true, payload: 400), arrivalNs: 0).enqueued)
+        XCTAssertTrue(queue.enqueue(Fixture.picture(1, idr: false, payload: 400), arrivalNs: 0).enqueued)
+        XCTAssertLessThanOrEqual(queue.queuedBytes, 1000)
+        let over = queue.enqueue(Fixture.picture(2, idr: false, payload: 400), arrivalNs: 0)
+        XCTAssertTrue(over.didSkip)
+        XCTAssertEqual(queue.queuedBytes, 0)
+        XCTAssertTrue(queue.isWaitingForEntry)
+    }
+
+    func testInFlightHeadIsNeverDropped() {
+        var queue = ReaderQueue(limits: QueueLimits(maxBytes: 1000), now: 0)
+        _ = queue.enqueue(Fixture.picture(0, idr: true, payload: 400), arrivalNs: 0)
+        let head = queue.beginWrite()
+        XCTAssertNotNil(head)
+        queue.didWrite(bytes: 10, finished: false, now: 1)
+        _ = queue.enqueue(Fixture.picture(1, idr: false, payload: 400), arrivalNs: 0)
+        let over = queue.enqueue(Fixture.picture(2, idr: false, payload: 400), arrivalNs: 0)
+        XCTAssertTrue(over.didSkip)
+        XCTAssertEqual(over.skippedAccessUnits, 2, "frames 1 and 2 dropped, not the head")
+        XCTAssertEqual(queue.count, 1)
+        XCTAssertTrue(queue.isHeadInFlight)
+        XCTAssertEqual(queue.queued.first?.accessUnit.timestamp?.sequence, 0)
+        queue.didWrite(bytes: 400, finished: true, now: 2)
+        XCTAssertTrue(queue.isEmpty)
+    }
+
+    func testLowWatermarkDelaysResume() {
+        // A reader stuck on a big head: the IDR that comes while the head is still queued and
+        // 300 ms old (over the 250 ms low mark) is skipped too.
+        var queue = ReaderQueue(limits: QueueLimits(maxLagNs: Nanoseconds.milliseconds(500), lowWatermark: 0.5), now: 0)
+        for au in Fixture.stream(0..<10, gop: 100) { _ = queue.enqueue(au, arrivalNs: 0) }
+        _ = queue.beginWrite()
+        for au in Fixture.stream(10..<17, gop: 100) { _ = queue.enqueue(au, arrivalNs: 0) }
+        XCTAssertTrue(queue.isWaitingForEntry)
+        XCTAssertEqual(queue.count, 1)
+        XCTAssertFalse(queue.enqueue(Fixture.picture(20, idr: true), arrivalNs: 0).enqueued, "20 frames after the head: over the low mark")
+        queue.didWrite(bytes: 100, finished: true, now: 1)
+        XCTAssertTrue(queue.enqueue(Fixture.picture(30, idr: true), arrivalNs: 0).enqueued)
+    }
+
+    func testBacklogGetsGraceUntilCaughtUp() {
+        var queue = ReaderQueue(limits: QueueLimits(maxLagNs: Nanoseconds.milliseconds(500)), now: 0)
+        let gop = Fixture.stream(0..<30).map { QueuedAccessUnit($0, arrivalNs: 0) }
+        XCTAssertTrue(queue.enqueueBacklog(gop, now: 0))
+        XCTAssertEqual(queue.count, 30)
+        XCTAssertFalse(queue.enqueue(Fixture.picture(30, idr: false), arrivalNs: 0).didSkip, "a 1 s GOP is allowed on top of the bound")
+        XCTAssertFalse(queue.enqueueBacklog([QueuedAccessUnit(Fixture.picture(1, idr: false), arrivalNs: 0)], now: 0))
+    }
+
+    func testTimeoutCountsOnlyWithPendingData() {
+        var queue = ReaderQueue(now: 0)
+        let timeout = Nanoseconds.milliseconds(10_000)
+        XCTAssertFalse(queue.isTimedOut(now: 20_000_000_000, timeoutNs: timeout), "an empty queue never times out")
+        _ = queue.enqueue(Fixture.picture(0, idr: true), arrivalNs: 20_000_000_000)
+        XCTAssertFalse(queue.isTimedOut(now: 29_000_000_000, timeoutNs: timeout))
+        _ = queue.beginWrite()
+        queue.didWrite(bytes: 5, finished: false, now: 29_000_000_000)
+        XCTAssertFalse(queue.isTimedOut(now: 38_000_000_000, timeoutNs: timeout))
+        XCTAssertTrue(queue.isTimedOut(now: 39_000_000_000, timeoutNs: timeout))
+    }
+}

@@ -1,0 +1,39 @@
+import Clocks
+import H264
+import Delivery
+import XCTest
+
+/// The fan-out core carries what a server made of each access unit for its readers without
+/// reading it: each form found by its type, through the GOP cache as through live queues.
+final class WireFormsTests: XCTestCase {
+    struct Packets: Sendable, Equatable { let bytes: [UInt8] }
+    struct Segment: Sendable, Equatable { let name: String }
+
+    func testEachFormIsFoundByItsTypeAndReplacedByOneOfTheSameType() {
+        var forms = WireForms()
+        XCTAssertTrue(forms.isEmpty)
+        XCTAssertNil(forms[Packets.self])
+        forms.add(Packets(bytes: [1]))
+        forms.add(Segment(name: "a"))
+        forms.add(Packets(bytes: [2]))
+        XCTAssertEqual(forms[Packets.self], Packets(bytes: [2]))
+        XCTAssertEqual(forms[Segment.self], Segment(name: "a"))
+        XCTAssertNil(forms[Int.self])
+    }
+
+    func testPublishedFormsReachLiveReadersAndTheCachedGOPsJoiners() {
+        var b = Broadcaster(config: BroadcasterConfig(joinPolicy: .gop), clock: ManualClock())
+        let live = try! XCTUnwrap(b.addReader().id)
+        for frame in 0..<3 {
+            var forms = WireForms()
+            forms.add(Packets(bytes: [UInt8(frame)]))
+            _ = b.publish(Fixture.picture(frame, idr: frame == 0), forms: forms)
+        }
+        let late = try! XCTUnwrap(b.addReader().id)
+        for id in [live, late] {
+            XCTAssertEqual(b.queue(of: id)?.queued.map { $0.forms[Packets.self]?.bytes }, [[0], [1], [2]])
+        }
+        _ = b.publish(Fixture.picture(3, idr: false))
+        XCTAssertNil(b.queue(of: late)?.queued.last?.forms[Packets.self], "a unit published without forms has none")
+    }
+}
