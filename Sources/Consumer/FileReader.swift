@@ -1,6 +1,6 @@
 import Output
 import IO
-import H264
+import Media
 import Synchronization
 
 #if canImport(Glibc)

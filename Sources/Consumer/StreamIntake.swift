@@ -1,9 +1,8 @@
 import Clocks
 import Media
 import Output
-import H264
 
-/// Bytes in, access units out to the sinks: `AnnexBParser`, the media clock, and the entry
+/// Bytes in, access units out to the sinks: the codec's parser (`AccessUnitParser`), the media clock, and the entry
 /// gate (after the start and after every reconnect nothing goes out before an IDR with its
 /// SPS and PPS). A demuxed source (`DemuxReader`) hands in whole access units with their
 /// container time instead (`push(unit:packetTime:byteCount:)`), through the same clock,
@@ -11,7 +10,7 @@ import H264
 ///
 /// Used by one thread at a time: the loop thread (network) or the file reader.
 public final class StreamIntake {
-    private var parser: AnnexBParser
+    private var parser: any AccessUnitParser
     private var clock: MediaClock
     private let fanout: SinkFanout
     public let metrics: ConsumerMetrics
@@ -47,9 +46,9 @@ public final class StreamIntake {
     /// `fallbackFrameRate` counts media time for a stream with neither timestamps nor a
     /// VUI frame rate (consume's `--frame-rate`).
     public init(fanout: SinkFanout, metrics: ConsumerMetrics, clock: MediaClock.Source, fallbackFrameRate: Double = 30,
-                maxNALUnitSize: Int = AnnexBScanner.defaultMaxNALUnitSize, observer: ((TimedUnit) -> Void)? = nil,
+                codec: any VideoCodec, maxNALUnitSize: Int = AnnexB.defaultMaxNALUnitSize, observer: ((TimedUnit) -> Void)? = nil,
                 audioObserver: ((SinkItem) -> Void)? = nil, handsOnEachUnit: Bool = false) {
-        self.parser = AnnexBParser(maxNALUnitSize: maxNALUnitSize)
+        self.parser = codec.makeParser(maxNALUnitSize: maxNALUnitSize)
         self.clock = MediaClock(source: clock, fallbackFrameRate: fallbackFrameRate)
         self.fanout = fanout
         self.metrics = metrics
@@ -105,7 +104,7 @@ public final class StreamIntake {
     public func push(unit: AccessUnit, packetTime: MediaTime?, byteCount: Int) {
         metrics.bytes.increment(by: UInt64(byteCount))
         deliver(unit, frameRate: frameRateOf(unit), packetTime: packetTime)
-        if let type = unit.nalUnits.last?.type { lastUnitEndedStream = type == .endOfStream || type == .endOfSequence }
+        if let last = unit.nalUnits.last { lastUnitEndedStream = unit.codec.endsStream(last) }
         fanout.push(outgoing)
         outgoing.removeAll(keepingCapacity: true)
     }
@@ -140,11 +139,13 @@ public final class StreamIntake {
         fanout.push(.audio(packet))
     }
 
-    /// The VUI frame rate of the last SPS an access unit carried (parsed only then).
+    /// The frame rate of the last parameter sets an access unit carried (read only then).
     private func frameRateOf(_ unit: AccessUnit) -> Double? {
-        if let sps = unit.nalUnits.first(where: { $0.type == .sps }), let parsed = try? SequenceParameterSet(sps) {
-            lastFrameRate = parsed.frameRate
-        }
+        let sets = unit.nalUnits.filter(unit.codec.isParameterSet)
+        guard !sets.isEmpty else { return lastFrameRate }
+        // A readable sequence parameter set (it gives the size) says the rate, or that there is none.
+        let stream = unit.codec.streamParameters(sets)
+        if stream.resolution != nil { lastFrameRate = stream.frameRate }
         return lastFrameRate
     }
     private var lastFrameRate: Double?
@@ -203,11 +204,11 @@ public final class StreamIntake {
     }
 
     private func deliverCompleted() {
-        let frameRate = parser.assembler.activeSPS?.frameRate
+        let frameRate = parser.frameRate
         for unit in completed { deliver(unit, frameRate: frameRate) }
         // Also set by a delimited stream's tail (an AUD, then an end of sequence), which the
         // parser closes without handing it out: it has no picture.
-        lastUnitEndedStream = parser.assembler.endedStream
+        lastUnitEndedStream = parser.endedStream
         completed.removeAll(keepingCapacity: true)
         fanout.push(outgoing)
         outgoing.removeAll(keepingCapacity: true)
@@ -215,7 +216,7 @@ public final class StreamIntake {
     }
 
     private func noteResync() {
-        let skipped = parser.scanner.skippedBytes
+        let skipped = parser.skippedBytes
         if skipped > skippedSoFar {
             metrics.resyncBytes.increment(by: UInt64(skipped - skippedSoFar))
             skippedSoFar = skipped

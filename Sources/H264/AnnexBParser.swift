@@ -14,7 +14,7 @@ import Media
 ///
 /// So a stream that stops (a connection that fails) loses only the access unit that was
 /// still arriving; every one before it has come out already.
-public struct AnnexBParser {
+public struct AnnexBParser: AccessUnitParser {
     public private(set) var scanner: AnnexBScanner
     public private(set) var assembler = AccessUnitAssembler()
     /// NAL units seen, by type.
@@ -62,6 +62,10 @@ public struct AnnexBParser {
         swap(&scanning, &scanner)
         lookAtPending(emit: emit)
     }
+
+    public var frameRate: Double? { assembler.activeSPS?.frameRate }
+    public var endedStream: Bool { assembler.endedStream }
+    public var skippedBytes: Int { scanner.skippedBytes }
 
     public mutating func push(_ chunk: [UInt8]) -> [AccessUnit] {
         var out: [AccessUnit] = []

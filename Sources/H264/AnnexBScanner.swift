@@ -30,7 +30,7 @@ import Darwin
 /// start code. A NAL unit dropped for its size hands its first bytes to `dropped` for the
 /// same reason.
 public struct AnnexBScanner {
-    public static let defaultMaxNALUnitSize = 8 << 20
+    public static let defaultMaxNALUnitSize = AnnexB.defaultMaxNALUnitSize
     /// Bytes of a NAL unit's body (header byte included) that `pendingHead()` and `dropped`
     /// hand out at most: enough for any slice header's first 48 bytes of RBSP, even with an
     /// emulation prevention byte after every two.

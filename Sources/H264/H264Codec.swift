@@ -27,6 +27,8 @@ public struct H264Codec: VideoCodec {
 
     public func makePictureOrder() -> any PictureOrder { AccessUnitOrder() }
 
+    public func makeParser(maxNALUnitSize: Int) -> any AccessUnitParser { AnnexBParser(maxNALUnitSize: maxNALUnitSize) }
+
     /// The picture size and frame rate of the first SPS, and the AVC decoder configuration
     /// record of the SPS and PPS.
     public func streamParameters(_ parameterSets: [NALUnit]) -> VideoStreamParameters {

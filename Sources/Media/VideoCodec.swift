@@ -30,6 +30,10 @@ public protocol VideoCodec: Sendable {
     /// What a container declares for a stream with these parameter sets.
     func streamParameters(_ parameterSets: [NALUnit]) -> VideoStreamParameters
 
+    /// A parser of this codec's Annex-B byte stream: bytes in any chunking in, access units
+    /// out; no NAL unit longer than `maxNALUnitSize` is kept.
+    func makeParser(maxNALUnitSize: Int) -> any AccessUnitParser
+
     /// The codec string of a stream with these parameter sets, as WebCodecs, HLS and DASH
     /// take it (`avc1.64001f`); nil without the parameter set it comes from.
     func codecString(_ parameterSets: [NALUnit]) -> String?
@@ -138,4 +142,33 @@ public struct StreamFraming: Sendable {
 
     /// What ends the stream after the last access unit framed; nothing when none was.
     public func closing() -> [ArraySlice<UInt8>] { framing?.closing() ?? [] }
+}
+
+/// A codec's Annex-B byte stream parser (`VideoCodec.makeParser`): each access unit comes out
+/// as soon as the bytes show it complete, so a stream that stops loses only the one still
+/// arriving.
+public protocol AccessUnitParser {
+    /// Pushes bytes; `emit` gets each access unit they completed.
+    mutating func push(_ chunk: [UInt8], emit: (AccessUnit) -> Void)
+    /// Ends the stream: the last NAL unit and the last access unit come out.
+    mutating func finish(emit: (AccessUnit) -> Void)
+    /// Starts over for a new connection (the counters are kept).
+    mutating func reset()
+    /// True once an access unit has begun that is not out yet (what a stop here would lose).
+    var hasAccessUnitInProgress: Bool { get }
+    /// Bytes of the access unit in progress, not known to be complete.
+    var bytesInProgress: Int { get }
+    /// The frame rate the active parameter sets give; nil when they give none.
+    var frameRate: Double? { get }
+    /// True when the stream's last access unit, or a delimited stream's tail, ended it.
+    var endedStream: Bool { get }
+    /// Bytes skipped looking for the next start code (garbage, a cut-off NAL unit), so far.
+    var skippedBytes: Int { get }
+}
+
+/// What every codec's Annex-B byte stream shares.
+public enum AnnexB {
+    /// The longest NAL unit a parser keeps by default (8 MiB: more than any picture of a
+    /// 4K intra stream; a longer one is skipped and counted).
+    public static let defaultMaxNALUnitSize = 8 << 20
 }

@@ -10,7 +10,6 @@ import IO
 #if canImport(Glibc)
 import Glibc
 #endif
-import H264
 import Synchronization
 
 /// `nalcast consume`: read a stream (socket, file, stdin), hand every access unit to the
@@ -120,7 +119,7 @@ enum ConsumeCommand: Command {
         var sinkQueue: Int = 8 << 20
         /// `--frame-rate`: counts media time for a file with neither timestamps nor a VUI rate.
         var frameRate = FrameRate(30)
-        var maxNAL: Int = AnnexBScanner.defaultMaxNALUnitSize
+        var maxNAL: Int = AnnexB.defaultMaxNALUnitSize
         var stopTimeout: Double = 5
         var stats = false
         var quiet = false
@@ -167,7 +166,7 @@ enum ConsumeCommand: Command {
             reconnectTimeout = try options.duration("reconnect-timeout")
             sinkQueue = try options.value("sink-queue", default: input.isNetwork ? 8 << 20 : 512 << 10, ValueFormat.byteSize)
             frameRate = try options.value("frame-rate", default: FrameRate(30), expected: "expected a frame rate such as 30, 29.97 or 30000/1001") { FrameRate(parsing: $0) }
-            maxNAL = max(4, try options.value("max-nal-size", default: AnnexBScanner.defaultMaxNALUnitSize, ValueFormat.byteSize))
+            maxNAL = max(4, try options.value("max-nal-size", default: AnnexB.defaultMaxNALUnitSize, ValueFormat.byteSize))
             stopTimeout = try options.duration("stop-timeout", default: 5)
             stats = options.has("stats")
             quiet = options.has("quiet")

@@ -3,7 +3,6 @@ import IO
 #if canImport(Glibc)
 import Glibc
 #endif
-import H264
 import Media
 import Output
 import Delivery

@@ -1,9 +1,9 @@
 import Clocks
 import CommandOptions
 import Consumer
+import H264
 import Muxing
 import IO
-import H264
 import Media
 import Output
 import Delivery
@@ -269,7 +269,9 @@ final class ConsumeSession {
         // (Sendable) hand-off and audio path alone, so that it can go to the intake's thread.
         var feed: RelayFeed?
         if let relay { feed = RelayFeed(handOff: relay.handOff, audio: relay.audio, keepsStreamEnd: clock == .counted || config.reconnectTimeout == 0) }
-        return StreamIntake(fanout: fanout, metrics: metrics, clock: clock, fallbackFrameRate: config.frameRate.framesPerSecond, maxNALUnitSize: config.maxNAL,
+        // A raw Annex-B input is H.264, the one codec there is (a demuxed one names its own).
+        return StreamIntake(fanout: fanout, metrics: metrics, clock: clock, fallbackFrameRate: config.frameRate.framesPerSecond,
+                            codec: H264Codec(), maxNALUnitSize: config.maxNAL,
                             observer: ConsumeSession.all(pacing, config.idrSpacingObserver(log: log), feed.map { $0.take }),
                             audioObserver: feed.map { $0.takeAudio }, handsOnEachUnit: pacing != nil)
     }

@@ -2,7 +2,7 @@ import CommandOptions
 import Consumer
 import Muxing
 import IO
-import H264
+import Media
 
 #if canImport(Glibc)
 import Glibc

@@ -40,7 +40,7 @@ enum ProbeCommand: Command {
         let started = MonotonicClock.seconds
         let socket = try connect(endpoint, deadline: started + timeout)
         defer { socket.close() }
-        var probe = StreamProbe()
+        var probe = StreamProbe(codec: H264Codec())
         do {
             try probe.read(socket, seconds: seconds, deadline: started + timeout)
         } catch {
@@ -85,7 +85,10 @@ enum ProbeCommand: Command {
 /// What `probe` reads from a stream: the first decodable picture and when it came, then the
 /// access units and bytes of the measuring window.
 struct StreamProbe {
-    private var parser = AnnexBParser()
+    private var parser: any AccessUnitParser
+
+    /// Reads a stream of `codec` (raw Annex-B).
+    init(codec: any VideoCodec) { parser = codec.makeParser(maxNALUnitSize: AnnexB.defaultMaxNALUnitSize) }
     private(set) var firstPicture: (at: Double, unit: AccessUnit)?
     private(set) var units = 0
     private(set) var bytes = 0
@@ -129,7 +132,7 @@ struct StreamProbe {
 
     /// The stream's frame rate: its parameter sets', else from the timestamps' pace.
     var frameRate: Double? {
-        if let fps = parser.assembler.activeSPS?.frameRate { return fps }
+        if let fps = parser.frameRate { return fps }
         guard let a = firstPTS, let b = lastPTS, units > 1, b > a else { return nil }
         return Double(units - 1) * 90_000 / Double(b - a)
     }

@@ -1,4 +1,5 @@
 import Foundation
+import Media
 import TestSupport
 import Testing
 @testable import H264
