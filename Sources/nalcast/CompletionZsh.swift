@@ -19,7 +19,7 @@ enum ZshCompletion {
               case $rest in
                 files) _files ;;
                 displays) local -a displays; displays=(/tmp/.X11-unix/X*(N:t)); compadd -- ${displays#X} ;;
-                pulse-sources) (( $+commands[pactl] )) && compadd -- ${(f)"$(pactl list short sources 2>/dev/null | cut -f2)"} ;;
+                pulse-sources) whence -p pactl >/dev/null && compadd -- ${(f)"$(pactl list short sources 2>/dev/null | cut -f2)"} ;;
               esac
               return
             fi
