@@ -38,6 +38,10 @@ RUN swift build -c release --static-swift-stdlib \
     && install -D -m 0755 .build/release/nalcast /out/nalcast
 
 FROM debian:bookworm-slim AS runtime
+# The version of the binary (`nalcast --version`) and of scripts/package's .deb: PackageTests
+# checks that they agree.
+LABEL org.opencontainers.image.title="nalcast" \
+      org.opencontainers.image.version="0.1.0"
 # runtime-packages: exactly what `ldd nalcast` lists beyond the base image (libc6,
 # libgcc-s1 and libstdc++6 are part of every bookworm base and follow its security updates),
 # then the packages of the libraries nalcast opens with dlopen only when it writes a

@@ -80,7 +80,7 @@ let package = Package(
 
         // Wiring. Serving (the stream server and the HTTP endpoint) links no capture or encoder
         // library, so that a consumer can serve too.
-        // Its MPEG-TS listener muxes through Containers (libavformat, opened only when one is asked for).
+        // Its MPEG-TS listener muxes through Muxing (libavformat, opened only when one is asked for).
         .target(name: "Serving", dependencies: ["Clocks", "Media", "Delivery", "Metrics", "IO", "Output", "Muxing"]),
         .target(name: "Pipeline", dependencies: ["Clocks", "Media", "Delivery", "Metrics", "IO", "Capture", "Encoder"]),
         // Where access units go (files, stdout, segments, a forward endpoint), for produce and consume.

@@ -37,6 +37,9 @@ public enum AudioSourceSpec: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// The forms `--audio` takes, as `--help` and the completions name them.
+    public static let forms = ["monitor", "mic", "pulse:NAME", "wav:PATH", "raw:PATH", "tone"]
+
     /// Parses `pulse:NAME`, `monitor`, `mic`, `wav:PATH|-`, `raw:PATH|-` (laid out as `raw`
     /// says) or `tone`; a usage error naming the forms when the text is none of them.
     public static func parse(_ text: String, raw: PCMLayout) -> Result<AudioSourceSpec, AudioError> {

@@ -1,5 +1,5 @@
 /// Exit codes, as sysexits.h names them (docs/architecture.md, "Security and errors").
-public enum ExitCode: Int32, Sendable {
+public enum ExitCode: Int32, Sendable, CaseIterable {
     case ok = 0
     /// A bad option or value.
     case usage = 64
@@ -13,6 +13,19 @@ public enum ExitCode: Int32, Sendable {
     case software = 70
     /// Reading or writing failed.
     case ioError = 74
+
+    /// What the code says, in the man page's EXIT STATUS.
+    public var meaning: String {
+        switch self {
+        case .ok: "success; also when the producer said its stream ended (the end-of-sequence NAL unit nalcast produce sends when it stops)"
+        case .usage: "bad usage: an unknown option, a bad value, a missing argument"
+        case .dataError: "bad input data: a malformed or truncated Y4M header or frame, video that is not H.264, a damaged container file, a container given where Annex-B is read"
+        case .noInput: "an input file is missing or cannot be read"
+        case .unavailable: "a peer, port, display or sound device is unavailable: an upstream lost past --reconnect-timeout, a --forward target that never answered, no X server, no sound server, nothing decodable for probe"
+        case .software: "internal error"
+        case .ioError: "an I/O error reading or writing"
+        }
+    }
 }
 
 /// An error that ends the program with one line on stderr and a distinct exit code.

@@ -13,14 +13,19 @@ public struct OptionSpec: Sendable {
     public var defaultText: String? = nil
     /// May be given more than once (`--forward A --forward B`): `ParsedOptions.strings`.
     public var repeatable = false
+    /// The words the value may be (`idr`, `gop`, `next`), or its forms, a prefix and a
+    /// placeholder (`x11:DISPLAY`, `wav:PATH`): what shells complete and the man page lists.
+    /// Empty: any value of its kind (a `tcp|udp` placeholder lists its own words).
+    public var values: [String] = []
 
-    public init(name: String, value: String?, help: String, short: Character? = nil, defaultText: String? = nil, repeatable: Bool = false) {
+    public init(name: String, value: String?, help: String, short: Character? = nil, defaultText: String? = nil, repeatable: Bool = false, values: [String] = []) {
         self.name = name
         self.value = value
         self.help = help
         self.short = short
         self.defaultText = defaultText
         self.repeatable = repeatable
+        self.values = values
     }
 
     public var takesValue: Bool { value != nil }
@@ -28,6 +33,26 @@ public struct OptionSpec: Sendable {
     public var environmentName: String { "NALCAST_" + String(name.uppercased().map { $0 == "-" ? "_" : $0 }) }
     /// What the value is, read from its placeholder: what a shell completes it with.
     public var valueKind: ValueKind { ValueKind(placeholder: value) }
+
+    /// The words a shell offers for the value: `values`, else the words of a choice.
+    public var completionValues: [String] {
+        if !values.isEmpty { return values }
+        if case .choice(let words) = valueKind { return words }
+        return []
+    }
+}
+
+extension Array where Element == OptionSpec {
+    /// The table with the value words of some of its options set (`["join": ["gop", "next"]]`),
+    /// for a table assembled from parts that do not list them themselves.
+    public func withValues(_ values: [String: [String]]) -> [OptionSpec] {
+        map { spec in
+            guard let words = values[spec.name] else { return spec }
+            var spec = spec
+            spec.values = words
+            return spec
+        }
+    }
 }
 
 /// The kind of an option's value, as its placeholder in the table names it.

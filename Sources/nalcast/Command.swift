@@ -15,6 +15,12 @@ protocol Command {
     /// A command line that sets some of this command's options in the environment
     /// (`NALCAST_LISTEN=tcp://0.0.0.0:7264 NALCAST_ALLOW_REMOTE=1 nalcast produce`).
     static var environmentExample: String { get }
+    /// What the command's arguments after the options are (probe's ADDR, inspect's FILE):
+    /// what a shell completes there; nil for none.
+    static var operand: ValueKind? { get }
+    /// The notes as the man page gives them under the command: `notes` without what has a
+    /// section of its own there (produce's sources and audio sources).
+    static var manNotes: [String] { get }
     /// Runs with parsed options; returns the exit code.
     static func run(_ options: ParsedOptions) throws -> ExitCode
 }
@@ -31,6 +37,8 @@ let reservedEnvironmentPrefixes = ["NALCAST_SEGMENT_PATH", "NALCAST_SEGMENT_FRAM
 
 extension Command {
     static var notes: [String] { [] }
+    static var operand: ValueKind? { nil }
+    static var manNotes: [String] { notes }
     static var allSpecs: [OptionSpec] { specs + commonSpecs }
 
     static func helpText() -> String {

@@ -19,15 +19,15 @@ enum ConsumeCommand: Command {
     static let name = "consume"
     static let summary = "Read an H.264 stream and write it to stdout, segment files and/or a remote, and/or serve it to readers (a relay)."
     static let usage = "nalcast consume [--from tcp://HOST:PORT|unix:PATH|rtsp://…|srt://…|rtmp://…|udp://…|ts:tcp://…|http(s)://…|FILE|-] [-o FILE|-] [--segments DIR] [--forward URL]... [--listen ADDR] [--web ADDR] [OPTIONS]"
-    static let specs: [OptionSpec] = inputOutputSpecs + ServingChoice.specs(.relay) + [
+    static let specs: [OptionSpec] = (inputOutputSpecs + ServingChoice.specs(.relay) + [
         OptionSpec(name: "realtime", value: nil, help: "read a file input at the pace of its media time, like FFmpeg's -re, for every output (on when serving a file with --listen or --web; --no-realtime turns it off)"),
-    ] + observabilitySpecs
+    ] + observabilitySpecs).withValues(OptionValues.serving(.relay))
     private static let inputOutputSpecs: [OptionSpec] = [
         OptionSpec(name: "from", value: "SOURCE", help: "tcp://HOST:PORT or unix:PATH (a nalcast producer, Annex-B), rtsp[s]://[USER:PASS@]HOST[:PORT]/PATH (a camera), srt://HOST:PORT[?mode=listener], rtmp[s]://HOST[:PORT]/APP/NAME (played), udp://HOST:PORT (MPEG-TS), ts:tcp://HOST:PORT or ts:unix:PATH (MPEG-TS over a socket; found by itself on tcp:// and unix: too), http[s]://…, a file (Annex-B, MP4, MPEG-TS, Matroska, FLV), or - for stdin (Annex-B); H.264 only, never re-encoded; an AAC track goes into the container outputs", defaultText: "tcp://127.0.0.1:7264"),
         OptionSpec(name: "rtsp-transport", value: "tcp|udp", help: "RTP over the RTSP connection or over UDP, for --from rtsp://", defaultText: "tcp"),
         OptionSpec(name: "stall-timeout", value: "DURATION", help: "a live --from (tcp, unix, rtsp, srt, rtmp, udp, http) that sends nothing this long is reported, dropped and connected again", defaultText: "5s"),
         OptionSpec(name: "output", value: "FILE", help: "write the stream from the first IDR to FILE or - for stdout: .mp4, .ts, .mkv, .flv in that container with its timing, anything else as received (Annex-B)", short: "o"),
-        OptionSpec(name: "format", value: "FORMAT", help: "the container of -o: mp4, ts, mkv, flv or h264 (raw Annex-B); mp4 needs a seekable file", defaultText: "from the -o extension, else h264"),
+        OptionSpec(name: "format", value: "FORMAT", help: "the container of -o: mp4, ts, mkv, flv or h264 (raw Annex-B); mp4 needs a seekable file", defaultText: "from the -o extension, else h264", values: OptionValues.formats),
         OptionSpec(name: "segments", value: "DIR", help: "write rotating segment files into DIR, each starting at an IDR: MP4 unless --segment-name ends otherwise"),
         OptionSpec(name: "segment-duration", value: "DURATION", help: "start a new segment at the first IDR after this much media time; make it a multiple of the IDR spacing", defaultText: "6s"),
         OptionSpec(name: "segment-max-bytes", value: "SIZE", help: "also start one at the first IDR once a segment holds SIZE bytes"),

@@ -16,6 +16,7 @@ enum InspectCommand: Command {
         OptionSpec(name: "max-nal-size", value: "SIZE", help: "drop NAL units larger than this and resync", defaultText: "8M"),
     ]
     static let notes = ["FILE: an Annex-B H.264 stream (a .h264 file or segment; for an MP4 segment it says how to extract one), or - for stdin"]
+    static let operand: ValueKind? = .file
     static let environmentExample = "NALCAST_SUMMARY=1 nalcast inspect recording.h264"
 
     static func run(_ options: ParsedOptions) throws -> ExitCode {

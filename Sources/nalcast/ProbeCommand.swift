@@ -21,6 +21,7 @@ enum ProbeCommand: Command {
         OptionSpec(name: "dry-run", value: nil, help: "check the options, print the resolved configuration and exit"),
     ]
     static let notes = ["ADDR: tcp://HOST:PORT or unix:PATH (default: tcp://127.0.0.1:\(Endpoint.defaultPort), where produce listens by default)"]
+    static let operand: ValueKind? = .address
     static let environmentExample = "NALCAST_TIMEOUT=2s NALCAST_JSON=1 nalcast probe unix:/run/nalcast/stream.sock"
 
     static func run(_ options: ParsedOptions) throws -> ExitCode {

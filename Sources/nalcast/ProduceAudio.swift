@@ -14,7 +14,7 @@ struct AudioPlan {
     var rawFormat: PCMLayout
 
     static let specs: [OptionSpec] = [
-        OptionSpec(name: "audio", value: "SRC", help: "also capture sound: monitor, mic, pulse:NAME, wav:PATH|-, raw:PATH|-, tone (see below); twice mixes two into one track", repeatable: true),
+        OptionSpec(name: "audio", value: "SRC", help: "also capture sound: monitor, mic, pulse:NAME, wav:PATH|-, raw:PATH|-, tone (see below); twice mixes two into one track", repeatable: true, values: AudioSourceSpec.forms),
         OptionSpec(name: "audio-bitrate", value: "RATE", help: "AAC bits per second (32k to 512k)", defaultText: "128k"),
         OptionSpec(name: "audio-format", value: "FMT:RATE:CH", help: "the layout of --audio raw: input: u8, s16le, s24le, s32le or f32le, rate, channels", defaultText: "s16le:48000:2"),
     ]

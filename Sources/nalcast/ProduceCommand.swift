@@ -15,7 +15,8 @@ enum ProduceCommand: Command {
     static let name = "produce"
     static let summary = "Capture frames, encode them with libx264 and serve the H.264 stream to readers."
     static let usage = "nalcast produce [--source SRC] [--listen ADDR] [-o FILE|-] [OPTIONS]"
-    static let specs: [OptionSpec] = sourceSpecs + AudioPlan.specs + ServingChoice.specs(.encoder) + observabilitySpecs
+    static let specs: [OptionSpec] = (sourceSpecs + AudioPlan.specs + ServingChoice.specs(.encoder) + observabilitySpecs)
+        .withValues(OptionValues.sources.merging(OptionValues.serving(.encoder)) { $1 })
     private static let sourceSpecs: [OptionSpec] = [SourceKinds.sourceSpec] + SourceKinds.specs + [
         OptionSpec(name: "realtime", value: nil, help: "pace a file source at its own frame rate, like FFmpeg's -re (on for testsrc; --no-realtime turns it off)"),
         OptionSpec(name: "frames", value: "N", help: "stop after N encoded frames"),
@@ -23,9 +24,9 @@ enum ProduceCommand: Command {
         // Pacing, scaling, encoding
         OptionSpec(name: "fps", value: "RATE", help: "target frame rate (30, 29.97 = 30000/1001, 12.5); faster input is dropped (newest wins)", defaultText: "30"),
         OptionSpec(name: "max-size", value: "N", help: "scale down so the larger side is at most N pixels"),
-        OptionSpec(name: "preset", value: "NAME", help: "x264 preset", defaultText: "veryfast"),
-        OptionSpec(name: "tune", value: "NAME", help: "x264 tune", defaultText: "zerolatency"),
-        OptionSpec(name: "profile", value: "NAME", help: "H.264 profile: baseline, main, high", defaultText: "high"),
+        OptionSpec(name: "preset", value: "NAME", help: "x264 preset", defaultText: "veryfast", values: H264Encoder.presetNames),
+        OptionSpec(name: "tune", value: "NAME", help: "x264 tune", defaultText: "zerolatency", values: H264Encoder.tuneNames + ["none"]),
+        OptionSpec(name: "profile", value: "NAME", help: "H.264 profile: baseline, main, high", defaultText: "high", values: usableProfiles),
         OptionSpec(name: "bitrate", value: "RATE", help: "bits per second (6M, 6000k)", defaultText: "width × height × 3"),
         OptionSpec(name: "vbv-ms", value: "MS", help: "VBV buffer in milliseconds of the bitrate", defaultText: "500"),
         OptionSpec(name: "keyint", value: "N|TIME", help: "distance between IDRs: N frames, as in x264 and FFmpeg (60), or a time (2s, 500ms)", defaultText: "2s"),
@@ -33,7 +34,7 @@ enum ProduceCommand: Command {
         // Output
         OptionSpec(name: "output", value: "FILE", help: "also write the stream to FILE (- for stdout): .mp4, .ts, .mkv, .flv in that container, anything else Annex-B; without --listen, only there", short: "o"),
         OptionSpec(name: "forward", value: "URL", help: "also push the stream, reconnecting, to rtmp://HOST[:PORT]/APP/KEY, srt://HOST:PORT[?streamid=ID], rtsp://HOST[:PORT]/PATH, udp://HOST:PORT, or tcp://HOST:PORT / unix:PATH (Annex-B); repeatable; without --listen, only there", repeatable: true),
-        OptionSpec(name: "format", value: "FORMAT", help: "the container of -o: mp4, ts, mkv, flv or h264 (raw Annex-B); mp4 needs a seekable file", defaultText: "from the -o extension, else h264"),
+        OptionSpec(name: "format", value: "FORMAT", help: "the container of -o: mp4, ts, mkv, flv or h264 (raw Annex-B); mp4 needs a seekable file", defaultText: "from the -o extension, else h264", values: OptionValues.formats),
     ]
     private static let observabilitySpecs: [OptionSpec] = [
         // Observability
@@ -44,10 +45,9 @@ enum ProduceCommand: Command {
         OptionSpec(name: "dry-run", value: nil, help: "check the options, print the resolved configuration and exit"),
     ]
 
-    static let notes = SourceKinds.notes + AudioPlan.notes + [
-        "",
-        "Durations take a unit: 500ms, 10s, 2m, 1h; a bare --keyint counts frames (x264's --keyint, FFmpeg's -g).",
-    ]
+    static let notes = SourceKinds.notes + AudioPlan.notes + ["", durationNote]
+    static let manNotes = [durationNote]
+    private static let durationNote = "Durations take a unit: 500ms, 10s, 2m, 1h; a bare --keyint counts frames (x264's --keyint, FFmpeg's -g)."
     static let environmentExample = "NALCAST_LISTEN=tcp://0.0.0.0:7264 NALCAST_ALLOW_REMOTE=1 NALCAST_KEYINT=1s nalcast produce --source x11"
 
     /// Everything `produce` resolved from its options, before anything is opened.
@@ -171,9 +171,11 @@ enum ProduceCommand: Command {
     /// `--profile`: baseline, main or high. nalcast always encodes 8-bit 4:2:0 (what the
     /// capture path delivers), so the High 10, 4:2:2 and 4:4:4 profiles would describe a
     /// stream nalcast does not make: x264 takes them as upper limits and writes High.
+    static var usableProfiles: [String] { H264Encoder.profileNames.filter { !$0.hasPrefix("high") || $0 == "high" } }
+
     static func profile(_ o: ParsedOptions) throws -> String {
         let name = o.string("profile") ?? "high"
-        let usable = H264Encoder.profileNames.filter { !$0.hasPrefix("high") || $0 == "high" }
+        let usable = usableProfiles
         if usable.contains(name) { return name }
         if H264Encoder.profileNames.contains(name) {
             throw o.invalid("profile", "nalcast encodes 8-bit 4:2:0 video only, which this profile would not change (x264 writes High); use \(usable.joined(separator: ", "))")

@@ -20,7 +20,9 @@ func topLevelHelp() -> String {
         "commands:",
     ]
     for c in Nalcast.commands { lines.append("  " + c.name.padded(10) + c.summary) }
-    lines += ["", "'nalcast help COMMAND' (or 'nalcast COMMAND --help') lists a command's options.", "nalcast --version prints the version."]
+    lines += ["", "'nalcast help COMMAND' (or 'nalcast COMMAND --help') lists a command's options.",
+              "nalcast --version prints the version and the libraries it was built against and runs with.",
+              "nalcast man prints the manual page; nalcast completions bash|zsh|fish the shell's completions."]
     return lines.joined(separator: "\n") + "\n"
 }
 
@@ -45,8 +47,12 @@ func runMain() -> Int32 {
         printOut(topLevelHelp())
         return 0
     case "--version", "-V", "version":
-        printOut("nalcast \(Nalcast.version)\n")
+        printOut(VersionReport.text())
         return 0
+    case "man":
+        return ManPage.main(args)
+    case "completions":
+        return Completions.main(args)
     default:
         guard let command = Nalcast.commands.first(where: { $0.name == first }) else {
             printError("unknown command '\(first)' (see 'nalcast --help')")

@@ -105,6 +105,9 @@ struct ContractCase: Sendable {
     /// What follows this text to the end of its line depends on the machine (the X displays
     /// that run on it, another test's Xvfb among them): shown as `…`.
     var machineDependentAfter: String?
+    /// `--version`: each library's row after the table's heading is its name and `…` (what
+    /// it was built against and runs with depends on the machine).
+    var libraryVersionsMasked = false
 
     /// Words split at spaces: `ContractCase("produce --dry-run")`.
     init(_ words: String, env: [String: String] = [:], masks: [(String, String)] = []) {
@@ -131,7 +134,18 @@ struct ContractCase: Sendable {
             let end = shown[start.upperBound...].firstIndex(of: "\n") ?? shown.endIndex
             shown.replaceSubrange(start.upperBound..<end, with: "…")
         }
+        if libraryVersionsMasked { shown = Self.maskingLibraryVersions(shown) }
         return Self.maskingTimeInSegmentNames(shown)
+    }
+
+    /// The rows under `library  built against  running` as `NAME …`.
+    static func maskingLibraryVersions(_ text: String) -> String {
+        var inTable = false
+        return text.split(separator: "\n", omittingEmptySubsequences: false).map { line -> String in
+            if line.hasPrefix("library ") { inTable = true; return String(line) }
+            guard inTable, let name = line.split(separator: " ").first else { return String(line) }
+            return name + " …"
+        }.joined(separator: "\n")
     }
 
     /// `segment name: %Y%m%d-%H%M%S-%n.mp4 (e.g. 20261201-143154-00001.mp4; …)`: the

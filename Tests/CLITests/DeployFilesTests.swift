@@ -247,7 +247,7 @@ import Testing
         #expect(dockerfile.contains("FROM swift:6.3-bookworm AS build"))
         let words = runtime.replacingOccurrences(of: "\\\n", with: " ").split(whereSeparator: { $0 == " " || $0 == "\n" })
         var listed: [String: String] = [:]
-        for w in words where w.contains("=") && w.first!.isLowercase && !w.contains("/") {
+        for w in words where w.contains("=") && w.first!.isLowercase && !w.contains("/") && !w.contains("\"") {  // (a LABEL's value is quoted)
             let kv = w.split(separator: "=", maxSplits: 1)
             listed[String(kv[0])] = String(kv[1])
         }

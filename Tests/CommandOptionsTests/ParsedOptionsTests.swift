@@ -105,6 +105,18 @@ import Testing
         #expect(table["quiet"]?.valueKind == .flag)
         #expect(OptionSpec(name: "rtsp-transport", value: "tcp|udp", help: "").valueKind == .choice(["tcp", "udp"]))
     }
+
+    /// The words a shell completes: the row's own, else a choice's; a table assembled from
+    /// parts gets them by name.
+    @Test func valueWordsAreTheRowsOwnOrTheChoices() {
+        #expect(OptionSpec(name: "join", value: "POLICY", help: "", values: ["gop", "next"]).completionValues == ["gop", "next"])
+        #expect(OptionSpec(name: "rtsp-transport", value: "tcp|udp", help: "").completionValues == ["tcp", "udp"])
+        #expect(OptionSpec(name: "listen", value: "ADDR", help: "").completionValues.isEmpty)
+        let table = Self.specs.withValues(["output": ["-"], "nope": ["x"]])
+        #expect(table.map(\.name) == Self.specs.map(\.name))
+        #expect(table.first { $0.name == "output" }?.values == ["-"])
+        #expect(table.filter { !$0.values.isEmpty }.count == 1)
+    }
 }
 
 /// `--source`: the kinds of capture source, walked as a list.
