@@ -1,8 +1,8 @@
 /// `nalcast completions bash`: a `complete -F` function. It reads the line itself (bash
 /// splits words at `:` and `=`, which `x11:0` and `pulse:NAME` contain) and offers only what
 /// follows the last `:` of the word, as bash-completion's `__ltrim_colon_completions` does.
-enum BashCompletion {
-    static func script(_ model: CompletionModel) -> String {
+public enum BashCompletion {
+    public static func script(_ model: CompletionModel) -> String {
         var out = """
         # bash completion for nalcast, printed by `nalcast completions bash` from its option tables.
         # Installed as /usr/share/bash-completion/completions/nalcast, or: source <(nalcast completions bash)
@@ -82,7 +82,7 @@ enum BashCompletion {
 
     static func main(_ model: CompletionModel) -> String {
         let names = model.commands.map(\.name)
-        let top = CompletionModel.topOptions.flatMap { ["--\($0.name)"] + ($0.short.map { ["-\($0)"] } ?? []) }
+        let top = model.topOptions.flatMap { ["--\($0.name)"] + ($0.short.map { ["-\($0)"] } ?? []) }
         var cases = ""
         for command in model.commands {
             cases += "    \(command.name)) _nalcast_\(identifier(command.name)) ;;\n"

@@ -1,6 +1,6 @@
 /// `nalcast completions fish`: `complete` lines, one per option of each command.
-enum FishCompletion {
-    static func script(_ model: CompletionModel) -> String {
+public enum FishCompletion {
+    public static func script(_ model: CompletionModel) -> String {
         let names = model.commands.map(\.name).joined(separator: " ")
         var out = """
         # fish completion for nalcast, printed by `nalcast completions fish` from its option tables.

@@ -1,7 +1,7 @@
 /// `nalcast completions zsh`: an `_arguments` function per command, autoloadable from
 /// `$fpath` (`_nalcast`, with `#compdef`) or sourced.
-enum ZshCompletion {
-    static func script(_ model: CompletionModel) -> String {
+public enum ZshCompletion {
+    public static func script(_ model: CompletionModel) -> String {
         var out = """
         #compdef nalcast
         # zsh completion for nalcast, printed by `nalcast completions zsh` from its option tables.

@@ -1,38 +1,40 @@
 /// A man page being written in roff with the man(7) macros: text escaped so that nothing
 /// in it is read as a request or an escape, and every character outside ASCII written as a
 /// groff named glyph (`\[u00D7]`), so that the page renders the same in any locale.
-struct Roff {
-    private(set) var text = ""
+public struct Roff: Sendable {
+    public private(set) var text = ""
+
+    public init() {}
 
     /// A request line: `.TH NALCAST 1 ...`, each argument quoted.
-    mutating func macro(_ name: String, _ arguments: String...) {
+    public mutating func macro(_ name: String, _ arguments: String...) {
         text += "." + name + arguments.map { " \"" + Self.escaped($0) + "\"" }.joined() + "\n"
     }
 
-    mutating func raw(_ line: String) { text += line + "\n" }
+    public mutating func raw(_ line: String) { text += line + "\n" }
 
-    mutating func section(_ name: String) { macro("SH", name) }
-    mutating func subsection(_ name: String) { macro("SS", name) }
+    public mutating func section(_ name: String) { macro("SH", name) }
+    public mutating func subsection(_ name: String) { macro("SS", name) }
 
     /// Filled paragraphs.
-    mutating func text(_ paragraphs: [String]) {
+    public mutating func text(_ paragraphs: [String]) {
         for p in paragraphs { text(p) }
     }
 
-    mutating func text(_ paragraph: String) {
+    public mutating func text(_ paragraph: String) {
         raw(".PP")
         raw(Self.escaped(paragraph))
     }
 
     /// A tagged paragraph: `tag` is roff already (fonts), `body` is text.
-    mutating func tagged(_ tag: String, _ body: String) {
+    public mutating func tagged(_ tag: String, _ body: String) {
         raw(".TP")
         raw(tag)
         raw(Self.escaped(body))
     }
 
     /// Lines kept as they are (no filling), indented.
-    mutating func preformatted(_ lines: [String]) {
+    public mutating func preformatted(_ lines: [String]) {
         raw(".PP")
         raw(".RS 4")
         raw(".nf")
@@ -43,7 +45,7 @@ struct Roff {
 
     /// `text` safe as roff input: backslashes as `\e`, every dash a minus (`\-`, options and
     /// commands copy as typed), a leading `.` or `'` made text, non-ASCII as `\[uXXXX]`.
-    static func escaped(_ text: String) -> String {
+    public static func escaped(_ text: String) -> String {
         var out = ""
         for scalar in text.unicodeScalars {
             switch scalar {
