@@ -6,8 +6,9 @@ import Testing
 /// Demuxed packets back to nalcast's wire form: avcC extradata, length-prefixed NAL units to
 /// start codes, SPS/PPS in front of IDRs that lack them, an AUD in front of every access unit.
 @Suite struct AnnexBPackagerTests {
-    static let sps = AVCConfigurationTests.sps
-    static let pps = AVCConfigurationTests.pps
+    // A High-profile SPS (profile 100, level 3.1, 1280x720, 4:2:0, 8 bits) and its PPS, escaped bodies.
+    static let sps = NALUnit(escapedBody: [0x67, 0x64, 0x00, 0x1F, 0xAC, 0xD9, 0x40, 0x50, 0x05, 0xBB, 0x01, 0x10, 0x00, 0x00, 0x03, 0x00, 0x10, 0x00, 0x00, 0x03, 0x03, 0xC0, 0xF1, 0x83, 0x19, 0x60])
+    static let pps = NALUnit(escapedBody: [0x68, 0xEB, 0xE3, 0xCB, 0x22, 0xC0])
     /// An IDR slice: first_mb 0, slice_type 7 (I), pps 0, then some payload.
     static let idr: [UInt8] = [0x65, 0x88, 0x84, 0x00, 0x21, 0xff, 0xfe, 0x17]
     /// A non-IDR slice: first_mb 0, slice_type 5 (P), pps 0.
