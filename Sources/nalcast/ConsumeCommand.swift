@@ -176,7 +176,7 @@ enum ConsumeCommand: Command {
             }
             events = options.string("events")
             dryRun = options.has("dry-run")
-            serving = try ServingChoice.parse(options, .relay, defaultListen: false)
+            serving = try ServingChoice.parse(options, .relay, defaultListen: false, metrics: metrics)
             // A file is paced when served (`--no-realtime` says otherwise) or when asked; a
             // live input comes at its own pace.
             realtime = !input.isNetwork && (options.has("realtime") || (serving.isServing && !options.isOff("realtime")))
@@ -227,6 +227,7 @@ enum ConsumeCommand: Command {
             if serving.isServing { out += serving.lines(.relay) }
             if !input.isNetwork { out.append("realtime: " + (realtime ? "on (the file is read at the pace of its media time)" : "off (the file is read as fast as it goes)")) }
             out.append("metrics: \(metrics?.description ?? "off")")
+            out += serving.access.lines
             out.append("events: \(events ?? "off")")
             return out
         }

@@ -313,7 +313,12 @@ final class ConsumeSession {
             } catch {
                 throw CommandError.unavailable("consume: --metrics \(address): \(error)")
             }
+            serving.metricsServer?.access = relay?.side.access ?? config.serving.access.makeGuard(metrics.registry)
             serving.metricsServer?.start()
+        }
+        if config.serving.access.servesHTTP, let line = (relay?.side ?? nil)?.accessLine(metrics: serving.metricsServer)
+            ?? config.serving.access.startLine(pageURL: nil, metricsURL: serving.metricsServer.map { ServingChoice.pageURL($0.boundEndpoint) + "metrics" }) {
+            log.line(line, force: true)
         }
         if serving.statusLine.enabled {
             let statusLine = serving.statusLine

@@ -104,6 +104,7 @@ enum ProduceCommand: Command {
             for f in forwards { out.append("forward: \(f) (\(f.carries))") }
             out += serving.lines(.encoder)
             out.append("metrics: \(metrics?.description ?? "none")")
+            out += serving.access.lines
             out.append("events: \(events ?? "none")")
             return out
         }
@@ -141,8 +142,6 @@ enum ProduceCommand: Command {
         let output = o.string("output")
         let outputFormat = try OutputChoice.format(o, output: output, command: "produce")
         let forwards = try o.strings("forward").map { try ForwardChoice.parse($0, command: "produce") }
-        let serving = try ServingChoice.parse(o, .encoder, defaultListen: output == nil && forwards.isEmpty)
-
         var metrics: Endpoint?
         if let text = o.string("metrics") {
             do { metrics = try Endpoint(parsing: text) } catch { throw CommandError.usage("--metrics: \(error)") }
@@ -150,6 +149,7 @@ enum ProduceCommand: Command {
                 throw CommandError.usage("--metrics \(metrics) is not a loopback address: add --allow-remote")
             }
         }
+        let serving = try ServingChoice.parse(o, .encoder, defaultListen: output == nil && forwards.isEmpty, metrics: metrics)
         let events = o.string("events")
         if output == "-" && events == "-" { throw CommandError.usage("-o - and --events - cannot both use stdout") }
         var plan = Plan(

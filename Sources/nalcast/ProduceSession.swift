@@ -155,7 +155,7 @@ final class ProduceSession {
             audio.capture.registerMetrics(in: registry, delivery: audio.delivery)
             serving.carry(audio.delivery)
         }
-        let metricsServer = try makeMetricsServer(loop, control, registry, events)
+        let metricsServer = try makeMetricsServer(loop, control, registry, events, access: serving.access)
         let captureEnded = Mailbox<Int>(loop: loop) { _ in if server == nil { loop.stop() } }
         let signals = watchSignals(loop, control, server, events)
         serving.start()
@@ -165,7 +165,8 @@ final class ProduceSession {
     }
 
     /// `--metrics`: `/metrics`, `/healthz`, and `POST /bitrate` for a live bitrate change.
-    private func makeMetricsServer(_ loop: EventLoop, _ control: CaptureControl, _ registry: MetricsRegistry, _ events: EventLog?) throws -> HTTPServer? {
+    private func makeMetricsServer(_ loop: EventLoop, _ control: CaptureControl, _ registry: MetricsRegistry, _ events: EventLog?,
+                                   access: AccessGuard?) throws -> HTTPServer? {
         guard let endpoint = plan.metrics else { return nil }
         let server: HTTPServer
         do {
@@ -173,7 +174,8 @@ final class ProduceSession {
         } catch {
             throw CommandError.unavailable("--metrics \(endpoint): \(error)")
         }
-        server.routes.add("POST", "/bitrate", maxBody: BitrateRoute.maxBody) { request in
+        server.access = access
+        server.routes.add("POST", "/bitrate", maxBody: BitrateRoute.maxBody, needs: .control) { request in
             BitrateRoute.respond(to: request) { bits in
                 control.requestBitrate(bits)
                 events?.emit("bitrate-requested", [("bitsPerSecond", bits)])
@@ -227,6 +229,7 @@ final class ProduceSession {
         if let output = plan.output { where_.append("writing \(output == "-" ? "stdout" : output)") }
         for target in plan.forwards { where_.append("pushing to \(target)") }
         log.line("capturing \(input); \(where_.joined(separator: ", "))")
+        if let line = serving.serving.accessLine(metrics: serving.metricsServer) { log.line(line, force: true) }
     }
 
     /// The capture thread: everything from frames to access units happens there, and each
