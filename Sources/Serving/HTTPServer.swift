@@ -4,8 +4,8 @@ import IO
 /// table of routes (`HTTPRoutes`: method + path → handler).
 ///
 /// A route either answers (`.respond`: one response, then `Connection: close`) or takes the
-/// connection over (`.takeOver`: the socket and the bytes already read past the request head
-/// go to another owner, e.g. a WebSocket). An unknown path answers 404, a known path with
+/// connection over (`.takeOver`: the connection, its transport with it, and the bytes already
+/// read past the request head go to another owner, e.g. a WebSocket). An unknown path answers 404, a known path with
 /// another method 405 with `Allow`, a malformed request 400. Requests are bounded in size
 /// (head: `headerLimit`, `431` and close; body: the route's `maxBody`, `413`) and in time
 /// (`requestTimeout` for head and body together: close without answer). One request per
@@ -24,6 +24,9 @@ public final class HTTPServer {
     public var routes: HTTPRoutes
     /// The token check; nil serves every route to anyone who reaches it.
     public var access: AccessGuard?
+    /// The transport of each accepted connection (TLS); nil: the socket's bytes as they are.
+    /// Nil from it refuses the connection (closed at once).
+    public var makeTransport: ((Socket) -> (any ByteTransport)?)?
     public let headerLimit: Int
     public let requestTimeout: Double
     /// How long an answered connection waits for the client's end of stream.
@@ -69,7 +72,12 @@ public final class HTTPServer {
 
     private func accept(_ socket: Socket) {
         let host = (try? socket.peerAddress().host) ?? "?"
-        let client = Client(server: self, connection: Connection(loop: loop, socket: socket), host: host)
+        var transport: (any ByteTransport)?
+        if let makeTransport {
+            guard let made = makeTransport(socket) else { return socket.close() }
+            transport = made
+        }
+        let client = Client(server: self, connection: Connection(loop: loop, socket: socket, transport: transport), host: host)
         clients[ObjectIdentifier(client)] = client
         client.start()
     }
@@ -187,14 +195,18 @@ public final class HTTPServer {
             connection.closeGracefully(within: server.closeTimeout)
         }
 
-        /// Gives the socket and the bytes past the head to the route's owner; this client is done.
+        /// Gives the connection and the bytes past the head to the route's owner; this client
+        /// is done. Reading pauses until the new owner starts the connection again.
         func takeOver(_ request: HTTPRequest, _ handler: HTTPRoutes.TakeOver) {
             answered = true
             deadline?.stop()
             let rest = reader.bytesAfterHead
-            guard let socket = connection.detach() else { return }
+            guard !connection.isClosed else { return }
+            connection.pauseReading()
+            connection.onData = nil
+            connection.onClose = nil
             server.remove(self)
-            handler(request, socket, rest)
+            handler(request, connection, rest)
         }
 
         func done() {
@@ -210,9 +222,10 @@ public final class HTTPServer {
 public struct HTTPRoutes {
     /// Answers a complete request (head and body).
     public typealias Respond = (HTTPRequest) -> HTTPResponse
-    /// Takes the connection over: the request head, the socket (non-blocking, now owned by
-    /// the handler), and the bytes the peer sent past the head that were already read.
-    public typealias TakeOver = (HTTPRequest, Socket, [UInt8]) -> Void
+    /// Takes the connection over: the request head, the connection (reading paused, its
+    /// callbacks unset: now the handler's, which calls `start()`), and the bytes the peer
+    /// sent past the head that were already read.
+    public typealias TakeOver = (HTTPRequest, Connection, [UInt8]) -> Void
 
     public enum Handler {
         case respond(Respond)

@@ -30,7 +30,7 @@
 /// end: `code`, `reason`, `wasClean`; the last 20) and `problem` (the last problem stated; a
 /// stream's end is none).
 /// WebCodecs exists only in a secure context (https, or http from localhost/127.0.0.1):
-/// elsewhere the page says so and names the fix, a TLS reverse proxy.
+/// elsewhere the page says so and names the fixes, `--tls` or a TLS reverse proxy.
 public enum ViewerPage {
     public static let html = """
         <!doctype html>
@@ -83,7 +83,7 @@ public enum ViewerPage {
         if (!('VideoDecoder' in window)) {
           say('This browser cannot decode here: WebCodecs (VideoDecoder) needs a secure context. ' +
               'Open the page as http://localhost:PORT/ or http://127.0.0.1:PORT/ on this machine, ' +
-              'or serve it through a TLS (https) reverse proxy.', true);
+              'or serve it over https: nalcast --tls self-signed (or --tls-cert and --tls-key), or a TLS (https) reverse proxy.', true);
         } else {
           start();
         }

@@ -2,6 +2,7 @@ import CommandOptions
 import IO
 import Metrics
 import Serving
+import TLS
 
 #if canImport(Glibc)
 import Glibc
@@ -9,7 +10,8 @@ import Glibc
 
 /// Who may use the HTTP side (`--web`'s page and /ws, `--metrics`, `POST /bitrate`):
 /// `--token-file`, the token made for a run that serves them to other machines without one,
-/// or `--no-auth`. Raw `--listen` sockets carry no token (docs/operations.md, "Security").
+/// or `--no-auth`; and whether it speaks TLS (`--tls-cert`/`--tls-key`, `--tls self-signed`).
+/// Raw `--listen` sockets carry neither (docs/operations.md, "Security").
 struct AccessChoice {
     enum Tokens {
         /// Nothing is checked: loopback only, or `--no-auth`.
@@ -23,10 +25,16 @@ struct AccessChoice {
     var tokens: Tokens = .none(explicit: false)
     /// Whether an HTTP listener is configured at all (`--web` or `--metrics`).
     var servesHTTP = false
+    /// The TLS of `--web` and `--metrics` (its context is made by `HTTPSecurity`); nil for
+    /// plain HTTP.
+    var tls: TLSContext.Source?
 
     static let specs: [OptionSpec] = [
         OptionSpec(name: "token-file", value: "FILE", help: "serve --web and --metrics only to requests with a token of FILE (a line each: TOKEN PERMISSIONS, permissions watch, publish, metrics, control or all, comma-separated), as Authorization: Bearer TOKEN or ?token=TOKEN"),
         OptionSpec(name: "no-auth", value: nil, help: "serve --web and --metrics on a non-loopback address without a token (else one is made at start and its URL printed)"),
+        OptionSpec(name: "tls-cert", value: "FILE", help: "serve --web and --metrics over TLS (https, wss) with this PEM certificate (and its chain); read again on SIGHUP"),
+        OptionSpec(name: "tls-key", value: "FILE", help: "the PEM private key of --tls-cert"),
+        OptionSpec(name: "tls", value: "MODE", help: "self-signed: serve --web and --metrics over TLS with a certificate made at start (its SHA-256 fingerprint printed)", values: ["self-signed"]),
     ]
 
     static func parse(_ o: ParsedOptions, web: Endpoint?, metrics: Endpoint?, prefix: String) throws -> AccessChoice {
@@ -42,7 +50,45 @@ struct AccessChoice {
         } else if remote {
             choice.tokens = .generated(TokenTable.randomToken())
         }
+        choice.tls = try tlsSource(o, web: web, metrics: metrics, prefix: prefix)
+        // Files that are no certificate and key are said now (and by --dry-run).
+        if case .files = choice.tls { _ = try choice.makeTLS(prefix: prefix) }
         return choice
+    }
+
+    /// `--tls-cert` and `--tls-key` (files that must be there), or `--tls self-signed`.
+    private static func tlsSource(_ o: ParsedOptions, web: Endpoint?, metrics: Endpoint?, prefix: String) throws -> TLSContext.Source? {
+        let certificate = o.string("tls-cert"), key = o.string("tls-key"), mode = o.string("tls")
+        guard certificate != nil || key != nil || mode != nil else { return nil }
+        guard web != nil || metrics != nil else { throw CommandError.usage("\(prefix)TLS is for --web and --metrics: give one of them") }
+        if let mode {
+            guard mode == "self-signed" else { throw CommandError.usage("\(prefix)--tls \(mode): expected self-signed (or give --tls-cert FILE --tls-key FILE)") }
+            guard certificate == nil, key == nil else { throw CommandError.usage("\(prefix)--tls self-signed and --tls-cert/--tls-key: give one of them") }
+            return .selfSigned(names: subjectNames([web, metrics].compactMap { $0 }))
+        }
+        guard let certificate, let key else { throw CommandError.usage("\(prefix)--tls-cert and --tls-key go together: give both PEM files") }
+        for (option, path) in [("tls-cert", certificate), ("tls-key", key)] {
+            guard let file = fopen(path, "r") else { throw CommandError.noInput("\(prefix)--\(option) \(path): \(describeOpenError(errno))") }
+            fclose(file)
+        }
+        return .files(certificate: certificate, key: key)
+    }
+
+    /// What a self-signed certificate names: localhost, the loopback addresses, this
+    /// machine's name and the addresses listened on (a wildcard names none).
+    static func subjectNames(_ endpoints: [Endpoint]) -> [String] {
+        var names = ["DNS:localhost", "IP:127.0.0.1", "IP:::1"]
+        var buffer = [CChar](repeating: 0, count: 256)
+        if gethostname(&buffer, buffer.count - 1) == 0 {
+            let machine = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            if !machine.isEmpty, machine != "localhost" { names.append("DNS:\(machine)") }
+        }
+        for case .tcp(let host, _) in endpoints where !["0.0.0.0", "::", "localhost", "127.0.0.1", "::1"].contains(host) {
+            let isAddress = host.allSatisfy { $0.isHexDigit || $0 == "." || $0 == ":" }
+            let name = (isAddress ? "IP:" : "DNS:") + host
+            if !names.contains(name) { names.append(name) }
+        }
+        return names
     }
 
     /// The token file's table; one line when it cannot be read (66) or is not one (65).
@@ -66,7 +112,7 @@ struct AccessChoice {
         }
     }
 
-    /// The guard the HTTP servers share, or nil when nothing is checked.
+    /// The guard the HTTP servers share, or nil when nothing is checked (`HTTPSecurity`).
     func makeGuard(_ registry: MetricsRegistry) -> AccessGuard? {
         switch tokens {
         case .none: nil
@@ -75,13 +121,48 @@ struct AccessChoice {
         }
     }
 
-    /// The `--dry-run` line, when an HTTP listener is configured.
+    /// The `--dry-run` lines, when an HTTP listener is configured.
     var lines: [String] {
         guard servesHTTP else { return [] }
+        let access: String
         switch tokens {
-        case .none(let explicit): return ["access: " + (explicit ? "anyone who reaches the port (--no-auth)" : "anyone on this machine (loopback)")]
-        case .file(let path, let table): return ["access: tokens of \(path) (\(table.entries.count))"]
-        case .generated: return ["access: a token made at start, printed with the page's address"]
+        case .none(let explicit): access = "access: " + (explicit ? "anyone who reaches the port (--no-auth)" : "anyone on this machine (loopback)")
+        case .file(let path, let table): access = "access: tokens of \(path) (\(table.entries.count))"
+        case .generated: access = "access: a token made at start, printed with the page's address"
+        }
+        return [access, "tls: " + tlsText]
+    }
+
+    /// SIGHUP reads the certificate files again (`HTTPSecurity.watchReload`).
+    var reloadsOnHangUp: Bool {
+        if case .files = tls { return true }
+        return false
+    }
+
+    /// The TLS context, or nil without TLS; 65 for files that are no certificate and key.
+    func makeTLS(prefix: String) throws -> TLSContext? {
+        guard let tls else { return nil }
+        do {
+            return try TLSContext(tls)
+        } catch {
+            throw CommandError(code: .dataError, message: "\(prefix)\(error)")
+        }
+    }
+
+    private var tlsText: String {
+        switch tls {
+        case nil: "none (http)"
+        case .files(let certificate, let key)?: "\(certificate) and \(key) (TLS 1.2+, read again on SIGHUP)"
+        case .selfSigned?: "a self-signed certificate made at start (TLS 1.2+)"
+        }
+    }
+
+    /// The line said at start about TLS: the certificate's fingerprint, to compare with what
+    /// the browser shows before accepting it.
+    static func tlsLine(_ tls: TLSContext) -> String {
+        switch tls.source {
+        case .selfSigned: "TLS: a self-signed certificate made for this run, SHA-256 fingerprint \(tls.fingerprint)"
+        case .files(let certificate, _): "TLS: \(certificate), SHA-256 fingerprint \(tls.fingerprint); SIGHUP reads it again"
         }
     }
 
@@ -106,7 +187,7 @@ struct AccessChoice {
         guard case .tcp(let host, let port) = endpoint else { return endpoint.description }
         guard host == "0.0.0.0" || host == "::" else { return "\(scheme)" + endpoint.description.dropFirst(3) + "/" }
         var name = [CChar](repeating: 0, count: 256)
-        let machine = gethostname(&name, name.count - 1) == 0 ? String(cString: name) : host
+        let machine = gethostname(&name, name.count - 1) == 0 ? String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) : host
         return "\(scheme)://\(machine):\(port)/"
     }
 }

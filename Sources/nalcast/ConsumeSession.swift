@@ -29,6 +29,8 @@ final class ConsumeSession {
     /// `--listen`, `--web`: the relay's serving side, made on the loop before the input
     /// (`makeRelay`, in ConsumeRelay.swift).
     var relay: ConsumeRelay?
+    /// The tokens and TLS of `--web` and `--metrics`.
+    var security: HTTPSecurity?
     /// The run's end, once `run` made it: what a paced input asks before it sleeps on.
     private(set) var ending: Ending?
     /// The reader of a `tcp://` input found to be MPEG-TS (`transportStreamHandOver`); set
@@ -89,7 +91,7 @@ final class ConsumeSession {
 
     func run() throws -> ExitCode {
         // Only the loop thread takes SIGINT/SIGTERM: block them before any thread starts.
-        EventLoop.setSignals([SIGINT, SIGTERM], blocked: true)
+        EventLoop.setSignals(Set([SIGINT, SIGTERM] + (config.serving.access.reloadsOnHangUp ? [SIGHUP] : [])), blocked: true)
         let loop = EventLoop()
         let ending = Ending(loop: loop)
         self.ending = ending
@@ -100,7 +102,11 @@ final class ConsumeSession {
         // The watchers must outlive the loop and the drain: a released SignalWatcher stops its
         // watcher, and the signal's default action (ending the process) would be back.
         defer { withExtendedLifetime(signalWatchers) {} }
-        relay = try makeRelay(loop, ending)
+        let security = try HTTPSecurity(config.serving.access, registry: metrics.registry, prefix: "consume: ")
+        self.security = security
+        let reloadWatcher = security.watchReload(loop, log: log)
+        defer { withExtendedLifetime(reloadWatcher) {} }
+        relay = try makeRelay(loop, ending, security)
         var client = try connectInput(loop, fanout, ending)
         let serving = try startServing(loop, fanout)
         startReading(fileReader, fanout, ending)
@@ -313,13 +319,10 @@ final class ConsumeSession {
             } catch {
                 throw CommandError.unavailable("consume: --metrics \(address): \(error)")
             }
-            serving.metricsServer?.access = relay?.side.access ?? config.serving.access.makeGuard(metrics.registry)
+            if let server = serving.metricsServer { security?.protect(server) }
             serving.metricsServer?.start()
         }
-        if config.serving.access.servesHTTP, let line = (relay?.side ?? nil)?.accessLine(metrics: serving.metricsServer)
-            ?? config.serving.access.startLine(pageURL: nil, metricsURL: serving.metricsServer.map { ServingChoice.pageURL($0.boundEndpoint) + "metrics" }) {
-            log.line(line, force: true)
-        }
+        for line in security?.startLines(page: relay?.side.webServer, metrics: serving.metricsServer) ?? [] { log.line(line, force: true) }
         if serving.statusLine.enabled {
             let statusLine = serving.statusLine
             let runners = fanout.runners

@@ -63,7 +63,7 @@ final class ProduceSession {
 
         // Only the loop thread takes these signals: block them before any thread starts
         // (the -o writer's is the first).
-        EventLoop.setSignals([SIGINT, SIGTERM, SIGUSR1], blocked: true)
+        EventLoop.setSignals(Set([SIGINT, SIGTERM, SIGUSR1] + (plan.serving.access.reloadsOnHangUp ? [SIGHUP] : [])), blocked: true)
         var runners: [SinkRunner] = []
         if let sink { runners.append(makeOutput(sink, live: source.isLive, registry: registry, outcome)) }
         runners += makeForwards(live: source.isLive, registry: registry, events)
@@ -146,7 +146,9 @@ final class ProduceSession {
     /// The stream server (`--listen`), `--metrics`, the signals and the status line, on the loop.
     private func wireServing(_ loop: EventLoop, _ control: CaptureControl, _ registry: MetricsRegistry, _ events: EventLog?,
                              _ audio: ProduceAudio?) throws -> LoopSide {
-        let serving = try ServingSide(loop: loop, choice: plan.serving, .encoder, registry: registry, events: events, audio: audio?.capture.format,
+        let security = try HTTPSecurity(plan.serving.access, registry: registry, prefix: "")
+        let serving = try ServingSide(loop: loop, choice: plan.serving, .encoder, registry: registry, events: events, security: security,
+                                      audio: audio?.capture.format,
                                       metricsText: { registry.render() },
                                       onRequestIDR: { control.requestIDR() }, onFinished: { loop.stop() })
         let server = serving.server
@@ -155,9 +157,9 @@ final class ProduceSession {
             audio.capture.registerMetrics(in: registry, delivery: audio.delivery)
             serving.carry(audio.delivery)
         }
-        let metricsServer = try makeMetricsServer(loop, control, registry, events, access: serving.access)
+        let metricsServer = try makeMetricsServer(loop, control, registry, events, security: security)
         let captureEnded = Mailbox<Int>(loop: loop) { _ in if server == nil { loop.stop() } }
-        let signals = watchSignals(loop, control, server, events)
+        let signals = watchSignals(loop, control, server, events) + [security.watchReload(loop, log: log)].compactMap { $0 }
         serving.start()
         metricsServer?.start()
         let statusTimer = startStatusLine(loop, control, server, audio)
@@ -166,7 +168,7 @@ final class ProduceSession {
 
     /// `--metrics`: `/metrics`, `/healthz`, and `POST /bitrate` for a live bitrate change.
     private func makeMetricsServer(_ loop: EventLoop, _ control: CaptureControl, _ registry: MetricsRegistry, _ events: EventLog?,
-                                   access: AccessGuard?) throws -> HTTPServer? {
+                                   security: HTTPSecurity) throws -> HTTPServer? {
         guard let endpoint = plan.metrics else { return nil }
         let server: HTTPServer
         do {
@@ -174,7 +176,7 @@ final class ProduceSession {
         } catch {
             throw CommandError.unavailable("--metrics \(endpoint): \(error)")
         }
-        server.access = access
+        security.protect(server)
         server.routes.add("POST", "/bitrate", maxBody: BitrateRoute.maxBody, needs: .control) { request in
             BitrateRoute.respond(to: request) { bits in
                 control.requestBitrate(bits)
@@ -229,7 +231,7 @@ final class ProduceSession {
         if let output = plan.output { where_.append("writing \(output == "-" ? "stdout" : output)") }
         for target in plan.forwards { where_.append("pushing to \(target)") }
         log.line("capturing \(input); \(where_.joined(separator: ", "))")
-        if let line = serving.serving.accessLine(metrics: serving.metricsServer) { log.line(line, force: true) }
+        for line in serving.serving.securityLines(metrics: serving.metricsServer) { log.line(line, force: true) }
     }
 
     /// The capture thread: everything from frames to access units happens there, and each

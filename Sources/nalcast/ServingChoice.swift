@@ -155,9 +155,8 @@ final class ServingSide {
     let server: StreamServer?
     /// `--web`: the page, its stream at /ws (readers of `server`), /metrics, /healthz.
     let webServer: HTTPServer?
-    /// The token check of `--web` and `--metrics`; nil when nothing is checked.
-    let access: AccessGuard?
-    private let accessChoice: AccessChoice
+    /// The tokens and TLS of `--web` and `--metrics`.
+    let security: HTTPSecurity
 
     /// - Parameters:
     ///   - metricsText: the body of /metrics (the registry, and whatever the command adds).
@@ -166,11 +165,10 @@ final class ServingSide {
     /// - Parameters:
     ///   - audio: the audio track the TS listeners carry; nil for video only.
     init(loop: EventLoop, choice: ServingChoice, _ role: ServingChoice.Role, registry: MetricsRegistry, events: EventLog?,
-         audio: AudioFormat? = nil,
+         security: HTTPSecurity, audio: AudioFormat? = nil,
          metricsText: @escaping () -> String, onRequestIDR: (() -> Void)?, onFinished: @escaping () -> Void) throws {
         let prefix = role == .encoder ? "" : "consume: "
-        accessChoice = choice.access
-        access = choice.access.makeGuard(registry)
+        self.security = security
         guard choice.isServing else {
             server = nil
             webServer = nil
@@ -200,7 +198,8 @@ final class ServingSide {
             } catch {
                 throw CommandError.unavailable("\(prefix)--web \(endpoint): \(error)")
             }
-            web.access = access
+            security.protect(web)
+            server.pageIsSecure = security.isSecure
             web.routes.add("GET", "/", needs: .watch) { _ in
                 var response = HTTPResponse(status: 200, contentType: "text/html; charset=utf-8", body: ViewerPage.html)
                 response.headers.append(("Cache-Control", "no-cache"))
@@ -245,15 +244,13 @@ final class ServingSide {
         for listening in server?.boundListeners ?? [] {
             out.append("serving \(listening)" + (listening.format == .mpegTS ? " (MPEG-TS)" : ""))
         }
-        if let web = webServer?.boundEndpoint { out.append("the page on \(ServingChoice.pageURL(web))") }
+        if let web = webServer?.boundEndpoint { out.append("the page on \(security.pageURL(web))") }
         return out
     }
 
-    /// The line said once at start about tokens (`AccessChoice.startLine`): the page's
-    /// address with the token made for the run, or that `--no-auth` lets anyone in.
-    func accessLine(metrics: HTTPServer?) -> String? {
-        accessChoice.startLine(pageURL: webServer.map { ServingChoice.pageURL($0.boundEndpoint) },
-                               metricsURL: metrics.map { ServingChoice.pageURL($0.boundEndpoint) + "metrics" })
+    /// The lines said once at start about TLS and tokens (`HTTPSecurity.startLines`).
+    func securityLines(metrics: HTTPServer?) -> [String] {
+        security.startLines(page: webServer, metrics: metrics)
     }
 
     /// ` readers=N reader-skips=K` for the status line (readers now, times one skipped to
