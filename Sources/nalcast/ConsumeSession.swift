@@ -49,7 +49,7 @@ final class ConsumeSession {
     }
 
     /// How the run ended, set from whichever thread saw it first.
-    enum Outcome: Sendable { case inputEnded, inputFailed(String), notAnnexB(String), unreachable(String), stopped, sinksClosed }
+    enum Outcome: Sendable { case inputEnded, inputFailed(String), notAnnexB(String), unreachable(String), refused(String), stopped, sinksClosed }
 
     /// The end of the run, told from any thread: the first outcome wins and stops the loop;
     /// failed sinks are collected for the exit code.
@@ -247,7 +247,8 @@ final class ConsumeSession {
     private func makeForwardSink(_ target: ForwardChoice, name: String, _ ending: Ending) -> sending ForwardSink {
         target.makeSink(name: name, fallbackFrameRate: config.frameRate.framesPerSecond, countedClock: config.input.timeIsCounted,
                         live: isLive,
-                        onEvent: ForwardChoice.reporter(name: name, log: log, events: events) { ending.forwardsConnected.withLock { _ = $0.insert(name) } })
+                        onEvent: ForwardChoice.reporter(name: name, log: log, events: events, onConnect: { ending.forwardsConnected.withLock { _ = $0.insert(name) } },
+                                                        onRefused: { ending.end(.refused($0)) }))
     }
 
     /// SIGINT, SIGTERM: stop reading, let the sinks finish.
@@ -389,6 +390,7 @@ final class ConsumeSession {
         case .unreachable(let message): throw CommandError.unavailable("consume: \(message)")
         case .inputFailed(let message): throw CommandError.io("consume: \(message)")
         case .notAnnexB(let message): throw CommandError(code: .dataError, message: "consume: \(message)")
+        case .refused(let message): throw CommandError(code: .noPermission, message: "consume: \(message)")
         default: break
         }
         // A failed sink was reported once, when it failed: exit 74 without saying it again.

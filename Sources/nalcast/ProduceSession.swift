@@ -66,14 +66,14 @@ final class ProduceSession {
         EventLoop.setSignals(Set([SIGINT, SIGTERM, SIGUSR1] + (plan.serving.access.reloadsOnHangUp ? [SIGHUP] : [])), blocked: true)
         var runners: [SinkRunner] = []
         if let sink { runners.append(makeOutput(sink, live: source.isLive, registry: registry, outcome)) }
-        runners += makeForwards(live: source.isLive, registry: registry, events)
+        let control = CaptureControl()
+        runners += makeForwards(live: source.isLive, registry: registry, events, outcome, control)
         let output = runners.isEmpty ? nil : SinkFanout(runners: runners)
         if let audio, let output {
             output.deliver(audioFormat: audio.capture.format)
             audio.delivery.add { output.deliver(audio: $0) }
         }
         let loop = EventLoop()
-        let control = CaptureControl()
         let serving = try wireServing(loop, control, registry, events, audio)
         announce(Self.describe(source, plan: plan), serving)
 
@@ -128,11 +128,16 @@ final class ProduceSession {
 
     /// `--forward` targets, each on its own thread: behind a live source a target that is
     /// slow or down skips to the next IDR and never holds capture up.
-    private func makeForwards(live: Bool, registry: MetricsRegistry, _ events: EventLog?) -> [SinkRunner] {
+    /// A passphrase an SRT target refuses stops the run: one line, exit 77.
+    private func makeForwards(live: Bool, registry: MetricsRegistry, _ events: EventLog?, _ outcome: Outcome, _ control: CaptureControl) -> [SinkRunner] {
         let log = self.log
+        let refused: @Sendable (String) -> Void = { message in
+            outcome.error.withLock { if $0 == nil { $0 = CommandError(code: .noPermission, message: message) } }
+            control.stop()
+        }
         return plan.forwards.enumerated().map { index, target in
             let name = ForwardChoice.sinkName(index, of: plan.forwards.count)
-            let sink = target.makeSink(name: name, fallbackFrameRate: nil, countedClock: false, live: live, onEvent: ForwardChoice.reporter(name: name, log: log, events: events))
+            let sink = target.makeSink(name: name, fallbackFrameRate: nil, countedClock: false, live: live, onEvent: ForwardChoice.reporter(name: name, log: log, events: events, onRefused: refused))
             let counters = SinkCounters(registry: registry, sink: name), shown = target.description
             return SinkRunner(sink: sink, queue: SinkQueue(policy: live ? .skipToEntry : .wait, highWater: 8 << 20), counters: counters) { event in
                 guard case .closed(_, let error) = event else { return }
@@ -283,7 +288,7 @@ final class ProduceSession {
         events?.emit("finished", [("framesEncoded", Int(stats.framesEncoded)), ("framesDropped", Int(stats.droppedTotal)),
                                   ("keepAliveFrames", Int(stats.keepAliveFrames))])
         events?.flush()
-        if let error = outcome.error.withLock({ $0 }) { throw commandError(error, of: plan.source) }
+        if let error = outcome.error.withLock({ $0 }) { throw (error as? CommandError) ?? commandError(error, of: plan.source) }
         // A failed -o was reported once, when it failed: exit 74 without saying it again.
         if outcome.outputFailed.load(ordering: .relaxed) { return .ioError }
         return .ok
