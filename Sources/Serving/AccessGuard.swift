@@ -44,9 +44,15 @@ public final class AccessGuard {
     public init(table: TokenTable, registry: MetricsRegistry, clock: any Clock = SystemClock()) {
         self.table = table
         self.clock = clock
-        failures = registry.counter(
-            "nalcast_http_auth_failures_total",
-            help: "HTTP requests (page, /ws, /metrics, POST /bitrate) refused for a missing, unknown or insufficient token")
+        failures = Self.failuresCounter(registry)
+    }
+
+    /// `nalcast_http_auth_failures_total`: registered wherever an HTTP listener is, checked or
+    /// not (0 when nothing is checked), so that a scrape always finds it.
+    @discardableResult
+    public static func failuresCounter(_ registry: MetricsRegistry) -> Counter {
+        registry.counter("nalcast_http_auth_failures_total",
+                         help: "HTTP requests (page, /ws, /metrics, POST /bitrate) refused for a missing, unknown or insufficient token.")
     }
 
     /// The decision for `request` on a route that needs `permission`. Nothing is counted.

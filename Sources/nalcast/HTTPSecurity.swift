@@ -21,6 +21,7 @@ final class HTTPSecurity {
     init(_ choice: AccessChoice, registry: MetricsRegistry, prefix: String) throws {
         self.choice = choice
         access = choice.makeGuard(registry)
+        if choice.servesHTTP { AccessGuard.failuresCounter(registry) }
         tls = try choice.makeTLS(prefix: prefix)
     }
 
