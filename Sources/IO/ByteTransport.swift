@@ -25,6 +25,9 @@ public protocol ByteTransport: AnyObject {
     /// Bytes already taken from the socket and not read yet (a TLS record's rest): the
     /// socket's readiness will not say so.
     var hasBufferedInput: Bool { get }
+    /// A write was begun and must be finished with the same bytes (TLS after a would-block):
+    /// nothing queued may be dropped meanwhile.
+    var hasPendingWrite: Bool { get }
 }
 
 /// The socket as it is: gathered writes (`sendmsg`), plain reads.
@@ -46,4 +49,5 @@ public final class PlainTransport: ByteTransport {
     public var readNeedsWritable: Bool { false }
     public var writeNeedsReadable: Bool { false }
     public var hasBufferedInput: Bool { false }
+    public var hasPendingWrite: Bool { false }
 }

@@ -193,10 +193,14 @@ public final class Connection {
     }
 
     /// Drops the items not begun yet; the one being written, if any, stays queued (a frame
-    /// is never cut). For a reader ended early. Returns how many were dropped.
+    /// is never cut). For a reader ended early. Returns how many were dropped. Nothing is
+    /// dropped while the transport must finish a write with the same bytes (TLS after a
+    /// would-block, which may span items): the end then waits behind the whole queue, still
+    /// bounded by `closeGracefully`.
     @discardableResult
     public func dropUnstarted() -> Int {
         loop.preconditionOnLoop()
+        guard !transport.hasPendingWrite else { return 0 }
         let keep = itemHead + (headStarted ? 1 : 0)
         let dropped = itemEnds.count - keep
         guard dropped > 0, !isClosed else { return 0 }

@@ -40,6 +40,7 @@ final class TLSTransport: ByteTransport {
     deinit { SSL_free(ssl) }
 
     var hasBufferedInput: Bool { SSL_pending(ssl) > 0 }
+    var hasPendingWrite: Bool { retryLength > 0 }
 
     func read(into buffer: UnsafeMutableRawBufferPointer) throws(Errno) -> Int? {
         ERR_clear_error()
