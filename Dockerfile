@@ -29,6 +29,7 @@ RUN apt-get update \
         libavutil-dev=7:5.1.9-0+deb12u1 \
         libswresample-dev=7:5.1.9-0+deb12u1 \
         libpulse-dev=16.1+dfsg1-2+b1 \
+        libssl-dev=3.0.19-1~deb12u2 \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY Package.swift ./
@@ -73,6 +74,7 @@ RUN apt-get update \
         libavutil57=7:5.1.9-0+deb12u1 \
         libswresample4=7:5.1.9-0+deb12u1 \
         libpulse0=16.1+dfsg1-2+b1 \
+        libssl3=3.0.19-1~deb12u2 \
     && rm -rf /var/lib/apt/lists/* \
     && useradd --system --uid 10001 --user-group --home-dir /var/lib/nalcast --create-home --shell /usr/sbin/nologin nalcast \
     && install -d -o nalcast -g nalcast /var/lib/nalcast/segments

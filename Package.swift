@@ -50,6 +50,13 @@ let package = Package(
             providers: [.apt(["libavformat-dev", "libavcodec-dev", "libavutil-dev", "libswresample-dev", "libpulse-dev"])]
         ),
 
+        // OpenSSL for the built-in TLS of --web and --metrics (libssl3 at run time).
+        .systemLibrary(
+            name: "CTLS",
+            pkgConfig: "openssl",
+            providers: [.apt(["libssl-dev"])]
+        ),
+
         .systemLibrary(name: "CLinux"),  // glibc's <malloc.h> (mallopt) and <sys/eventfd.h>: no library to link
 
         // Pure Swift layers.
@@ -67,6 +74,8 @@ let package = Package(
 
         // Swift over C.
         .target(name: "IO", dependencies: ["CLibEV", "Clocks"]),
+        // TLS over IO's Connection (a ByteTransport): OpenSSL, non-blocking on the loop.
+        .target(name: "TLS", dependencies: ["CTLS", "IO"]),
         .target(name: "Capture", dependencies: ["CLibYUV", "CLinux", "Clocks"]),
         // The X11 screen (xcb, MIT-SHM, DAMAGE, XFixes cursor): a capture source of its own, so
         // that only what captures the screen links xcb.
@@ -94,7 +103,7 @@ let package = Package(
         // Sound for produce: PulseAudio, WAV/raw PCM and a test tone mixed into one 48 kHz
         // stereo track, encoded to AAC-LC (libavcodec), timed on the video's clock.
         .target(name: "Audio", dependencies: ["Clocks", "CMedia", "Media", "Output", "Delivery", "Metrics", "IO"]),
-        .executableTarget(name: "nalcast", dependencies: ["Clocks", "CLinux", "CommandOptions", "CaptureSources", "Audio", "Media", "H264", "Delivery", "Metrics", "IO", "Capture", "X11Capture", "Encoder", "Serving", "Pipeline", "Consumer", "Output", "Muxing"]),
+        .executableTarget(name: "nalcast", dependencies: ["Clocks", "CLinux", "CommandOptions", "CaptureSources", "Audio", "Media", "H264", "Delivery", "Metrics", "IO", "Capture", "X11Capture", "Encoder", "Serving", "Pipeline", "Consumer", "Output", "Muxing", "TLS"]),
 
         // Helpers the tests share: running ffmpeg, ffprobe and friends; the conformance streams
         // (Tests/Fixtures/h264/) and their facts.

@@ -14,6 +14,8 @@
 // FFmpeg 4.0). The socket is checked with srt_getsockstate before anything else is asked:
 // a wrong one would be SRTS_NONEXIST.
 #include <stddef.h>
+#include <netdb.h>
+#include <sys/socket.h>
 #include "containers.h"
 
 // From SRT's srt.h (1.4, 1.5): the values nalcast asks about, and the head of
@@ -104,6 +106,83 @@ static inline int CMedia_srt_totals_of(int sock, CMedia_srt_totals *out) {
     out->dropped = stats.perf.pktSndDropTotal;
     out->peer_latency_ms = CMedia_srt_peer_latency(sock);
     return 0;
+}
+
+// A passphrase refused. libavformat reports any failed SRT connection as an I/O error, and
+// closes its socket (and with it libsrt's reject reason) before returning. After a failed
+// open with a passphrase, nalcast asks once more with a socket of its own, the same
+// passphrase, key length and stream id, and reads the listener's reason from it: BADSECRET
+// (a wrong passphrase) or UNSECURE (a passphrase on one side only).
+enum { CMEDIA_SRTO_PASSPHRASE = 26, CMEDIA_SRTO_PBKEYLEN = 27, CMEDIA_SRTO_CONNTIMEO = 36, CMEDIA_SRTO_STREAMID = 46,
+       CMEDIA_SRT_REJ_BADSECRET = 10, CMEDIA_SRT_REJ_UNSECURE = 11 };
+
+static inline int CMedia_srt_startup(void) {
+    CMEDIA_SRT_FN(int (*)(void), "srt_startup");
+    return f_ ? f_() : -1;
+}
+static inline int CMedia_srt_create(void) {
+    CMEDIA_SRT_FN(int (*)(void), "srt_create_socket");
+    return f_ ? f_() : -1;
+}
+static inline int CMedia_srt_setflag(int sock, int option, const void *value, int length) {
+    CMEDIA_SRT_FN(int (*)(int, int, const void *, int), "srt_setsockflag");
+    return f_ ? f_(sock, option, value, length) : -1;
+}
+static inline int CMedia_srt_connect(int sock, const struct sockaddr *address, int length) {
+    CMEDIA_SRT_FN(int (*)(int, const struct sockaddr *, int), "srt_connect");
+    return f_ ? f_(sock, address, length) : -1;
+}
+static inline int CMedia_srt_reject_reason(int sock) {
+    CMEDIA_SRT_FN(int (*)(int), "srt_getrejectreason");
+    return f_ ? f_(sock) : -1;
+}
+static inline void CMedia_srt_close_socket(int sock) {
+    CMEDIA_SRT_FN(int (*)(int), "srt_close");
+    if (f_) f_(sock);
+}
+
+// libsrt writes its own warning about a refused passphrase to stderr, which nalcast says in
+// a line of its own: with a passphrase configured, libsrt logs through this handler, which
+// leaves those out and writes every other line as libsrt would have.
+static inline void CMedia_srt_log(void *opaque, int level, const char *file, int line, const char *area, const char *message) {
+    (void)opaque; (void)level; (void)file; (void)line; (void)area;
+    if (!message || strstr(message, "Incorrect passphrase") || strstr(message, "Password required or unexpected")) return;
+    size_t length = strlen(message);
+    fprintf(stderr, "%s%s", message, length > 0 && message[length - 1] == '\n' ? "" : "\n");
+}
+
+static inline void CMedia_srt_quiet_refusals(void) {
+    CMEDIA_SRT_FN(void (*)(void *, void (*)(void *, int, const char *, int, const char *, const char *)), "srt_setloghandler");
+    if (f_) f_(NULL, CMedia_srt_log);
+}
+
+// 1 when the listener at host:port refuses this passphrase (BADSECRET or UNSECURE), 0 when
+// it does not (it accepted, or refused for another reason), -1 when it cannot be asked.
+static inline int CMedia_srt_refuses_passphrase(const char *host, const char *port, const char *passphrase, int pbkeylen,
+                                                 const char *streamid, int timeout_ms) {
+    struct addrinfo hints = {0}, *list = NULL;
+    hints.ai_socktype = SOCK_DGRAM;
+    if (getaddrinfo(host, port, &hints, &list) != 0 || !list) return -1;
+    int result = -1;
+    CMedia_srt_startup();
+    int sock = CMedia_srt_create();
+    if (sock >= 0) {
+        int ok = CMedia_srt_setflag(sock, CMEDIA_SRTO_PASSPHRASE, passphrase, (int)strlen(passphrase)) == 0
+            && (pbkeylen == 0 || CMedia_srt_setflag(sock, CMEDIA_SRTO_PBKEYLEN, &pbkeylen, sizeof pbkeylen) == 0)
+            && (!streamid || CMedia_srt_setflag(sock, CMEDIA_SRTO_STREAMID, streamid, (int)strlen(streamid)) == 0)
+            && CMedia_srt_setflag(sock, CMEDIA_SRTO_CONNTIMEO, &timeout_ms, sizeof timeout_ms) == 0;
+        if (ok) {
+            if (CMedia_srt_connect(sock, list->ai_addr, (int)list->ai_addrlen) == 0) {
+                result = 0;
+            } else {
+                int reason = CMedia_srt_reject_reason(sock);
+                result = reason == CMEDIA_SRT_REJ_BADSECRET || reason == CMEDIA_SRT_REJ_UNSECURE;
+            }
+        }
+        CMedia_srt_close_socket(sock);
+    }
+    freeaddrinfo(list);
+    return result;
 }
 
 #endif

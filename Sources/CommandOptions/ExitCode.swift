@@ -13,6 +13,8 @@ public enum ExitCode: Int32, Sendable, CaseIterable {
     case software = 70
     /// Reading or writing failed.
     case ioError = 74
+    /// A peer refused nalcast's credentials (a wrong SRT passphrase).
+    case noPermission = 77
 
     /// What the code says, in the man page's EXIT STATUS.
     public var meaning: String {
@@ -22,6 +24,7 @@ public enum ExitCode: Int32, Sendable, CaseIterable {
         case .dataError: "bad input data: a malformed or truncated Y4M header or frame, video that is not H.264, a damaged container file, a container given where Annex-B is read"
         case .noInput: "an input file is missing or cannot be read"
         case .unavailable: "a peer, port, display or sound device is unavailable: an upstream lost past --reconnect-timeout, a --forward target that never answered, no X server, no sound server, nothing decodable for probe"
+        case .noPermission: "a peer refused nalcast's credentials: a wrong SRT passphrase (--srt-passphrase-file, NALCAST_SRT_PASSPHRASE), or one given on one side only"
         case .software: "internal error"
         case .ioError: "an I/O error reading or writing"
         }

@@ -39,7 +39,7 @@ public final class DemuxReader: Sendable {
         /// A live URL (reconnects, stall detection) rather than a file.
         public let live: Bool
         /// libavformat options (protocol and demuxer), as ffmpeg takes them before `-i`.
-        public let options: [Option]
+        public var options: [Option]
         /// An IDR picture's slices may come in more than one packet (RTSP: the parser behind
         /// FFmpeg's depacketizer ends a picture at any SPS or PPS, and payloaders repeat them
         /// in front of every IDR slice): an IDR access unit waits for the next packet, which
@@ -96,6 +96,8 @@ public final class DemuxReader: Sendable {
         case failed(String)
         /// The source holds no H.264 video, or its container cannot be read: one line.
         case invalid(String)
+        /// The source refused our credentials (a wrong SRT passphrase): one line, not retried.
+        case refused(String)
         /// A live source stayed lost for `giveUpAfter`: why, whether it was ever opened, and
         /// whether its last opening ended with an end-of-stream NAL unit (a producer that
         /// finished its stream).
@@ -191,6 +193,7 @@ public final class DemuxReader: Sendable {
                 if stopped { return .ended }
                 switch error.kind {
                 case .notH264, .fatal: return .invalid(error.message)
+                case .refused: return .refused(error.message)
                 case .unreachable, .timedOut, .read, .damaged, .noVideo:
                     // A file that exists but will not open is not a file to wait for.
                     if !source.live { return .invalid(error.message) }

@@ -22,6 +22,11 @@ import Musl
 /// the peer gets everything, then the end of the stream, and the socket closes only once the
 /// peer has said its last word (or the time is up).
 ///
+/// Transport: the bytes cross the socket through a `ByteTransport`, the socket itself by
+/// default (`PlainTransport`), or TLS; everything above (the queue, the ends) is the same.
+/// An HTTP connection that becomes a WebSocket is handed over whole (`pauseReading`, then
+/// its new owner sets the callbacks and calls `start()`), its transport with it.
+///
 /// Loop-owned: use it and release it on the loop thread.
 public final class Connection {
     /// Why a connection closed.
@@ -60,7 +65,13 @@ public final class Connection {
     private let loop: EventLoop
     public let socket: Socket
     public let discardLimit: Int
+    /// How bytes cross the socket.
+    public let transport: any ByteTransport
     private var reader: IOWatcher?
+    /// `pauseReading()` was asked: the next `start()` reads again.
+    private var readingPaused = false
+    /// Reads what the transport holds on the loop's next turn.
+    private var pendingRead: LoopTimer?
     private var writer: IOWatcher?
     private var closer: LoopTimer?
 
@@ -97,22 +108,35 @@ public final class Connection {
     public var onClose: ((CloseReason) -> Void)?
     public var onData: ((UnsafeRawBufferPointer) -> Void)?
 
-    /// Takes over a connected, non-blocking socket. Call `start()` to begin reading.
-    public init(loop: EventLoop, socket: Socket, discardLimit: Int = 64 << 10) {
+    /// Takes over a connected, non-blocking socket, its bytes through `transport` (nil: as
+    /// they are). Call `start()` to begin reading.
+    public init(loop: EventLoop, socket: Socket, transport: (any ByteTransport)? = nil, discardLimit: Int = 64 << 10) {
         loop.preconditionOnLoop()
         self.loop = loop
         self.socket = socket
+        self.transport = transport ?? PlainTransport(socket)
         self.discardLimit = discardLimit
     }
 
-    /// Starts watching for input (and end of stream).
+    /// Starts watching for input (and end of stream), again after `pauseReading()`.
     public func start() {
         loop.preconditionOnLoop()
         guard !isClosed else { return }
+        readingPaused = false
         if reader == nil {
             reader = IOWatcher(loop: loop, fd: socket.fd, events: .read) { [unowned self] _ in self.readAvailable() }
         }
         reader?.start()
+        // What a layer already took from the socket would wait for input that never comes.
+        if transport.hasBufferedInput { readSoon() }
+    }
+
+    /// Stops reading until `start()`: for a connection about to change owners, so that no
+    /// byte reaches the old owner's `onData` or none at all.
+    public func pauseReading() {
+        loop.preconditionOnLoop()
+        readingPaused = true
+        reader?.stop()
     }
 
     /// Items queued and not completely written yet.
@@ -169,10 +193,14 @@ public final class Connection {
     }
 
     /// Drops the items not begun yet; the one being written, if any, stays queued (a frame
-    /// is never cut). For a reader ended early. Returns how many were dropped.
+    /// is never cut). For a reader ended early. Returns how many were dropped. Nothing is
+    /// dropped while the transport must finish a write with the same bytes (TLS after a
+    /// would-block, which may span items): the end then waits behind the whole queue, still
+    /// bounded by `closeGracefully`.
     @discardableResult
     public func dropUnstarted() -> Int {
         loop.preconditionOnLoop()
+        guard !transport.hasPendingWrite else { return 0 }
         let keep = itemHead + (headStarted ? 1 : 0)
         let dropped = itemEnds.count - keep
         guard dropped > 0, !isClosed else { return 0 }
@@ -194,20 +222,6 @@ public final class Connection {
         closer = nil
     }
 
-    /// Gives the socket to another owner (an HTTP connection taken over by a WebSocket): stops
-    /// watching it and returns it open, or nil when already closed. What is queued is dropped,
-    /// nothing is reported, and the connection counts as closed from now on.
-    public func detach() -> Socket? {
-        loop.preconditionOnLoop()
-        guard !isClosed else { return nil }
-        reader?.stop()
-        writer?.stop()
-        let fd = socket.release()
-        shutDown()
-        closer = nil
-        return Socket(adopting: fd)
-    }
-
     // MARK: - Writing
 
     private func flush() -> Progress {
@@ -217,7 +231,7 @@ public final class Connection {
         while chunkHead < chunks.count && !isClosed {
             let result: IOResult<Int>
             do {
-                result = try GatheredWrite.write(chunks, from: SliceCursor(index: chunkHead, offset: chunkOffset), to: .socket(socket.fd))
+                result = try transport.write(chunks, from: SliceCursor(index: chunkHead, offset: chunkOffset))
             } catch {
                 closeSoon(.error(error))
                 break
@@ -227,11 +241,11 @@ public final class Connection {
             progress.bytes += written
             compact()
         }
-        if chunkHead < chunks.count && !isClosed {
-            if writer == nil {
-                writer = IOWatcher(loop: loop, fd: socket.fd, events: .write) { [unowned self] _ in self.writable() }
-            }
-            if writer?.isActive == false { writer?.start() }
+        if (chunkHead < chunks.count && !transport.writeNeedsReadable || transport.readNeedsWritable) && !isClosed {
+            watchWritable()
+        } else if chunkHead < chunks.count && !isClosed {
+            // The reader's watcher retries the write once the socket is readable.
+            writer?.stop()
         } else {
             writer?.stop()
             compact()
@@ -282,7 +296,19 @@ public final class Connection {
         itemHead = 0
     }
 
+    private func watchWritable() {
+        if writer == nil {
+            writer = IOWatcher(loop: loop, fd: socket.fd, events: .write) { [unowned self] _ in self.writable() }
+        }
+        if writer?.isActive == false { writer?.start() }
+    }
+
     private func writable() {
+        if transport.readNeedsWritable {
+            readAvailable()
+            if !transport.readNeedsWritable && isIdle { writer?.stop() }
+        }
+        guard !isClosed, !isIdle else { return }
         let progress = flush()
         if progress.bytes > 0 || progress.finishedItems > 0 { onProgress?(progress) }
     }
@@ -290,17 +316,18 @@ public final class Connection {
     // MARK: - Reading
 
     private func readAvailable() {
+        let writeWaited = transport.writeNeedsReadable
         withUnsafeTemporaryAllocation(byteCount: 16 << 10, alignment: 16) { buffer in
             // A bounded number of reads per wake-up: one chatty peer must not starve the loop.
-            for _ in 0..<16 where !isClosed {
+            for _ in 0..<16 where !isClosed && !readingPaused {
                 let n: Int?
                 do throws(Errno) {
-                    n = try socket.read(into: buffer)
+                    n = try transport.read(into: buffer)
                 } catch {
                     finish(.error(error))
                     return
                 }
-                guard let n else { return }
+                guard let n else { return afterRead(writeWaited) }
                 if n == 0 {
                     finish(isHalfClosed ? .finished : .peerClosed)
                     return
@@ -313,7 +340,25 @@ public final class Connection {
                     return
                 }
             }
+            afterRead(writeWaited)
         }
+    }
+
+    /// A layer's read may have unblocked a write (a handshake done), or may itself wait for
+    /// the socket to be writable; what it keeps buffered is read on the loop's next turn.
+    private func afterRead(_ writeWaited: Bool) {
+        guard !isClosed, !readingPaused else { return }
+        if transport.readNeedsWritable { watchWritable() }
+        if writeWaited && !isIdle && !isHalfClosed {
+            let progress = flush()
+            if progress.bytes > 0 || progress.finishedItems > 0 { onProgress?(progress) }
+        }
+        if transport.hasBufferedInput { readSoon() }
+    }
+
+    private func readSoon() {
+        if pendingRead == nil { pendingRead = LoopTimer(loop: loop) { [unowned self] in self.readAvailable() } }
+        if pendingRead?.isActive == false { pendingRead?.start(after: 0) }
     }
 
     // MARK: - Closing
@@ -324,7 +369,7 @@ public final class Connection {
         isHalfClosed = true
         writer?.stop()
         do throws(Errno) {
-            try socket.shutdownWrite()
+            try transport.shutdownWrite()
         } catch {
             closeSoon(.error(error))
         }
@@ -371,6 +416,7 @@ public final class Connection {
         writer = nil
         lingerDeadline?.stop()
         lingerDeadline = nil
+        pendingRead?.stop()
         socket.close()
         chunks.removeAll()
         itemEnds.removeAll()

@@ -24,6 +24,8 @@ public struct DemuxError: Error, CustomStringConvertible, Sendable {
         case fatal
         /// Reading failed after the source was open.
         case read
+        /// The source refused our credentials (a wrong SRT passphrase): not retried.
+        case refused
         /// The container's bytes cannot be read on (invalid data, or a size in them that no
         /// memory holds): bad input data for a file; for a live source, a failure like `read`.
         case damaged
@@ -95,6 +97,12 @@ public final class Demuxer {
 
     /// Options for a URL: what FFmpeg's protocols and demuxers take (`rtsp_transport`,
     /// `probesize`, `analyzeduration`...), as ffmpeg's command line takes them before `-i`.
+    /// The SRT secret among `options` (`SRTSecret.libavformatOptions`).
+    static func secret(_ options: [(String, String)]) -> SRTSecret? {
+        guard let passphrase = options.first(where: { $0.0 == "passphrase" })?.1 else { return nil }
+        return try? SRTSecret(passphrase: passphrase, keyLength: options.first { $0.0 == "pbkeylen" }.flatMap { Int($0.1) })
+    }
+
     /// The deadline (armed by the caller) bounds opening and probing; `deadline` must live
     /// as long as the demuxer.
     public init(url: String, shown: String, options: [(String, String)], deadline: DemuxDeadline) throws(DemuxError) {
@@ -110,6 +118,10 @@ public final class Demuxer {
         defer { CMedia_av_dict_free(&dictionary) }
         var ctx: UnsafeMutablePointer<AVFormatContext>?
         var rc = CMedia_open_input(&ctx, url, interrupt, &dictionary)
+        // libavformat says "I/O error" for any failed SRT connection: was it the passphrase?
+        if rc < 0, interrupt.pointee.fired == 0, let secret = Self.secret(options), secret.isRefused(by: url) {
+            throw DemuxError(.refused, "\(shown): " + SRTSecret.refusedText)
+        }
         guard rc >= 0, let opened = ctx else {
             throw DemuxError(interrupt.pointee.fired != 0 ? .timedOut : .unreachable,
                              "cannot open \(shown): " + (interrupt.pointee.fired != 0 ? "timed out" : Self.text(rc)))

@@ -20,6 +20,8 @@ public struct PushTarget: Sendable, CustomStringConvertible, Equatable {
     public let kind: Kind
     /// The URL with its secrets masked, for logs, events and metrics.
     public let description: String
+    /// SRT's passphrase and key length (`--srt-passphrase-file`); query fields of the URL win.
+    public var secret: SRTSecret?
 
     /// The schemes `--forward` hands to libavformat.
     public static let schemes = ["rtmp", "rtmps", "srt", "rtsp", "udp"]
@@ -93,7 +95,7 @@ public struct PushTarget: Sendable, CustomStringConvertible, Equatable {
         switch kind {
         // A caller that closes at the end of a stream waits up to 2 s for the listener to
         // acknowledge what it sent (without it, the last packets are lost).
-        case .srt: [("linger", "2")]
+        case .srt: [("linger", "2")] + (secret?.options ?? [])
         case .udp: [("pkt_size", "1316")]
         case .rtmp, .rtsp: []
         }

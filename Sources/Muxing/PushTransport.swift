@@ -78,6 +78,9 @@ public final class PushTransport: ForwardTransport {
             waitsForAudio = push.kind == .rtsp && opened.hasAudioTrack
             held.removeAll()
         } catch {
+            if push.kind == .srt, let secret = push.secret, secret.isRefused(by: push.url) {
+                throw ForwardError(SRTSecret.refusedText, refused: true)
+            }
             throw ForwardError(error.message)
         }
     }

@@ -28,6 +28,9 @@ public final class ForwardSink: AccessUnitSink {
         /// Still down: attempt `attempt` failed, the next one in `nextIn` s (at most one per
         /// 2 s, `ReconnectBackoff.progressDue`).
         case retrying(target: String, attempt: Int, reason: String, nextIn: Double)
+        /// The remote refused our credentials (a wrong SRT passphrase): no more attempts;
+        /// what comes is dropped and counted.
+        case refused(target: String, reason: String)
         /// A connection closed (at the end, or lost), and what its transport counted on it:
         /// over SRT, the packets sent, retransmitted and dropped too late to send.
         case closed(target: String, summary: String)
@@ -150,6 +153,11 @@ public final class ForwardSink: AccessUnitSink {
             onEvent(.connected(target: transport.target))
         } catch {
             lastFailure = error.description
+            if error.refused {
+                nextAttempt = .max
+                reportedDown = true
+                return onEvent(.refused(target: transport.target, reason: error.description))
+            }
             if !reportedDown {
                 reportedDown = true
                 onEvent(.disconnected(target: transport.target, reason: error.description))
@@ -223,7 +231,12 @@ extension ForwardTransport {
 /// Why a forward's remote could not be reached or written, one line.
 public struct ForwardError: Error, CustomStringConvertible, Sendable {
     public let description: String
-    public init(_ description: String) { self.description = description }
+    /// The remote refused our credentials (an SRT passphrase): trying again cannot help.
+    public let refused: Bool
+    public init(_ description: String, refused: Bool = false) {
+        self.description = description
+        self.refused = refused
+    }
 }
 
 /// Raw Annex-B over TCP or a unix socket, as `produce --listen` serves it.

@@ -5,8 +5,8 @@ public struct HTTPRequest: Sendable {
     public let target: String
     /// The target up to `?`.
     public let path: String
-    /// The target after `?`, if any.
-    public let query: String?
+    /// The target after `?`, if any (without its `token=` once `removingToken()` took it).
+    public internal(set) var query: String?
     public let version: String
     /// Header fields in order, names lowercased.
     public let headers: [(name: String, value: String)]
@@ -170,6 +170,7 @@ public struct HTTPResponse: Sendable {
         switch status {
         case 200: "OK"
         case 400: "Bad Request"
+        case 401: "Unauthorized"
         case 403: "Forbidden"
         case 404: "Not Found"
         case 405: "Method Not Allowed"

@@ -4,12 +4,15 @@ import IO
 /// table of routes (`HTTPRoutes`: method + path → handler).
 ///
 /// A route either answers (`.respond`: one response, then `Connection: close`) or takes the
-/// connection over (`.takeOver`: the socket and the bytes already read past the request head
-/// go to another owner, e.g. a WebSocket). An unknown path answers 404, a known path with
+/// connection over (`.takeOver`: the connection, its transport with it, and the bytes already
+/// read past the request head go to another owner, e.g. a WebSocket). An unknown path answers 404, a known path with
 /// another method 405 with `Allow`, a malformed request 400. Requests are bounded in size
 /// (head: `headerLimit`, `431` and close; body: the route's `maxBody`, `413`) and in time
 /// (`requestTimeout` for head and body together: close without answer). One request per
-/// connection. Every connection ends gracefully (`Connection.closeGracefully`, at most
+/// connection. With `access` set, a route that needs a permission (`HTTPRoutes.Route.permission`)
+/// is served only to a request whose token grants it (`AccessGuard`): 401 without a good
+/// token, 403 with one that lacks the permission, both after the guard's delay for the peer's
+/// host, and a route that takes over (the WebSocket) is never reached. Every connection ends gracefully (`Connection.closeGracefully`, at most
 /// `closeTimeout`): a client still sending (a body past the limit) gets the answer, not a
 /// reset that would make it drop the answer unread.
 ///
@@ -19,6 +22,11 @@ public final class HTTPServer {
     private var listener: Listener!
     private var clients: [ObjectIdentifier: Client] = [:]
     public var routes: HTTPRoutes
+    /// The token check; nil serves every route to anyone who reaches it.
+    public var access: AccessGuard?
+    /// The transport of each accepted connection (TLS); nil: the socket's bytes as they are.
+    /// Nil from it refuses the connection (closed at once).
+    public var makeTransport: ((Socket) -> (any ByteTransport)?)?
     public let headerLimit: Int
     public let requestTimeout: Double
     /// How long an answered connection waits for the client's end of stream.
@@ -46,7 +54,7 @@ public final class HTTPServer {
         loop: EventLoop, endpoint: Endpoint, headerLimit: Int = 8 << 10, requestTimeout: Double = 5, metrics: @escaping () -> String
     ) throws(SocketError) {
         var routes = HTTPRoutes()
-        routes.add("GET", "/metrics") { _ in
+        routes.add("GET", "/metrics", needs: .metrics) { _ in
             HTTPResponse(status: 200, contentType: "text/plain; version=0.0.4; charset=utf-8", body: metrics())
         }
         routes.add("GET", "/healthz") { _ in HTTPResponse(status: 200, body: "ok\n") }
@@ -63,7 +71,13 @@ public final class HTTPServer {
     }
 
     private func accept(_ socket: Socket) {
-        let client = Client(server: self, connection: Connection(loop: loop, socket: socket))
+        let host = (try? socket.peerAddress().host) ?? "?"
+        var transport: (any ByteTransport)?
+        if let makeTransport {
+            guard let made = makeTransport(socket) else { return socket.close() }
+            transport = made
+        }
+        let client = Client(server: self, connection: Connection(loop: loop, socket: socket, transport: transport), host: host)
         clients[ObjectIdentifier(client)] = client
         client.start()
     }
@@ -83,10 +97,15 @@ public final class HTTPServer {
         /// Answered (or timed out): what the client still sends is read to its end and dropped.
         var answered = false
         var deadline: LoopTimer?
+        /// The peer's address without its port: what failed attempts are slowed by.
+        let host: String
+        /// A refusal waiting for the guard's delay.
+        var refusal: LoopTimer?
 
-        init(server: HTTPServer, connection: Connection) {
+        init(server: HTTPServer, connection: Connection, host: String) {
             self.server = server
             self.connection = connection
+            self.host = host
             self.reader = HTTPRequestReader(headerLimit: server.headerLimit)
         }
 
@@ -104,7 +123,15 @@ public final class HTTPServer {
 
         func close() {
             deadline?.stop()
+            cancelRefusal()
             connection.close()
+        }
+
+        func cancelRefusal() {
+            guard let refusal else { return }
+            refusal.stop()
+            self.refusal = nil
+            server.access?.answered(host: host)
         }
 
         func received(_ bytes: UnsafeRawBufferPointer) {
@@ -118,7 +145,7 @@ public final class HTTPServer {
             case .refuse(let status): answer(HTTPResponse(status: status.code))
             case .complete(let request):
                 guard case .respond(let handler) = route?.handler else { return }
-                answer(handler(request))
+                answer(handler(request.removingToken()))
             case .head(let request):
                 switch server.routes.match(method: request.method, path: request.path) {
                 case .notFound:
@@ -128,11 +155,37 @@ public final class HTTPServer {
                     response.headers.append(("Allow", allowed.joined(separator: ", ")))
                     answer(response)
                 case .found(let found):
+                    if let needed = found.permission, let access = server.access {
+                        let decision = access.decide(request, needs: needed)
+                        guard decision == .allowed else { return refuse(decision, access) }
+                    }
+                    let request = request.removingToken()
                     if case .takeOver(let handler) = found.handler { return takeOver(request, handler) }
                     route = found
                     handle(reader.expectBody(maxBody: found.maxBody))
                 }
             }
+        }
+
+        /// A request without the token its route needs: answered once the guard's delay for
+        /// this host is over (or closed at once when too many of its answers wait).
+        func refuse(_ decision: AccessGuard.Decision, _ access: AccessGuard) {
+            answered = true
+            deadline?.stop()
+            var response = HTTPResponse(status: decision == .forbidden ? 403 : 401, body: decision == .forbidden
+                ? "this token does not allow that\n" : "a token is needed: open the address nalcast printed, or send Authorization: Bearer TOKEN\n")
+            if decision == .unauthorized { response.headers.append(("WWW-Authenticate", "Bearer realm=\"nalcast\"")) }
+            guard let delay = access.failed(host: host) else {
+                return connection.closeGracefully(within: server.closeTimeout)
+            }
+            let timer = LoopTimer(loop: server.loop) { [unowned self] in
+                self.refusal = nil
+                access.answered(host: self.host)
+                self.connection.write(chunks: [response.bytes[...]])
+                self.connection.closeGracefully(within: self.server.closeTimeout)
+            }
+            refusal = timer
+            timer.start(after: delay)
         }
 
         func answer(_ response: HTTPResponse) {
@@ -142,18 +195,23 @@ public final class HTTPServer {
             connection.closeGracefully(within: server.closeTimeout)
         }
 
-        /// Gives the socket and the bytes past the head to the route's owner; this client is done.
+        /// Gives the connection and the bytes past the head to the route's owner; this client
+        /// is done. Reading pauses until the new owner starts the connection again.
         func takeOver(_ request: HTTPRequest, _ handler: HTTPRoutes.TakeOver) {
             answered = true
             deadline?.stop()
             let rest = reader.bytesAfterHead
-            guard let socket = connection.detach() else { return }
+            guard !connection.isClosed else { return }
+            connection.pauseReading()
+            connection.onData = nil
+            connection.onClose = nil
             server.remove(self)
-            handler(request, socket, rest)
+            handler(request, connection, rest)
         }
 
         func done() {
             deadline?.stop()
+            cancelRefusal()
             server.remove(self)
         }
     }
@@ -164,9 +222,10 @@ public final class HTTPServer {
 public struct HTTPRoutes {
     /// Answers a complete request (head and body).
     public typealias Respond = (HTTPRequest) -> HTTPResponse
-    /// Takes the connection over: the request head, the socket (non-blocking, now owned by
-    /// the handler), and the bytes the peer sent past the head that were already read.
-    public typealias TakeOver = (HTTPRequest, Socket, [UInt8]) -> Void
+    /// Takes the connection over: the request head, the connection (reading paused, its
+    /// callbacks unset: now the handler's, which calls `start()`), and the bytes the peer
+    /// sent past the head that were already read.
+    public typealias TakeOver = (HTTPRequest, Connection, [UInt8]) -> Void
 
     public enum Handler {
         case respond(Respond)
@@ -178,6 +237,9 @@ public struct HTTPRoutes {
         public let path: String
         /// The largest request body accepted (`Content-Length`); larger ones get 413.
         public let maxBody: Int
+        /// What a token must allow when the server checks tokens (`HTTPServer.access`);
+        /// nil for a route anyone may reach (`/healthz`).
+        public let permission: Permission?
         public let handler: Handler
     }
 
@@ -193,16 +255,16 @@ public struct HTTPRoutes {
     public init() {}
 
     /// Adds (or replaces) the route for `method` and `path`.
-    public mutating func add(_ method: String, _ path: String, maxBody: Int = 0, handler: Handler) {
+    public mutating func add(_ method: String, _ path: String, maxBody: Int = 0, needs permission: Permission? = nil, handler: Handler) {
         var list = routes[path, default: []]
         list.removeAll { $0.method == method }
-        list.append(Route(method: method, path: path, maxBody: maxBody, handler: handler))
+        list.append(Route(method: method, path: path, maxBody: maxBody, permission: permission, handler: handler))
         routes[path] = list
     }
 
     /// Adds a route that answers.
-    public mutating func add(_ method: String, _ path: String, maxBody: Int = 0, _ respond: @escaping Respond) {
-        add(method, path, maxBody: maxBody, handler: .respond(respond))
+    public mutating func add(_ method: String, _ path: String, maxBody: Int = 0, needs permission: Permission? = nil, _ respond: @escaping Respond) {
+        add(method, path, maxBody: maxBody, needs: permission, handler: .respond(respond))
     }
 
     public func match(method: String, path: String) -> Match {

@@ -109,6 +109,8 @@ public final class StreamServer {
     /// else 403: set for a loopback page, it defeats DNS rebinding (a foreign name resolved
     /// to 127.0.0.1 makes `Origin` and `Host` agree).
     public var viewersOnlyFromLoopbackHosts = false
+    /// The page is served over TLS (`--tls`): a viewer's `Origin` is `https://` + `Host`.
+    public var pageIsSecure = false
 
     /// Called on the loop thread when the encoder should make an IDR.
     public var onRequestIDR: () -> Void = {}
@@ -237,7 +239,11 @@ public final class StreamServer {
     /// Ends a connection that is no reader: writes `chunks` (an HTTP answer) and closes
     /// gracefully, kept in `closing` until it is closed.
     func endWithoutReader(_ socket: Socket, saying chunks: [ArraySlice<UInt8>] = []) {
-        let connection = Connection(loop: loop, socket: socket)
+        endWithoutReader(Connection(loop: loop, socket: socket), saying: chunks)
+    }
+
+    /// The same for a connection already made (a WebSocket upgrade refused).
+    func endWithoutReader(_ connection: Connection, saying chunks: [ArraySlice<UInt8>] = []) {
         connection.start()
         if !chunks.isEmpty { connection.write(chunks: chunks) }
         let key = ObjectIdentifier(connection)

@@ -2,6 +2,9 @@
 /// WebCodecs, with nothing to build and nothing fetched from elsewhere.
 ///
 /// What it does, in the order the bytes go:
+/// - a token given in the address (`?token=`) is taken once, kept in `sessionStorage` and
+///   removed from the address bar (`history.replaceState`); it goes with each WebSocket
+///   (`ws?token=`, a browser's WebSocket sends no `Authorization`);
 /// - a WebSocket to `ws` beside the page (so a reverse proxy may mount it under a path;
 ///   `wss:` when the page came over https), `binaryType` arraybuffer, reconnecting by itself
 ///   with a backoff (0.25 s doubling to 5 s, reset once a message arrives);
@@ -27,7 +30,7 @@
 /// end: `code`, `reason`, `wasClean`; the last 20) and `problem` (the last problem stated; a
 /// stream's end is none).
 /// WebCodecs exists only in a secure context (https, or http from localhost/127.0.0.1):
-/// elsewhere the page says so and names the fix, a TLS reverse proxy.
+/// elsewhere the page says so and names the fixes, `--tls` or a TLS reverse proxy.
 public enum ViewerPage {
     public static let html = """
         <!doctype html>
@@ -48,6 +51,19 @@ public enum ViewerPage {
         <div id="line">connecting…</div>
         <script>
         'use strict';
+        // A token given as ?token= (the address nalcast printed) is taken once: kept for this
+        // tab (a reload still plays), sent with each WebSocket, and dropped from the address
+        // bar and the history, so it is not copied, bookmarked or sent as a referrer.
+        const token = (() => {
+          const params = new URLSearchParams(location.search);
+          const given = params.get('token');
+          if (given === null) return sessionStorage.getItem('nalcast-token');
+          sessionStorage.setItem('nalcast-token', given);
+          params.delete('token');
+          const rest = params.toString();
+          history.replaceState(history.state, '', location.pathname + (rest ? '?' + rest : '') + location.hash);
+          return given;
+        })();
         const canvas = document.getElementById('picture');
         const context = canvas.getContext('2d');
         const line = document.getElementById('line');
@@ -67,7 +83,7 @@ public enum ViewerPage {
         if (!('VideoDecoder' in window)) {
           say('This browser cannot decode here: WebCodecs (VideoDecoder) needs a secure context. ' +
               'Open the page as http://localhost:PORT/ or http://127.0.0.1:PORT/ on this machine, ' +
-              'or serve it through a TLS (https) reverse proxy.', true);
+              'or serve it over https: nalcast --tls self-signed (or --tls-cert and --tls-key), or a TLS (https) reverse proxy.', true);
         } else {
           start();
         }
@@ -166,6 +182,7 @@ public enum ViewerPage {
           function connect() {
             const url = new URL('ws', location.href);
             url.protocol = location.protocol === 'https:' ? 'wss:' : 'ws:';
+            if (token) url.searchParams.set('token', token);
             const socket = new WebSocket(url);
             let opened = false;
             socket.binaryType = 'arraybuffer';

@@ -80,7 +80,8 @@ public struct WebSocketHandshake: Sendable, Equatable {
     }
 
     /// Checks `request`; the handshake to answer, or why not.
-    public static func validate(_ request: HTTPRequest) -> Result<WebSocketHandshake, Failure> {
+    /// `secure`: the page is served over TLS by nalcast itself, its origin `https://`.
+    public static func validate(_ request: HTTPRequest, secure: Bool = false) -> Result<WebSocketHandshake, Failure> {
         guard request.method == "GET" else { return .failure(.methodNotGet(request.method)) }
         guard request.version == "HTTP/1.1" else { return .failure(.notHTTP11(request.version)) }
         guard let host = request.header("host"), !host.isEmpty else { return .failure(.missingHost) }
@@ -90,7 +91,7 @@ public struct WebSocketHandshake: Sendable, Equatable {
         guard version == "13" else { return .failure(.unsupportedVersion(version)) }
         let keys = request.headers.filter { $0.name == "sec-websocket-key" }
         guard keys.count == 1, Base64.decode(keys[0].value)?.count == 16 else { return .failure(.badKey) }
-        let scheme = request.header("x-forwarded-proto")?.lowercased() == "https" ? "https" : "http"
+        let scheme = secure || request.header("x-forwarded-proto")?.lowercased() == "https" ? "https" : "http"
         if let origin = request.header("origin"), !sameOrigin(origin, host: host, scheme: scheme) { return .failure(.foreignOrigin(origin)) }
         return .success(WebSocketHandshake(key: keys[0].value))
     }

@@ -46,12 +46,12 @@ final class WebSocketViewer: StreamReader {
     /// `reader-closed` event.
     private(set) var closeReason: String?
 
-    /// A viewer on `socket` whose upgrade is answered with `response` (the `101`);
+    /// A viewer on `connection` (taken over from the HTTP server, its transport with it) whose upgrade is answered with `response` (the `101`);
     /// `bytesAfterHead` are frames the client sent with its request.
-    init(_ socket: Socket, peer: String, response: [UInt8], bytesAfterHead: [UInt8], _ context: ReaderContext) {
+    init(_ connection: Connection, peer: String, response: [UInt8], bytesAfterHead: [UInt8], _ context: ReaderContext) {
         // Small kernel buffers: lag must show in our queue, where it can be skipped.
-        try? socket.configureForStreaming()
-        connection = Connection(loop: context.loop, socket: socket)
+        try? connection.socket.configureForStreaming()
+        self.connection = connection
         self.peer = peer
         self.response = response
         self.bytesAfterHead = bytesAfterHead

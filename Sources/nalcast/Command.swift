@@ -33,7 +33,8 @@ let commonSpecs: [OptionSpec] = [
 /// `NALCAST_*` variables that are not options but are nalcast's all the same: the
 /// environment `consume --on-segment` gives its command, and the test and fuzz scripts' own.
 let reservedEnvironmentPrefixes = ["NALCAST_SEGMENT_PATH", "NALCAST_SEGMENT_FRAMES", "NALCAST_SEGMENT_BYTES",
-                                   "NALCAST_BINARY", "NALCAST_LONG_TESTS", "NALCAST_FUZZ_"]
+                                   "NALCAST_BINARY", "NALCAST_LONG_TESTS", "NALCAST_FUZZ_",
+                                   SRTSecretChoice.environmentName]
 
 extension Command {
     static var notes: [String] { [] }

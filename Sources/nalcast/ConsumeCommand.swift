@@ -36,6 +36,7 @@ enum ConsumeCommand: Command {
         OptionSpec(name: "on-segment", value: "CMD", help: "run CMD PATH (no shell) for each finished segment; NALCAST_SEGMENT_* in its environment"),
         OptionSpec(name: "fsync", value: nil, help: "fsync each segment before renaming it (--no-fsync: faster, not crash-safe)", defaultText: "on"),
         OptionSpec(name: "forward", value: "URL", help: "send the stream on, reconnecting, to tcp://HOST:PORT or unix:PATH (Annex-B), rtmp://HOST[:PORT]/APP/KEY, srt://HOST:PORT[?streamid=ID], rtsp://HOST[:PORT]/PATH or udp://HOST:PORT; repeatable", repeatable: true),
+    ] + SRTSecretChoice.specs("consume") + [
         OptionSpec(name: "reconnect-timeout", value: "DURATION", help: "give up after being disconnected this long (0: on the first disconnect)", defaultText: "keep trying"),
         OptionSpec(name: "sink-queue", value: "SIZE", help: "bytes queued per sink; a live sink that falls further behind skips to the next IDR (a file reader waits)", defaultText: "8M live, 512k for files"),
         OptionSpec(name: "frame-rate", value: "FPS", help: "media time for files without timestamp SEI or VUI frame rate (30, 29.97, 30000/1001)", defaultText: "30"),
@@ -163,6 +164,9 @@ enum ConsumeCommand: Command {
             }
             fsync = !options.isOff("fsync")
             forwards = try options.strings("forward").map { try ForwardChoice.parse($0, command: "consume") }
+            let secret = try SRTSecretChoice.parse(options, prefix: "consume: ", usedBySRT: SRTSecretChoice.usesSRT(forwards, input))
+            forwards = SRTSecretChoice.apply(secret, to: forwards)
+            input = SRTSecretChoice.apply(secret, to: input)
             reconnectTimeout = try options.duration("reconnect-timeout")
             sinkQueue = try options.value("sink-queue", default: input.isNetwork ? 8 << 20 : 512 << 10, ValueFormat.byteSize)
             frameRate = try options.value("frame-rate", default: FrameRate(30), expected: "expected a frame rate such as 30, 29.97 or 30000/1001") { FrameRate(parsing: $0) }
@@ -176,7 +180,7 @@ enum ConsumeCommand: Command {
             }
             events = options.string("events")
             dryRun = options.has("dry-run")
-            serving = try ServingChoice.parse(options, .relay, defaultListen: false)
+            serving = try ServingChoice.parse(options, .relay, defaultListen: false, metrics: metrics)
             // A file is paced when served (`--no-realtime` says otherwise) or when asked; a
             // live input comes at its own pace.
             realtime = !input.isNetwork && (options.has("realtime") || (serving.isServing && !options.isOff("realtime")))
@@ -227,6 +231,7 @@ enum ConsumeCommand: Command {
             if serving.isServing { out += serving.lines(.relay) }
             if !input.isNetwork { out.append("realtime: " + (realtime ? "on (the file is read at the pace of its media time)" : "off (the file is read as fast as it goes)")) }
             out.append("metrics: \(metrics?.description ?? "off")")
+            out += serving.access.lines
             out.append("events: \(events ?? "off")")
             return out
         }

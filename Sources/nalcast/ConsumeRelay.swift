@@ -50,8 +50,8 @@ final class ConsumeRelay {
     /// Where the input's audio goes: the MPEG-TS listeners, when there are some.
     let audio: RelayAudio
 
-    init(loop: EventLoop, choice: ServingChoice, registry: MetricsRegistry, log: Log, events: EventLog?) throws {
-        let side = try ServingSide(loop: loop, choice: choice, .relay, registry: registry, events: events,
+    init(loop: EventLoop, choice: ServingChoice, registry: MetricsRegistry, log: Log, events: EventLog?, security: HTTPSecurity) throws {
+        let side = try ServingSide(loop: loop, choice: choice, .relay, registry: registry, events: events, security: security,
                                    metricsText: { registry.render() }, onRequestIDR: nil, onFinished: { loop.stop() })
         guard let server = side.server else { preconditionFailure("a relay serves --listen or --web") }
         let mailbox = server.mailbox!
@@ -119,9 +119,9 @@ extension ConsumeSession {
 
     /// `--listen`, `--web`: the relay's server, started on the loop; the run's end goes
     /// through it (its readers get their end of stream).
-    func makeRelay(_ loop: EventLoop, _ ending: Ending) throws -> ConsumeRelay? {
+    func makeRelay(_ loop: EventLoop, _ ending: Ending, _ security: HTTPSecurity) throws -> ConsumeRelay? {
         guard config.serving.isServing else { return nil }
-        let relay = try ConsumeRelay(loop: loop, choice: config.serving, registry: metrics.registry, log: log, events: events)
+        let relay = try ConsumeRelay(loop: loop, choice: config.serving, registry: metrics.registry, log: log, events: events, security: security)
         ending.endsThrough.withLock { $0 = relay.endStream }
         relay.start()
         log.line("relaying \(config.input)\(config.realtime ? " at the pace of its media time" : ""); " + relay.side.places.joined(separator: ", "))

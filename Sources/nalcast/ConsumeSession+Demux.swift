@@ -51,6 +51,7 @@ extension ConsumeSession {
             case .ended: ending.end(.inputEnded)
             case .failed(let message): ending.end(.inputFailed(message))
             case .invalid(let message): ending.end(.notAnnexB(message))
+            case .refused(let message): ending.end(.refused(message))
             case .gaveUp(let reason, let everOpened, let endedCleanly):
                 reporter.report(InputEvent(.demuxed, source.shown, .gaveUp(reason: reason, everOpened: everOpened, endedCleanly: endedCleanly)))
             }

@@ -29,6 +29,8 @@ final class ConsumeSession {
     /// `--listen`, `--web`: the relay's serving side, made on the loop before the input
     /// (`makeRelay`, in ConsumeRelay.swift).
     var relay: ConsumeRelay?
+    /// The tokens and TLS of `--web` and `--metrics`.
+    var security: HTTPSecurity?
     /// The run's end, once `run` made it: what a paced input asks before it sleeps on.
     private(set) var ending: Ending?
     /// The reader of a `tcp://` input found to be MPEG-TS (`transportStreamHandOver`); set
@@ -47,7 +49,7 @@ final class ConsumeSession {
     }
 
     /// How the run ended, set from whichever thread saw it first.
-    enum Outcome: Sendable { case inputEnded, inputFailed(String), notAnnexB(String), unreachable(String), stopped, sinksClosed }
+    enum Outcome: Sendable { case inputEnded, inputFailed(String), notAnnexB(String), unreachable(String), refused(String), stopped, sinksClosed }
 
     /// The end of the run, told from any thread: the first outcome wins and stops the loop;
     /// failed sinks are collected for the exit code.
@@ -89,7 +91,7 @@ final class ConsumeSession {
 
     func run() throws -> ExitCode {
         // Only the loop thread takes SIGINT/SIGTERM: block them before any thread starts.
-        EventLoop.setSignals([SIGINT, SIGTERM], blocked: true)
+        EventLoop.setSignals(Set([SIGINT, SIGTERM] + (config.serving.access.reloadsOnHangUp ? [SIGHUP] : [])), blocked: true)
         let loop = EventLoop()
         let ending = Ending(loop: loop)
         self.ending = ending
@@ -100,7 +102,11 @@ final class ConsumeSession {
         // The watchers must outlive the loop and the drain: a released SignalWatcher stops its
         // watcher, and the signal's default action (ending the process) would be back.
         defer { withExtendedLifetime(signalWatchers) {} }
-        relay = try makeRelay(loop, ending)
+        let security = try HTTPSecurity(config.serving.access, registry: metrics.registry, prefix: "consume: ")
+        self.security = security
+        let reloadWatcher = security.watchReload(loop, log: log)
+        defer { withExtendedLifetime(reloadWatcher) {} }
+        relay = try makeRelay(loop, ending, security)
         var client = try connectInput(loop, fanout, ending)
         let serving = try startServing(loop, fanout)
         startReading(fileReader, fanout, ending)
@@ -241,7 +247,8 @@ final class ConsumeSession {
     private func makeForwardSink(_ target: ForwardChoice, name: String, _ ending: Ending) -> sending ForwardSink {
         target.makeSink(name: name, fallbackFrameRate: config.frameRate.framesPerSecond, countedClock: config.input.timeIsCounted,
                         live: isLive,
-                        onEvent: ForwardChoice.reporter(name: name, log: log, events: events) { ending.forwardsConnected.withLock { _ = $0.insert(name) } })
+                        onEvent: ForwardChoice.reporter(name: name, log: log, events: events, onConnect: { ending.forwardsConnected.withLock { _ = $0.insert(name) } },
+                                                        onRefused: { ending.end(.refused($0)) }))
     }
 
     /// SIGINT, SIGTERM: stop reading, let the sinks finish.
@@ -313,8 +320,10 @@ final class ConsumeSession {
             } catch {
                 throw CommandError.unavailable("consume: --metrics \(address): \(error)")
             }
+            if let server = serving.metricsServer { security?.protect(server) }
             serving.metricsServer?.start()
         }
+        for line in security?.startLines(page: relay?.side.webServer, metrics: serving.metricsServer) ?? [] { log.line(line, force: true) }
         if serving.statusLine.enabled {
             let statusLine = serving.statusLine
             let runners = fanout.runners
@@ -381,6 +390,7 @@ final class ConsumeSession {
         case .unreachable(let message): throw CommandError.unavailable("consume: \(message)")
         case .inputFailed(let message): throw CommandError.io("consume: \(message)")
         case .notAnnexB(let message): throw CommandError(code: .dataError, message: "consume: \(message)")
+        case .refused(let message): throw CommandError(code: .noPermission, message: "consume: \(message)")
         default: break
         }
         // A failed sink was reported once, when it failed: exit 74 without saying it again.

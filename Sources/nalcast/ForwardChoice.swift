@@ -48,7 +48,7 @@ enum ForwardChoice: CustomStringConvertible {
         case .push(let push):
             switch push.kind {
             case .rtmp: "FLV over RTMP"
-            case .srt: "MPEG-TS over SRT"
+            case .srt: "MPEG-TS over SRT" + (push.secret.map { ", \($0)" } ?? "")
             case .rtsp: "RTSP publish, RTP over TCP"
             case .udp: "MPEG-TS over UDP"
             }
@@ -74,7 +74,9 @@ enum ForwardChoice: CustomStringConvertible {
 
     /// What a forward target's events become: a log line each, an event, and `onConnect`
     /// (`consume` keeps which targets connected at least once, for its exit code).
-    static func reporter(name: String, log: Log, events: EventLog?, onConnect: (@Sendable () -> Void)? = nil) -> @Sendable (ForwardSink.Event) -> Void {
+    /// `onRefused`: the remote refused the SRT passphrase; the run ends (exit 77).
+    static func reporter(name: String, log: Log, events: EventLog?, onConnect: (@Sendable () -> Void)? = nil,
+                         onRefused: @escaping @Sendable (String) -> Void) -> @Sendable (ForwardSink.Event) -> Void {
         { event in
             switch event {
             case .connected(let target):
@@ -86,6 +88,9 @@ enum ForwardChoice: CustomStringConvertible {
                 events?.emit("forward-disconnected", [("sink", name), ("endpoint", target), ("reason", reason)])
             case .retrying(let target, let attempt, let reason, let nextIn):
                 log.line(ConsumeReport.forwardRetrying(target, attempt: attempt, reason: reason, nextIn: nextIn))
+            case .refused(let target, let reason):
+                events?.emit("forward-refused", [("sink", name), ("endpoint", target), ("reason", reason)])
+                onRefused("forward to \(target): \(reason)")
             case .closed(let target, let summary):
                 log.line("forward to \(target) closed: \(summary)")
                 events?.emit("forward-closed", [("sink", name), ("endpoint", target), ("summary", summary)])

@@ -35,7 +35,7 @@ enum ProduceCommand: Command {
         OptionSpec(name: "output", value: "FILE", help: "also write the stream to FILE (- for stdout): .mp4, .ts, .mkv, .flv in that container, anything else Annex-B; without --listen, only there", short: "o"),
         OptionSpec(name: "forward", value: "URL", help: "also push the stream, reconnecting, to rtmp://HOST[:PORT]/APP/KEY, srt://HOST:PORT[?streamid=ID], rtsp://HOST[:PORT]/PATH, udp://HOST:PORT, or tcp://HOST:PORT / unix:PATH (Annex-B); repeatable; without --listen, only there", repeatable: true),
         OptionSpec(name: "format", value: "FORMAT", help: "the container of -o: mp4, ts, mkv, flv or h264 (raw Annex-B); mp4 needs a seekable file", defaultText: "from the -o extension, else h264", values: OptionValues.formats),
-    ]
+    ] + SRTSecretChoice.specs("produce")
     private static let observabilitySpecs: [OptionSpec] = [
         // Observability
         OptionSpec(name: "metrics", value: "ADDR", help: "serve Prometheus /metrics, /healthz and POST /bitrate on ADDR"),
@@ -104,6 +104,7 @@ enum ProduceCommand: Command {
             for f in forwards { out.append("forward: \(f) (\(f.carries))") }
             out += serving.lines(.encoder)
             out.append("metrics: \(metrics?.description ?? "none")")
+            out += serving.access.lines
             out.append("events: \(events ?? "none")")
             return out
         }
@@ -140,9 +141,9 @@ enum ProduceCommand: Command {
 
         let output = o.string("output")
         let outputFormat = try OutputChoice.format(o, output: output, command: "produce")
-        let forwards = try o.strings("forward").map { try ForwardChoice.parse($0, command: "produce") }
-        let serving = try ServingChoice.parse(o, .encoder, defaultListen: output == nil && forwards.isEmpty)
-
+        var forwards = try o.strings("forward").map { try ForwardChoice.parse($0, command: "produce") }
+        let secret = try SRTSecretChoice.parse(o, prefix: "", usedBySRT: SRTSecretChoice.usesSRT(forwards))
+        forwards = SRTSecretChoice.apply(secret, to: forwards)
         var metrics: Endpoint?
         if let text = o.string("metrics") {
             do { metrics = try Endpoint(parsing: text) } catch { throw CommandError.usage("--metrics: \(error)") }
@@ -150,6 +151,7 @@ enum ProduceCommand: Command {
                 throw CommandError.usage("--metrics \(metrics) is not a loopback address: add --allow-remote")
             }
         }
+        let serving = try ServingChoice.parse(o, .encoder, defaultListen: output == nil && forwards.isEmpty, metrics: metrics)
         let events = o.string("events")
         if output == "-" && events == "-" { throw CommandError.usage("-o - and --events - cannot both use stdout") }
         var plan = Plan(

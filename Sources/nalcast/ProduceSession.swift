@@ -63,17 +63,17 @@ final class ProduceSession {
 
         // Only the loop thread takes these signals: block them before any thread starts
         // (the -o writer's is the first).
-        EventLoop.setSignals([SIGINT, SIGTERM, SIGUSR1], blocked: true)
+        EventLoop.setSignals(Set([SIGINT, SIGTERM, SIGUSR1] + (plan.serving.access.reloadsOnHangUp ? [SIGHUP] : [])), blocked: true)
         var runners: [SinkRunner] = []
         if let sink { runners.append(makeOutput(sink, live: source.isLive, registry: registry, outcome)) }
-        runners += makeForwards(live: source.isLive, registry: registry, events)
+        let control = CaptureControl()
+        runners += makeForwards(live: source.isLive, registry: registry, events, outcome, control)
         let output = runners.isEmpty ? nil : SinkFanout(runners: runners)
         if let audio, let output {
             output.deliver(audioFormat: audio.capture.format)
             audio.delivery.add { output.deliver(audio: $0) }
         }
         let loop = EventLoop()
-        let control = CaptureControl()
         let serving = try wireServing(loop, control, registry, events, audio)
         announce(Self.describe(source, plan: plan), serving)
 
@@ -128,11 +128,16 @@ final class ProduceSession {
 
     /// `--forward` targets, each on its own thread: behind a live source a target that is
     /// slow or down skips to the next IDR and never holds capture up.
-    private func makeForwards(live: Bool, registry: MetricsRegistry, _ events: EventLog?) -> [SinkRunner] {
+    /// A passphrase an SRT target refuses stops the run: one line, exit 77.
+    private func makeForwards(live: Bool, registry: MetricsRegistry, _ events: EventLog?, _ outcome: Outcome, _ control: CaptureControl) -> [SinkRunner] {
         let log = self.log
+        let refused: @Sendable (String) -> Void = { message in
+            outcome.error.withLock { if $0 == nil { $0 = CommandError(code: .noPermission, message: message) } }
+            control.stop()
+        }
         return plan.forwards.enumerated().map { index, target in
             let name = ForwardChoice.sinkName(index, of: plan.forwards.count)
-            let sink = target.makeSink(name: name, fallbackFrameRate: nil, countedClock: false, live: live, onEvent: ForwardChoice.reporter(name: name, log: log, events: events))
+            let sink = target.makeSink(name: name, fallbackFrameRate: nil, countedClock: false, live: live, onEvent: ForwardChoice.reporter(name: name, log: log, events: events, onRefused: refused))
             let counters = SinkCounters(registry: registry, sink: name), shown = target.description
             return SinkRunner(sink: sink, queue: SinkQueue(policy: live ? .skipToEntry : .wait, highWater: 8 << 20), counters: counters) { event in
                 guard case .closed(_, let error) = event else { return }
@@ -146,7 +151,9 @@ final class ProduceSession {
     /// The stream server (`--listen`), `--metrics`, the signals and the status line, on the loop.
     private func wireServing(_ loop: EventLoop, _ control: CaptureControl, _ registry: MetricsRegistry, _ events: EventLog?,
                              _ audio: ProduceAudio?) throws -> LoopSide {
-        let serving = try ServingSide(loop: loop, choice: plan.serving, .encoder, registry: registry, events: events, audio: audio?.capture.format,
+        let security = try HTTPSecurity(plan.serving.access, registry: registry, prefix: "")
+        let serving = try ServingSide(loop: loop, choice: plan.serving, .encoder, registry: registry, events: events, security: security,
+                                      audio: audio?.capture.format,
                                       metricsText: { registry.render() },
                                       onRequestIDR: { control.requestIDR() }, onFinished: { loop.stop() })
         let server = serving.server
@@ -155,9 +162,9 @@ final class ProduceSession {
             audio.capture.registerMetrics(in: registry, delivery: audio.delivery)
             serving.carry(audio.delivery)
         }
-        let metricsServer = try makeMetricsServer(loop, control, registry, events)
+        let metricsServer = try makeMetricsServer(loop, control, registry, events, security: security)
         let captureEnded = Mailbox<Int>(loop: loop) { _ in if server == nil { loop.stop() } }
-        let signals = watchSignals(loop, control, server, events)
+        let signals = watchSignals(loop, control, server, events) + [security.watchReload(loop, log: log)].compactMap { $0 }
         serving.start()
         metricsServer?.start()
         let statusTimer = startStatusLine(loop, control, server, audio)
@@ -165,7 +172,8 @@ final class ProduceSession {
     }
 
     /// `--metrics`: `/metrics`, `/healthz`, and `POST /bitrate` for a live bitrate change.
-    private func makeMetricsServer(_ loop: EventLoop, _ control: CaptureControl, _ registry: MetricsRegistry, _ events: EventLog?) throws -> HTTPServer? {
+    private func makeMetricsServer(_ loop: EventLoop, _ control: CaptureControl, _ registry: MetricsRegistry, _ events: EventLog?,
+                                   security: HTTPSecurity) throws -> HTTPServer? {
         guard let endpoint = plan.metrics else { return nil }
         let server: HTTPServer
         do {
@@ -173,7 +181,8 @@ final class ProduceSession {
         } catch {
             throw CommandError.unavailable("--metrics \(endpoint): \(error)")
         }
-        server.routes.add("POST", "/bitrate", maxBody: BitrateRoute.maxBody) { request in
+        security.protect(server)
+        server.routes.add("POST", "/bitrate", maxBody: BitrateRoute.maxBody, needs: .control) { request in
             BitrateRoute.respond(to: request) { bits in
                 control.requestBitrate(bits)
                 events?.emit("bitrate-requested", [("bitsPerSecond", bits)])
@@ -227,6 +236,7 @@ final class ProduceSession {
         if let output = plan.output { where_.append("writing \(output == "-" ? "stdout" : output)") }
         for target in plan.forwards { where_.append("pushing to \(target)") }
         log.line("capturing \(input); \(where_.joined(separator: ", "))")
+        for line in serving.serving.securityLines(metrics: serving.metricsServer) { log.line(line, force: true) }
     }
 
     /// The capture thread: everything from frames to access units happens there, and each
@@ -278,7 +288,7 @@ final class ProduceSession {
         events?.emit("finished", [("framesEncoded", Int(stats.framesEncoded)), ("framesDropped", Int(stats.droppedTotal)),
                                   ("keepAliveFrames", Int(stats.keepAliveFrames))])
         events?.flush()
-        if let error = outcome.error.withLock({ $0 }) { throw commandError(error, of: plan.source) }
+        if let error = outcome.error.withLock({ $0 }) { throw (error as? CommandError) ?? commandError(error, of: plan.source) }
         // A failed -o was reported once, when it failed: exit 74 without saying it again.
         if outcome.outputFailed.load(ordering: .relaxed) { return .ioError }
         return .ok

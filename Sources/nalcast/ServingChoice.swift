@@ -24,6 +24,8 @@ struct ServingChoice {
     /// `--web`: the browser page, its WebSocket stream, /metrics and /healthz.
     var web: Endpoint?
     var broadcaster = BroadcasterConfig()
+    /// Who may use `--web` and `--metrics`: tokens, or nothing checked.
+    var access = AccessChoice()
 
     var isServing: Bool { !listeners.isEmpty || web != nil }
     /// True when a listener serves MPEG-TS (the only readers that get audio).
@@ -50,6 +52,7 @@ struct ServingChoice {
                 OptionSpec(name: "listen", value: "ADDR", help: "serve readers on tcp://HOST:PORT or unix:PATH (raw H.264 Annex-B, video only), or on ts:tcp://HOST:PORT or ts:unix:PATH (MPEG-TS: video and audio with timestamps, for ffplay, VLC, mpv); repeatable, each listener its own format", defaultText: "tcp://127.0.0.1:7264 unless -o, --forward or --web is given", repeatable: true),
                 OptionSpec(name: "web", value: "ADDR", help: "serve a page that plays the stream in a browser on ADDR (open http://HOST:PORT/; the stream at /ws, also /metrics and /healthz)"),
                 OptionSpec(name: "allow-remote", value: nil, help: "allow --listen, --web or --metrics on a non-loopback address (the stream may show your screen)"),
+            ] + AccessChoice.specs + [
                 OptionSpec(name: "join", value: "POLICY", help: "where a new reader starts: idr (fresh IDR at once), gop (cached GOP), next (next IDR)", defaultText: "idr"),
                 OptionSpec(name: "idr-min-interval", value: "TIME", help: "at most one IDR for joining readers per TIME", defaultText: "250ms"),
             ]
@@ -58,6 +61,7 @@ struct ServingChoice {
                 OptionSpec(name: "listen", value: "ADDR", help: "relay: serve what is read to readers on tcp://HOST:PORT or unix:PATH (Annex-B), or ts:tcp://HOST:PORT or ts:unix:PATH (MPEG-TS: video and the input's AAC audio); repeatable; on the machine of the --from producer, another port than its 7264, e.g. tcp://127.0.0.1:7265", repeatable: true),
                 OptionSpec(name: "web", value: "ADDR", help: "relay: serve a page that plays what is read in a browser on ADDR (open http://HOST:PORT/; the stream at /ws, also /metrics and /healthz)"),
                 OptionSpec(name: "allow-remote", value: nil, help: "allow --listen, --web or --metrics on a non-loopback address"),
+            ] + AccessChoice.specs + [
                 OptionSpec(name: "join", value: "POLICY", help: "where a new reader starts: gop (the cached GOP from its IDR at once, then live), next (the next IDR); no idr: there is no encoder to ask", defaultText: "gop"),
             ]
         }
@@ -72,7 +76,8 @@ struct ServingChoice {
 
     /// Reads the serving options. `defaultListen`: listen on 127.0.0.1:7264 when neither
     /// `--listen` nor `--web` is given (`produce` without another output).
-    static func parse(_ o: ParsedOptions, _ role: Role, defaultListen: Bool) throws -> ServingChoice {
+    /// `metrics`: the `--metrics` address, which the tokens protect too.
+    static func parse(_ o: ParsedOptions, _ role: Role, defaultListen: Bool, metrics: Endpoint?) throws -> ServingChoice {
         // produce's messages carry no command prefix (as before the relay); consume's do.
         let prefix = role == .encoder ? "" : "consume: "
         var choice = ServingChoice()
@@ -115,6 +120,7 @@ struct ServingChoice {
         b.readerTimeoutNs = try nanoseconds(o, "reader-timeout", default: 10, minimum: 0.001)
         b.maxReaders = try o.value("max-readers", default: 16, expected: "expected a positive number", ValueFormat.positiveInt)
         choice.broadcaster = b
+        choice.access = try AccessChoice.parse(o, web: choice.web, metrics: metrics, prefix: prefix)
         return choice
     }
 
@@ -136,10 +142,9 @@ struct ServingChoice {
     }
 
     /// Where a browser opens the page: `http://127.0.0.1:8080/` (a unix socket as is, for a
-    /// reverse proxy).
+    /// reverse proxy; this machine's name for a wildcard address).
     static func pageURL(_ endpoint: Endpoint) -> String {
-        guard case .tcp = endpoint else { return endpoint.description }
-        return "http" + endpoint.description.dropFirst(3) + "/"
+        AccessChoice.pageURL(endpoint)
     }
 }
 
@@ -150,6 +155,8 @@ final class ServingSide {
     let server: StreamServer?
     /// `--web`: the page, its stream at /ws (readers of `server`), /metrics, /healthz.
     let webServer: HTTPServer?
+    /// The tokens and TLS of `--web` and `--metrics`.
+    let security: HTTPSecurity
 
     /// - Parameters:
     ///   - metricsText: the body of /metrics (the registry, and whatever the command adds).
@@ -158,9 +165,10 @@ final class ServingSide {
     /// - Parameters:
     ///   - audio: the audio track the TS listeners carry; nil for video only.
     init(loop: EventLoop, choice: ServingChoice, _ role: ServingChoice.Role, registry: MetricsRegistry, events: EventLog?,
-         audio: AudioFormat? = nil,
+         security: HTTPSecurity, audio: AudioFormat? = nil,
          metricsText: @escaping () -> String, onRequestIDR: (() -> Void)?, onFinished: @escaping () -> Void) throws {
         let prefix = role == .encoder ? "" : "consume: "
+        self.security = security
         guard choice.isServing else {
             server = nil
             webServer = nil
@@ -190,14 +198,18 @@ final class ServingSide {
             } catch {
                 throw CommandError.unavailable("\(prefix)--web \(endpoint): \(error)")
             }
-            web.routes.add("GET", "/") { _ in
+            security.protect(web)
+            server.pageIsSecure = security.isSecure
+            web.routes.add("GET", "/", needs: .watch) { _ in
                 var response = HTTPResponse(status: 200, contentType: "text/html; charset=utf-8", body: ViewerPage.html)
                 response.headers.append(("Cache-Control", "no-cache"))
+                // The address may carry a token until the page drops it: no referrer with it.
+                response.headers.append(("Referrer-Policy", "no-referrer"))
                 return response
             }
             // A loopback page refuses names that are not this machine's (DNS rebinding).
             server.viewersOnlyFromLoopbackHosts = endpoint.isLoopback
-            web.routes.add("GET", "/ws", handler: server.webSocketRoute)
+            web.routes.add("GET", "/ws", needs: .watch, handler: server.webSocketRoute)
             webServer = web
         } else {
             webServer = nil
@@ -232,8 +244,13 @@ final class ServingSide {
         for listening in server?.boundListeners ?? [] {
             out.append("serving \(listening)" + (listening.format == .mpegTS ? " (MPEG-TS)" : ""))
         }
-        if let web = webServer?.boundEndpoint { out.append("the page on \(ServingChoice.pageURL(web))") }
+        if let web = webServer?.boundEndpoint { out.append("the page on \(security.pageURL(web))") }
         return out
+    }
+
+    /// The lines said once at start about TLS and tokens (`HTTPSecurity.startLines`).
+    func securityLines(metrics: HTTPServer?) -> [String] {
+        security.startLines(page: webServer, metrics: metrics)
     }
 
     /// ` readers=N reader-skips=K` for the status line (readers now, times one skipped to

@@ -5,7 +5,7 @@
 
 Waits (up to 60 s) until the page has painted 30 frames, then reads the colours at
 POINTS_JSON (a list of [x, y] in the canvas' own pixels) from its canvas and prints
-window.nalcastViewer with "pixels" added. With WAIT_FOR_JSON (an object of figures, e.g.
+window.nalcastViewer with "pixels" and "href" (the address bar then) added. With WAIT_FOR_JSON (an object of figures, e.g.
 {"connects": 2, "width": 320}), it then goes on reading the page's figures every 100 ms and
 prints them once each figure named is at least (numbers) or equal to (others) the value
 given: what a test that restarts the producer waits for ({"state": "ended"}: until the
@@ -98,6 +98,7 @@ def main() -> int:
             print(json.dumps({"error": "fewer than 30 frames painted in 60 s", "viewer": viewer}))
             return 1
         viewer["pixels"] = driver.execute_script(PIXELS, points)
+        viewer["href"] = driver.current_url
         if goal is not None:
             # Tell the caller the first part is done (it may now restart the producer).
             print(json.dumps(viewer), flush=True)

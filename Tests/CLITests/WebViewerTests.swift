@@ -7,10 +7,10 @@ import Testing
 /// nothing. Chromium, chromedriver and the venv with selenium as for PlaybackTests.
 @Suite(.serialized) struct WebViewerTests {
     /// A producer of the test pattern with `--web` on a port of the kernel's (or `port`), and
-    /// the page's URL from its startup line.
-    static func producer(_ extra: [String], port: Int = 0, size: String = "640x360") throws -> (Background, String) {
+    /// the page's URL from its startup line (`https://` with `--tls`).
+    static func producer(_ extra: [String], port: Int = 0, size: String = "640x360", scheme: String = "http://") throws -> (Background, String) {
         let p = try Background(Run.nalcast, ["produce", "--source", "testsrc", "--size", size, "--web", "tcp://127.0.0.1:\(port)"] + extra)
-        guard p.waitFor("the page on "), let url = p.stderr.split(separator: " ").first(where: { $0.hasPrefix("http://") }) else {
+        guard p.waitFor("the page on "), let url = p.stderr.split(separator: " ").first(where: { $0.hasPrefix(scheme) }) else {
             p.signal(SIGKILL)
             p.wait()
             throw Failure("no page announced: \(p.stderr)")
@@ -213,7 +213,9 @@ extension WebViewerTests {
             p.wait()
         }
         try #require(p.waitFor("the page on "), "\(p.stderr)")
-        let url = try #require(p.stderr.split(whereSeparator: { $0 == " " || $0 == "\n" }).first { $0.hasPrefix("http://") })
+        // The address with the token made for the run (a remote page needs one).
+        try #require(p.waitFor("?token="), "\(p.stderr)")
+        let url = try #require(p.stderr.split(whereSeparator: { $0 == " " || $0 == "\n" }).first { $0.hasPrefix("http://") && $0.contains("?token=") })
         let r = try Run.program(PlaybackTests.venvPython, [PlaybackTests.browserTools.appendingPathComponent("web_check.py").path, String(url), "--problem"], timeout: 60)
         #expect(r.status == 0, "\(r.text) \(r.stderr)")
         let seen = try #require(try JSONSerialization.jsonObject(with: r.stdout) as? [String: Any], "\(r.text) \(r.stderr)")

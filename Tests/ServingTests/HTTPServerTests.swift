@@ -136,8 +136,7 @@ final class HTTPServerTests: XCTestCase {
         var server: HTTPServer?
         let make: (EventLoop) throws -> HTTPServer = { loop in
             var routes = HTTPRoutes()
-            routes.add("GET", "/ws", handler: .takeOver { request, socket, rest in
-                let connection = Connection(loop: loop, socket: socket)
+            routes.add("GET", "/ws", handler: .takeOver { request, connection, rest in
                 owner.connection = connection
                 connection.write(chunks: [Array("\(request.path) rest=".utf8)[...], rest[...], [UInt8(ascii: "\n")]])
                 // Echo whatever comes next, as the new owner.

@@ -77,8 +77,7 @@ import Testing
             return HTTPResponse(status: 200)
         }
         var sockets: [ObjectIdentifier: Connection] = [:]
-        routes.add("GET", "/ws", handler: .takeOver { request, socket, rest in
-            let connection = Connection(loop: loop, socket: socket)
+        routes.add("GET", "/ws", handler: .takeOver { request, connection, rest in
             let id = ObjectIdentifier(connection)
             sockets[id] = connection
             connection.onClose = { _ in sockets[id] = nil }

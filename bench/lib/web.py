@@ -71,14 +71,17 @@ def _wait_for(pattern: str, proc, log: Path, timeout: float = 10) -> re.Match:
     raise BenchError(f"no {pattern!r} on the producer's stderr in {timeout:.0f} s")
 
 
-def _start(ctx: Context, procs: Procs, size: tuple, log: Path, listen: bool) -> tuple:
-    """A live producer serving the page; returns (process, web port, --listen port or None)."""
+def _start(ctx: Context, procs: Procs, size: tuple, log: Path, listen: bool, tls: bool = False) -> tuple:
+    """A live producer serving the page (over its own TLS with `tls`); returns (process, web
+    port, --listen port or None)."""
     argv = [ctx.nalcast.path, "produce", "--source", "testsrc", "--size", f"{size[0]}x{size[1]}",
             "--fps", FPS, "--web", "tcp://127.0.0.1:0"]
     if listen:
         argv += ["--listen", "tcp://127.0.0.1:0", "--max-readers", 100]
+    if tls:
+        argv += ["--tls", "self-signed"]
     proc = procs.start(argv, stderr=log)
-    web = int(_wait_for(r"the page on http://127\.0\.0\.1:(\d+)/", proc, log).group(1))
+    web = int(_wait_for(r"the page on https?://127\.0\.0\.1:(\d+)/", proc, log).group(1))
     tcp = int(_wait_for(r"serving tcp://127\.0\.0\.1:(\d+)", proc, log).group(1)) if listen else None
     return proc, web, tcp
 
@@ -147,11 +150,11 @@ def _viewers_measure(p: dict, kind: str, n: int):
         log = ctx.dir("logs") / f"web-viewers-{kind}-{n}.stderr"
         span = p["settle"] + p["window"] + 1.0
         with Procs() as procs:
-            proc, web, tcp = _start(ctx, procs, p["viewers_size"], log, listen=True)
+            proc, web, tcp = _start(ctx, procs, p["viewers_size"], log, listen=True, tls=kind == "wss")
             time.sleep(p["warm"])
             readers = None
             if n:
-                argv = ([sys.executable, LIB / "ws_readers.py", web, n, span] if kind == "ws"
+                argv = ([sys.executable, LIB / "ws_readers.py", web, n, span] + (["--tls"] if kind == "wss" else []) if kind != "tcp"
                         else [ctx.tool("readers"), tcp, n, span])
                 readers = procs.start(argv, stdout=subprocess.PIPE,
                                       stderr=ctx.dir("logs") / f"web-viewers-{kind}-readers.stderr")
@@ -189,8 +192,13 @@ def _viewers_notes(case: Case) -> list:
     if not base:
         return []
     ratios = [f"{name.split(' ', 1)[1]} {v / base:.3f}x" for name, v in by.items() if not name.endswith(" 0 viewers")]
-    return [f"{case.label}: producer CPU against no viewer (medians of the runs): " + ", ".join(ratios)
-            + " (target for WebSocket viewers: <= 1.05x)"] if ratios else []
+    notes = [f"{case.label}: producer CPU against no viewer (medians of the runs): " + ", ".join(ratios)
+             + " (target for WebSocket viewers: <= 1.05x)"] if ratios else []
+    plain = next((v for name, v in by.items() if name.endswith(" websocket viewers")), None)
+    tls = next((v for name, v in by.items() if name.endswith(" websocket viewers over tls")), None)
+    if plain and tls:
+        notes.append(f"{case.label}: over TLS against plain, the same viewers: {tls / plain:.3f}x (target: <= 1.10x)")
+    return notes
 
 
 # ---------------------------------------------------------------------------
@@ -226,6 +234,7 @@ def cases(ctx: Context) -> list:
         row("nalcast 0 viewers", _viewers_measure(p, "ws", 0), skip_n),
         row(f"nalcast {n} websocket viewers", _viewers_measure(p, "ws", n), skip_n),
         row(f"nalcast {n} tcp readers", _viewers_measure(p, "tcp", n), skip_n),
+        row(f"nalcast {n} websocket viewers over tls", _viewers_measure(p, "wss", n), skip_n),
     ], runs=ctx.runs_for(p["runs"]), after=_viewers_notes,
         figures=[("cpu_pct", "CPU", "{:.1f} %"), ("rss_start", "RSS", "{:.1f}"), ("rss_end", "->", "{:.1f} MiB"),
                  ("reader_kbit_s", "per reader", "{:.0f} kbit/s")])

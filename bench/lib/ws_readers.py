@@ -1,27 +1,35 @@
 """N WebSocket viewers of nalcast's /ws in one cheap process, for the web benchmark.
 
-    ws_readers.py PORT N SECONDS
+    ws_readers.py PORT N SECONDS [--tls]
 
 Opens N connections to 127.0.0.1:PORT, asks each for the WebSocket upgrade of /ws (as
 Tests/Browser/ws_client.py does, and as a browser would, less the Origin a page sends),
 then reads and discards with one selector for SECONDS (from the last upgrade), and prints
 one line per viewer: "BYTES EOF" (bytes after the upgrade; EOF 1 if the server closed it).
-Exit 0, or 69 when a connection or an upgrade fails. The WebSocket frames are not parsed:
+With --tls, each connection is TLS first (the certificate not checked: the producer's
+--tls self-signed). Exit 0, or 69 when a connection or an upgrade fails. The WebSocket frames are not parsed:
 like c/readers.c for the TCP readers, it must cost the machine as little as it can while the
 producer's CPU is measured.
 """
 
 import selectors
 import socket
+import ssl
 import sys
 import time
 
 KEY = b"dGhlIHNhbXBsZSBub25jZQ=="
+TLS = "--tls" in sys.argv[4:]
 
 
 def upgrade(port: int) -> tuple:
     """A viewer of /ws on loopback: its socket (non-blocking) and the bytes that came behind the 101."""
     s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    if TLS:
+        context = ssl.create_default_context()
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+        s = context.wrap_socket(s)
     s.sendall(b"GET /ws HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
               b"Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: %s\r\n\r\n" % (port, KEY))
     buf = b""
@@ -59,7 +67,10 @@ def main() -> int:
             i = key.data
             try:
                 data = key.fileobj.recv(1 << 18)
-            except BlockingIOError:
+                # TLS: what OpenSSL already decrypted wakes no selector.
+                while TLS and key.fileobj.pending():
+                    data += key.fileobj.recv(1 << 18)
+            except (BlockingIOError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
                 continue
             except OSError:
                 data = b""
