@@ -60,14 +60,17 @@ extension Deploy {
         let description: String
     }
 
-    /// The site file with its certificate and key replaced, and when given, its `listen`
+    /// The site file with its certificate and key replaced, its access log beside them, and when given, its `listen`
     /// lines by one on `listen` (HOST:PORT) and the upstream `server` by `web` (HOST:PORT).
     /// Each line replaced must be in the file exactly once, so the file cannot drift away
     /// from what the tests run.
     static func nginxWebSite(certificate: String, key: String, listen: String? = nil, web: String? = nil) throws -> String {
+        // The access log beside the certificate, in the test's directory.
+        let log = (certificate as NSString).deletingLastPathComponent + "/access.log"
         var swaps = [
             ("ssl_certificate     /etc/ssl/nalcast/cert.pem;", "ssl_certificate     \(certificate);"),
             ("ssl_certificate_key /etc/ssl/nalcast/key.pem;", "ssl_certificate_key \(key);"),
+            ("access_log /var/log/nginx/access.log nalcast_without_query;", "access_log \(log) nalcast_without_query;"),
         ]
         if let listen { swaps += [("listen 443 ssl;", "listen \(listen) ssl;"), ("listen [::]:443 ssl;", "")] }
         if let web { swaps.append(("server 127.0.0.1:8080;", "server \(web);")) }

@@ -315,6 +315,10 @@ extension WebViewerTests {
         }
         let page = try Run.program("curl", ["-sk", "--max-time", "5", "https://\(origin)/"])
         #expect(page.status == 0 && page.text.contains("<title>nalcast</title>"), "\(page.text) \(page.stderr) nginx: \(Self.nginxLog(dir))")
+        // A token in the query never lands in nginx's access log: the file logs the path alone.
+        _ = try Run.program("curl", ["-sk", "-o", "/dev/null", "--max-time", "5", "https://\(origin)/?token=SECRET-IN-THE-QUERY"])
+        let accessLog = (try? String(contentsOf: dir.appendingPathComponent("access.log"), encoding: .utf8)) ?? ""
+        #expect(accessLog.contains("\"GET / HTTP/1.1\"") && !accessLog.contains("SECRET-IN-THE-QUERY"), "\(accessLog)")
         let health = try Run.program("curl", ["-sk", "--max-time", "5", "https://\(origin)/healthz"])
         #expect(health.text.trimmingCharacters(in: .whitespacesAndNewlines) == "ok", "\(health.text) \(health.stderr)")
         // The metrics stay on the --web address, for the local scraper only.
