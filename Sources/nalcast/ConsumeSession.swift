@@ -34,6 +34,8 @@ final class ConsumeSession {
     /// The reader of a `tcp://` input found to be MPEG-TS (`transportStreamHandOver`); set
     /// on the loop thread, which is the thread of `run`.
     var handedOverDemux: DemuxReader?
+    /// `--hls DIR`: what its writer shows `--web` (set by `makeOutputs`).
+    private var hlsLive: HLSLive?
 
     init(config: ConsumeCommand.Config, options: ParsedOptions) throws {
         self.config = config
@@ -101,6 +103,7 @@ final class ConsumeSession {
         // watcher, and the signal's default action (ending the process) would be back.
         defer { withExtendedLifetime(signalWatchers) {} }
         relay = try makeRelay(loop, ending)
+        relay?.side.serveHLS(hlsLive, loop: loop)
         var client = try connectInput(loop, fanout, ending)
         let serving = try startServing(loop, fanout)
         startReading(fileReader, fanout, ending)
@@ -138,7 +141,8 @@ final class ConsumeSession {
         let policy: SinkQueue.Policy = config.input.isNetwork ? .skipToEntry : .wait
         let registry = metrics.registry
         let queueBytes = config.sinkQueue
-        let onRunnerEvent = runnerEvents(ending, sinkCount: (config.output != nil ? 1 : 0) + (config.segments != nil ? 1 : 0) + config.forwards.count)
+        let onRunnerEvent = runnerEvents(ending, sinkCount: (config.output != nil ? 1 : 0) + (config.segments != nil ? 1 : 0) + (config.hls != nil ? 1 : 0)
+                                                     + config.forwards.count)
         func runner(_ sink: sending AccessUnitSink, name: String) -> SinkRunner {
             SinkRunner(sink: sink, queue: SinkQueue(policy: policy, highWater: queueBytes), counters: SinkCounters(registry: registry, sink: name), onEvent: onRunnerEvent)
         }
@@ -156,6 +160,11 @@ final class ConsumeSession {
         }
         if let directory = config.segments {
             let sink = try makeSegmentSink(directory)
+            runners.append(runner(sink, name: sink.name))
+        }
+        if let hls = config.hls {
+            let (sink, live) = try hls.makeSink(countedClock: config.input.timeIsCounted, log: log, events: events)
+            hlsLive = live
             runners.append(runner(sink, name: sink.name))
         }
         for (index, target) in config.forwards.enumerated() {

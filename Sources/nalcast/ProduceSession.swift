@@ -67,6 +67,12 @@ final class ProduceSession {
         var runners: [SinkRunner] = []
         if let sink { runners.append(makeOutput(sink, live: source.isLive, registry: registry, outcome)) }
         runners += makeForwards(live: source.isLive, registry: registry, events)
+        var hlsLive: HLSLive?
+        if let hls = plan.hls {
+            let (sink, live) = try hls.makeSink(countedClock: false, log: log, events: events)
+            hlsLive = live
+            runners.append(makeOutput(sink, live: source.isLive, registry: registry, outcome))
+        }
         let output = runners.isEmpty ? nil : SinkFanout(runners: runners)
         if let audio, let output {
             output.deliver(audioFormat: audio.capture.format)
@@ -75,7 +81,8 @@ final class ProduceSession {
         let loop = EventLoop()
         let control = CaptureControl()
         let serving = try wireServing(loop, control, registry, events, audio)
-        announce(Self.describe(source, plan: plan), serving)
+        serving.serving.serveHLS(hlsLive, loop: loop)
+        announce(Self.describe(source, plan: plan), serving, hls: hlsLive)
 
         audio?.start()
         let captureThread = startCapture(source, control, serving, output, outcome, events, audio)
@@ -222,10 +229,11 @@ final class ProduceSession {
     }
 
     /// `capturing test pattern 640x360 at 30 fps; serving tcp://…, writing stdout`.
-    private func announce(_ input: String, _ serving: LoopSide) {
-        var where_ = serving.serving.places
+    private func announce(_ input: String, _ serving: LoopSide, hls: HLSLive?) {
+        var where_ = serving.serving.places + serving.serving.hlsPlace(hls)
         if let output = plan.output { where_.append("writing \(output == "-" ? "stdout" : output)") }
         for target in plan.forwards { where_.append("pushing to \(target)") }
+        if let hls = plan.hls { where_.append("writing HLS into \(hls.directory)") }
         log.line("capturing \(input); \(where_.joined(separator: ", "))")
     }
 
