@@ -93,14 +93,20 @@ public final class HLSSink: AccessUnitSink {
                 case .audioFormat(let format):
                     audioFormat = format
                 case .audio(let packet):
-                    if let muxer { try audio.add(packet, format: audioFormat, offset: timer.mediaToContainer, muxer: muxer) }
+                    if let muxer {
+                        try audio.add(packet, format: audioFormat, offset: timer.mediaToContainer, muxer: muxer)
+                    } else {
+                        report.droppedAudio += 1  // before the first picture: no header yet
+                    }
                 }
             }
             try writeSettled(finishing: false)
         } catch {
             throw SinkError(sink: "hls", message: error.message)
         }
-        (report.audioPackets, report.droppedAudio) = audio.takeCounts()
+        let (written, dropped) = audio.takeCounts()
+        report.audioPackets = written
+        report.droppedAudio += dropped
         return report
     }
 
@@ -218,6 +224,7 @@ public final class HLSSink: AccessUnitSink {
     }
 
     private func writePlaylist() throws(MuxError) {
+        guard playlist.isPlayable else { return }
         try writeFile(HLSPlaylist.playlistName, Array(playlist.render().utf8)[...])
     }
 

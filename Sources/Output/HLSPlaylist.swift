@@ -51,6 +51,9 @@ public struct HLSPlaylist: Sendable, Equatable {
 
     /// The name the next part will have.
     public var nextPartName: String { "part\(nextPart).m4s" }
+    /// True once a segment is complete: players (GStreamer's `hlsdemux`) take a playlist
+    /// with no `EXTINF` for a multivariant one, so none is shown before.
+    public var isPlayable: Bool { ended || segments.contains(where: \.complete) }
     /// The media sequence number of the newest segment (complete or not); -1 before any.
     public var lastSequence: Int { segments.last?.sequence ?? -1 }
 

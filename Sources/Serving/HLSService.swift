@@ -1,3 +1,4 @@
+import Clocks
 import IO
 import Output
 
@@ -26,6 +27,8 @@ public final class HLSService {
     private var replies: [ObjectIdentifier: HTTPReply] = [:]
     private var waiting: [Waiter] = []
     private var wake: Mailbox<Int>!
+    /// When the last request came (monotonic ns): `linger` waits only for readers still there.
+    private var lastRequestNs: UInt64 = 0
     public static let prefix = "/hls/"
 
     private struct Waiter {
@@ -54,7 +57,23 @@ public final class HLSService {
         }
     }
 
+    /// The stream ended and its writer published the ended playlist: calls `then` once the
+    /// readers had a target duration to reload it (at once when none asked for anything in
+    /// the last one), so that they see `EXT-X-ENDLIST` instead of a server gone.
+    public func linger(then: @escaping () -> Void) {
+        let seconds = Double(live.playlist?.targetDuration ?? 0)
+        let idle = Double(MonotonicClock.nanoseconds &- lastRequestNs) / 1e9
+        guard seconds > 0, idle < seconds else { return then() }
+        var timer: LoopTimer?
+        timer = LoopTimer(loop: loop) {
+            timer = nil
+            then()
+        }
+        timer?.start(after: seconds)
+    }
+
     private func serve(_ request: HTTPRequest, _ socket: Socket) {
+        lastRequestNs = MonotonicClock.nanoseconds
         let reply = HTTPReply(loop: loop, socket: socket)
         replies[ObjectIdentifier(reply)] = reply
         reply.onClose = { [unowned self, unowned reply] in self.replies[ObjectIdentifier(reply)] = nil }
@@ -107,8 +126,8 @@ public final class HLSService {
         let playlist = live.playlist
         switch want {
         case .anyPlaylist, .playlist:
-            var ready = playlist != nil
-            if case .playlist(let sequence, let part) = want, let playlist { ready = playlist.has(sequence: sequence, part: part) }
+            var ready = playlist?.isPlayable ?? false
+            if case .playlist(let sequence, let part) = want, let playlist { ready = ready && playlist.has(sequence: sequence, part: part) }
             guard let playlist, ready else {
                 if final { reply.send(status: 503, contentType: "text/plain", body: Array("not yet\n".utf8), headers: [("Cache-Control", "no-cache")]) }
                 return final

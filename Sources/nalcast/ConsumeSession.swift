@@ -36,6 +36,7 @@ final class ConsumeSession {
     var handedOverDemux: DemuxReader?
     /// `--hls DIR`: what its writer shows `--web` (set by `makeOutputs`).
     private var hlsLive: HLSLive?
+    private var hlsRunner: SinkRunner?
 
     init(config: ConsumeCommand.Config, options: ParsedOptions) throws {
         self.config = config
@@ -103,7 +104,7 @@ final class ConsumeSession {
         // watcher, and the signal's default action (ending the process) would be back.
         defer { withExtendedLifetime(signalWatchers) {} }
         relay = try makeRelay(loop, ending)
-        relay?.side.serveHLS(hlsLive, loop: loop)
+        relay?.side.serveHLS(hlsLive, runner: hlsRunner, loop: loop)
         var client = try connectInput(loop, fanout, ending)
         let serving = try startServing(loop, fanout)
         startReading(fileReader, fanout, ending)
@@ -165,7 +166,8 @@ final class ConsumeSession {
         if let hls = config.hls {
             let (sink, live) = try hls.makeSink(countedClock: config.input.timeIsCounted, log: log, events: events)
             hlsLive = live
-            runners.append(runner(sink, name: sink.name))
+            hlsRunner = runner(sink, name: sink.name)
+            runners.append(hlsRunner!)
         }
         for (index, target) in config.forwards.enumerated() {
             let sink = makeForwardSink(target, name: ForwardChoice.sinkName(index, of: config.forwards.count), ending)

@@ -73,9 +73,18 @@ struct HLSChoice {
 
 extension ServingSide {
     /// `--web` with `--hls`: the HLS at /hls/ beside the page.
-    func serveHLS(_ live: HLSLive?, loop: EventLoop) {
+    /// When the stream ends, the HLS writer finishes first (its playlist ends) and the
+    /// readers get a target duration to see it before the server stops (`HLSService.linger`).
+    func serveHLS(_ live: HLSLive?, runner: SinkRunner?, loop: EventLoop) {
         guard let live, let webServer else { return }
-        HLSService(loop: loop, live: live).addRoutes(to: &webServer.routes)
+        let service = HLSService(loop: loop, live: live)
+        service.addRoutes(to: &webServer.routes)
+        guard let server, let runner else { return }
+        let stop = server.onFinished
+        server.onFinished = {
+            _ = runner.finish(timeout: 2)
+            service.linger(then: stop)
+        }
     }
 
     /// `the HLS on http://…/hls/index.m3u8`, for the line that says where the stream goes.

@@ -67,11 +67,12 @@ final class ProduceSession {
         var runners: [SinkRunner] = []
         if let sink { runners.append(makeOutput(sink, live: source.isLive, registry: registry, outcome)) }
         runners += makeForwards(live: source.isLive, registry: registry, events)
-        var hlsLive: HLSLive?
+        var hlsLive: HLSLive?, hlsRunner: SinkRunner?
         if let hls = plan.hls {
             let (sink, live) = try hls.makeSink(countedClock: false, log: log, events: events)
             hlsLive = live
-            runners.append(makeOutput(sink, live: source.isLive, registry: registry, outcome))
+            hlsRunner = makeOutput(sink, live: source.isLive, registry: registry, outcome)
+            runners.append(hlsRunner!)
         }
         let output = runners.isEmpty ? nil : SinkFanout(runners: runners)
         if let audio, let output {
@@ -81,7 +82,7 @@ final class ProduceSession {
         let loop = EventLoop()
         let control = CaptureControl()
         let serving = try wireServing(loop, control, registry, events, audio)
-        serving.serving.serveHLS(hlsLive, loop: loop)
+        serving.serving.serveHLS(hlsLive, runner: hlsRunner, loop: loop)
         announce(Self.describe(source, plan: plan), serving, hls: hlsLive)
 
         audio?.start()
