@@ -12,7 +12,18 @@ import Musl
 /// socket drains, then a graceful close. Loop-owned; its owner keeps it until `onClose`.
 public final class HTTPReply {
     private let connection: Connection
-    private var pieces: [(fd: Int32, offset: Int, length: Int)] = []
+    /// A part of a body: bytes in memory, or a range of a file (the descriptor owned here).
+    public enum Piece {
+        case bytes([UInt8])
+        case file(fd: Int32, offset: Int, length: Int)
+        var length: Int {
+            switch self {
+            case .bytes(let b): b.count
+            case .file(_, _, let length): length
+            }
+        }
+    }
+    private var pieces: [Piece] = []
     static let chunk = 256 << 10
     public var onClose: (() -> Void)?
 
@@ -47,6 +58,11 @@ public final class HTTPReply {
     /// Answers with the bytes of `files` (each a descriptor, owned here from now on, an
     /// offset and a length), one after the other, read as the socket takes them.
     public func send(status: Int, contentType: String?, files: [(fd: Int32, offset: Int, length: Int)], headers: [(String, String)] = [], headOnly: Bool = false) {
+        send(status: status, contentType: contentType, pieces: files.map { .file(fd: $0.fd, offset: $0.offset, length: $0.length) }, headers: headers, headOnly: headOnly)
+    }
+
+    /// Answers with `pieces` one after the other, the files read as the socket takes them.
+    public func send(status: Int, contentType: String?, pieces files: [Piece], headers: [(String, String)] = [], headOnly: Bool = false) {
         guard !connection.isClosed else { return closeFiles(files) }
         let total = files.reduce(0) { $0 + $1.length }
         _ = connection.write(chunks: [Self.head(status: status, contentType: contentType, length: total, headers: headers)[...]])
@@ -62,11 +78,17 @@ public final class HTTPReply {
     /// Reads the next chunk while little is queued; closes when all is written.
     private func pump() {
         while connection.pendingBytes < Self.chunk, !connection.isClosed {
-            guard let piece = pieces.first else {
+            guard let first = pieces.first else {
                 connection.onProgress = nil
                 connection.closeGracefully(within: 2)
                 return
             }
+            guard case .file(let fd, let offset, let length) = first else {
+                if case .bytes(let bytes) = first, !bytes.isEmpty { _ = connection.write(chunks: [bytes[...]]) }
+                pieces.removeFirst()
+                continue
+            }
+            let piece = (fd: fd, offset: offset, length: length)
             let count = min(Self.chunk, piece.length)
             var bytes = [UInt8](repeating: 0, count: count)
             let n = bytes.withUnsafeMutableBytes { pread(piece.fd, $0.baseAddress, count, off_t(piece.offset)) }
@@ -78,19 +100,22 @@ public final class HTTPReply {
                 return
             }
             if n < count { bytes.removeLast(count - n) }
+            pieces.removeFirst()
             if n == piece.length {
-                _ = Glibc.close(piece.fd)
-                pieces.removeFirst()
+                closeFiles([.file(fd: piece.fd, offset: 0, length: 0)], keeping: pieces)
             } else {
-                pieces[0] = (piece.fd, piece.offset + n, piece.length - n)
+                pieces.insert(.file(fd: piece.fd, offset: piece.offset + n, length: piece.length - n), at: 0)
             }
             _ = connection.write(chunks: [bytes[...]])
         }
     }
 
-    private func closeFiles(_ files: [(fd: Int32, offset: Int, length: Int)]) {
+    /// Closes the descriptors of `files` that no piece of `keeping` still reads (several
+    /// pieces may share one).
+    private func closeFiles(_ files: [Piece], keeping: [Piece] = []) {
         var seen = Set<Int32>()
-        for file in files where seen.insert(file.fd).inserted { _ = Glibc.close(file.fd) }
+        for case .file(let fd, _, _) in keeping { seen.insert(fd) }
+        for case .file(let fd, _, _) in files where seen.insert(fd).inserted { _ = Glibc.close(fd) }
     }
 
     private func closed() {

@@ -37,6 +37,8 @@ final class ConsumeSession {
     /// `--hls DIR`: what its writer shows `--web` (set by `makeOutputs`).
     private var hlsLive: HLSLive?
     private var hlsRunner: SinkRunner?
+    /// `--segments DIR` with `--web`: the finished segments by time, for /recordings.
+    private var recordings: RecordingIndex?
 
     init(config: ConsumeCommand.Config, options: ParsedOptions) throws {
         self.config = config
@@ -105,6 +107,7 @@ final class ConsumeSession {
         defer { withExtendedLifetime(signalWatchers) {} }
         relay = try makeRelay(loop, ending)
         relay?.side.serveHLS(hlsLive, runner: hlsRunner, loop: loop)
+        relay?.side.serveRecordings(recordings, loop: loop)
         var client = try connectInput(loop, fanout, ending)
         let serving = try startServing(loop, fanout)
         startReading(fileReader, fanout, ending)
@@ -206,6 +209,8 @@ final class ConsumeSession {
         let events = self.events
         let metrics = self.metrics
         var recovered: [SegmentRecovery.Outcome] = []
+        let recordings = config.serving.web == nil ? nil : RecordingIndex(directory: directory)
+        self.recordings = recordings
         let segmentConfig = SegmentSink.Config(
             directory: directory, namer: config.namer,
             planner: SegmentPlanner.Config(segmentDuration: .seconds(config.segmentDuration), maxBytes: config.segmentMaxBytes),
@@ -220,6 +225,7 @@ final class ConsumeSession {
                     metrics.segmentsOpened.increment()
                     events?.emit("segment-opened", [("path", path)])
                 case .closed(let info):
+                    recordings?.add(path: info.path, startNs: info.startTimeNs, durationNs: UInt64(max(0, info.duration.ticks)) * 100_000 / 9)
                     metrics.segmentsClosed.increment()
                     events?.emit("segment-closed", [
                         ("path", info.path), ("duration", info.duration.seconds), ("frames", info.frames),
@@ -227,6 +233,8 @@ final class ConsumeSession {
                     ])
                 case .hookFailed(let command, let message):
                     log.line("--on-segment \(command): \(message)", force: true)
+                case .removed(let path):
+                    recordings?.remove(path: path)
                 }
             }
         } catch {

@@ -93,3 +93,11 @@ extension ServingSide {
         return ["HLS on \(ServingChoice.pageURL(web))hls/\(HLSPlaylist.playlistName)"]
     }
 }
+
+extension ServingSide {
+    /// `consume --segments DIR --web ADDR`: /recordings and /recordings/get.
+    func serveRecordings(_ index: RecordingIndex?, loop: EventLoop) {
+        guard let index, let webServer else { return }
+        RecordingService(loop: loop, index: index).addRoutes(to: &webServer.routes)
+    }
+}
