@@ -39,6 +39,8 @@ final class ConsumeSession {
     private var hlsRunner: SinkRunner?
     /// `--segments DIR` with `--web`: the finished segments by time, for /recordings.
     private var recordings: RecordingIndex?
+    /// `--replay TIME`: what saves it (set by `makeOutputs`).
+    private var replay: ReplayTrigger?
 
     init(config: ConsumeCommand.Config, options: ParsedOptions) throws {
         self.config = config
@@ -94,7 +96,7 @@ final class ConsumeSession {
 
     func run() throws -> ExitCode {
         // Only the loop thread takes SIGINT/SIGTERM: block them before any thread starts.
-        EventLoop.setSignals([SIGINT, SIGTERM], blocked: true)
+        EventLoop.setSignals(Set([SIGINT, SIGTERM] + (config.replay == nil ? [] : [SIGUSR2])), blocked: true)
         let loop = EventLoop()
         let ending = Ending(loop: loop)
         self.ending = ending
@@ -110,6 +112,9 @@ final class ConsumeSession {
         relay?.side.serveRecordings(recordings, loop: loop)
         var client = try connectInput(loop, fanout, ending)
         let serving = try startServing(loop, fanout)
+        replay?.addRoute(to: serving.metricsServer)
+        let replaySignal = replay?.watchSignal(loop)
+        defer { withExtendedLifetime(replaySignal) {} }
         startReading(fileReader, fanout, ending)
         let demuxReader = startDemux(fanout, ending)
 
@@ -145,7 +150,7 @@ final class ConsumeSession {
         let policy: SinkQueue.Policy = config.input.isNetwork ? .skipToEntry : .wait
         let registry = metrics.registry
         let queueBytes = config.sinkQueue
-        let onRunnerEvent = runnerEvents(ending, sinkCount: (config.output != nil ? 1 : 0) + (config.segments != nil ? 1 : 0) + (config.hls != nil ? 1 : 0)
+        let onRunnerEvent = runnerEvents(ending, sinkCount: (config.output != nil ? 1 : 0) + (config.segments != nil ? 1 : 0) + (config.hls != nil ? 1 : 0) + (config.replay != nil ? 1 : 0)
                                                      + config.forwards.count)
         func runner(_ sink: sending AccessUnitSink, name: String) -> SinkRunner {
             SinkRunner(sink: sink, queue: SinkQueue(policy: policy, highWater: queueBytes), counters: SinkCounters(registry: registry, sink: name), onEvent: onRunnerEvent)
@@ -171,6 +176,11 @@ final class ConsumeSession {
             hlsLive = live
             hlsRunner = runner(sink, name: sink.name)
             runners.append(hlsRunner!)
+        }
+        if let choice = config.replay {
+            let trigger = choice.makeTrigger()
+            replay = trigger
+            runners.append(runner(choice.makeSink(trigger, log: log, events: events), name: "replay"))
         }
         for (index, target) in config.forwards.enumerated() {
             let sink = makeForwardSink(target, name: ForwardChoice.sinkName(index, of: config.forwards.count), ending)

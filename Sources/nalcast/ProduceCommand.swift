@@ -15,7 +15,7 @@ enum ProduceCommand: Command {
     static let name = "produce"
     static let summary = "Capture frames, encode them with libx264 and serve the H.264 stream to readers."
     static let usage = "nalcast produce [--source SRC] [--listen ADDR] [-o FILE|-] [OPTIONS]"
-    static let specs: [OptionSpec] = (sourceSpecs + AudioPlan.specs + HLSChoice.specs + ServingChoice.specs(.encoder) + observabilitySpecs)
+    static let specs: [OptionSpec] = (sourceSpecs + AudioPlan.specs + HLSChoice.specs + ReplayChoice.specs + ServingChoice.specs(.encoder) + observabilitySpecs)
         .withValues(OptionValues.sources.merging(OptionValues.serving(.encoder)) { $1 })
     private static let sourceSpecs: [OptionSpec] = [SourceKinds.sourceSpec] + SourceKinds.specs + [
         OptionSpec(name: "realtime", value: nil, help: "pace a file source at its own frame rate, like FFmpeg's -re (on for testsrc; --no-realtime turns it off)"),
@@ -79,6 +79,8 @@ enum ProduceCommand: Command {
         var audio: AudioPlan?
         /// `--hls DIR`.
         var hls: HLSChoice?
+        /// `--replay TIME`.
+        var replay: ReplayChoice?
 
         var lines: [String] {
             var out = [
@@ -105,6 +107,7 @@ enum ProduceCommand: Command {
             out.append("output: \(output.map { "\($0 == "-" ? "stdout" : $0) (\(OutputChoice.describe(outputFormat)))" } ?? "none")")
             for f in forwards { out.append("forward: \(f) (\(f.carries))") }
             out += hls?.lines ?? []
+            out += replay?.lines ?? []
             out += serving.lines(.encoder)
             out.append("metrics: \(metrics?.description ?? "none")")
             out.append("events: \(events ?? "none")")
@@ -145,7 +148,7 @@ enum ProduceCommand: Command {
         let outputFormat = try OutputChoice.format(o, output: output, command: "produce")
         let forwards = try o.strings("forward").map { try ForwardChoice.parse($0, command: "produce") }
         let hls = try HLSChoice.parse(o, command: "produce", idrInterval: Double(keyintFrames) / fps.framesPerSecond)
-        let serving = try ServingChoice.parse(o, .encoder, defaultListen: output == nil && forwards.isEmpty && hls == nil)
+        let serving = try ServingChoice.parse(o, .encoder, defaultListen: output == nil && forwards.isEmpty && hls == nil && !o.has("replay"))
 
         var metrics: Endpoint?
         if let text = o.string("metrics") {
@@ -163,6 +166,7 @@ enum ProduceCommand: Command {
         plan.outputFormat = outputFormat
         plan.forwards = forwards
         plan.hls = hls
+        plan.replay = try ReplayChoice.parse(o, command: "produce")
         plan.audio = try AudioPlan.parse(o, videoReadsStdin: source.readsStdin)
         // The tone beeps at each whole second: the pattern flashes with it (a sync reference).
         if source.takesFlash {

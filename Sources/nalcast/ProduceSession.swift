@@ -63,7 +63,7 @@ final class ProduceSession {
 
         // Only the loop thread takes these signals: block them before any thread starts
         // (the -o writer's is the first).
-        EventLoop.setSignals([SIGINT, SIGTERM, SIGUSR1], blocked: true)
+        EventLoop.setSignals(Set([SIGINT, SIGTERM, SIGUSR1] + (plan.replay == nil ? [] : [SIGUSR2])), blocked: true)
         var runners: [SinkRunner] = []
         if let sink { runners.append(makeOutput(sink, live: source.isLive, registry: registry, outcome)) }
         runners += makeForwards(live: source.isLive, registry: registry, events)
@@ -74,6 +74,10 @@ final class ProduceSession {
             hlsRunner = makeOutput(sink, live: source.isLive, registry: registry, outcome)
             runners.append(hlsRunner!)
         }
+        let replay = plan.replay?.makeTrigger()
+        if let choice = plan.replay, let replay {
+            runners.append(makeOutput(choice.makeSink(replay, log: log, events: events), live: source.isLive, registry: registry, outcome))
+        }
         let output = runners.isEmpty ? nil : SinkFanout(runners: runners)
         if let audio, let output {
             output.deliver(audioFormat: audio.capture.format)
@@ -83,11 +87,13 @@ final class ProduceSession {
         let control = CaptureControl()
         let serving = try wireServing(loop, control, registry, events, audio)
         serving.serving.serveHLS(hlsLive, runner: hlsRunner, loop: loop)
+        replay?.addRoute(to: serving.metricsServer)
+        let replaySignal = replay?.watchSignal(loop)
         announce(Self.describe(source, plan: plan), serving, hls: hlsLive)
 
         audio?.start()
         let captureThread = startCapture(source, control, serving, output, outcome, events, audio)
-        withExtendedLifetime(serving) { loop.run() }
+        withExtendedLifetime((serving, replaySignal)) { loop.run() }
 
         captureThread.join()
         audio?.capture.stop()
