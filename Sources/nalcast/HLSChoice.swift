@@ -21,7 +21,7 @@ struct HLSChoice {
     static let specs: [OptionSpec] = [
         OptionSpec(name: "hls", value: "DIR", help: "also write Low-Latency HLS into DIR: index.m3u8, init.mp4 (CMAF), fMP4 segments and partial segments, with the sound; --web serves it at /hls/ with blocking playlist reloads"),
         OptionSpec(name: "hls-part", value: "TIME", help: "partial segments of at most TIME (EXT-X-PART-INF PART-TARGET)", defaultText: "200ms"),
-        OptionSpec(name: "hls-segment-duration", value: "TIME", help: "HLS segments begin at the first IDR after TIME", defaultText: "2s"),
+        OptionSpec(name: "hls-segment", value: "TIME", help: "HLS segments begin at the first IDR after TIME", defaultText: "2s"),
         OptionSpec(name: "hls-window", value: "TIME", help: "the playlist keeps the newest segments covering TIME (at least three); older files are deleted", defaultText: "20s"),
     ]
 
@@ -29,15 +29,15 @@ struct HLSChoice {
     /// spacing when known (produce's `--keyint`).
     static func parse(_ o: ParsedOptions, command: String, idrInterval: Double?) throws -> HLSChoice? {
         guard let directory = o.string("hls") else {
-            for name in ["hls-part", "hls-segment-duration", "hls-window"] where o.has(name) {
+            for name in ["hls-part", "hls-segment", "hls-window"] where o.has(name) {
                 throw CommandError.usage("\(command): --\(name) needs --hls DIR")
             }
             return nil
         }
         guard !directory.isEmpty else { throw CommandError.usage("\(command): --hls needs a directory") }
         let part = try o.duration("hls-part", default: 0.2, minimum: 0.05)
-        let segment = try o.duration("hls-segment-duration", default: 2, above: true)
-        guard segment >= part else { throw o.invalid("hls-segment-duration", "shorter than --hls-part \(short(part)) s") }
+        let segment = try o.duration("hls-segment", default: 2, above: true)
+        guard segment >= part else { throw o.invalid("hls-segment", "shorter than --hls-part \(short(part)) s") }
         let window = try o.duration("hls-window", default: 20, above: true)
         let longest = segment + (idrInterval ?? segment)
         try OutputChoice.requireLibraries(.mp4, what: "\(command): --hls")
@@ -61,7 +61,7 @@ struct HLSChoice {
                     events?.emit("hls-segment", [("name", name), ("duration", duration.secondsText), ("parts", parts)])
                 case .overlong(let duration):
                     log.line("hls: warning: a segment of \(duration.secondsText) s is longer than the target duration \(target) s: the stream's IDRs are further apart "
-                             + "than --hls-segment-duration; players may stall", force: true)
+                             + "than --hls-segment; players may stall", force: true)
                 }
             }
             return (sink, live)

@@ -13,7 +13,7 @@ import Testing
         defer { try? FileManager.default.removeItem(at: dir) }
         let webPort = try freePort(), cachePort = try freePort()
         let producer = try Background(Run.nalcast, ["produce", "--size", "320x240", "--duration", "5s", "--keyint", "1s", "--hls", dir.appendingPathComponent("hls").path,
-                                                    "--hls-segment-duration", "1s", "--web", "tcp://127.0.0.1:\(webPort)"])
+                                                    "--hls-segment", "1s", "--web", "tcp://127.0.0.1:\(webPort)"])
         #expect(producer.waitFor("HLS on "), "\(producer.stderr)")
         let cache = dir.appendingPathComponent("cache")
         try FileManager.default.createDirectory(at: cache, withIntermediateDirectories: true)

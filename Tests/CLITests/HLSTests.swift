@@ -34,7 +34,7 @@ import Testing
         defer { try? FileManager.default.removeItem(at: dir) }
         let hls = dir.appendingPathComponent("hls").path
         let producer = try Background(Run.nalcast, ["produce", "--size", "320x240", "--duration", "5s", "--keyint", "1s", "--audio", "tone",
-                                                    "--hls", hls, "--hls-segment-duration", "1s", "--web", "tcp://127.0.0.1:0"])
+                                                    "--hls", hls, "--hls-segment", "1s", "--web", "tcp://127.0.0.1:0"])
         let base = try Self.base(producer)
         // The first answer waits for the first complete segment.
         let first = try Self.get(base + "index.m3u8")
