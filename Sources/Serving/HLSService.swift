@@ -79,7 +79,8 @@ public final class HLSService {
         reply.onClose = { [unowned self, unowned reply] in self.replies[ObjectIdentifier(reply)] = nil }
         let name = String(request.path.dropFirst(Self.prefix.count))
         let headOnly = request.method == "HEAD"
-        guard !name.isEmpty, !name.contains("/"), !name.hasPrefix(".") else {
+        // Only whole files: never a `.part` being written, nothing hidden, nothing elsewhere.
+        guard !name.isEmpty, !name.contains("/"), !name.hasPrefix("."), !name.hasSuffix(".part") else {
             return reply.send(status: 404, contentType: "text/plain", body: Array("not found\n".utf8))
         }
         if name == HLSPlaylist.playlistName {
