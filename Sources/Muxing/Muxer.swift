@@ -48,6 +48,10 @@ final class Muxer {
     /// libavformat opened it for a URL (closed with `avio_closep`).
     private let ownIO: Bool
     private let io: UnsafeMutablePointer<CMedia_fd_io>
+    /// The memory the muxer writes into (`init(fragmentedInMemory:)`), taken by `takeOutput`.
+    private var memory: UnsafeMutablePointer<CMedia_memory_io>?
+    /// `movflags` in place of the fragmenting ones `fragmented` sets (a CMAF writer's).
+    private var movFlags: String?
     private var stream: UnsafeMutablePointer<AVStream>?
     /// The AAC track (stream 1), when `audio` was set before the header.
     private var audioStream: UnsafeMutablePointer<AVStream>?
@@ -110,6 +114,46 @@ final class Muxer {
         self.pb = pb
         try makeContext(name)
         context!.pointee.pb = pb
+    }
+
+    /// An MP4 written in fragments into memory, cut where the caller says (`cutFragment`):
+    /// the CMAF writer of `--hls`. The header (ftyp, moov) and each fragment (moof, mdat)
+    /// are taken with `takeOutput`.
+    init(fragmentedInMemory: Void) throws(MuxError) {
+        fragmentedMP4 = true
+        label = "mp4"
+        headerOptions = []
+        interrupt = nil
+        ownIO = true
+        movFlags = "frag_custom+empty_moov+default_base_moof"
+        if let problem = FFmpegLibraries.problem { throw MuxError(problem) }
+        io = .allocate(capacity: 1)
+        io.initialize(to: CMedia_fd_io(fd: -1, error: 0, written: 0))
+        let memory = UnsafeMutablePointer<CMedia_memory_io>.allocate(capacity: 1)
+        memory.initialize(to: CMedia_memory_io(data: nil, size: 0, capacity: 0, error: 0))
+        self.memory = memory
+        guard let pb = CMedia_memory_avio(memory) else { throw MuxError("out of memory") }
+        self.pb = pb
+        try makeContext("mp4")
+        context!.pointee.pb = pb
+    }
+
+    /// Closes the fragment being written (what was written since the last cut, every track):
+    /// its moof and mdat go to the output.
+    func cutFragment() throws(MuxError) {
+        guard let context else { throw MuxError("closed") }
+        let rc = CMedia_av_write_frame(context, nil)
+        guard rc >= 0 else { throw failure("fragment", rc) }
+        try flush()
+    }
+
+    /// What the muxer wrote into memory since the last call.
+    func takeOutput() throws(MuxError) -> [UInt8] {
+        guard let memory else { return [] }
+        if memory.pointee.error != 0 { throw MuxError("mp4: out of memory") }
+        let out = Array(UnsafeBufferPointer(start: memory.pointee.data, count: Int(memory.pointee.size)))
+        memory.pointee.size = 0
+        return out
     }
 
     /// Sets up the `muxer` (flv, mpegts, rtsp) for a push to `url`, and connects: libavformat
@@ -176,6 +220,11 @@ final class Muxer {
         if ownIO { CMedia_avio_free(&pb) } else { _ = CMedia_avio_closep(&pb) }
         io.deinitialize(count: 1)
         io.deallocate()
+        if let memory {
+            CMedia_memory_free(memory)
+            memory.deinitialize(count: 1)
+            memory.deallocate()
+        }
     }
 
     /// True once an audio packet went to the muxer.
@@ -185,7 +234,7 @@ final class Muxer {
     var srt: SRTConnection? { ownIO ? nil : SRTConnection(pb) }
 
     /// Bytes handed to the output so far.
-    var bytesWritten: Int { ownIO ? Int(io.pointee.written) : packetBytes }
+    var bytesWritten: Int { ownIO && memory == nil ? Int(io.pointee.written) : packetBytes }
     /// The access units' bytes handed to the muxer (a push's measure of what it sent).
     private var packetBytes = 0
 
@@ -220,9 +269,13 @@ final class Muxer {
             // knows each track's first times and writes edit lists that keep the tracks in
             // step (without them every track of a fragmented file starts at 0, and audio at
             // an IDR's instant would play a B-frame delay early).
-            CMedia_av_dict_set(&dictionary, "movflags", audioStream == nil ? "frag_keyframe+empty_moov+default_base_moof"
-                                                                              : "frag_keyframe+empty_moov+delay_moov+default_base_moof", 0)
-            CMedia_av_dict_set(&dictionary, "frag_duration", "1000000", 0)
+            if let movFlags {
+                CMedia_av_dict_set(&dictionary, "movflags", audioStream == nil ? movFlags : movFlags + "+delay_moov", 0)
+            } else {
+                CMedia_av_dict_set(&dictionary, "movflags", audioStream == nil ? "frag_keyframe+empty_moov+default_base_moof"
+                                                                                  : "frag_keyframe+empty_moov+delay_moov+default_base_moof", 0)
+                CMedia_av_dict_set(&dictionary, "frag_duration", "1000000", 0)
+            }
         }
         let rc = CMedia_avformat_write_header(context, &dictionary)
         CMedia_av_dict_free(&dictionary)

@@ -118,7 +118,11 @@ final class SegmentFinisher: @unchecked Sendable {
         if let hook { runHook(hook, job.info) }
         finished.append(job.info.path)
         if let keep {
-            while finished.count > keep { unlink(finished.removeFirst()) }
+            while finished.count > keep {
+                let path = finished.removeFirst()
+                unlink(path)
+                onEvent(.removed(path: path))
+            }
         }
     }
 

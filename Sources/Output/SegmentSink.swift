@@ -1,3 +1,4 @@
+import Clocks
 import FIFO
 import Media
 import Delivery
@@ -49,6 +50,8 @@ public final class SegmentSink: AccessUnitSink {
         case opened(path: String)
         case closed(SegmentInfo)
         case hookFailed(command: String, message: String)
+        /// `--keep` deleted a finished segment.
+        case removed(path: String)
     }
 
     /// A finished segment.
@@ -59,6 +62,9 @@ public final class SegmentSink: AccessUnitSink {
         public let bytes: Int
         /// Why it ended: `duration`, `size`, `resolution-change`, `reconnect`, `end`.
         public let reason: String
+        /// Wall-clock time of its first picture, ns since the epoch: the timestamp SEI's
+        /// capture time, else when it was opened.
+        public let startTimeNs: UInt64
     }
 
     public let name = "segments"
@@ -106,6 +112,7 @@ public final class SegmentSink: AccessUnitSink {
         let partPath: String
         var startTime: MediaTime
         var lastTime: MediaTime
+        var startTimeNs: UInt64 = 0
         var lastStep = MediaTime.zero
         var frames = 0
         var recordedOffset = 0
@@ -310,6 +317,7 @@ public final class SegmentSink: AccessUnitSink {
         }
         var segment = OpenSegment(writer: writer, fd: fd, indexFD: indexFD, path: path, partPath: partPath, startTime: received.mediaTime, lastTime: received.mediaTime)
         segment.frames = 1
+        segment.startTimeNs = received.unit.timestamp?.captureTimeNs ?? WallClock.nanoseconds
         current = segment
         onEvent(.opened(path: path))
     }
@@ -387,7 +395,8 @@ public final class SegmentSink: AccessUnitSink {
             }
         }
         let end = nextStart ?? (segment.lastTime + segment.lastStep)
-        let info = SegmentInfo(path: segment.path, duration: max(.zero, end - segment.startTime), frames: frames, bytes: bytes, reason: reason)
+        let info = SegmentInfo(path: segment.path, duration: max(.zero, end - segment.startTime), frames: frames, bytes: bytes, reason: reason,
+                               startTimeNs: segment.startTimeNs)
         finisher.submit(.init(fd: segment.fd, indexFD: segment.indexFD, partPath: segment.partPath, info: info))
         if let failure { throw failure }
     }

@@ -169,6 +169,7 @@ public struct HTTPResponse: Sendable {
     public static func reason(_ status: Int) -> String {
         switch status {
         case 200: "OK"
+        case 202: "Accepted"
         case 400: "Bad Request"
         case 401: "Unauthorized"
         case 403: "Forbidden"

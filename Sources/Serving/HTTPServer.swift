@@ -251,6 +251,8 @@ public struct HTTPRoutes {
     }
 
     private var routes: [String: [Route]] = [:]
+    /// Routes for every path under a prefix (`/hls/`), tried when no exact path matches.
+    private var prefixes: [String: [Route]] = [:]
 
     public init() {}
 
@@ -267,8 +269,17 @@ public struct HTTPRoutes {
         add(method, path, maxBody: maxBody, needs: permission, handler: .respond(respond))
     }
 
+    /// Adds (or replaces) the route for `method` and every path that begins with `prefix`.
+    public mutating func addPrefix(_ method: String, _ prefix: String, maxBody: Int = 0, needs permission: Permission? = nil, handler: Handler) {
+        var list = prefixes[prefix, default: []]
+        list.removeAll { $0.method == method }
+        list.append(Route(method: method, path: prefix, maxBody: maxBody, permission: permission, handler: handler))
+        prefixes[prefix] = list
+    }
+
     public func match(method: String, path: String) -> Match {
-        guard let list = routes[path] else { return .notFound }
+        let prefixed = prefixes.filter { path.hasPrefix($0.key) }.max { $0.key.count < $1.key.count }?.value
+        guard let list = routes[path] ?? prefixed else { return .notFound }
         if let route = list.first(where: { $0.method == method }) { return .found(route) }
         return .methodNotAllowed(list.map(\.method))
     }

@@ -35,6 +35,7 @@ enum ConsumeCommand: Command {
         OptionSpec(name: "keep", value: "N", help: "keep only the newest N finished segments"),
         OptionSpec(name: "on-segment", value: "CMD", help: "run CMD PATH (no shell) for each finished segment; NALCAST_SEGMENT_* in its environment"),
         OptionSpec(name: "fsync", value: nil, help: "fsync each segment before renaming it (--no-fsync: faster, not crash-safe)", defaultText: "on"),
+    ] + HLSChoice.specs + ReplayChoice.specs + [
         OptionSpec(name: "forward", value: "URL", help: "send the stream on, reconnecting, to tcp://HOST:PORT or unix:PATH (Annex-B), rtmp://HOST[:PORT]/APP/KEY, srt://HOST:PORT[?streamid=ID], rtsp://HOST[:PORT]/PATH or udp://HOST:PORT; repeatable", repeatable: true),
     ] + SRTSecretChoice.specs("consume") + [
         OptionSpec(name: "reconnect-timeout", value: "DURATION", help: "give up after being disconnected this long (0: on the first disconnect)", defaultText: "keep trying"),
@@ -131,6 +132,10 @@ enum ConsumeCommand: Command {
         var serving = ServingChoice()
         /// `--realtime`: pace a file input at its media time (serving a file).
         var realtime = false
+        /// `--hls DIR`.
+        var hls: HLSChoice?
+        /// `--replay TIME`.
+        var replay: ReplayChoice?
 
         init(_ options: ParsedOptions) throws {
             guard options.positionals.isEmpty else {
@@ -181,10 +186,12 @@ enum ConsumeCommand: Command {
             events = options.string("events")
             dryRun = options.has("dry-run")
             serving = try ServingChoice.parse(options, .relay, defaultListen: false, metrics: metrics)
+            hls = try HLSChoice.parse(options, command: "consume", idrInterval: nil)
+            replay = try ReplayChoice.parse(options, command: "consume")
             // A file is paced when served (`--no-realtime` says otherwise) or when asked; a
             // live input comes at its own pace.
             realtime = !input.isNetwork && (options.has("realtime") || (serving.isServing && !options.isOff("realtime")))
-            guard output != nil || segments != nil || !forwards.isEmpty || serving.isServing else {
+            guard output != nil || segments != nil || !forwards.isEmpty || serving.isServing || hls != nil || replay != nil else {
                 throw CommandError.usage("consume: nothing to write: give -o FILE|-, --segments DIR, --forward URL, --listen ADDR or --web ADDR")
             }
             if output == "-" && events == "-" { throw CommandError.usage("consume: -o - and --events - both want stdout") }
@@ -224,6 +231,8 @@ enum ConsumeCommand: Command {
                 out.append("on segment: \(hook?.joined(separator: " ") ?? "none")")
                 out.append("fsync: \(fsync ? "on" : "off")")
             }
+            out += hls?.lines ?? []
+            out += replay?.lines ?? []
             for f in forwards { out.append("forward: \(f) (\(f.carries))") }
             if input.isNetwork || !forwards.isEmpty {
                 out.append("reconnect: 100ms doubling to 5s with jitter, give up " + (reconnectTimeout.map { "after \(formatSeconds($0)) s" } ?? "never"))

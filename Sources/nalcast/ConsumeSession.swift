@@ -36,6 +36,13 @@ final class ConsumeSession {
     /// The reader of a `tcp://` input found to be MPEG-TS (`transportStreamHandOver`); set
     /// on the loop thread, which is the thread of `run`.
     var handedOverDemux: DemuxReader?
+    /// `--hls DIR`: what its writer shows `--web` (set by `makeOutputs`).
+    private var hlsLive: HLSLive?
+    private var hlsRunner: SinkRunner?
+    /// `--segments DIR` with `--web`: the finished segments by time, for /recordings.
+    private var recordings: RecordingIndex?
+    /// `--replay TIME`: what saves it (set by `makeOutputs`).
+    private var replay: ReplayTrigger?
 
     init(config: ConsumeCommand.Config, options: ParsedOptions) throws {
         self.config = config
@@ -91,7 +98,8 @@ final class ConsumeSession {
 
     func run() throws -> ExitCode {
         // Only the loop thread takes SIGINT/SIGTERM: block them before any thread starts.
-        EventLoop.setSignals(Set([SIGINT, SIGTERM] + (config.serving.access.reloadsOnHangUp ? [SIGHUP] : [])), blocked: true)
+        EventLoop.setSignals(Set([SIGINT, SIGTERM] + (config.serving.access.reloadsOnHangUp ? [SIGHUP] : []) + (config.replay == nil ? [] : [SIGUSR2])),
+                             blocked: true)
         let loop = EventLoop()
         let ending = Ending(loop: loop)
         self.ending = ending
@@ -107,8 +115,13 @@ final class ConsumeSession {
         let reloadWatcher = security.watchReload(loop, log: log)
         defer { withExtendedLifetime(reloadWatcher) {} }
         relay = try makeRelay(loop, ending, security)
+        relay?.side.serveHLS(hlsLive, runner: hlsRunner, loop: loop)
+        relay?.side.serveRecordings(recordings, loop: loop)
         var client = try connectInput(loop, fanout, ending)
         let serving = try startServing(loop, fanout)
+        replay?.addRoute(to: serving.metricsServer)
+        let replaySignal = replay?.watchSignal(loop)
+        defer { withExtendedLifetime(replaySignal) {} }
         startReading(fileReader, fanout, ending)
         let demuxReader = startDemux(fanout, ending)
 
@@ -144,7 +157,8 @@ final class ConsumeSession {
         let policy: SinkQueue.Policy = config.input.isNetwork ? .skipToEntry : .wait
         let registry = metrics.registry
         let queueBytes = config.sinkQueue
-        let onRunnerEvent = runnerEvents(ending, sinkCount: (config.output != nil ? 1 : 0) + (config.segments != nil ? 1 : 0) + config.forwards.count)
+        let onRunnerEvent = runnerEvents(ending, sinkCount: (config.output != nil ? 1 : 0) + (config.segments != nil ? 1 : 0) + (config.hls != nil ? 1 : 0) + (config.replay != nil ? 1 : 0)
+                                                     + config.forwards.count)
         func runner(_ sink: sending AccessUnitSink, name: String) -> SinkRunner {
             SinkRunner(sink: sink, queue: SinkQueue(policy: policy, highWater: queueBytes), counters: SinkCounters(registry: registry, sink: name), onEvent: onRunnerEvent)
         }
@@ -163,6 +177,17 @@ final class ConsumeSession {
         if let directory = config.segments {
             let sink = try makeSegmentSink(directory)
             runners.append(runner(sink, name: sink.name))
+        }
+        if let hls = config.hls {
+            let (sink, live) = try hls.makeSink(countedClock: config.input.timeIsCounted, log: log, events: events)
+            hlsLive = live
+            hlsRunner = runner(sink, name: sink.name)
+            runners.append(hlsRunner!)
+        }
+        if let choice = config.replay {
+            let trigger = choice.makeTrigger()
+            replay = trigger
+            runners.append(runner(choice.makeSink(trigger, log: log, events: events), name: "replay"))
         }
         for (index, target) in config.forwards.enumerated() {
             let sink = makeForwardSink(target, name: ForwardChoice.sinkName(index, of: config.forwards.count), ending)
@@ -201,6 +226,8 @@ final class ConsumeSession {
         let events = self.events
         let metrics = self.metrics
         var recovered: [SegmentRecovery.Outcome] = []
+        let recordings = config.serving.web == nil ? nil : RecordingIndex(directory: directory)
+        self.recordings = recordings
         let segmentConfig = SegmentSink.Config(
             directory: directory, namer: config.namer,
             planner: SegmentPlanner.Config(segmentDuration: .seconds(config.segmentDuration), maxBytes: config.segmentMaxBytes),
@@ -215,6 +242,7 @@ final class ConsumeSession {
                     metrics.segmentsOpened.increment()
                     events?.emit("segment-opened", [("path", path)])
                 case .closed(let info):
+                    recordings?.add(path: info.path, startNs: info.startTimeNs, durationNs: UInt64(max(0, info.duration.ticks)) * 100_000 / 9)
                     metrics.segmentsClosed.increment()
                     events?.emit("segment-closed", [
                         ("path", info.path), ("duration", info.duration.seconds), ("frames", info.frames),
@@ -222,6 +250,8 @@ final class ConsumeSession {
                     ])
                 case .hookFailed(let command, let message):
                     log.line("--on-segment \(command): \(message)", force: true)
+                case .removed(let path):
+                    recordings?.remove(path: path)
                 }
             }
         } catch {

@@ -15,7 +15,7 @@ enum ProduceCommand: Command {
     static let name = "produce"
     static let summary = "Capture frames, encode them with libx264 and serve the H.264 stream to readers."
     static let usage = "nalcast produce [--source SRC] [--listen ADDR] [-o FILE|-] [OPTIONS]"
-    static let specs: [OptionSpec] = (sourceSpecs + AudioPlan.specs + ServingChoice.specs(.encoder) + observabilitySpecs)
+    static let specs: [OptionSpec] = (sourceSpecs + AudioPlan.specs + HLSChoice.specs + ReplayChoice.specs + ServingChoice.specs(.encoder) + observabilitySpecs)
         .withValues(OptionValues.sources.merging(OptionValues.serving(.encoder)) { $1 })
     private static let sourceSpecs: [OptionSpec] = [SourceKinds.sourceSpec] + SourceKinds.specs + [
         OptionSpec(name: "realtime", value: nil, help: "pace a file source at its own frame rate, like FFmpeg's -re (on for testsrc; --no-realtime turns it off)"),
@@ -77,6 +77,10 @@ enum ProduceCommand: Command {
         var frameNote: String?
         /// `--audio`: nil for video only.
         var audio: AudioPlan?
+        /// `--hls DIR`.
+        var hls: HLSChoice?
+        /// `--replay TIME`.
+        var replay: ReplayChoice?
 
         var lines: [String] {
             var out = [
@@ -102,6 +106,8 @@ enum ProduceCommand: Command {
             out += audio?.lines ?? ["audio: none"]
             out.append("output: \(output.map { "\($0 == "-" ? "stdout" : $0) (\(OutputChoice.describe(outputFormat)))" } ?? "none")")
             for f in forwards { out.append("forward: \(f) (\(f.carries))") }
+            out += hls?.lines ?? []
+            out += replay?.lines ?? []
             out += serving.lines(.encoder)
             out.append("metrics: \(metrics?.description ?? "none")")
             out += serving.access.lines
@@ -144,6 +150,7 @@ enum ProduceCommand: Command {
         var forwards = try o.strings("forward").map { try ForwardChoice.parse($0, command: "produce") }
         let secret = try SRTSecretChoice.parse(o, prefix: "", usedBySRT: SRTSecretChoice.usesSRT(forwards))
         forwards = SRTSecretChoice.apply(secret, to: forwards)
+        let hls = try HLSChoice.parse(o, command: "produce", idrInterval: Double(keyintFrames) / fps.framesPerSecond)
         var metrics: Endpoint?
         if let text = o.string("metrics") {
             do { metrics = try Endpoint(parsing: text) } catch { throw CommandError.usage("--metrics: \(error)") }
@@ -151,7 +158,8 @@ enum ProduceCommand: Command {
                 throw CommandError.usage("--metrics \(metrics) is not a loopback address: add --allow-remote")
             }
         }
-        let serving = try ServingChoice.parse(o, .encoder, defaultListen: output == nil && forwards.isEmpty, metrics: metrics)
+        let serving = try ServingChoice.parse(o, .encoder, defaultListen: output == nil && forwards.isEmpty && hls == nil && !o.has("replay"),
+                                              metrics: metrics)
         let events = o.string("events")
         if output == "-" && events == "-" { throw CommandError.usage("-o - and --events - cannot both use stdout") }
         var plan = Plan(
@@ -160,6 +168,8 @@ enum ProduceCommand: Command {
             quiet: o.has("quiet"), warnings: warnings)
         plan.outputFormat = outputFormat
         plan.forwards = forwards
+        plan.hls = hls
+        plan.replay = try ReplayChoice.parse(o, command: "produce")
         plan.audio = try AudioPlan.parse(o, videoReadsStdin: source.readsStdin)
         // The tone beeps at each whole second: the pattern flashes with it (a sync reference).
         if source.takesFlash {

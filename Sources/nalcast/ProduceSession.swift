@@ -63,11 +63,23 @@ final class ProduceSession {
 
         // Only the loop thread takes these signals: block them before any thread starts
         // (the -o writer's is the first).
-        EventLoop.setSignals(Set([SIGINT, SIGTERM, SIGUSR1] + (plan.serving.access.reloadsOnHangUp ? [SIGHUP] : [])), blocked: true)
+        EventLoop.setSignals(Set([SIGINT, SIGTERM, SIGUSR1] + (plan.serving.access.reloadsOnHangUp ? [SIGHUP] : [])
+                                 + (plan.replay == nil ? [] : [SIGUSR2])), blocked: true)
         var runners: [SinkRunner] = []
         if let sink { runners.append(makeOutput(sink, live: source.isLive, registry: registry, outcome)) }
         let control = CaptureControl()
         runners += makeForwards(live: source.isLive, registry: registry, events, outcome, control)
+        var hlsLive: HLSLive?, hlsRunner: SinkRunner?
+        if let hls = plan.hls {
+            let (sink, live) = try hls.makeSink(countedClock: false, log: log, events: events)
+            hlsLive = live
+            hlsRunner = makeOutput(sink, live: source.isLive, registry: registry, outcome)
+            runners.append(hlsRunner!)
+        }
+        let replay = plan.replay?.makeTrigger()
+        if let choice = plan.replay, let replay {
+            runners.append(makeOutput(choice.makeSink(replay, log: log, events: events), live: source.isLive, registry: registry, outcome))
+        }
         let output = runners.isEmpty ? nil : SinkFanout(runners: runners)
         if let audio, let output {
             output.deliver(audioFormat: audio.capture.format)
@@ -75,11 +87,14 @@ final class ProduceSession {
         }
         let loop = EventLoop()
         let serving = try wireServing(loop, control, registry, events, audio)
-        announce(Self.describe(source, plan: plan), serving)
+        serving.serving.serveHLS(hlsLive, runner: hlsRunner, loop: loop)
+        replay?.addRoute(to: serving.metricsServer)
+        let replaySignal = replay?.watchSignal(loop)
+        announce(Self.describe(source, plan: plan), serving, hls: hlsLive)
 
         audio?.start()
         let captureThread = startCapture(source, control, serving, output, outcome, events, audio)
-        withExtendedLifetime(serving) { loop.run() }
+        withExtendedLifetime((serving, replaySignal)) { loop.run() }
 
         captureThread.join()
         audio?.capture.stop()
@@ -231,10 +246,11 @@ final class ProduceSession {
     }
 
     /// `capturing test pattern 640x360 at 30 fps; serving tcp://…, writing stdout`.
-    private func announce(_ input: String, _ serving: LoopSide) {
-        var where_ = serving.serving.places
+    private func announce(_ input: String, _ serving: LoopSide, hls: HLSLive?) {
+        var where_ = serving.serving.places + serving.serving.hlsPlace(hls)
         if let output = plan.output { where_.append("writing \(output == "-" ? "stdout" : output)") }
         for target in plan.forwards { where_.append("pushing to \(target)") }
+        if let hls = plan.hls { where_.append("writing HLS into \(hls.directory)") }
         log.line("capturing \(input); \(where_.joined(separator: ", "))")
         for line in serving.serving.securityLines(metrics: serving.metricsServer) { log.line(line, force: true) }
     }

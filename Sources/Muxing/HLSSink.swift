@@ -1,0 +1,268 @@
+import Clocks
+import Delivery
+import Media
+import Output
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// `--hls DIR`: the stream as HLS with Low-Latency parts, on its own sink thread. One
+/// fragmented MP4 muxer (`Muxer(fragmentedInMemory:)`) runs for the whole stream; its
+/// header (ftyp + moov) is `init.mp4`, and each fragment it is told to close (moof + mdat,
+/// every track) is a partial segment (`partK.m4s`) of at most `--hls-part`, so a segment
+/// (`segmentN.m4s`) is the bytes of its parts one after the other, beginning at an IDR:
+/// `SegmentPlanner` decides where segments begin, on the packets as they are written.
+/// Every file is written as `NAME.part` and renamed when whole, the playlist (`index.m3u8`)
+/// last; `HLSLive` shows it to the `--web` listener.
+public final class HLSSink: AccessUnitSink {
+    public struct Config: Sendable {
+        public var directory: String
+        public var partTarget: MediaTime
+        /// Segments begin at the first IDR at or past this much media time.
+        public var segmentDuration: MediaTime
+        /// `EXT-X-TARGETDURATION`, whole seconds.
+        public var targetDuration: Int
+        public var window: MediaTime
+        public var countedClock: Bool
+
+        public init(directory: String, partTarget: MediaTime, segmentDuration: MediaTime, targetDuration: Int, window: MediaTime, countedClock: Bool = false) {
+            self.directory = directory
+            self.partTarget = partTarget
+            self.segmentDuration = segmentDuration
+            self.targetDuration = targetDuration
+            self.window = window
+            self.countedClock = countedClock
+        }
+    }
+
+    /// A segment finished, or one came out longer than the target duration (said once).
+    public enum Event: Sendable {
+        case segment(name: String, duration: MediaTime, parts: Int)
+        case overlong(MediaTime)
+    }
+
+    public let name = "hls"
+    public var carriesAudio: Bool { true }
+    private let config: Config
+    private let live: HLSLive
+    private let onEvent: @Sendable (Event) -> Void
+    private var muxer: Muxer?
+    private var timer: PacketTimer
+    private var audio = AudioInterleaver()
+    private var audioFormat: AudioFormat?
+    private var planner: SegmentPlanner
+    private var playlist: HLSPlaylist
+    private var initWritten = false
+    private var pendingBytes: [UInt8] = []
+    /// The open segment's `.part` file.
+    private var segmentFD: Int32 = -1
+    private var partDuration: Int64 = 0
+    private var partIndependent = false
+    /// Wall clock minus media time (ns), from the first access unit: program date-times.
+    private var wallAnchorNs: Int64?
+    /// Files of segments that left the window, deleted a window later.
+    private var retired: [[String]] = []
+    private var saidOverlong = false
+
+    public init(config: Config, live: HLSLive, onEvent: @escaping @Sendable (Event) -> Void) throws(SinkError) {
+        self.config = config
+        self.live = live
+        self.onEvent = onEvent
+        timer = PacketTimer(countedClock: config.countedClock, waitsForDuration: true)
+        planner = SegmentPlanner(config: SegmentPlanner.Config(segmentDuration: config.segmentDuration))
+        playlist = HLSPlaylist(targetDuration: config.targetDuration, partTarget: config.partTarget, window: config.window)
+        if mkdir(config.directory, 0o755) != 0 && errno != EEXIST {
+            throw SinkError(sink: "hls", message: "\(config.directory): \(String(cString: strerror(errno)))")
+        }
+        guard access(config.directory, W_OK) == 0 else { throw SinkError(sink: "hls", message: "\(config.directory): not writable") }
+        if let problem = FFmpegLibraries.problem { throw SinkError(sink: "hls", message: problem) }
+    }
+
+    public func write(_ items: ArraySlice<SinkItem>) throws(SinkError) -> WriteReport {
+        var report = WriteReport()
+        do {
+            for item in items {
+                switch item {
+                case .unit(let unit):
+                    if try add(unit) { report.units += 1 } else { report.dropped += 1 }
+                case .discontinuity, .gap:
+                    timer.discontinuity()
+                case .audioFormat(let format):
+                    audioFormat = format
+                case .audio(let packet):
+                    if let muxer {
+                        try audio.add(packet, format: audioFormat, offset: timer.mediaToContainer, muxer: muxer)
+                    } else {
+                        report.droppedAudio += 1  // before the first picture: no header yet
+                    }
+                }
+            }
+            try writeSettled(finishing: false)
+        } catch {
+            throw SinkError(sink: "hls", message: error.message)
+        }
+        let (written, dropped) = audio.takeCounts()
+        report.audioPackets = written
+        report.droppedAudio += dropped
+        return report
+    }
+
+    public func close() throws(SinkError) {
+        do {
+            if muxer != nil {
+                try writeSettled(finishing: true)
+                if let muxer { try audio.write(upTo: nil, muxer: muxer) }
+                try endSegment()
+            }
+        } catch {
+            throw SinkError(sink: "hls", message: error.message)
+        }
+        playlist.end()
+        try? writePlaylist()
+        live.publish(playlist)
+    }
+
+    public func audioCountsAfterLastWrite() -> (written: Int, dropped: Int) { audio.takeCounts() }
+
+    /// Places one access unit; false when it came before the first entry point.
+    private func add(_ unit: TimedUnit) throws(MuxError) -> Bool {
+        if muxer == nil {
+            guard unit.isEntryPoint else { return false }
+            let muxer = try Muxer(fragmentedInMemory: ())
+            muxer.audio = audioFormat
+            try muxer.writeHeader(entry: unit, fallbackFrameRate: nil)
+            self.muxer = muxer
+            let wall = unit.unit.timestamp.map { Int64(clamping: $0.captureTimeNs) } ?? Int64(clamping: WallClock.nanoseconds)
+            wallAnchorNs = wall - unit.mediaTime.ticks * 100_000 / 9
+        }
+        timer.add(unit)
+        return true
+    }
+
+    /// Writes the packets whose times are known, cutting parts and segments on the way.
+    private func writeSettled(finishing: Bool) throws(MuxError) {
+        guard let muxer else { return }
+        try timer.take(finishing: finishing) { (packet) throws(MuxError) in
+            let decision = planner.plan(SegmentPlanner.Unit(isIDR: packet.keyframe, mediaTime: MediaTime(ticks: packet.dts), bytes: 0))
+            switch decision {
+            case .skip: return
+            case .start: try beginSegment(at: packet.dts)
+            case .rotate:
+                try endSegment()
+                try beginSegment(at: packet.dts)
+            case .append:
+                if partDuration > 0 && partDuration + packet.duration > config.partTarget.ticks { try cutPart() }
+            }
+            if partDuration == 0 { partIndependent = packet.keyframe }
+            try audio.write(upTo: packet.dts, muxer: muxer)
+            try muxer.write(packet.nalUnits, pts: packet.pts, dts: packet.dts, duration: packet.duration, keyframe: packet.keyframe)
+            partDuration += max(packet.duration, 1)
+            if partDuration >= config.partTarget.ticks { try cutPart() }
+        }
+    }
+
+    private func beginSegment(at dts: Int64) throws(MuxError) {
+        let programDate = UInt64(clamping: (wallAnchorNs ?? 0) + dts * 100_000 / 9)
+        playlist.beginSegment(programDateNs: programDate)
+        let path = "\(config.directory)/\(playlist.segments.last!.name).part"
+        segmentFD = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard segmentFD >= 0 else { throw MuxError("\(path): \(String(cString: strerror(errno)))", code: errno) }
+    }
+
+    /// Closes the fragment being written as the open segment's next part.
+    private func cutPart() throws(MuxError) {
+        guard let muxer, partDuration > 0 else { return }
+        try muxer.cutFragment()
+        pendingBytes += try muxer.takeOutput()
+        if !initWritten {
+            // Everything before the first moof is the header.
+            guard let moof = Self.firstBox("moof", in: pendingBytes) else { return }
+            try writeFile(HLSPlaylist.initName, pendingBytes[..<moof])
+            pendingBytes.removeFirst(moof)
+            initWritten = true
+        }
+        let name = playlist.nextPartName
+        try writeFile(name, pendingBytes[...])
+        try writeAll(segmentFD, pendingBytes[...])
+        pendingBytes.removeAll(keepingCapacity: true)
+        playlist.addPart(duration: MediaTime(ticks: partDuration), independent: partIndependent)
+        partDuration = 0
+        try writePlaylist()
+        live.publish(playlist)
+    }
+
+    /// Closes the open segment: its last part, then its file under its name.
+    private func endSegment() throws(MuxError) {
+        guard segmentFD >= 0, let segment = playlist.segments.last else { return }
+        try cutPart()
+        _ = Glibc.close(segmentFD)
+        segmentFD = -1
+        let path = "\(config.directory)/\(segment.name)"
+        guard rename(path + ".part", path) == 0 else { throw MuxError("\(path): \(String(cString: strerror(errno)))", code: errno) }
+        let removed = playlist.completeSegment()
+        let done = playlist.segments.last { $0.sequence == segment.sequence }!
+        onEvent(.segment(name: done.name, duration: done.duration, parts: done.parts.count))
+        if done.duration.seconds.rounded() > Double(config.targetDuration) && !saidOverlong {
+            saidOverlong = true
+            onEvent(.overlong(done.duration))
+        }
+        retire(removed)
+        try writePlaylist()
+        live.publish(playlist)
+    }
+
+    /// Deletes the files of segments that left the window a window ago: a reader that got
+    /// the playlist before they left may still fetch them.
+    private func retire(_ removed: [HLSPlaylist.Segment]) {
+        for segment in removed { retired.append([segment.name] + segment.parts.map(\.name)) }
+        while retired.count > max(3, playlist.segments.count) {
+            for name in retired.removeFirst() { unlink("\(config.directory)/\(name)") }
+        }
+    }
+
+    private func writePlaylist() throws(MuxError) {
+        guard playlist.isPlayable else { return }
+        try writeFile(HLSPlaylist.playlistName, Array(playlist.render().utf8)[...])
+    }
+
+    /// Writes `NAME.part` whole, then renames it to `NAME`: a reader never sees half a file.
+    private func writeFile(_ name: String, _ bytes: ArraySlice<UInt8>) throws(MuxError) {
+        let path = "\(config.directory)/\(name)"
+        let fd = open(path + ".part", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw MuxError("\(path).part: \(String(cString: strerror(errno)))", code: errno) }
+        defer { _ = Glibc.close(fd) }
+        try writeAll(fd, bytes)
+        guard rename(path + ".part", path) == 0 else { throw MuxError("\(path): \(String(cString: strerror(errno)))", code: errno) }
+    }
+
+    private func writeAll(_ fd: Int32, _ bytes: ArraySlice<UInt8>) throws(MuxError) {
+        var offset = bytes.startIndex
+        while offset < bytes.endIndex {
+            let n = bytes[offset...].withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw MuxError("hls: write: \(String(cString: strerror(errno)))", code: errno)
+            }
+            offset += n
+        }
+    }
+
+    /// The offset of the first top-level box of `type` (MP4 box headers: size, type).
+    static func firstBox(_ type: String, in bytes: [UInt8]) -> Int? {
+        let wanted = Array(type.utf8)
+        var offset = 0
+        while offset + 8 <= bytes.count {
+            var size = Int(bytes[offset]) << 24 | Int(bytes[offset + 1]) << 16 | Int(bytes[offset + 2]) << 8 | Int(bytes[offset + 3])
+            if Array(bytes[offset + 4 ..< offset + 8]) == wanted { return offset }
+            if size == 1, offset + 16 <= bytes.count {
+                size = bytes[offset + 8 ..< offset + 16].reduce(0) { $0 << 8 | Int($1) }
+            }
+            guard size >= 8 else { return nil }
+            offset += size
+        }
+        return nil
+    }
+}

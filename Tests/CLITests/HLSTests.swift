@@ -1,0 +1,99 @@
+import Foundation
+import Testing
+
+/// `produce --hls DIR --web ADDR`: the live LL-HLS read by FFmpeg's HLS demuxer and GStreamer's
+/// `hlsdemux` while it is made (pictures decoded, sound present), its playlists checked
+/// against RFC 8216bis on every blocking reload, and the files it leaves. One producer for
+/// the suite: 1 s segments (an IDR a second), 200 ms parts, 5 s in all.
+@Suite(.serialized) struct HLSTests {
+    /// `http://127.0.0.1:PORT/hls/` from the producer's "HLS on …" line.
+    static func base(_ producer: Background) throws -> String {
+        #expect(producer.waitFor("HLS on "), "producer did not start: \(producer.stderr)")
+        let line = try #require(producer.stderr.split(separator: "\n").first { $0.contains("HLS on ") })
+        let url = try #require(line.split(whereSeparator: { $0 == " " || $0 == "," }).first { $0.hasPrefix("http://") && $0.hasSuffix("index.m3u8") })
+        return String(url.dropLast("index.m3u8".count))
+    }
+
+    /// GET `url`: status, the header fields (names lowercased) and the body.
+    static func get(_ url: String) throws -> (status: Int, headers: [String: String], body: String) {
+        let r = try Run.program("curl", ["-s", "-D", "-", url], timeout: 20)
+        let text = String(decoding: r.stdout, as: UTF8.self)
+        let split = text.components(separatedBy: "\r\n\r\n")
+        let head = split.first ?? ""
+        var headers: [String: String] = [:]
+        for line in head.components(separatedBy: "\r\n").dropFirst() {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        }
+        let status = Int(head.split(separator: " ").dropFirst().first ?? "") ?? 0
+        return (status, headers, split.dropFirst().joined(separator: "\r\n\r\n"))
+    }
+
+    @Test func liveLowLatencyHLSIsReadByFFmpegAndGStreamerAndKeepsTheRules() throws {
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let hls = dir.appendingPathComponent("hls").path
+        let producer = try Background(Run.nalcast, ["produce", "--size", "320x240", "--duration", "5s", "--keyint", "1s", "--audio", "tone",
+                                                    "--hls", hls, "--hls-segment", "1s", "--web", "tcp://127.0.0.1:0"])
+        let base = try Self.base(producer)
+        // The first answer waits for the first complete segment.
+        let first = try Self.get(base + "index.m3u8")
+        #expect(first.status == 200, "\(first)")
+        #expect(first.headers["cache-control"] == "max-age=1")
+        #expect(first.headers["content-type"] == "application/vnd.apple.mpegurl")
+
+        // Both readers follow it live, from now to the end.
+        let probeOut = dir.appendingPathComponent("ffprobe.txt")
+        let ffprobe = try Background("ffprobe", ["-v", "error", "-count_frames", "-show_entries", "stream=codec_type,nb_read_frames", "-of", "csv=p=0",
+                                                 base + "index.m3u8"], stdoutTo: probeOut)
+        let gstOut = dir.appendingPathComponent("gst.txt")
+        let gst = try Background("gst-launch-1.0", ["-v", "souphttpsrc", "location=\(base)index.m3u8", "!", "hlsdemux", "!", "decodebin", "name=d",
+                                                    "d.", "!", "queue", "!", "video/x-raw", "!", "fakesink", "name=v", "silent=false",
+                                                    "d.", "!", "queue", "!", "audio/x-raw", "!", "fakesink", "name=a", "silent=false"], stdoutTo: gstOut)
+
+        // Blocking reloads, each for the part after the newest: every answer holds it and keeps the rules.
+        var rules = HLSPlaylistRules()
+        var playlist = HLSPlaylistRules.parse(first.body)
+        #expect(rules.violations(first.body).isEmpty)
+        var blocked = 0
+        while !playlist.ended && blocked < 60 {
+            let sequence = playlist.mediaSequence + playlist.segments.count
+            let part = playlist.parts.filter { $0.sequence == sequence }.count
+            let reload = try Self.get(base + "index.m3u8?_HLS_msn=\(sequence)&_HLS_part=\(part)")
+            guard reload.status == 200 else { break }
+            blocked += 1
+            let violations = rules.violations(reload.body)
+            #expect(violations.isEmpty, "\(violations)\n\(reload.body)")
+            playlist = HLSPlaylistRules.parse(reload.body)
+            let listed = playlist.parts.filter { $0.sequence == sequence }.count + playlist.parts.filter { $0.sequence == sequence + 1 }.count
+            #expect(playlist.ended || listed > part, "asked for part \(part) of \(sequence):\n\(reload.body)")
+            if blocked == 3, let hint = playlist.preloadHint {
+                // The hinted part is answered once written, immutable.
+                let hinted = try Self.get(base + hint)
+                #expect(hinted.status == 200 && hinted.headers["cache-control"] == "public, max-age=31536000, immutable", "\(hinted.headers)")
+                let far = try Self.get(base + "index.m3u8?_HLS_msn=\(sequence + 5)")
+                #expect(far.status == 400)
+            }
+        }
+        #expect(blocked >= 10, "only \(blocked) blocking reloads answered")
+        #expect(producer.wait(timeout: 20) == 0, "\(producer.stderr)")
+        #expect(ffprobe.wait(timeout: 20) == 0)
+        #expect(gst.wait(timeout: 20) == 0)
+
+        let probed = (try? String(contentsOf: probeOut, encoding: .utf8)) ?? ""
+        let frames = probed.split(separator: "\n").filter { $0.hasPrefix("video,") }.compactMap { Int($0.split(separator: ",")[1]) }
+        #expect((frames.first ?? 0) >= 60, "ffprobe: \(probed)")
+        #expect(probed.contains("audio,"), "ffprobe found no sound: \(probed)")
+        let chains = ((try? String(contentsOf: gstOut, encoding: .utf8)) ?? "").split(separator: "\n").filter { $0.contains("chain") }
+        #expect(chains.filter { $0.contains("GstFakeSink:v") }.count >= 60, "GStreamer decoded \(chains.count) buffers")
+        #expect(chains.contains { $0.contains("GstFakeSink:a") }, "GStreamer decoded no sound")
+
+        // What the directory keeps: whole files only, the ended playlist, decodable.
+        let files = try FileManager.default.contentsOfDirectory(atPath: hls)
+        #expect(!files.contains { $0.hasSuffix(".part") }, "\(files)")
+        let final = try String(contentsOfFile: hls + "/index.m3u8", encoding: .utf8)
+        #expect(final.hasSuffix("#EXT-X-ENDLIST\n"))
+        let decode = try Run.program("ffmpeg", ["-v", "error", "-i", hls + "/index.m3u8", "-f", "null", "-"])
+        #expect(decode.status == 0 && decode.stderr.isEmpty, "\(decode.stderr)")
+    }
+}
