@@ -29,6 +29,14 @@ let package = Package(
             providers: [.apt(["libxcb-shm0-dev", "libxcb-xfixes0-dev", "libxcb-randr0-dev", "libxcb-damage0-dev", "libxcb-xinput-dev"])]
         ),
 
+        // PipeWire (libpipewire-0.3): a thread loop of its own and a video stream, in a shim
+        // (the pod-building macros and callbacks are C only).
+        .systemLibrary(
+            name: "CPipeWire",
+            pkgConfig: "libpipewire-0.3",
+            providers: [.apt(["libpipewire-0.3-dev"])]
+        ),
+
         // XTest (fake pointer motion), linked by the X11 tests only.
         .systemLibrary(
             name: "CXCBXTest",
@@ -69,12 +77,15 @@ let package = Package(
         // The X11 screen (xcb, MIT-SHM, DAMAGE, XFixes cursor): a capture source of its own, so
         // that only what captures the screen links xcb.
         .target(name: "X11Capture", dependencies: ["Capture", "CXCBShm", "Clocks"]),
+        // PipeWire video nodes (a Wayland compositor's screen cast, a camera): the other
+        // capture source of its own, the only one linking libpipewire.
+        .target(name: "PipeWireCapture", dependencies: ["Capture", "CPipeWire", "Clocks"]),
         .target(name: "Encoder", dependencies: ["CX264", "Media", "H264", "Capture"]),
         // The command line's vocabulary: the option table (`OptionSpec`, as data), its parser
         // (`ParsedOptions`, `NALCAST_*`), value formats, exit codes. Pure.
         .target(name: "CommandOptions"),
         // The kinds of capture source `produce --source` names, each described once.
-        .target(name: "CaptureSources", dependencies: ["Capture", "X11Capture", "CommandOptions"]),
+        .target(name: "CaptureSources", dependencies: ["Capture", "X11Capture", "PipeWireCapture", "CommandOptions"]),
 
         // Wiring. Serving (the stream server and the HTTP endpoint) links no capture or encoder
         // library, so that a consumer can serve too.

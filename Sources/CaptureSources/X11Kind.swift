@@ -41,9 +41,7 @@ public enum X11Kind: SourceKind {
         }
         x11.drawCursor = !o.isOff("cursor")
         x11.captureMode = try o.value("capture", default: .damage, expected: "expected damage or fixed") { X11CaptureMode(rawValue: $0) }
-        x11.idleRate = try o.value("idle-fps", default: 1, expected: "expected a rate of at least 0.01 a second, or 0 (e.g. 1, 0.5)") {
-            Double($0).flatMap { $0 == 0 || ($0 >= 0.01 && $0 <= 1000) ? $0 : nil }
-        }
+        x11.idleRate = try idleRate(o)
         var warnings: [String] = []
         if x11.captureMode == .fixed, o.sources["idle-fps"] != nil {
             warnings.append("produce: warning: \(o.label("idle-fps").trimmed) is ignored: it is for --capture damage (fixed sends every frame)")
