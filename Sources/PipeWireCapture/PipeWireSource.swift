@@ -37,6 +37,8 @@ public struct PipeWireOptions: Sendable, Hashable {
     public var idleRate: Double = 1
     /// How the log lines name the source (`pipewire`, `portal`).
     public var label = "pipewire"
+    /// How long to wait for the node's format before giving up, seconds.
+    public var formatTimeout: Double = 10
 
     public init(node: String, remoteFD: Int32 = -1, frameRate: FrameRate = FrameRate(30), idleRate: Double = 1, label: String = "pipewire") {
         self.node = node
@@ -88,7 +90,7 @@ public final class PipeWireSource: FrameSource {
         return (info.received, info.replaced, info.metadata_only, info.damaged, info.formats)
     }
 
-    private let stream: UnsafeMutablePointer<nc_pw>
+    private let stream: OpaquePointer
     private let log: (@Sendable (String) -> Void)?
     private var buffers = ReusableBuffer()
     private var firstSent: Int64?
@@ -104,19 +106,26 @@ public final class PipeWireSource: FrameSource {
         var missing: Int32 = 0
         guard let stream = nc_pw_open(options.node, options.remoteFD, &error, error.count, &missing) else {
             let why = error.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
-            throw missing != 0 ? .noSuchNode(why) : .unavailable(why)
+            throw missing == 1 ? .noSuchNode(why) : .unavailable(why)
         }
+        // From here on deinit closes the stream, on a throw too (every property is set).
         self.stream = stream
         var info = nc_pw_info()
+        // The format comes within a few milliseconds of a live node; a node that never
+        // gives one (paused, or nothing links it) is an error rather than a silent wait.
+        let deadline = Int64(MonotonicClock.nanoseconds) + Int64(options.formatTimeout * 1e9)
         while true {
             nc_pw_peek(stream, &info)
             if info.state >= Int32(NC_PW_ENDED) {
-                let why = message(info)
-                nc_pw_close(stream)
-                throw .unusable(why)
+                throw .unusable(message(info))
             }
             if info.format != 0 { break }
-            waitForEvent(timeoutMs: -1)
+            let now = Int64(MonotonicClock.nanoseconds)
+            if now >= deadline {
+                let state = withUnsafeBytes(of: info.stream_state) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
+                throw .unusable("node \(options.node) gave no video format within \(short(options.formatTimeout)) s (stream \(state.isEmpty ? "not connected" : state))")
+            }
+            waitForEvent(timeoutMs: milliseconds(until: deadline, from: now))
         }
         take(info)
         nodeID = info.node
@@ -237,6 +246,8 @@ public final class PipeWireSource: FrameSource {
     private func milliseconds(until deadline: Int64, from now: Int64) -> Int32 {
         Int32(clamping: Swift.max(0, deadline - now + 999_999) / 1_000_000)
     }
+
+    private func short(_ value: Double) -> String { value == value.rounded() ? String(Int(value)) : String(value) }
 
     private func message(_ info: nc_pw_info) -> String {
         withUnsafeBytes(of: info.message) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }

@@ -1,12 +1,10 @@
-#ifndef CPIPEWIRE_SHIM_H
-#define CPIPEWIRE_SHIM_H
-// A video stream from PipeWire for Swift: libpipewire's API is callbacks and pod-building
-// macros that Swift cannot spell, so this shim runs the stream on a thread loop of its own
-// ("nalcast-pw"), keeps the newest frame it was given, and lets the capture thread copy it
-// out (`nc_pw_take`) when it wants one. An eventfd says something happened (a frame, a
-// format, the end). Everything shared between the two threads is read and written under
-// the thread loop's lock.
+// libpipewire for CPipeWire.h: a stream on a thread loop of its own, the newest frame kept.
+// Everything shared between PipeWire's thread and the capture thread is read and written
+// under the thread loop's lock.
+#include "CPipeWire.h"
+#include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,27 +16,62 @@
 #include <spa/buffer/meta.h>
 #include <spa/utils/result.h>
 
-enum { NC_PW_CONNECTING = 0, NC_PW_STREAMING = 1, NC_PW_ENDED = 2, NC_PW_FAILED = 3 };
-// Our pixel formats (Capture's PixelFormat): bytes B,G,R,x / R,G,B,x / x,R,G,B.
-enum { NC_PW_BGRX = 1, NC_PW_RGBX = 2, NC_PW_XRGB = 3 };
+// MARK: the library, opened with dlopen (every libpipewire function used, looked up once)
 
-typedef struct {
-    int state;                 // NC_PW_*
-    int has_frame;             // a frame waits to be taken
-    uint32_t width, height;    // the negotiated size (0 before)
-    uint32_t format;           // NC_PW_* format, 0 before negotiation
-    uint32_t stride;           // bytes per row of the waiting frame
-    uint64_t received;         // buffers with pixels received
-    uint64_t replaced;         // of those, replaced by a newer one before they were taken
-    uint64_t metadata_only;    // buffers without pixels (a cursor move, no damage)
-    uint64_t damaged;          // buffers that carried damage rectangles
-    uint64_t formats;          // formats negotiated (1, then one more per size change)
-    uint32_t node;             // the node captured
-    char node_name[128];
-    char message[256];         // why it ended or failed
-} nc_pw_info;
+#define NC_PW_FUNCTIONS(X) X(pw_init) X(pw_thread_loop_new) X(pw_thread_loop_get_loop) X(pw_thread_loop_start) \
+    X(pw_thread_loop_stop) X(pw_thread_loop_destroy) X(pw_thread_loop_lock) X(pw_thread_loop_unlock) \
+    X(pw_thread_loop_wait) X(pw_thread_loop_signal) X(pw_context_new) X(pw_context_destroy) X(pw_context_connect) \
+    X(pw_context_connect_fd) X(pw_core_disconnect) X(pw_proxy_destroy) X(pw_stream_new) X(pw_stream_add_listener) \
+    X(pw_stream_connect) X(pw_stream_dequeue_buffer) X(pw_stream_queue_buffer) X(pw_stream_update_params) \
+    X(pw_stream_destroy) X(pw_stream_state_as_string) X(pw_properties_new)
 
-typedef struct {
+static struct {
+    void *handle;
+#define NC_PW_POINTER(name) __typeof__(name) *name;
+    NC_PW_FUNCTIONS(NC_PW_POINTER)
+} lib;
+static char lib_error[160];
+static pthread_once_t lib_once = PTHREAD_ONCE_INIT;
+
+static void nc_pw_load(void) {
+    void *handle = dlopen("libpipewire-0.3.so.0", RTLD_NOW | RTLD_LOCAL);
+    if (handle == NULL) {
+        snprintf(lib_error, sizeof lib_error, "libpipewire-0.3.so.0 is not installed (Debian: libpipewire-0.3-0)");
+        return;
+    }
+#define NC_PW_LOOKUP(name) lib.name = (__typeof__(name) *)dlsym(handle, #name); \
+    if (lib.name == NULL) { snprintf(lib_error, sizeof lib_error, "libpipewire-0.3.so.0 has no %s", #name); return; }
+    NC_PW_FUNCTIONS(NC_PW_LOOKUP)
+    lib.handle = handle;
+    lib.pw_init(NULL, NULL);
+}
+
+#define pw_thread_loop_new lib.pw_thread_loop_new
+#define pw_thread_loop_get_loop lib.pw_thread_loop_get_loop
+#define pw_thread_loop_start lib.pw_thread_loop_start
+#define pw_thread_loop_stop lib.pw_thread_loop_stop
+#define pw_thread_loop_destroy lib.pw_thread_loop_destroy
+#define pw_thread_loop_lock lib.pw_thread_loop_lock
+#define pw_thread_loop_unlock lib.pw_thread_loop_unlock
+#define pw_thread_loop_wait lib.pw_thread_loop_wait
+#define pw_thread_loop_signal lib.pw_thread_loop_signal
+#define pw_context_new lib.pw_context_new
+#define pw_context_destroy lib.pw_context_destroy
+#define pw_context_connect lib.pw_context_connect
+#define pw_context_connect_fd lib.pw_context_connect_fd
+#define pw_core_disconnect lib.pw_core_disconnect
+#define pw_proxy_destroy lib.pw_proxy_destroy
+#define pw_stream_new lib.pw_stream_new
+#define pw_stream_add_listener lib.pw_stream_add_listener
+#define pw_stream_connect lib.pw_stream_connect
+#define pw_stream_dequeue_buffer lib.pw_stream_dequeue_buffer
+#define pw_stream_queue_buffer lib.pw_stream_queue_buffer
+#define pw_stream_update_params lib.pw_stream_update_params
+#define pw_stream_destroy lib.pw_stream_destroy
+#define pw_stream_state_as_string lib.pw_stream_state_as_string
+#define pw_properties_new lib.pw_properties_new
+
+struct nc_pw {
     struct pw_thread_loop *loop;
     struct pw_context *context;
     struct pw_core *core;
@@ -54,15 +87,15 @@ typedef struct {
     char target[128];
     uint32_t target_id;         // SPA_ID_INVALID until found
     char nodes[512];            // "name (id), ..." of the video nodes seen, for the error
-} nc_pw;
+};
 
-static inline void nc_pw_signal(nc_pw *s) {
+static void nc_pw_signal(nc_pw *s) {
     uint64_t one = 1;
     ssize_t r = write(s->event_fd, &one, 8);
     (void)r;
 }
 
-static inline void nc_pw_end(nc_pw *s, int state, const char *why) {
+static void nc_pw_end(nc_pw *s, int state, const char *why) {
     if (s->info.state >= NC_PW_ENDED) return;
     s->info.state = state;
     snprintf(s->info.message, sizeof s->info.message, "%s", why);
@@ -72,7 +105,7 @@ static inline void nc_pw_end(nc_pw *s, int state, const char *why) {
 
 // MARK: the registry: which video nodes there are
 
-static inline void nc_pw_global(void *data, uint32_t id, uint32_t permissions, const char *type,
+static void nc_pw_global(void *data, uint32_t id, uint32_t permissions, const char *type,
                                 uint32_t version, const struct spa_dict *props) {
     nc_pw *s = data;
     (void)permissions; (void)version;
@@ -94,7 +127,7 @@ static inline void nc_pw_global(void *data, uint32_t id, uint32_t permissions, c
     }
 }
 
-static inline void nc_pw_global_remove(void *data, uint32_t id) {
+static void nc_pw_global_remove(void *data, uint32_t id) {
     nc_pw *s = data;
     if (s->target_id != SPA_ID_INVALID && id == s->target_id && s->info.state == NC_PW_STREAMING)
         nc_pw_end(s, NC_PW_ENDED, "the PipeWire node went away (its stream ended)");
@@ -104,12 +137,12 @@ static const struct pw_registry_events nc_pw_registry_events = {
     PW_VERSION_REGISTRY_EVENTS, .global = nc_pw_global, .global_remove = nc_pw_global_remove,
 };
 
-static inline void nc_pw_core_done(void *data, uint32_t id, int seq) {
+static void nc_pw_core_done(void *data, uint32_t id, int seq) {
     nc_pw *s = data;
     if (id == PW_ID_CORE && seq == s->sync_seq) { s->synced = 1; pw_thread_loop_signal(s->loop, 0); }
 }
 
-static inline void nc_pw_core_error(void *data, uint32_t id, int seq, int res, const char *message) {
+static void nc_pw_core_error(void *data, uint32_t id, int seq, int res, const char *message) {
     nc_pw *s = data;
     (void)seq;
     char why[256];
@@ -127,10 +160,11 @@ static const struct pw_core_events nc_pw_core_events = {
 
 // MARK: the stream
 
-static inline void nc_pw_state_changed(void *data, enum pw_stream_state old, enum pw_stream_state state, const char *error) {
+static void nc_pw_state_changed(void *data, enum pw_stream_state old, enum pw_stream_state state, const char *error) {
     nc_pw *s = data;
     (void)old;
     char why[256];
+    snprintf(s->info.stream_state, sizeof s->info.stream_state, "%s", pw_stream_state_as_string(state));
     switch (state) {
     case PW_STREAM_STATE_ERROR:
         snprintf(why, sizeof why, "the PipeWire stream failed: %s", error ? error : "unknown error");
@@ -144,7 +178,7 @@ static inline void nc_pw_state_changed(void *data, enum pw_stream_state old, enu
     }
 }
 
-static inline void nc_pw_param_changed(void *data, uint32_t id, const struct spa_pod *param) {
+static void nc_pw_param_changed(void *data, uint32_t id, const struct spa_pod *param) {
     nc_pw *s = data;
     if (param == NULL || id != SPA_PARAM_Format) return;
     struct spa_video_info_raw raw;
@@ -189,7 +223,7 @@ static inline void nc_pw_param_changed(void *data, uint32_t id, const struct spa
 }
 
 /// True when the buffer carries pixels; counts damage.
-static inline int nc_pw_has_pixels(nc_pw *s, struct pw_buffer *b) {
+static int nc_pw_has_pixels(nc_pw *s, struct pw_buffer *b) {
     struct spa_buffer *buf = b->buffer;
     if (buf->n_datas < 1 || buf->datas[0].chunk == NULL) return 0;
     struct spa_meta_header *h = spa_buffer_find_meta_data(buf, SPA_META_Header, sizeof *h);
@@ -203,7 +237,7 @@ static inline int nc_pw_has_pixels(nc_pw *s, struct pw_buffer *b) {
     return 1;
 }
 
-static inline void nc_pw_process(void *data) {
+static void nc_pw_process(void *data) {
     nc_pw *s = data;
     struct pw_buffer *b;
     int signal = 0;
@@ -235,7 +269,7 @@ static const struct pw_stream_events nc_pw_stream_events = {
 };
 
 /// The formats we take: BGRx, RGBx, xRGB (and their alpha forms), any size, any rate.
-static inline const struct spa_pod *nc_pw_format_param(struct spa_pod_builder *b) {
+static const struct spa_pod *nc_pw_format_param(struct spa_pod_builder *b) {
     struct spa_rectangle def = SPA_RECTANGLE(1280, 720), min = SPA_RECTANGLE(2, 2), max = SPA_RECTANGLE(16384, 16384);
     struct spa_fraction rdef = SPA_FRACTION(30, 1), rmin = SPA_FRACTION(0, 1), rmax = SPA_FRACTION(1000, 1);
     return spa_pod_builder_add_object(b, SPA_TYPE_OBJECT_Format, SPA_PARAM_EnumFormat,
@@ -249,10 +283,9 @@ static inline const struct spa_pod *nc_pw_format_param(struct spa_pod_builder *b
 
 // MARK: open, take, close (from the capture thread)
 
-static inline void nc_pw_close(nc_pw *s);
 
 /// Waits (the loop locked) for the registry's first round of globals.
-static inline int nc_pw_roundtrip(nc_pw *s) {
+static int nc_pw_roundtrip(nc_pw *s) {
     s->synced = 0;
     s->sync_seq = pw_core_sync(s->core, PW_ID_CORE, 0);
     while (!s->synced && s->info.state < NC_PW_ENDED) pw_thread_loop_wait(s->loop);
@@ -262,9 +295,10 @@ static inline int nc_pw_roundtrip(nc_pw *s) {
 /// Connects to PipeWire (its socket, or `fd` from the portal when >= 0) and starts a stream
 /// from the video node `target` (its id, serial or name). NULL and `error` filled on failure;
 /// `*missing` is set when PipeWire answered but has no such node.
-static inline nc_pw *nc_pw_open(const char *target, int fd, char *error, size_t error_size, int *missing) {
-    pw_init(NULL, NULL);
+nc_pw *nc_pw_open(const char *target, int fd, char *error, size_t error_size, int *missing) {
     *missing = 0;
+    pthread_once(&lib_once, nc_pw_load);
+    if (lib.handle == NULL) { snprintf(error, error_size, "%s", lib_error); *missing = 2; return NULL; }
     nc_pw *s = calloc(1, sizeof *s);
     if (s == NULL) { snprintf(error, error_size, "out of memory"); return NULL; }
     snprintf(s->target, sizeof s->target, "%s", target);
@@ -305,17 +339,17 @@ static inline nc_pw *nc_pw_open(const char *target, int fd, char *error, size_t 
     return s;
 }
 
-static inline int nc_pw_event_fd(nc_pw *s) { return s->event_fd; }
+int nc_pw_event_fd(nc_pw *s) { return s->event_fd; }
 
 /// Clears the eventfd.
-static inline void nc_pw_drain(nc_pw *s) {
+void nc_pw_drain(nc_pw *s) {
     uint64_t n;
     ssize_t r = read(s->event_fd, &n, 8);
     (void)r;
 }
 
 /// The state now, without taking anything.
-static inline void nc_pw_peek(nc_pw *s, nc_pw_info *info) {
+void nc_pw_peek(nc_pw *s, nc_pw_info *info) {
     pw_thread_loop_lock(s->loop);
     *info = s->info;
     info->has_frame = s->pending != NULL;
@@ -325,7 +359,7 @@ static inline void nc_pw_peek(nc_pw *s, nc_pw_info *info) {
 
 /// Copies the waiting frame into `dst` (rows of width*4 bytes) and gives its buffer back.
 /// Returns 1 when copied, 0 when there was none, or -needed when `capacity` is too small.
-static inline long nc_pw_take(nc_pw *s, uint8_t *dst, size_t capacity, nc_pw_info *info) {
+long nc_pw_take(nc_pw *s, uint8_t *dst, size_t capacity, nc_pw_info *info) {
     pw_thread_loop_lock(s->loop);
     *info = s->info;
     info->has_frame = 0;
@@ -355,7 +389,7 @@ static inline long nc_pw_take(nc_pw *s, uint8_t *dst, size_t capacity, nc_pw_inf
     return result;
 }
 
-static inline void nc_pw_close(nc_pw *s) {
+void nc_pw_close(nc_pw *s) {
     if (s == NULL) return;
     if (s->loop) pw_thread_loop_stop(s->loop);
     if (s->stream) pw_stream_destroy(s->stream);
@@ -366,4 +400,3 @@ static inline void nc_pw_close(nc_pw *s) {
     if (s->event_fd >= 0) close(s->event_fd);
     free(s);
 }
-#endif
