@@ -36,6 +36,9 @@ let package = Package(
         // /usr/include/pipewire-0.3 and /usr/include/spa-0.2 (a pkgConfig would link it, and
         // its -D_REENTRANT is refused with a warning on every build).
         .target(name: "CPipeWire", cSettings: [.headerSearchPath("system")]),
+        // The ScreenCast portal over sd-bus (libsystemd0, on every systemd machine: small, no
+        // GLib main loop to run beside ours), opened with dlopen like libpipewire.
+        .target(name: "CPortal"),
 
         // XTest (fake pointer motion), linked by the X11 tests only.
         .systemLibrary(
@@ -79,7 +82,7 @@ let package = Package(
         .target(name: "X11Capture", dependencies: ["Capture", "CXCBShm", "Clocks"]),
         // PipeWire video nodes (a Wayland compositor's screen cast, a camera): the other
         // capture source of its own, the only one linking libpipewire.
-        .target(name: "PipeWireCapture", dependencies: ["Capture", "CPipeWire", "Clocks"]),
+        .target(name: "PipeWireCapture", dependencies: ["Capture", "CPipeWire", "CPortal", "Clocks"]),
         .target(name: "Encoder", dependencies: ["CX264", "Media", "H264", "Capture"]),
         // The command line's vocabulary: the option table (`OptionSpec`, as data), its parser
         // (`ParsedOptions`, `NALCAST_*`), value formats, exit codes. Pure.

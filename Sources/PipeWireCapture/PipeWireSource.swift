@@ -91,6 +91,8 @@ public final class PipeWireSource: FrameSource {
     }
 
     private let stream: OpaquePointer
+    /// What must live as long as the stream (the portal's session).
+    public let owner: AnyObject?
     private let log: (@Sendable (String) -> Void)?
     private var buffers = ReusableBuffer()
     private var firstSent: Int64?
@@ -99,8 +101,9 @@ public final class PipeWireSource: FrameSource {
     private let noPixels = FrameBuffer(capacity: 0)
 
     /// Connects and waits for the node's format (its size). Throws `PipeWireError`.
-    public init(options: PipeWireOptions, log: (@Sendable (String) -> Void)? = nil) throws(PipeWireError) {
+    public init(options: PipeWireOptions, keeping owner: AnyObject? = nil, log: (@Sendable (String) -> Void)? = nil) throws(PipeWireError) {
         self.options = options
+        self.owner = owner
         self.log = log
         var error = [CChar](repeating: 0, count: 512)
         var missing: Int32 = 0

@@ -43,7 +43,7 @@ public final class MutterSession: @unchecked Sendable {
             .appendingPathComponent("Fixtures/wayland")
         guard let user = getpwnam("nobody") else { throw MediaServerError("no user nobody") }
         let (uid, gid) = (user.pointee.pw_uid, user.pointee.pw_gid)
-        for name in ["mutter-session.sh", "mutter-client.py"] {
+        for name in ["mutter-session.sh", "mutter-client.py", "portal-backend.py"] {
             let target = directory.appendingPathComponent(name)
             try FileManager.default.copyItem(at: fixtures.appendingPathComponent(name), to: target)
             chown(target.path, uid, gid)
