@@ -29,6 +29,8 @@ RUN apt-get update \
         libavutil-dev=7:5.1.9-0+deb12u1 \
         libswresample-dev=7:5.1.9-0+deb12u1 \
         libpulse-dev=16.1+dfsg1-2+b1 \
+        libpipewire-0.3-dev=0.3.65-3+deb12u1 \
+        libsystemd-dev=252.39-1~deb12u2 \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY Package.swift ./

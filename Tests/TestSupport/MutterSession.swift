@@ -19,7 +19,8 @@ public final class MutterSession: @unchecked Sendable {
     private let eventsURL: URL
 
     /// The programs it needs (scripts/setup installs them); the tests skip, saying so, without.
-    public static let programs = ["mutter", "pipewire", "wireplumber", "pw-cli", "dbus-run-session", "setpriv"]
+    public static let programs = ["mutter", "pipewire", "wireplumber", "pw-cli", "dbus-run-session", "setpriv", "gdbus",
+                                  "/usr/libexec/xdg-desktop-portal"]
 
     /// The first of `programs` missing here, nil when all are; GTK's introspection data too.
     public static var missing: String? {
@@ -79,6 +80,9 @@ public final class MutterSession: @unchecked Sendable {
         env["WAYLAND_DISPLAY"] = "wayland-nalcast"
         env["DBUS_SESSION_BUS_ADDRESS"] = (try? String(contentsOf: directory.appendingPathComponent("bus"), encoding: .utf8))?
             .trimmingCharacters(in: .whitespacesAndNewlines)
+        env["HOME"] = directory.path
+        env["XDG_STATE_HOME"] = directory.appendingPathComponent("state").path
+        env["DISPLAY"] = nil
         return env
     }
 
@@ -88,6 +92,29 @@ public final class MutterSession: @unchecked Sendable {
         let before = events.count
         try send("colors \(left) \(right)")
         return waitForEvent(prefix: "drawn \(left) \(right)", after: before, timeout: timeout) != nil
+    }
+
+    /// `program arguments` run as the session's user (`nobody`), as the portal needs: the
+    /// session bus takes only its own user's connections.
+    public func asSessionUser(_ program: String, _ arguments: [String]) throws -> (String, [String]) {
+        guard let user = getpwnam("nobody") else { throw MediaServerError("no user nobody") }
+        return (try ServerProcess.locate("setpriv"),
+                ["--reuid=\(user.pointee.pw_uid)", "--regid=\(user.pointee.pw_gid)", "--clear-groups", "--", program] + arguments)
+    }
+
+    /// Makes `path` (a file the session's user must write, in a directory of the test) theirs.
+    public func handOver(_ path: String) {
+        guard let user = getpwnam("nobody") else { return }
+        chown(path, user.pointee.pw_uid, user.pointee.pw_gid)
+    }
+
+    /// What the ScreenCast portal's backend was asked (`select ...`, `start NODE`), in order.
+    public var portalEvents: [String] { events.filter { $0.hasPrefix("select ") || $0.hasPrefix("start ") } }
+
+    /// The portal's backend answers the next Start as a user who closed the dialog.
+    public func refuseNextCasts(_ refuse: Bool) throws {
+        let answer = directory.appendingPathComponent("portal-answer")
+        try (refuse ? "cancel\n" : "allow\n").write(to: answer, atomically: true, encoding: .utf8)
     }
 
     /// Stops the ScreenCast session: its PipeWire stream ends.
@@ -128,7 +155,7 @@ public final class MutterSession: @unchecked Sendable {
 
     /// The session's logs, for failure messages.
     public var logs: String {
-        ["session.log", "mutter.log", "client.log", "pipewire.log"].map { name in
+        ["session.log", "mutter.log", "client.log", "pipewire.log", "portal.log", "backend.log"].map { name in
             "--- \(name)\n" + String(((try? String(contentsOf: directory.appendingPathComponent(name), encoding: .utf8)) ?? "").suffix(1500))
         }.joined(separator: "\n")
     }
