@@ -263,9 +263,16 @@ static void nc_pw_process(void *data) {
     if (signal) nc_pw_signal(s);
 }
 
+/// A buffer going away (the stream renegotiated, or its peer left) must not stay kept: its
+/// memory is unmapped after this.
+static void nc_pw_remove_buffer(void *data, struct pw_buffer *buffer) {
+    nc_pw *s = data;
+    if (s->pending == buffer) s->pending = NULL;
+}
+
 static const struct pw_stream_events nc_pw_stream_events = {
     PW_VERSION_STREAM_EVENTS, .state_changed = nc_pw_state_changed, .param_changed = nc_pw_param_changed,
-    .process = nc_pw_process,
+    .remove_buffer = nc_pw_remove_buffer, .process = nc_pw_process,
 };
 
 /// The formats we take: BGRx, RGBx, xRGB (and their alpha forms), any size, any rate.

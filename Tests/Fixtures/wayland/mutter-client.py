@@ -6,6 +6,7 @@
 #   colors LEFT RIGHT   (RRGGBB each) paint the halves
 #   stop                stop the ScreenCast session (the stream ends)
 #   cast                a new ScreenCast session (a new "node ID")
+#   animate HZ          repaint the whole monitor HZ times a second, in shifting colours (0: stop)
 import os, sys, gi
 gi.require_version("Gtk", "3.0")
 from gi.repository import Gtk, Gdk, Gio, GLib
@@ -54,12 +55,29 @@ def paint():
     window.queue_draw()
 
 
+animation = [0, 0]  # timeout source, frame count
+
+
+def step():
+    animation[1] += 1
+    shade = (animation[1] * 8) % 256
+    colors[:] = ["%02x%02x40" % (shade, 255 - shade), "40%02x%02x" % (shade, 255 - shade)]
+    paint()
+    return True
+
+
 def command(channel, condition):
     global session
     line = channel.readline().strip().split()
     if line[:1] == ["colors"] and len(line) == 3:
         colors[:] = line[1:]
         paint()
+    elif line[:1] == ["animate"] and len(line) == 2:
+        if animation[0]:
+            GLib.source_remove(animation[0])
+            animation[0] = 0
+        if float(line[1]) > 0:
+            animation[0] = GLib.timeout_add(int(1000 / float(line[1])), step)
     elif line == ["stop"]:
         call(session, "org.gnome.Mutter.ScreenCast.Session", "Stop", None, "()")
     elif line == ["cast"]:
