@@ -318,7 +318,9 @@ nc_pw *nc_pw_open(const char *target, int fd, char *error, size_t error_size, in
     pw_thread_loop_lock(s->loop);
     s->core = fd >= 0 ? pw_context_connect_fd(s->context, fd, NULL, 0) : pw_context_connect(s->context, NULL, 0);
     if (s->core == NULL) {
-        snprintf(error, error_size, "cannot connect to PipeWire: %s (is pipewire running? XDG_RUNTIME_DIR=%s)", strerror(errno),
+        // libpipewire says EHOSTDOWN ("Host is down") when there is no socket to connect to.
+        snprintf(error, error_size, "cannot connect to PipeWire: %s (is pipewire running? XDG_RUNTIME_DIR=%s)",
+                 errno == EHOSTDOWN ? "no PipeWire socket" : strerror(errno),
                  getenv("XDG_RUNTIME_DIR") ? getenv("XDG_RUNTIME_DIR") : "unset");
         pw_thread_loop_unlock(s->loop); nc_pw_close(s); return NULL;
     }

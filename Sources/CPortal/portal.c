@@ -275,7 +275,9 @@ nc_portal *nc_portal_open(const nc_portal_request *request, nc_portal_result *re
     if (p == NULL) { snprintf(result->error, sizeof result->error, "out of memory"); return fail(p, code, NC_PORTAL_FAILED); }
     int r = sd_bus_open_user(&p->bus);
     if (r < 0) {
-        snprintf(result->error, sizeof result->error, "no D-Bus session bus (%s): the portal needs a desktop session", strerror(-r));
+        // sd-bus says ENOMEDIUM when neither DBUS_SESSION_BUS_ADDRESS nor XDG_RUNTIME_DIR names a bus.
+        snprintf(result->error, sizeof result->error, "no D-Bus session bus (%s): the portal needs a desktop session",
+                 r == -ENOMEDIUM ? "DBUS_SESSION_BUS_ADDRESS and XDG_RUNTIME_DIR are not set" : strerror(-r));
         return fail(p, code, NC_PORTAL_UNAVAILABLE);
     }
     const char *unique = NULL;

@@ -135,7 +135,16 @@ public final class PipeWireSource: FrameSource {
         nodeName = withUnsafeBytes(of: info.node_name) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
     }
 
-    deinit { nc_pw_close(stream) }
+    /// What came and what became of it: every picture PipeWire gave is either taken or
+    /// replaced by a newer one before it was (a burst faster than --fps, or while encoding).
+    deinit {
+        let c = counts
+        if c.received > 0 {
+            log?("\(options.label): \(c.received) pictures from node \(nodeID): \(changedFrames) taken, \(c.replaced) replaced by a newer one first"
+                + (c.metadataOnly > 0 ? ", \(c.metadataOnly) buffers without pixels" : ""))
+        }
+        nc_pw_close(stream)
+    }
 
     /// `node 35 (mutter), 1280x720 bgra, on change, keep-alive 1/s`, for the start line.
     public var captureDescription: String {
