@@ -57,9 +57,9 @@ public enum PortalError: Error, Hashable, CustomStringConvertible {
 /// A screen cast granted by `org.freedesktop.portal.ScreenCast` (CPortal: CreateSession,
 /// SelectSources, Start, OpenPipeWireRemote, over sd-bus): the PipeWire node and connection
 /// to read it from. The session lives as long as this object (closing it ends the cast).
-public final class ScreenCastPortal: @unchecked Sendable {
-    // Made and closed on the capture thread only; the pointer is not shared (the Sendable
-    // is for keeping it inside the source, which the capture thread owns).
+///
+/// Not `Sendable`: made, kept (by its `PipeWireSource`) and closed on the capture thread.
+public final class ScreenCastPortal {
     private let session: OpaquePointer
     public let node: UInt32
     /// The PipeWire connection; `PipeWireSource` takes it over.

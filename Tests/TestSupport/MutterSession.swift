@@ -10,7 +10,8 @@ import Glibc
 /// halves in known colours and holds a ScreenCast of it (Tests/Fixtures/wayland/). Started
 /// once for a suite, stopped by its PID (the whole process group).
 public final class MutterSession: @unchecked Sendable {
-    // Set once in init; `process` stops itself safely from any thread.
+    // Set in init, and `node` again only by `castAgain`, which the test's own thread calls;
+    // `process` stops itself safely from any thread (deinit may run on another).
     public let directory: URL
     public let size: (width: Int, height: Int)
     /// The PipeWire node of the ScreenCast of the monitor.
