@@ -235,7 +235,8 @@ static int refused(nc_response *r, const char *step, nc_portal_result *result, i
         snprintf(result->error, sizeof result->error, "the screen cast was not allowed (%s: cancelled)", step);
     } else {
         *code = NC_PORTAL_FAILED;
-        snprintf(result->error, sizeof result->error, "the portal's %s failed (response %u)", step, r->response);
+        snprintf(result->error, sizeof result->error, "the portal's %s failed (response %u: the desktop's portal backend could not do it; its log says why)",
+                 step, r->response);
     }
     return 1;
 }
