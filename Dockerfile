@@ -31,6 +31,7 @@ RUN apt-get update \
         libpulse-dev=16.1+dfsg1-2+b1 \
         libpipewire-0.3-dev=0.3.65-3+deb12u1 \
         libsystemd-dev=252.39-1~deb12u2 \
+        libwayland-dev=1.21.0-1 \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY Package.swift ./

@@ -39,6 +39,8 @@ let package = Package(
         // The ScreenCast portal over sd-bus (libsystemd0, on every systemd machine: small, no
         // GLib main loop to run beside ours), opened with dlopen like libpipewire.
         .target(name: "CPortal"),
+        // wlroots' screencopy over libwayland-client (opened with dlopen, like libpipewire).
+        .target(name: "CWlr"),
 
         // XTest (fake pointer motion), linked by the X11 tests only.
         .systemLibrary(
@@ -83,12 +85,14 @@ let package = Package(
         // PipeWire video nodes (a Wayland compositor's screen cast, a camera): the other
         // capture source of its own, the only one linking libpipewire.
         .target(name: "PipeWireCapture", dependencies: ["Capture", "CPipeWire", "CPortal", "Clocks"]),
+        // wlroots compositors' outputs without a portal (sway, Hyprland, river).
+        .target(name: "WlrCapture", dependencies: ["Capture", "CWlr", "Clocks"]),
         .target(name: "Encoder", dependencies: ["CX264", "Media", "H264", "Capture"]),
         // The command line's vocabulary: the option table (`OptionSpec`, as data), its parser
         // (`ParsedOptions`, `NALCAST_*`), value formats, exit codes. Pure.
         .target(name: "CommandOptions"),
         // The kinds of capture source `produce --source` names, each described once.
-        .target(name: "CaptureSources", dependencies: ["Capture", "X11Capture", "PipeWireCapture", "CommandOptions"]),
+        .target(name: "CaptureSources", dependencies: ["Capture", "X11Capture", "PipeWireCapture", "WlrCapture", "CommandOptions"]),
 
         // Wiring. Serving (the stream server and the HTTP endpoint) links no capture or encoder
         // library, so that a consumer can serve too.
@@ -126,8 +130,9 @@ let package = Package(
         .testTarget(name: "EncoderTests", dependencies: ["Encoder", "Media", "H264", "Capture", "TestSupport"]),
         // Screen capture under a real X server: each test starts its own Xvfb.
         .testTarget(name: "X11Tests", dependencies: ["Clocks", "Capture", "X11Capture", "Encoder", "Producer", "Media", "H264", "CXCBShm", "CXCBXTest", "nalcast", "TestSupport"]),
-        // Wayland capture against a real compositor: headless mutter with PipeWire, started once
-        // by the suite (TestSupport's MutterSession), checked with FFmpeg.
+        // Wayland capture against real compositors: headless mutter with PipeWire and the portal,
+        // headless sway for wlroots' screencopy, each started once by its suite
+        // (TestSupport's MutterSession, SwaySession), checked with FFmpeg.
         .testTarget(name: "WaylandTests", dependencies: ["TestSupport"]),
         // Fuzz findings replayed (inputs in fuzz/regressions/).
         .testTarget(name: "ReliabilityTests", dependencies: ["Media", "H264", "Capture"]),

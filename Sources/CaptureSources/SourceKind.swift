@@ -97,7 +97,7 @@ public struct SourceSettings: Sendable {
 /// Every kind of source, in `--help` order.
 public enum SourceKinds {
     /// Computed: an array of metatypes is not `Sendable`, so it cannot be a stored global.
-    public static var all: [any SourceKind.Type] { [TestPatternKind.self, Y4MKind.self, RawKind.self, X11Kind.self, PipeWireKind.self, PortalKind.self, ScreenKind.self] }
+    public static var all: [any SourceKind.Type] { [TestPatternKind.self, Y4MKind.self, RawKind.self, X11Kind.self, PipeWireKind.self, PortalKind.self, WlrKind.self, ScreenKind.self] }
 
     /// `--source`'s own option.
     public static var sourceSpec: OptionSpec {
