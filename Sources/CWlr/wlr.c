@@ -6,6 +6,7 @@
 #include "CWlr.h"
 #include <dlfcn.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +35,10 @@ static struct {
 } wl;
 static char lib_error[160];
 static pthread_once_t lib_once = PTHREAD_ONCE_INIT;
+
+/// libwayland's own messages (to stderr) are left out: every failure comes back as a code,
+/// which nalcast says in one line of its own.
+static void quiet_log(const char *format, va_list arguments) { (void)format; (void)arguments; }
 
 static void *sym(const char *name) {
     void *p = dlsym(wl.handle, name);
@@ -65,6 +70,8 @@ static void nc_wlr_load(void) {
     wl.shm_pool = sym("wl_shm_pool_interface");
     wl.buffer = sym("wl_buffer_interface");
     if (lib_error[0]) { wl.handle = NULL; return; }
+    void (*set_log)(void (*)(const char *, va_list)) = (void (*)(void (*)(const char *, va_list)))dlsym(wl.handle, "wl_log_set_handler_client");
+    if (set_log) set_log(quiet_log);
     // zwlr_screencopy_frame_v1 and zwlr_screencopy_manager_v1, version 3.
     capture_types[0] = &frame_interface; capture_types[1] = NULL; capture_types[2] = wl.output;
     capture_types[3] = capture_types[4] = capture_types[5] = capture_types[6] = NULL;
@@ -219,10 +226,17 @@ nc_wlr *nc_wlr_open(const char *display, int overlay_cursor, char *error, size_t
     if (s == NULL) { snprintf(error, error_size, "wlr: out of memory"); return NULL; }
     s->memfd = -1;
     s->overlay_cursor = overlay_cursor;
+    const char *name = display ? display : getenv("WAYLAND_DISPLAY");
+    const char *runtime = getenv("XDG_RUNTIME_DIR");
+    if ((name == NULL || name[0] != '/') && (runtime == NULL || runtime[0] == 0)) {
+        snprintf(error, error_size, "wlr: cannot connect to the Wayland compositor %s: XDG_RUNTIME_DIR is not set", name ? name : "wayland-0");
+        nc_wlr_close(s);
+        return NULL;
+    }
     s->display = wl.display_connect(display);
     if (s->display == NULL) {
-        const char *name = display ? display : getenv("WAYLAND_DISPLAY");
-        snprintf(error, error_size, "wlr: cannot connect to the Wayland compositor %s (%s)", name ? name : "wayland-0 (WAYLAND_DISPLAY is not set)", strerror(errno));
+        snprintf(error, error_size, "wlr: cannot connect to the Wayland compositor %s: %s%s", name ? name : "wayland-0", strerror(errno),
+                 name ? "" : " (WAYLAND_DISPLAY is not set)");
         nc_wlr_close(s);
         return NULL;
     }

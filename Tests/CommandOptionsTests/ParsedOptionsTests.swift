@@ -138,7 +138,7 @@ import Testing
         do {
             _ = try plan(["--source", "v4l2"])
         } catch let error as CommandError {
-            #expect(error.message == "--source v4l2: expected testsrc, y4m:PATH, raw:PATH, x11, x11:DISPLAY (e.g. x11:0), pipewire:NODE (e.g. pipewire:42), portal or screen")
+            #expect(error.message == "--source v4l2: expected testsrc, y4m:PATH, raw:PATH, x11, x11:DISPLAY (e.g. x11:0), pipewire:NODE (e.g. pipewire:42), portal, wlr or screen")
         } catch {}
         #expect((try? plan(["--source", "raw:-"])) == nil, "raw: needs --input-size")
     }

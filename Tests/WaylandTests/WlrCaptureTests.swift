@@ -46,7 +46,7 @@ import Testing
         let run = try Background(MutterCaptureTests.nalcast, ["produce", "--source", "wlr", "-o", "/dev/null"], environment: environment)
         #expect(run.wait(timeout: 20) == 69)
         #expect(run.stderr.split(separator: "\n").map(String.init) == [
-            "nalcast: wlr: cannot connect to the Wayland compositor wayland-9 (No such file or directory)",
+            "nalcast: wlr: cannot connect to the Wayland compositor wayland-9: No such file or directory",
         ], "\(run.stderr)")
     }
 }
