@@ -30,6 +30,9 @@ RUN apt-get update \
         libswresample-dev=7:5.1.9-0+deb12u1 \
         libpulse-dev=16.1+dfsg1-2+b1 \
         libssl-dev=3.0.19-1~deb12u2 \
+        libpipewire-0.3-dev=0.3.65-3+deb12u1 \
+        libsystemd-dev=252.39-1~deb12u2 \
+        libwayland-dev=1.21.0-1 \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY Package.swift ./

@@ -29,6 +29,19 @@ let package = Package(
             providers: [.apt(["libxcb-shm0-dev", "libxcb-xfixes0-dev", "libxcb-randr0-dev", "libxcb-damage0-dev", "libxcb-xinput-dev"])]
         ),
 
+        // PipeWire (libpipewire-0.3): a video stream on a thread loop of its own, in C (the
+        // pod-building macros and callbacks are C only) behind a small API of our own. The
+        // library is opened with dlopen when a PipeWire source starts, never linked; its
+        // headers (libpipewire-0.3-dev) are reached through system/, two links to Debian's
+        // /usr/include/pipewire-0.3 and /usr/include/spa-0.2 (a pkgConfig would link it, and
+        // its -D_REENTRANT is refused with a warning on every build).
+        .target(name: "CPipeWire", cSettings: [.headerSearchPath("system")]),
+        // The ScreenCast portal over sd-bus (libsystemd0, on every systemd machine: small, no
+        // GLib main loop to run beside ours), opened with dlopen like libpipewire.
+        .target(name: "CPortal"),
+        // wlroots' screencopy over libwayland-client (opened with dlopen, like libpipewire).
+        .target(name: "CWlr"),
+
         // XTest (fake pointer motion), linked by the X11 tests only.
         .systemLibrary(
             name: "CXCBXTest",
@@ -80,12 +93,17 @@ let package = Package(
         // The X11 screen (xcb, MIT-SHM, DAMAGE, XFixes cursor): a capture source of its own, so
         // that only what captures the screen links xcb.
         .target(name: "X11Capture", dependencies: ["Capture", "CXCBShm", "Clocks"]),
+        // PipeWire video nodes (a Wayland compositor's screen cast, a camera): the other
+        // capture source of its own, the only one linking libpipewire.
+        .target(name: "PipeWireCapture", dependencies: ["Capture", "CPipeWire", "CPortal", "Clocks"]),
+        // wlroots compositors' outputs without a portal (sway, Hyprland, river).
+        .target(name: "WlrCapture", dependencies: ["Capture", "CWlr", "Clocks"]),
         .target(name: "Encoder", dependencies: ["CX264", "Media", "H264", "Capture"]),
         // The command line's vocabulary: the option table (`OptionSpec`, as data), its parser
         // (`ParsedOptions`, `NALCAST_*`), value formats, exit codes. Pure.
         .target(name: "CommandOptions"),
         // The kinds of capture source `produce --source` names, each described once.
-        .target(name: "CaptureSources", dependencies: ["Capture", "X11Capture", "CommandOptions"]),
+        .target(name: "CaptureSources", dependencies: ["Capture", "X11Capture", "PipeWireCapture", "WlrCapture", "CommandOptions"]),
 
         // Wiring. Serving (the stream server and the HTTP endpoint) links no capture or encoder
         // library, so that a consumer can serve too.
@@ -123,6 +141,10 @@ let package = Package(
         .testTarget(name: "EncoderTests", dependencies: ["Encoder", "Media", "H264", "Capture", "TestSupport"]),
         // Screen capture under a real X server: each test starts its own Xvfb.
         .testTarget(name: "X11Tests", dependencies: ["Clocks", "Capture", "X11Capture", "Encoder", "Pipeline", "Media", "H264", "CXCBShm", "CXCBXTest", "nalcast", "TestSupport"]),
+        // Wayland capture against real compositors: headless mutter with PipeWire and the portal,
+        // headless sway for wlroots' screencopy, each started once by its suite
+        // (TestSupport's MutterSession, SwaySession), checked with FFmpeg.
+        .testTarget(name: "WaylandTests", dependencies: ["TestSupport"]),
         // Fuzz findings replayed (inputs in fuzz/regressions/).
         .testTarget(name: "ReliabilityTests", dependencies: ["Media", "H264", "Capture"]),
         // End-to-end: runs the built `nalcast` binary against real peers (ffmpeg, ffprobe, ...).

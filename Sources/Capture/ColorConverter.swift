@@ -82,6 +82,9 @@ public final class ColorConverter {
         case .rgba:
             function = "ABGRToI420"
             rc = ABGRToI420(src.pointer(plane: 0), s(0), dy, sy, du, su, dv, sv, w, h)
+        case .argb:
+            function = "BGRAToI420"
+            rc = BGRAToI420(src.pointer(plane: 0), s(0), dy, sy, du, su, dv, sv, w, h)
         case .yuyv:
             function = "YUY2ToI420"
             rc = YUY2ToI420(src.pointer(plane: 0), s(0), dy, sy, du, su, dv, sv, w, h)

@@ -8,11 +8,12 @@
 ///     gray  Y plane only (Y4M `mono`); chroma is neutral grey
 ///     bgra  one plane, bytes B,G,R,A per pixel (libyuv calls this "ARGB")
 ///     rgba  one plane, bytes R,G,B,A per pixel (libyuv calls this "ABGR")
+///     argb  one plane, bytes A,R,G,B per pixel (PipeWire's xRGB; libyuv calls this "BGRA")
 ///     yuyv  one plane, bytes Y0,U,Y1,V per pixel pair (libyuv "YUY2")
 ///     rgb24 one plane, bytes R,G,B per pixel (libyuv calls this "RAW")
 ///     bgr24 one plane, bytes B,G,R per pixel (libyuv calls this "RGB24")
 public enum PixelFormat: String, Sendable, CaseIterable, CustomStringConvertible {
-    case i420, i422, i444, nv12, gray, bgra, rgba, yuyv, rgb24, bgr24
+    case i420, i422, i444, nv12, gray, bgra, rgba, argb, yuyv, rgb24, bgr24
 
     public var description: String { rawValue }
 
@@ -23,7 +24,7 @@ public enum PixelFormat: String, Sendable, CaseIterable, CustomStringConvertible
         case .i422: "yuv422p"
         case .i444: "yuv444p"
         case .yuyv: "yuyv422"
-        case .nv12, .gray, .bgra, .rgba, .rgb24, .bgr24: rawValue
+        case .nv12, .gray, .bgra, .rgba, .argb, .rgb24, .bgr24: rawValue
         }
     }
 
@@ -66,7 +67,7 @@ public enum PixelFormat: String, Sendable, CaseIterable, CustomStringConvertible
             add(width, height); add(cw * 2, ch)
         case .gray:
             add(width, height)
-        case .bgra, .rgba:
+        case .bgra, .rgba, .argb:
             add(width * 4, height)
         case .yuyv:
             add(cw * 4, height)

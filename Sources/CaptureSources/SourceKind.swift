@@ -20,6 +20,8 @@ public protocol SourceKind {
     static var notes: [String] { get }
     /// A paragraph of its own after the list of sources (empty: none).
     static var paragraph: [String] { get }
+    /// Options of other kinds it reads too (with the same meaning), so not warned about.
+    static var reads: [String] { get }
     /// True when `--source TEXT` names this kind.
     static func takes(_ text: String) -> Bool
     /// Reads what `--source TEXT` and the kind's options ask for; usage errors name the option.
@@ -28,6 +30,7 @@ public protocol SourceKind {
 
 extension SourceKind {
     public static var paragraph: [String] { [] }
+    public static var reads: [String] { [] }
 }
 
 /// A `--source` form: `x11:DISPLAY`, with an example the error for an unknown name gives.
@@ -94,7 +97,7 @@ public struct SourceSettings: Sendable {
 /// Every kind of source, in `--help` order.
 public enum SourceKinds {
     /// Computed: an array of metatypes is not `Sendable`, so it cannot be a stored global.
-    public static var all: [any SourceKind.Type] { [TestPatternKind.self, Y4MKind.self, RawKind.self, X11Kind.self] }
+    public static var all: [any SourceKind.Type] { [TestPatternKind.self, Y4MKind.self, RawKind.self, X11Kind.self, PipeWireKind.self, PortalKind.self, WlrKind.self, ScreenKind.self] }
 
     /// `--source`'s own option.
     public static var sourceSpec: OptionSpec {
@@ -119,7 +122,7 @@ public enum SourceKinds {
         let source = try kind.plan(text, o, fps: fps)
         var owners: [String: String] = [:]
         for other in all { for spec in other.specs { owners[spec.name] = other.optionOwner } }
-        let used = Set(kind.specs.map(\.name))
+        let used = Set(kind.specs.map(\.name) + kind.reads)
         var warnings: [String] = []
         for (name, owner) in owners.sorted(by: { $0.key < $1.key }) where !used.contains(name) && o.sources[name] != nil {
             let given = o.values[name] != nil ? o.label(name) : (o.sources[name] == "command line" ? "--\(name)" : "\(o.sources[name]!)")

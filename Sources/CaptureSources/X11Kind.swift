@@ -8,9 +8,9 @@ public enum X11Kind: SourceKind {
     public static let optionOwner = "x11"
     public static let specs = [
         OptionSpec(name: "region", value: "X,Y,WxH", help: "x11: capture this part of the screen (W, H even)", defaultText: "the whole screen"),
-        OptionSpec(name: "cursor", value: nil, help: "x11: draw the pointer into the frames (on; --no-cursor turns it off)"),
+        OptionSpec(name: "cursor", value: nil, help: "x11, portal: draw the pointer into the frames (on; --no-cursor turns it off)"),
         OptionSpec(name: "capture", value: "MODE", help: "x11: damage (grab when the screen changes, at most --fps) or fixed (every 1/--fps, changed or not)", defaultText: "damage"),
-        OptionSpec(name: "idle-fps", value: "RATE", help: "x11 with --capture damage: repeat the picture this often while the screen is still (a keep-alive; 0: never)", defaultText: "1"),
+        OptionSpec(name: "idle-fps", value: "RATE", help: "x11 with --capture damage, pipewire:, portal: repeat the picture this often while the screen is still (a keep-alive; 0: never)", defaultText: "1"),
     ]
     public static let notes = [
         "  x11                the X11 screen of $DISPLAY (--region, --cursor, --capture, --idle-fps)",
@@ -41,9 +41,7 @@ public enum X11Kind: SourceKind {
         }
         x11.drawCursor = !o.isOff("cursor")
         x11.captureMode = try o.value("capture", default: .damage, expected: "expected damage or fixed") { X11CaptureMode(rawValue: $0) }
-        x11.idleRate = try o.value("idle-fps", default: 1, expected: "expected a rate of at least 0.01 a second, or 0 (e.g. 1, 0.5)") {
-            Double($0).flatMap { $0 == 0 || ($0 >= 0.01 && $0 <= 1000) ? $0 : nil }
-        }
+        x11.idleRate = try idleRate(o)
         var warnings: [String] = []
         if x11.captureMode == .fixed, o.sources["idle-fps"] != nil {
             warnings.append("produce: warning: \(o.label("idle-fps").trimmed) is ignored: it is for --capture damage (fixed sends every frame)")

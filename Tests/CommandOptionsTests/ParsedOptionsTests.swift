@@ -134,12 +134,23 @@ import Testing
         #expect(warnings == ["produce: warning: --region 0,0,64x64 is ignored: it is for --source x11, not raw:-"])
     }
 
+    @Test func aKindReadsTheOptionsItSharesWithAnotherWithoutAWarning() throws {
+        // --idle-fps and --cursor are X11's options, and mean the same for PipeWire and the portal.
+        let pipewire = try plan(["--source", "pipewire:42", "--idle-fps", "5", "--region", "0,0,64x64"])
+        #expect(pipewire.source.dryRunLines == ["pipewire: node=42 capture: on change idle-fps=5"])
+        #expect(pipewire.warnings == ["produce: warning: --region 0,0,64x64 is ignored: it is for --source x11, not pipewire:42"])
+        let portal = try plan(["--source", "portal", "--no-cursor", "--portal-token", "none", "--portal-sources", "window"])
+        #expect(portal.warnings.isEmpty)
+        #expect(portal.source.dryRunLines.first == "portal: sources=window cursor=hidden token=none (ask every time)")
+        #expect((try? plan(["--source", "pipewire:"])) == nil, "pipewire: needs a node")
+    }
+
     @Test func anUnknownSourceListsEveryForm() {
         #expect(throws: CommandError.self) { try plan(["--source", "v4l2"]) }
         do {
             _ = try plan(["--source", "v4l2"])
         } catch let error as CommandError {
-            #expect(error.message == "--source v4l2: expected testsrc, y4m:PATH, raw:PATH, x11 or x11:DISPLAY (e.g. x11:0)")
+            #expect(error.message == "--source v4l2: expected testsrc, y4m:PATH, raw:PATH, x11, x11:DISPLAY (e.g. x11:0), pipewire:NODE (e.g. pipewire:42), portal, wlr or screen")
         } catch {}
         #expect((try? plan(["--source", "raw:-"])) == nil, "raw: needs --input-size")
     }

@@ -1,0 +1,411 @@
+// libpipewire for CPipeWire.h: a stream on a thread loop of its own, the newest frame kept.
+// Everything shared between PipeWire's thread and the capture thread is read and written
+// under the thread loop's lock.
+#include "CPipeWire.h"
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/eventfd.h>
+#include <pipewire/pipewire.h>
+#include <spa/param/video/format-utils.h>
+#include <spa/param/buffers.h>
+#include <spa/buffer/meta.h>
+#include <spa/utils/result.h>
+
+// MARK: the library, opened with dlopen (every libpipewire function used, looked up once)
+
+#define NC_PW_FUNCTIONS(X) X(pw_init) X(pw_thread_loop_new) X(pw_thread_loop_get_loop) X(pw_thread_loop_start) \
+    X(pw_thread_loop_stop) X(pw_thread_loop_destroy) X(pw_thread_loop_lock) X(pw_thread_loop_unlock) \
+    X(pw_thread_loop_wait) X(pw_thread_loop_signal) X(pw_context_new) X(pw_context_destroy) X(pw_context_connect) \
+    X(pw_context_connect_fd) X(pw_core_disconnect) X(pw_proxy_destroy) X(pw_stream_new) X(pw_stream_add_listener) \
+    X(pw_stream_connect) X(pw_stream_dequeue_buffer) X(pw_stream_queue_buffer) X(pw_stream_update_params) \
+    X(pw_stream_destroy) X(pw_stream_state_as_string) X(pw_properties_new)
+
+static struct {
+    void *handle;
+#define NC_PW_POINTER(name) __typeof__(name) *name;
+    NC_PW_FUNCTIONS(NC_PW_POINTER)
+} lib;
+static char lib_error[160];
+static pthread_once_t lib_once = PTHREAD_ONCE_INIT;
+
+static void nc_pw_load(void) {
+    void *handle = dlopen("libpipewire-0.3.so.0", RTLD_NOW | RTLD_LOCAL);
+    if (handle == NULL) {
+        snprintf(lib_error, sizeof lib_error, "libpipewire-0.3.so.0 is not installed (Debian: libpipewire-0.3-0)");
+        return;
+    }
+#define NC_PW_LOOKUP(name) lib.name = (__typeof__(name) *)dlsym(handle, #name); \
+    if (lib.name == NULL) { snprintf(lib_error, sizeof lib_error, "libpipewire-0.3.so.0 has no %s", #name); return; }
+    NC_PW_FUNCTIONS(NC_PW_LOOKUP)
+    lib.handle = handle;
+    lib.pw_init(NULL, NULL);
+}
+
+#define pw_thread_loop_new lib.pw_thread_loop_new
+#define pw_thread_loop_get_loop lib.pw_thread_loop_get_loop
+#define pw_thread_loop_start lib.pw_thread_loop_start
+#define pw_thread_loop_stop lib.pw_thread_loop_stop
+#define pw_thread_loop_destroy lib.pw_thread_loop_destroy
+#define pw_thread_loop_lock lib.pw_thread_loop_lock
+#define pw_thread_loop_unlock lib.pw_thread_loop_unlock
+#define pw_thread_loop_wait lib.pw_thread_loop_wait
+#define pw_thread_loop_signal lib.pw_thread_loop_signal
+#define pw_context_new lib.pw_context_new
+#define pw_context_destroy lib.pw_context_destroy
+#define pw_context_connect lib.pw_context_connect
+#define pw_context_connect_fd lib.pw_context_connect_fd
+#define pw_core_disconnect lib.pw_core_disconnect
+#define pw_proxy_destroy lib.pw_proxy_destroy
+#define pw_stream_new lib.pw_stream_new
+#define pw_stream_add_listener lib.pw_stream_add_listener
+#define pw_stream_connect lib.pw_stream_connect
+#define pw_stream_dequeue_buffer lib.pw_stream_dequeue_buffer
+#define pw_stream_queue_buffer lib.pw_stream_queue_buffer
+#define pw_stream_update_params lib.pw_stream_update_params
+#define pw_stream_destroy lib.pw_stream_destroy
+#define pw_stream_state_as_string lib.pw_stream_state_as_string
+#define pw_properties_new lib.pw_properties_new
+
+struct nc_pw {
+    struct pw_thread_loop *loop;
+    struct pw_context *context;
+    struct pw_core *core;
+    struct pw_registry *registry;
+    struct pw_stream *stream;
+    struct spa_hook core_listener, registry_listener, stream_listener;
+    int event_fd;
+    int sync_seq;
+    int synced;
+    struct pw_buffer *pending;  // the newest frame, dequeued and kept until taken
+    nc_pw_info info;
+    // the target, as given; matched against the registry's video nodes
+    char target[128];
+    uint32_t target_id;         // SPA_ID_INVALID until found
+    char nodes[512];            // "name (id), ..." of the video nodes seen, for the error
+};
+
+static void nc_pw_signal(nc_pw *s) {
+    uint64_t one = 1;
+    ssize_t r = write(s->event_fd, &one, 8);
+    (void)r;
+}
+
+static void nc_pw_end(nc_pw *s, int state, const char *why) {
+    if (s->info.state >= NC_PW_ENDED) return;
+    s->info.state = state;
+    snprintf(s->info.message, sizeof s->info.message, "%s", why);
+    nc_pw_signal(s);
+    pw_thread_loop_signal(s->loop, 0);
+}
+
+// MARK: the registry: which video nodes there are
+
+static void nc_pw_global(void *data, uint32_t id, uint32_t permissions, const char *type,
+                                uint32_t version, const struct spa_dict *props) {
+    nc_pw *s = data;
+    (void)permissions; (void)version;
+    if (strcmp(type, PW_TYPE_INTERFACE_Node) != 0 || props == NULL) return;
+    const char *klass = spa_dict_lookup(props, PW_KEY_MEDIA_CLASS);
+    if (klass == NULL || strstr(klass, "Video") == NULL) return;
+    const char *name = spa_dict_lookup(props, PW_KEY_NODE_NAME);
+    const char *serial = spa_dict_lookup(props, PW_KEY_OBJECT_SERIAL);
+    char idtext[16];
+    snprintf(idtext, sizeof idtext, "%u", id);
+    size_t used = strlen(s->nodes);
+    if (used + 2 < sizeof s->nodes)
+        snprintf(s->nodes + used, sizeof s->nodes - used, "%s%s (%u)", used ? ", " : "", name ? name : "?", id);
+    if (s->target_id != SPA_ID_INVALID) return;
+    if (strcmp(s->target, idtext) == 0 || (name && strcmp(s->target, name) == 0) || (serial && strcmp(s->target, serial) == 0)) {
+        s->target_id = id;
+        s->info.node = id;
+        snprintf(s->info.node_name, sizeof s->info.node_name, "%s", name ? name : "");
+    }
+}
+
+static void nc_pw_global_remove(void *data, uint32_t id) {
+    nc_pw *s = data;
+    if (s->target_id != SPA_ID_INVALID && id == s->target_id && s->info.state == NC_PW_STREAMING)
+        nc_pw_end(s, NC_PW_ENDED, "the PipeWire node went away (its stream ended)");
+}
+
+static const struct pw_registry_events nc_pw_registry_events = {
+    PW_VERSION_REGISTRY_EVENTS, .global = nc_pw_global, .global_remove = nc_pw_global_remove,
+};
+
+static void nc_pw_core_done(void *data, uint32_t id, int seq) {
+    nc_pw *s = data;
+    if (id == PW_ID_CORE && seq == s->sync_seq) { s->synced = 1; pw_thread_loop_signal(s->loop, 0); }
+}
+
+static void nc_pw_core_error(void *data, uint32_t id, int seq, int res, const char *message) {
+    nc_pw *s = data;
+    (void)seq;
+    char why[256];
+    if (id == PW_ID_CORE && res == -EPIPE) {
+        nc_pw_end(s, NC_PW_ENDED, "PipeWire closed the connection (the server or the compositor exited)");
+    } else if (id == PW_ID_CORE) {
+        snprintf(why, sizeof why, "PipeWire: %s (%s)", message ? message : "error", spa_strerror(res));
+        nc_pw_end(s, s->info.state == NC_PW_STREAMING ? NC_PW_ENDED : NC_PW_FAILED, why);
+    }
+}
+
+static const struct pw_core_events nc_pw_core_events = {
+    PW_VERSION_CORE_EVENTS, .done = nc_pw_core_done, .error = nc_pw_core_error,
+};
+
+// MARK: the stream
+
+static void nc_pw_state_changed(void *data, enum pw_stream_state old, enum pw_stream_state state, const char *error) {
+    nc_pw *s = data;
+    (void)old;
+    char why[256];
+    snprintf(s->info.stream_state, sizeof s->info.stream_state, "%s", pw_stream_state_as_string(state));
+    switch (state) {
+    case PW_STREAM_STATE_ERROR:
+        snprintf(why, sizeof why, "the PipeWire stream failed: %s", error ? error : "unknown error");
+        nc_pw_end(s, s->info.state == NC_PW_STREAMING ? NC_PW_ENDED : NC_PW_FAILED, why);
+        break;
+    case PW_STREAM_STATE_UNCONNECTED:
+        nc_pw_end(s, NC_PW_ENDED, "the PipeWire stream was disconnected (the sharing stopped)");
+        break;
+    default:
+        break;
+    }
+}
+
+static void nc_pw_param_changed(void *data, uint32_t id, const struct spa_pod *param) {
+    nc_pw *s = data;
+    if (param == NULL || id != SPA_PARAM_Format) return;
+    struct spa_video_info_raw raw;
+    uint32_t media_type, media_subtype;
+    if (spa_format_parse(param, &media_type, &media_subtype) < 0 || media_type != SPA_MEDIA_TYPE_video ||
+        media_subtype != SPA_MEDIA_SUBTYPE_raw || spa_format_video_raw_parse(param, &raw) < 0) {
+        nc_pw_end(s, NC_PW_FAILED, "the PipeWire node offers no raw video");
+        return;
+    }
+    uint32_t format = 0;
+    switch (raw.format) {
+    case SPA_VIDEO_FORMAT_BGRx: case SPA_VIDEO_FORMAT_BGRA: format = NC_PW_BGRX; break;
+    case SPA_VIDEO_FORMAT_RGBx: case SPA_VIDEO_FORMAT_RGBA: format = NC_PW_RGBX; break;
+    case SPA_VIDEO_FORMAT_xRGB: case SPA_VIDEO_FORMAT_ARGB: format = NC_PW_XRGB; break;
+    default:
+        nc_pw_end(s, NC_PW_FAILED, "the PipeWire node offers none of BGRx, RGBx, xRGB");
+        return;
+    }
+    if (s->pending) { pw_stream_queue_buffer(s->stream, s->pending); s->pending = NULL; }
+    s->info.format = format;
+    s->info.width = raw.size.width;
+    s->info.height = raw.size.height;
+    s->info.formats += 1;
+    // Buffers in memory we can map (memfd, shm or plain memory): no DMA-BUF, which would
+    // need a GPU to read. Damage rectangles and the header are asked for as metadata.
+    uint8_t bytes[1024];
+    struct spa_pod_builder b = SPA_POD_BUILDER_INIT(bytes, sizeof bytes);
+    const struct spa_pod *params[3];
+    params[0] = spa_pod_builder_add_object(&b, SPA_TYPE_OBJECT_ParamBuffers, SPA_PARAM_Buffers,
+        SPA_PARAM_BUFFERS_buffers, SPA_POD_CHOICE_RANGE_Int(4, 2, 16),
+        SPA_PARAM_BUFFERS_blocks, SPA_POD_Int(1),
+        SPA_PARAM_BUFFERS_dataType, SPA_POD_CHOICE_FLAGS_Int((1 << SPA_DATA_MemFd) | (1 << SPA_DATA_MemPtr)));
+    params[1] = spa_pod_builder_add_object(&b, SPA_TYPE_OBJECT_ParamMeta, SPA_PARAM_Meta,
+        SPA_PARAM_META_type, SPA_POD_Id(SPA_META_Header),
+        SPA_PARAM_META_size, SPA_POD_Int(sizeof(struct spa_meta_header)));
+    params[2] = spa_pod_builder_add_object(&b, SPA_TYPE_OBJECT_ParamMeta, SPA_PARAM_Meta,
+        SPA_PARAM_META_type, SPA_POD_Id(SPA_META_VideoDamage),
+        SPA_PARAM_META_size, SPA_POD_CHOICE_RANGE_Int(sizeof(struct spa_meta_region) * 16,
+                                                      sizeof(struct spa_meta_region), sizeof(struct spa_meta_region) * 16));
+    pw_stream_update_params(s->stream, params, 3);
+    nc_pw_signal(s);
+}
+
+/// True when the buffer carries pixels; counts damage.
+static int nc_pw_has_pixels(nc_pw *s, struct pw_buffer *b) {
+    struct spa_buffer *buf = b->buffer;
+    if (buf->n_datas < 1 || buf->datas[0].chunk == NULL) return 0;
+    struct spa_meta_header *h = spa_buffer_find_meta_data(buf, SPA_META_Header, sizeof *h);
+    if (h && (h->flags & SPA_META_HEADER_FLAG_CORRUPTED)) return 0;
+    if (buf->datas[0].chunk->size == 0 || (buf->datas[0].chunk->flags & SPA_CHUNK_FLAG_CORRUPTED)) return 0;
+    struct spa_meta *damage = spa_buffer_find_meta(buf, SPA_META_VideoDamage);
+    if (damage) {
+        struct spa_meta_region *r = spa_meta_first(damage);
+        if (spa_meta_check(r, damage) && spa_meta_region_is_valid(r)) s->info.damaged += 1;
+    }
+    return 1;
+}
+
+static void nc_pw_process(void *data) {
+    nc_pw *s = data;
+    struct pw_buffer *b;
+    int signal = 0;
+    while ((b = pw_stream_dequeue_buffer(s->stream)) != NULL) {
+        struct spa_data *d = &b->buffer->datas[0];
+        if (d->type == SPA_DATA_DmaBuf) {
+            pw_stream_queue_buffer(s->stream, b);
+            nc_pw_end(s, NC_PW_FAILED, "the PipeWire node sends DMA-BUF buffers only, which nalcast cannot map: "
+                      "it needs a source that offers shared memory (memfd)");
+            return;
+        }
+        if (d->data == NULL || !nc_pw_has_pixels(s, b)) {
+            s->info.metadata_only += 1;
+            pw_stream_queue_buffer(s->stream, b);
+            continue;
+        }
+        s->info.received += 1;
+        if (s->pending) { s->info.replaced += 1; pw_stream_queue_buffer(s->stream, s->pending); }
+        s->pending = b;
+        signal = 1;
+    }
+    if (s->info.state == NC_PW_CONNECTING) { s->info.state = NC_PW_STREAMING; signal = 1; }
+    if (signal) nc_pw_signal(s);
+}
+
+/// A buffer going away (the stream renegotiated, or its peer left) must not stay kept: its
+/// memory is unmapped after this.
+static void nc_pw_remove_buffer(void *data, struct pw_buffer *buffer) {
+    nc_pw *s = data;
+    if (s->pending == buffer) s->pending = NULL;
+}
+
+static const struct pw_stream_events nc_pw_stream_events = {
+    PW_VERSION_STREAM_EVENTS, .state_changed = nc_pw_state_changed, .param_changed = nc_pw_param_changed,
+    .remove_buffer = nc_pw_remove_buffer, .process = nc_pw_process,
+};
+
+/// The formats we take: BGRx, RGBx, xRGB (and their alpha forms), any size, any rate.
+static const struct spa_pod *nc_pw_format_param(struct spa_pod_builder *b) {
+    struct spa_rectangle def = SPA_RECTANGLE(1280, 720), min = SPA_RECTANGLE(2, 2), max = SPA_RECTANGLE(16384, 16384);
+    struct spa_fraction rdef = SPA_FRACTION(30, 1), rmin = SPA_FRACTION(0, 1), rmax = SPA_FRACTION(1000, 1);
+    return spa_pod_builder_add_object(b, SPA_TYPE_OBJECT_Format, SPA_PARAM_EnumFormat,
+        SPA_FORMAT_mediaType, SPA_POD_Id(SPA_MEDIA_TYPE_video),
+        SPA_FORMAT_mediaSubtype, SPA_POD_Id(SPA_MEDIA_SUBTYPE_raw),
+        SPA_FORMAT_VIDEO_format, SPA_POD_CHOICE_ENUM_Id(7, SPA_VIDEO_FORMAT_BGRx, SPA_VIDEO_FORMAT_BGRx,
+            SPA_VIDEO_FORMAT_RGBx, SPA_VIDEO_FORMAT_xRGB, SPA_VIDEO_FORMAT_BGRA, SPA_VIDEO_FORMAT_RGBA, SPA_VIDEO_FORMAT_ARGB),
+        SPA_FORMAT_VIDEO_size, SPA_POD_CHOICE_RANGE_Rectangle(&def, &min, &max),
+        SPA_FORMAT_VIDEO_framerate, SPA_POD_CHOICE_RANGE_Fraction(&rdef, &rmin, &rmax));
+}
+
+// MARK: open, take, close (from the capture thread)
+
+
+/// Waits (the loop locked) for the registry's first round of globals.
+static int nc_pw_roundtrip(nc_pw *s) {
+    s->synced = 0;
+    s->sync_seq = pw_core_sync(s->core, PW_ID_CORE, 0);
+    while (!s->synced && s->info.state < NC_PW_ENDED) pw_thread_loop_wait(s->loop);
+    return s->synced;
+}
+
+/// Connects to PipeWire (its socket, or `fd` from the portal when >= 0) and starts a stream
+/// from the video node `target` (its id, serial or name). NULL and `error` filled on failure;
+/// `*missing` is set when PipeWire answered but has no such node.
+nc_pw *nc_pw_open(const char *target, int fd, char *error, size_t error_size, int *missing) {
+    *missing = 0;
+    pthread_once(&lib_once, nc_pw_load);
+    if (lib.handle == NULL) { snprintf(error, error_size, "%s", lib_error); *missing = 2; return NULL; }
+    nc_pw *s = calloc(1, sizeof *s);
+    if (s == NULL) { snprintf(error, error_size, "out of memory"); return NULL; }
+    snprintf(s->target, sizeof s->target, "%s", target);
+    s->target_id = SPA_ID_INVALID;
+    s->event_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    s->loop = pw_thread_loop_new("nalcast-pw", NULL);
+    if (s->event_fd < 0 || s->loop == NULL) { snprintf(error, error_size, "cannot make PipeWire's thread: %s", strerror(errno)); nc_pw_close(s); return NULL; }
+    s->context = pw_context_new(pw_thread_loop_get_loop(s->loop), NULL, 0);
+    if (s->context == NULL || pw_thread_loop_start(s->loop) < 0) { snprintf(error, error_size, "cannot start PipeWire's loop"); nc_pw_close(s); return NULL; }
+    pw_thread_loop_lock(s->loop);
+    s->core = fd >= 0 ? pw_context_connect_fd(s->context, fd, NULL, 0) : pw_context_connect(s->context, NULL, 0);
+    if (s->core == NULL) {
+        // libpipewire says EHOSTDOWN ("Host is down") when there is no socket to connect to.
+        snprintf(error, error_size, "cannot connect to PipeWire: %s (is pipewire running? XDG_RUNTIME_DIR=%s)",
+                 errno == EHOSTDOWN ? "no PipeWire socket" : strerror(errno),
+                 getenv("XDG_RUNTIME_DIR") ? getenv("XDG_RUNTIME_DIR") : "unset");
+        pw_thread_loop_unlock(s->loop); nc_pw_close(s); return NULL;
+    }
+    pw_core_add_listener(s->core, &s->core_listener, &nc_pw_core_events, s);
+    s->registry = pw_core_get_registry(s->core, PW_VERSION_REGISTRY, 0);
+    pw_registry_add_listener(s->registry, &s->registry_listener, &nc_pw_registry_events, s);
+    if (!nc_pw_roundtrip(s) || s->target_id == SPA_ID_INVALID) {
+        if (s->info.state >= NC_PW_ENDED) snprintf(error, error_size, "%s", s->info.message);
+        else { *missing = 1; snprintf(error, error_size, "PipeWire has no video node %s (video nodes: %s)", target, s->nodes[0] ? s->nodes : "none"); }
+        pw_thread_loop_unlock(s->loop); nc_pw_close(s); return NULL;
+    }
+    char serial[16];
+    snprintf(serial, sizeof serial, "%u", s->target_id);
+    s->stream = pw_stream_new(s->core, "nalcast", pw_properties_new(
+        PW_KEY_MEDIA_TYPE, "Video", PW_KEY_MEDIA_CATEGORY, "Capture", PW_KEY_MEDIA_ROLE, "Screen",
+        PW_KEY_NODE_DONT_RECONNECT, "true", NULL));
+    pw_stream_add_listener(s->stream, &s->stream_listener, &nc_pw_stream_events, s);
+    uint8_t bytes[1024];
+    struct spa_pod_builder b = SPA_POD_BUILDER_INIT(bytes, sizeof bytes);
+    const struct spa_pod *params[1] = { nc_pw_format_param(&b) };
+    int rc = pw_stream_connect(s->stream, PW_DIRECTION_INPUT, s->target_id,
+        PW_STREAM_FLAG_AUTOCONNECT | PW_STREAM_FLAG_MAP_BUFFERS, params, 1);
+    pw_thread_loop_unlock(s->loop);
+    if (rc < 0) { snprintf(error, error_size, "cannot connect to PipeWire node %s: %s", target, spa_strerror(rc)); nc_pw_close(s); return NULL; }
+    return s;
+}
+
+int nc_pw_event_fd(nc_pw *s) { return s->event_fd; }
+
+/// Clears the eventfd.
+void nc_pw_drain(nc_pw *s) {
+    uint64_t n;
+    ssize_t r = read(s->event_fd, &n, 8);
+    (void)r;
+}
+
+/// The state now, without taking anything.
+void nc_pw_peek(nc_pw *s, nc_pw_info *info) {
+    pw_thread_loop_lock(s->loop);
+    *info = s->info;
+    info->has_frame = s->pending != NULL;
+    if (s->pending) info->stride = s->pending->buffer->datas[0].chunk->stride;
+    pw_thread_loop_unlock(s->loop);
+}
+
+/// Copies the waiting frame into `dst` (rows of width*4 bytes) and gives its buffer back.
+/// Returns 1 when copied, 0 when there was none, or -needed when `capacity` is too small.
+long nc_pw_take(nc_pw *s, uint8_t *dst, size_t capacity, nc_pw_info *info) {
+    pw_thread_loop_lock(s->loop);
+    *info = s->info;
+    info->has_frame = 0;
+    long result = 0;
+    struct pw_buffer *b = s->pending;
+    if (b) {
+        struct spa_data *d = &b->buffer->datas[0];
+        size_t row = (size_t)s->info.width * 4, rows = s->info.height;
+        int32_t stride = d->chunk->stride > 0 ? d->chunk->stride : (int32_t)row;
+        uint32_t offset = d->chunk->offset % (d->maxsize ? d->maxsize : 1);
+        if (row * rows > capacity) {
+            result = -(long)(row * rows);
+        } else {
+            const uint8_t *src = (const uint8_t *)d->data + offset;
+            size_t available = d->maxsize - offset;
+            size_t copy_rows = rows;
+            if ((size_t)stride * (rows - 1) + row > available) copy_rows = available / (size_t)stride;
+            for (size_t y = 0; y < copy_rows; y++) memcpy(dst + y * row, src + y * (size_t)stride, row);
+            if (copy_rows < rows) memset(dst + copy_rows * row, 0, (rows - copy_rows) * row);
+            info->stride = (uint32_t)row;
+            pw_stream_queue_buffer(s->stream, b);
+            s->pending = NULL;
+            result = 1;
+        }
+    }
+    pw_thread_loop_unlock(s->loop);
+    return result;
+}
+
+void nc_pw_close(nc_pw *s) {
+    if (s == NULL) return;
+    if (s->loop) pw_thread_loop_stop(s->loop);
+    if (s->stream) pw_stream_destroy(s->stream);
+    if (s->registry) pw_proxy_destroy((struct pw_proxy *)s->registry);
+    if (s->core) pw_core_disconnect(s->core);
+    if (s->context) pw_context_destroy(s->context);
+    if (s->loop) pw_thread_loop_destroy(s->loop);
+    if (s->event_fd >= 0) close(s->event_fd);
+    free(s);
+}

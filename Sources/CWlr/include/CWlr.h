@@ -1,0 +1,39 @@
+#ifndef CWLR_H
+#define CWLR_H
+// wlroots' screencopy (zwlr_screencopy_manager_v1) for Swift (wlr.c): a Wayland client that
+// asks the compositor for copies of an output into shared memory, with damage (version 2:
+// copy_with_damage answers only once the output changed). libwayland-client.so.0 is opened
+// with dlopen when it is first asked for, never linked. Single-threaded: the capture thread
+// polls `nc_wlr_fd` and calls `nc_wlr_dispatch`.
+#include <stddef.h>
+#include <stdint.h>
+
+enum { NC_WLR_WAITING = 0, NC_WLR_READY = 1, NC_WLR_FAILED = 2, NC_WLR_ENDED = 3 };
+
+typedef struct {
+    int state;                 // NC_WLR_*
+    uint32_t width, height;    // of the frame waiting (or the last one)
+    uint32_t stride;
+    uint32_t format;           // wl_shm format: 0 ARGB8888, 1 XRGB8888 (bytes B,G,R,A/x), others as DRM fourcc
+    uint32_t version;          // the manager's version (2 and up: with damage)
+    uint64_t frames;           // frames copied
+    uint64_t failed;           // copies the compositor failed
+    char message[256];
+} nc_wlr_info;
+
+typedef struct nc_wlr nc_wlr;
+
+/// Connects to the compositor (`display` or $WAYLAND_DISPLAY) and asks for the first copy of
+/// its first output. NULL and `error` on failure; `*code` 1 when there is no compositor or
+/// no libwayland, 2 when it has no screencopy.
+nc_wlr *nc_wlr_open(const char *display, int overlay_cursor, char *error, size_t error_size, int *code);
+void nc_wlr_close(nc_wlr *s);
+/// The connection's fd (poll it for reading), after a flush of what is to be sent.
+int nc_wlr_prepare(nc_wlr *s);
+/// Reads and handles what arrived (call when the fd is readable); -1 when the connection broke.
+int nc_wlr_dispatch(nc_wlr *s);
+void nc_wlr_peek(nc_wlr *s, nc_wlr_info *info);
+/// Copies the ready frame into `dst` (rows of width*4) and asks for the next one. 1 copied,
+/// 0 none ready, -needed when `capacity` is too small.
+long nc_wlr_take(nc_wlr *s, uint8_t *dst, size_t capacity, nc_wlr_info *info);
+#endif

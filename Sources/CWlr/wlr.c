@@ -1,0 +1,298 @@
+// zwlr_screencopy_manager_v1 over libwayland-client (CWlr.h), opened with dlopen. The
+// protocol's two interfaces are described here by hand (their requests and events, as the
+// wlr-protocols XML defines them), and every request is sent with wl_proxy_marshal_flags:
+// the inline helpers of wayland-client-protocol.h would link the library.
+#define _GNU_SOURCE
+#include "CWlr.h"
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/mman.h>
+#include <wayland-client-core.h>
+#include <wayland-util.h>
+
+// MARK: the library
+
+static struct {
+    void *handle;
+    struct wl_display *(*display_connect)(const char *);
+    void (*display_disconnect)(struct wl_display *);
+    int (*display_get_fd)(struct wl_display *);
+    int (*display_roundtrip)(struct wl_display *);
+    int (*display_dispatch)(struct wl_display *);
+    int (*display_dispatch_pending)(struct wl_display *);
+    int (*display_flush)(struct wl_display *);
+    struct wl_proxy *(*marshal_flags)(struct wl_proxy *, uint32_t, const struct wl_interface *, uint32_t, uint32_t, ...);
+    int (*add_listener)(struct wl_proxy *, void (**)(void), void *);
+    uint32_t (*get_version)(struct wl_proxy *);
+    void (*proxy_destroy)(struct wl_proxy *);
+    const struct wl_interface *registry, *output, *shm, *shm_pool, *buffer;
+} wl;
+static char lib_error[160];
+static pthread_once_t lib_once = PTHREAD_ONCE_INIT;
+
+/// libwayland's own messages (to stderr) are left out: every failure comes back as a code,
+/// which nalcast says in one line of its own.
+static void quiet_log(const char *format, va_list arguments) { (void)format; (void)arguments; }
+
+static void *sym(const char *name) {
+    void *p = dlsym(wl.handle, name);
+    if (p == NULL && !lib_error[0]) snprintf(lib_error, sizeof lib_error, "libwayland-client.so.0 has no %s", name);
+    return p;
+}
+
+static const struct wl_message frame_requests[3], frame_events[7], manager_requests[3];
+static struct wl_interface frame_interface, manager_interface;
+static const struct wl_interface *capture_types[7], *copy_types[1];
+
+static void nc_wlr_load(void) {
+    wl.handle = dlopen("libwayland-client.so.0", RTLD_NOW | RTLD_LOCAL);
+    if (wl.handle == NULL) { snprintf(lib_error, sizeof lib_error, "libwayland-client.so.0 is not installed (Debian: libwayland-client0)"); return; }
+    wl.display_connect = sym("wl_display_connect");
+    wl.display_disconnect = sym("wl_display_disconnect");
+    wl.display_get_fd = sym("wl_display_get_fd");
+    wl.display_roundtrip = sym("wl_display_roundtrip");
+    wl.display_dispatch = sym("wl_display_dispatch");
+    wl.display_dispatch_pending = sym("wl_display_dispatch_pending");
+    wl.display_flush = sym("wl_display_flush");
+    wl.marshal_flags = sym("wl_proxy_marshal_flags");
+    wl.add_listener = sym("wl_proxy_add_listener");
+    wl.get_version = sym("wl_proxy_get_version");
+    wl.proxy_destroy = sym("wl_proxy_destroy");
+    wl.registry = sym("wl_registry_interface");
+    wl.output = sym("wl_output_interface");
+    wl.shm = sym("wl_shm_interface");
+    wl.shm_pool = sym("wl_shm_pool_interface");
+    wl.buffer = sym("wl_buffer_interface");
+    if (lib_error[0]) { wl.handle = NULL; return; }
+    void (*set_log)(void (*)(const char *, va_list)) = (void (*)(void (*)(const char *, va_list)))dlsym(wl.handle, "wl_log_set_handler_client");
+    if (set_log) set_log(quiet_log);
+    // zwlr_screencopy_frame_v1 and zwlr_screencopy_manager_v1, version 3.
+    capture_types[0] = &frame_interface; capture_types[1] = NULL; capture_types[2] = wl.output;
+    capture_types[3] = capture_types[4] = capture_types[5] = capture_types[6] = NULL;
+    copy_types[0] = wl.buffer;
+    frame_interface = (struct wl_interface){ "zwlr_screencopy_frame_v1", 3, 3, frame_requests, 7, frame_events };
+    manager_interface = (struct wl_interface){ "zwlr_screencopy_manager_v1", 3, 3, manager_requests, 0, NULL };
+}
+
+static const struct wl_message manager_requests[3] = {
+    { "capture_output", "nio", capture_types },
+    { "capture_output_region", "nioiiii", capture_types },
+    { "destroy", "", capture_types + 3 },
+};
+static const struct wl_message frame_requests[3] = {
+    { "copy", "o", copy_types },
+    { "destroy", "", capture_types + 3 },
+    { "copy_with_damage", "2o", copy_types },
+};
+static const struct wl_message frame_events[7] = {
+    { "buffer", "uuuu", capture_types + 3 },
+    { "flags", "u", capture_types + 3 },
+    { "ready", "uuu", capture_types + 3 },
+    { "failed", "", capture_types + 3 },
+    { "damage", "2uuuu", capture_types + 3 },
+    { "linux_dmabuf", "3uuu", capture_types + 3 },
+    { "buffer_done", "3", capture_types + 3 },
+};
+
+// MARK: the client
+
+struct nc_wlr {
+    struct wl_display *display;
+    struct wl_proxy *registry, *shm, *output, *manager, *frame, *pool, *buffer;
+    uint32_t manager_version;
+    int overlay_cursor;
+    // the shared memory the compositor copies into
+    int memfd;
+    uint8_t *memory;
+    size_t memory_size;
+    uint32_t buffer_width, buffer_height, buffer_stride, buffer_format;
+    // the frame under way: its buffer as the compositor described it
+    uint32_t width, height, stride, format;
+    int copied;     // copy asked for
+    int ready;      // the copy is in `memory`
+    nc_wlr_info info;
+};
+
+static void end(nc_wlr *s, int state, const char *why) {
+    if (s->info.state >= NC_WLR_FAILED) return;
+    s->info.state = state;
+    snprintf(s->info.message, sizeof s->info.message, "%s", why);
+}
+
+static void registry_global(void *data, struct wl_proxy *registry, uint32_t name, const char *interface, uint32_t version) {
+    nc_wlr *s = data;
+    if (strcmp(interface, "wl_shm") == 0 && !s->shm) {
+        s->shm = wl.marshal_flags(registry, 0, wl.shm, 1, 0, name, wl.shm->name, 1, NULL);
+    } else if (strcmp(interface, "wl_output") == 0 && !s->output) {
+        s->output = wl.marshal_flags(registry, 0, wl.output, 1, 0, name, wl.output->name, 1, NULL);
+    } else if (strcmp(interface, "zwlr_screencopy_manager_v1") == 0 && !s->manager) {
+        s->manager_version = version < 3 ? version : 3;
+        s->manager = wl.marshal_flags(registry, 0, &manager_interface, s->manager_version, 0, name, manager_interface.name, s->manager_version, NULL);
+    }
+}
+
+static void registry_global_remove(void *data, struct wl_proxy *registry, uint32_t name) { (void)data; (void)registry; (void)name; }
+
+static void (*registry_listener[2])(void) = { (void (*)(void))registry_global, (void (*)(void))registry_global_remove };
+
+static void capture(nc_wlr *s);
+
+/// A buffer of the size asked for, in a memfd of ours (made again only when it grows).
+static int make_buffer(nc_wlr *s) {
+    size_t size = (size_t)s->stride * s->height;
+    if (s->buffer && s->buffer_width == s->width && s->buffer_height == s->height && s->buffer_stride == s->stride && s->buffer_format == s->format) return 0;
+    if (s->buffer) { wl.marshal_flags(s->buffer, 0, NULL, wl.get_version(s->buffer), WL_MARSHAL_FLAG_DESTROY); s->buffer = NULL; }
+    if (size > s->memory_size) {
+        if (s->pool) { wl.marshal_flags(s->pool, 1, NULL, wl.get_version(s->pool), WL_MARSHAL_FLAG_DESTROY); s->pool = NULL; }
+        if (s->memory) munmap(s->memory, s->memory_size);
+        s->memory = NULL;
+        if (s->memfd < 0) s->memfd = memfd_create("nalcast-wlr", MFD_CLOEXEC);
+        if (s->memfd < 0 || ftruncate(s->memfd, (off_t)size) < 0) return -1;
+        s->memory = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, s->memfd, 0);
+        if (s->memory == MAP_FAILED) { s->memory = NULL; return -1; }
+        s->memory_size = size;
+        s->pool = wl.marshal_flags(s->shm, 0, wl.shm_pool, 1, 0, NULL, s->memfd, (int32_t)size);
+    }
+    s->buffer = wl.marshal_flags(s->pool, 0, wl.buffer, 1, 0, NULL, 0, (int32_t)s->width, (int32_t)s->height, (int32_t)s->stride, s->format);
+    s->buffer_width = s->width; s->buffer_height = s->height; s->buffer_stride = s->stride; s->buffer_format = s->format;
+    return 0;
+}
+
+static void copy(nc_wlr *s) {
+    if (s->copied) return;
+    if (s->format != 0 && s->format != 1) { end(s, NC_WLR_FAILED, "wlr: the compositor offers no XRGB8888/ARGB8888 shared-memory copy"); return; }
+    if (make_buffer(s) < 0) { end(s, NC_WLR_FAILED, "wlr: cannot make the shared memory for a copy"); return; }
+    s->copied = 1;
+    // Version 2 and up: the copy waits until the output changed (damage-driven).
+    wl.marshal_flags(s->frame, s->manager_version >= 2 ? 2 : 0, NULL, wl.get_version(s->frame), 0, s->buffer);
+}
+
+static void frame_buffer(void *data, struct wl_proxy *frame, uint32_t format, uint32_t width, uint32_t height, uint32_t stride) {
+    nc_wlr *s = data;
+    (void)frame;
+    s->format = format; s->width = width; s->height = height; s->stride = stride;
+    if (s->manager_version < 3) copy(s);
+}
+static void frame_flags(void *data, struct wl_proxy *frame, uint32_t flags) { (void)data; (void)frame; (void)flags; }
+static void frame_ready(void *data, struct wl_proxy *frame, uint32_t sec_hi, uint32_t sec_lo, uint32_t nsec) {
+    nc_wlr *s = data;
+    (void)sec_hi; (void)sec_lo; (void)nsec;
+    wl.marshal_flags(frame, 1, NULL, wl.get_version(frame), WL_MARSHAL_FLAG_DESTROY);
+    s->frame = NULL;
+    s->ready = 1;
+    s->info.frames += 1;
+}
+static void frame_failed(void *data, struct wl_proxy *frame) {
+    nc_wlr *s = data;
+    wl.marshal_flags(frame, 1, NULL, wl.get_version(frame), WL_MARSHAL_FLAG_DESTROY);
+    s->frame = NULL;
+    s->info.failed += 1;
+    // A copy fails when the output went away, or changed size under it: ask again, but
+    // give up after a run of failures.
+    if (s->info.failed > 100 && s->info.frames == 0) { end(s, NC_WLR_FAILED, "wlr: the compositor fails every copy"); return; }
+    capture(s);
+}
+static void frame_damage(void *data, struct wl_proxy *frame, uint32_t x, uint32_t y, uint32_t w, uint32_t h) {
+    (void)data; (void)frame; (void)x; (void)y; (void)w; (void)h;
+}
+static void frame_dmabuf(void *data, struct wl_proxy *frame, uint32_t format, uint32_t w, uint32_t h) {
+    (void)data; (void)frame; (void)format; (void)w; (void)h;
+}
+static void frame_buffer_done(void *data, struct wl_proxy *frame) { (void)frame; copy(data); }
+
+static void (*frame_listener[7])(void) = {
+    (void (*)(void))frame_buffer, (void (*)(void))frame_flags, (void (*)(void))frame_ready, (void (*)(void))frame_failed,
+    (void (*)(void))frame_damage, (void (*)(void))frame_dmabuf, (void (*)(void))frame_buffer_done,
+};
+
+/// Asks for a copy of the output (the answer: buffer, buffer_done, then ready or failed).
+static void capture(nc_wlr *s) {
+    s->copied = 0;
+    s->frame = wl.marshal_flags(s->manager, 0, &frame_interface, wl.get_version(s->manager), 0, NULL, s->overlay_cursor, s->output);
+    wl.add_listener(s->frame, frame_listener, s);
+}
+
+nc_wlr *nc_wlr_open(const char *display, int overlay_cursor, char *error, size_t error_size, int *code) {
+    *code = 1;
+    pthread_once(&lib_once, nc_wlr_load);
+    if (wl.handle == NULL) { snprintf(error, error_size, "wlr: %s", lib_error); return NULL; }
+    nc_wlr *s = calloc(1, sizeof *s);
+    if (s == NULL) { snprintf(error, error_size, "wlr: out of memory"); return NULL; }
+    s->memfd = -1;
+    s->overlay_cursor = overlay_cursor;
+    const char *name = display ? display : getenv("WAYLAND_DISPLAY");
+    const char *runtime = getenv("XDG_RUNTIME_DIR");
+    if ((name == NULL || name[0] != '/') && (runtime == NULL || runtime[0] == 0)) {
+        snprintf(error, error_size, "wlr: cannot connect to the Wayland compositor %s: XDG_RUNTIME_DIR is not set", name ? name : "wayland-0");
+        nc_wlr_close(s);
+        return NULL;
+    }
+    s->display = wl.display_connect(display);
+    if (s->display == NULL) {
+        snprintf(error, error_size, "wlr: cannot connect to the Wayland compositor %s: %s%s", name ? name : "wayland-0", strerror(errno),
+                 name ? "" : " (WAYLAND_DISPLAY is not set)");
+        nc_wlr_close(s);
+        return NULL;
+    }
+    s->registry = wl.marshal_flags((struct wl_proxy *)s->display, 1, wl.registry, 1, 0, NULL);
+    wl.add_listener(s->registry, registry_listener, s);
+    wl.display_roundtrip(s->display);
+    if (!s->manager || !s->shm || !s->output) {
+        *code = 2;
+        snprintf(error, error_size, "wlr: the compositor has %s (wlroots' screencopy: sway, Hyprland, river, Wayfire; elsewhere use --source portal)",
+                 !s->manager ? "no zwlr_screencopy_manager_v1" : !s->shm ? "no wl_shm" : "no output");
+        nc_wlr_close(s);
+        return NULL;
+    }
+    s->info.version = s->manager_version;
+    capture(s);
+    wl.display_flush(s->display);
+    return s;
+}
+
+int nc_wlr_prepare(nc_wlr *s) {
+    wl.display_dispatch_pending(s->display);
+    wl.display_flush(s->display);
+    return wl.display_get_fd(s->display);
+}
+
+int nc_wlr_dispatch(nc_wlr *s) {
+    if (wl.display_dispatch(s->display) < 0) {
+        end(s, NC_WLR_ENDED, "wlr: the compositor closed the connection (it exited)");
+        return -1;
+    }
+    return 0;
+}
+
+void nc_wlr_peek(nc_wlr *s, nc_wlr_info *info) {
+    *info = s->info;
+    if (info->state < NC_WLR_FAILED) info->state = s->ready ? NC_WLR_READY : NC_WLR_WAITING;
+    info->width = s->buffer_width; info->height = s->buffer_height; info->stride = s->buffer_stride; info->format = s->buffer_format;
+}
+
+long nc_wlr_take(nc_wlr *s, uint8_t *dst, size_t capacity, nc_wlr_info *info) {
+    nc_wlr_peek(s, info);
+    if (!s->ready) return 0;
+    size_t row = (size_t)s->buffer_width * 4;
+    if (row * s->buffer_height > capacity) return -(long)(row * s->buffer_height);
+    for (uint32_t y = 0; y < s->buffer_height; y++) memcpy(dst + y * row, s->memory + (size_t)y * s->buffer_stride, row);
+    info->stride = (uint32_t)row;
+    s->ready = 0;
+    capture(s);
+    wl.display_flush(s->display);
+    return 1;
+}
+
+void nc_wlr_close(nc_wlr *s) {
+    if (s == NULL) return;
+    if (s->display) wl.display_disconnect(s->display);
+    if (s->memory) munmap(s->memory, s->memory_size);
+    if (s->memfd >= 0) close(s->memfd);
+    free(s);
+}

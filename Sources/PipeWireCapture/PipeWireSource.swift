@@ -1,0 +1,267 @@
+import Clocks
+import Capture
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+import CPipeWire
+
+/// What can go wrong taking frames from PipeWire, each one line. All mean the source is not
+/// there or not usable (exit 69), except `noSuchNode` (66: the input named does not exist).
+public enum PipeWireError: Error, Hashable, CustomStringConvertible {
+    /// PipeWire is not reachable, or the stream could not start.
+    case unavailable(String)
+    /// PipeWire answered but has no video node of that id, serial or name.
+    case noSuchNode(String)
+    /// The node started but gives nothing nalcast can read (no raw BGRx/RGBx/xRGB, DMA-BUF only).
+    case unusable(String)
+
+    public var description: String {
+        switch self {
+        case .unavailable(let why), .noSuchNode(let why), .unusable(let why): "pipewire: \(why)"
+        }
+    }
+}
+
+/// What `PipeWireSource` captures and how.
+public struct PipeWireOptions: Sendable, Hashable {
+    /// The node: its id, serial or name (`node.name`).
+    public var node: String
+    /// A PipeWire connection already open (the portal's `OpenPipeWireRemote`), or -1 for the
+    /// user's PipeWire daemon. The source takes it over.
+    public var remoteFD: Int32 = -1
+    /// At most this many frames a second.
+    public var frameRate = FrameRate(30)
+    /// While nothing changes, repeat the picture this many times a second (0: never).
+    public var idleRate: Double = 1
+    /// How the log lines name the source (`pipewire`, `portal`).
+    public var label = "pipewire"
+    /// How long to wait for the node's format before giving up, seconds.
+    public var formatTimeout: Double = 10
+
+    public init(node: String, remoteFD: Int32 = -1, frameRate: FrameRate = FrameRate(30), idleRate: Double = 1, label: String = "pipewire") {
+        self.node = node
+        self.remoteFD = remoteFD
+        self.frameRate = frameRate
+        self.idleRate = idleRate
+        self.label = label
+    }
+}
+
+/// Frames of a PipeWire video node (a compositor's screen cast, a camera, another program's
+/// stream), taken as they come, like X11's `--capture damage`.
+///
+/// libpipewire runs on a thread loop of its own (`nalcast-pw`, in the `CPipeWire` shim). Its
+/// process callback keeps the newest buffer and gives older ones back (`replaced` counts
+/// them): a compositor sends a buffer when its screen changed, so frames come only on change.
+/// The capture thread sleeps in `poll()` on the shim's eventfd and `wakeUp`; a frame is copied
+/// out of the PipeWire buffer (mapped memfd or shared memory) into a frame buffer of ours
+/// and the PipeWire buffer is given back at once, so a size change (new buffers) never
+/// pulls memory from under a frame being encoded. At most `frameRate` frames a second are
+/// taken (a burst is the newest frame of it), each stamped with its real time; while
+/// nothing comes, a repeat (`Frame.isRepeat`) every `1 / idleRate` s and one at once when
+/// woken for an IDR. A new size arrives as a new format: the next frame has it and the
+/// encoder reopens (a new SPS). The stream ending (the node went away, sharing stopped,
+/// PipeWire exited) ends the frames: `nextFrame()` returns nil and `endReason` says why.
+///
+/// Not `Sendable`: it lives on the capture thread, which calls `nextFrame()` in a loop.
+public final class PipeWireSource: FrameSource {
+    public let options: PipeWireOptions
+    public var frameRate: FrameRate { options.frameRate }
+    public private(set) var pixelFormat: PixelFormat = .bgra
+    public var isLive: Bool { true }
+    public var isChangeDriven: Bool { true }
+    public let wakeUp: CaptureWakeUp? = CaptureWakeUp()
+    public private(set) var width = 0
+    public private(set) var height = 0
+    /// The node captured: its id and name.
+    public private(set) var nodeID: UInt32 = 0
+    public private(set) var nodeName = ""
+    /// Frames sent because a new picture came, and repeats sent while none did.
+    public private(set) var changedFrames: UInt64 = 0
+    public private(set) var repeatFrames: UInt64 = 0
+    /// Why the frames ended (nil while they go on).
+    public private(set) var endReason: String?
+    /// The shim's counts: buffers with pixels, replaced before taken, without pixels, with damage.
+    public var counts: (received: UInt64, replaced: UInt64, metadataOnly: UInt64, damaged: UInt64, formats: UInt64) {
+        var info = nc_pw_info()
+        nc_pw_peek(stream, &info)
+        return (info.received, info.replaced, info.metadata_only, info.damaged, info.formats)
+    }
+
+    private let stream: OpaquePointer
+    /// What must live as long as the stream (the portal's session).
+    public let owner: AnyObject?
+    private let log: (@Sendable (String) -> Void)?
+    private var buffers = ReusableBuffer()
+    private var firstSent: Int64?
+    private var lastGrab: Int64 = 0
+    private var lastSent: Int64 = 0
+    private let noPixels = FrameBuffer(capacity: 0)
+
+    /// Connects and waits for the node's format (its size). Throws `PipeWireError`.
+    public init(options: PipeWireOptions, keeping owner: AnyObject? = nil, log: (@Sendable (String) -> Void)? = nil) throws(PipeWireError) {
+        self.options = options
+        self.owner = owner
+        self.log = log
+        var error = [CChar](repeating: 0, count: 512)
+        var missing: Int32 = 0
+        guard let stream = nc_pw_open(options.node, options.remoteFD, &error, error.count, &missing) else {
+            let why = error.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+            throw missing == 1 ? .noSuchNode(why) : .unavailable(why)
+        }
+        // From here on deinit closes the stream, on a throw too (every property is set).
+        self.stream = stream
+        var info = nc_pw_info()
+        // The format comes within a few milliseconds of a live node; a node that never
+        // gives one (paused, or nothing links it) is an error rather than a silent wait.
+        let deadline = Int64(MonotonicClock.nanoseconds) + Int64(options.formatTimeout * 1e9)
+        while true {
+            nc_pw_peek(stream, &info)
+            if info.state >= Int32(NC_PW_ENDED) {
+                throw .unusable(message(info))
+            }
+            if info.format != 0 { break }
+            let now = Int64(MonotonicClock.nanoseconds)
+            if now >= deadline {
+                let state = withUnsafeBytes(of: info.stream_state) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
+                throw .unusable("node \(options.node) gave no video format within \(short(options.formatTimeout)) s (stream \(state.isEmpty ? "not connected" : state))")
+            }
+            waitForEvent(timeoutMs: milliseconds(until: deadline, from: now))
+        }
+        take(info)
+        nodeID = info.node
+        nodeName = withUnsafeBytes(of: info.node_name) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
+    }
+
+    /// What came and what became of it: every picture PipeWire gave is either taken or
+    /// replaced by a newer one before it was (a burst faster than --fps, or while encoding).
+    deinit {
+        let c = counts
+        if c.received > 0 {
+            log?("\(options.label): \(c.received) pictures from node \(nodeID): \(changedFrames) taken, \(c.replaced) replaced by a newer one first"
+                + (c.metadataOnly > 0 ? ", \(c.metadataOnly) buffers without pixels" : ""))
+        }
+        nc_pw_close(stream)
+    }
+
+    /// `node 35 (mutter), 1280x720 bgra, on change, keep-alive 1/s`, for the start line.
+    public var captureDescription: String {
+        "node \(nodeID) (\(nodeName.isEmpty ? "unnamed" : nodeName)), \(width)x\(height) \(pixelFormat), on change, keep-alive "
+            + (options.idleRate > 0 ? "\(options.idleRate)/s" : "off")
+    }
+
+    public func nextFrame() throws -> Frame? {
+        let interval = frameRate.nanoseconds(ofFrame: 1)
+        let idleInterval: Int64? = options.idleRate > 0 ? Int64(1e9 / options.idleRate) : nil
+        while true {
+            var info = nc_pw_info()
+            nc_pw_peek(stream, &info)
+            let now = Int64(MonotonicClock.nanoseconds)
+            if info.has_frame != 0 {
+                if firstSent == nil || now >= lastGrab + interval, let frame = grab(at: now) { return frame }
+                waitForEvent(timeoutMs: milliseconds(until: lastGrab + interval, from: now), watchWakeUp: false)
+                continue
+            }
+            if info.state >= Int32(NC_PW_ENDED) {
+                let why = message(info)
+                guard firstSent != nil || info.state == Int32(NC_PW_ENDED) else { throw PipeWireError.unusable(why) }
+                if endReason == nil {
+                    endReason = why
+                    log?("\(options.label): the stream ended: \(why)")
+                }
+                return nil
+            }
+            if firstSent != nil {
+                if wakeUp?.drain() == true { return sendRepeat(at: now) }
+                if let idleInterval, now >= lastSent + idleInterval { return sendRepeat(at: now) }
+            }
+            let deadline = firstSent != nil ? idleInterval.map { lastSent + $0 } : nil
+            waitForEvent(timeoutMs: deadline.map { milliseconds(until: $0, from: now) } ?? -1, watchWakeUp: firstSent != nil)
+        }
+    }
+
+    // MARK: frames
+
+    private func grab(at now: Int64) -> Frame? {
+        var info = nc_pw_info()
+        nc_pw_peek(stream, &info)
+        let bytes = Int(info.width) * Int(info.height) * 4
+        let buffer = buffers.obtain(capacity: bytes)
+        var result = nc_pw_take(stream, buffer.base, buffer.capacity, &info)
+        if result < 0 {
+            let bigger = buffers.obtain(capacity: Int(-result))
+            result = nc_pw_take(stream, bigger.base, bigger.capacity, &info)
+            guard result > 0 else { return nil }
+            return frame(in: bigger, info, at: now)
+        }
+        guard result > 0 else { return nil }
+        return frame(in: buffer, info, at: now)
+    }
+
+    private func frame(in buffer: FrameBuffer, _ info: nc_pw_info, at now: Int64) -> Frame {
+        take(info)
+        _ = wakeUp?.drain()  // this frame answers a wake-up for an IDR
+        lastGrab = now
+        changedFrames += 1
+        let captureTime = WallClock.nanoseconds
+        let frame = Frame(width: width, height: height, format: pixelFormat, buffer: buffer,
+                          planes: [Plane(offset: 0, stride: Int(info.stride), rows: height)],
+                          sequence: 0, captureTimeNs: captureTime, pts90k: 0)
+        return send(frame, at: now)
+    }
+
+    /// Takes the negotiated size and format; the frame is the even part of an odd size.
+    private func take(_ info: nc_pw_info) {
+        let size = (Int(info.width) & ~1, Int(info.height) & ~1)
+        let format: PixelFormat = info.format == UInt32(NC_PW_RGBX) ? .rgba : info.format == UInt32(NC_PW_XRGB) ? .argb : .bgra
+        if size != (width, height) || format != pixelFormat {
+            if width != 0 { log?("\(options.label): the stream is now \(info.width)x\(info.height) \(format)") }
+            else if size != (Int(info.width), Int(info.height)) {
+                log?("\(options.label): \(info.width)x\(info.height) captured as \(size.0)x\(size.1) (4:2:0 video needs even sides)")
+            }
+            (width, height) = size
+            pixelFormat = format
+        }
+    }
+
+    private func sendRepeat(at now: Int64) -> Frame {
+        repeatFrames += 1
+        var frame = Frame(width: width, height: height, format: pixelFormat, buffer: noPixels, planes: [],
+                          sequence: 0, captureTimeNs: WallClock.nanoseconds, pts90k: 0)
+        frame.isRepeat = true
+        return send(frame, at: now)
+    }
+
+    /// Numbers and times a frame: pts is the time since the first frame sent.
+    private func send(_ frame: Frame, at now: Int64) -> Frame {
+        var frame = frame
+        let first = firstSent ?? now
+        firstSent = first
+        frame.sequence = changedFrames + repeatFrames - 1
+        frame.pts90k = UInt64((now - first) / 1000 * 9 / 100)
+        lastSent = now
+        return frame
+    }
+
+    // MARK: waiting
+
+    private func waitForEvent(timeoutMs: Int32, watchWakeUp: Bool = false) {
+        var fds = [pollfd(fd: nc_pw_event_fd(stream), events: Int16(POLLIN), revents: 0),
+                   pollfd(fd: wakeUp?.fd ?? -1, events: Int16(POLLIN), revents: 0)]
+        _ = poll(&fds, watchWakeUp ? 2 : 1, timeoutMs)
+        nc_pw_drain(stream)
+    }
+
+    /// A deadline already past is a zero timeout (poll() takes a negative one as forever).
+    private func milliseconds(until deadline: Int64, from now: Int64) -> Int32 {
+        Int32(clamping: Swift.max(0, deadline - now + 999_999) / 1_000_000)
+    }
+
+    private func short(_ value: Double) -> String { value == value.rounded() ? String(Int(value)) : String(value) }
+
+    private func message(_ info: nc_pw_info) -> String {
+        withUnsafeBytes(of: info.message) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
+    }
+}

@@ -1,0 +1,173 @@
+import Clocks
+import Capture
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+import CWlr
+
+/// What can go wrong with wlroots' screencopy: no compositor or library (69), one without
+/// screencopy (69, saying to use the portal), a copy that cannot be made.
+public enum WlrError: Error, Hashable, CustomStringConvertible {
+    case unavailable(String)
+    case failed(String)
+
+    public var description: String {
+        switch self {
+        case .unavailable(let why), .failed(let why): why
+        }
+    }
+}
+
+/// The first output of a wlroots compositor (sway, Hyprland, river, Wayfire) through
+/// `zwlr_screencopy_manager_v1`, as grim and wf-recorder read it, without a portal: each copy
+/// is asked with `copy_with_damage`, which the compositor answers once the output changed, so
+/// frames come on change, at most `frameRate` a second, with X11's keep-alive. The copy lands
+/// in a memfd shared with the compositor and is copied out into a frame buffer of ours, and
+/// the next copy is asked at once. A new output size comes as the next copy's buffer size
+/// (the encoder reopens: a new SPS). The compositor exiting ends the frames (nil).
+///
+/// Not `Sendable`: it lives on the capture thread, which drives the Wayland connection.
+public final class WlrSource: FrameSource {
+    public let frameRate: FrameRate
+    public let idleRate: Double
+    public var pixelFormat: PixelFormat { .bgra }
+    public var isLive: Bool { true }
+    public var isChangeDriven: Bool { true }
+    public let wakeUp: CaptureWakeUp? = CaptureWakeUp()
+    public private(set) var width = 0
+    public private(set) var height = 0
+    public private(set) var changedFrames: UInt64 = 0
+    public private(set) var repeatFrames: UInt64 = 0
+    public private(set) var endReason: String?
+    public let version: UInt32
+
+    private let client: OpaquePointer
+    private let log: (@Sendable (String) -> Void)?
+    private var buffers = ReusableBuffer()
+    private var firstSent: Int64?
+    private var lastGrab: Int64 = 0
+    private var lastSent: Int64 = 0
+    private let noPixels = FrameBuffer(capacity: 0)
+
+    public init(display: String? = nil, drawCursor: Bool = true, frameRate: FrameRate = FrameRate(30), idleRate: Double = 1,
+                log: (@Sendable (String) -> Void)? = nil) throws(WlrError) {
+        self.frameRate = frameRate
+        self.idleRate = idleRate
+        self.log = log
+        var error = [CChar](repeating: 0, count: 512)
+        var code: Int32 = 0
+        guard let client = nc_wlr_open(display, drawCursor ? 1 : 0, &error, error.count, &code) else {
+            throw .unavailable(error.withUnsafeBufferPointer { String(cString: $0.baseAddress!) })
+        }
+        self.client = client
+        var info = nc_wlr_info()
+        nc_wlr_peek(client, &info)
+        version = info.version
+        // The first copy gives the size (a new output is all damage: it comes at once).
+        let deadline = Int64(MonotonicClock.nanoseconds) + 10_000_000_000
+        while info.state == Int32(NC_WLR_WAITING) {
+            let now = Int64(MonotonicClock.nanoseconds)
+            guard now < deadline else { throw .failed("wlr: the compositor sent no copy of its output within 10 s") }
+            wait(timeoutMs: Int32((deadline - now) / 1_000_000), watchWakeUp: false)
+            nc_wlr_peek(client, &info)
+        }
+        if info.state >= Int32(NC_WLR_FAILED) { throw .failed(message(info)) }
+        (width, height) = (Int(info.width) & ~1, Int(info.height) & ~1)
+    }
+
+    deinit { nc_wlr_close(client) }
+
+    public var captureDescription: String {
+        "first output, \(width)x\(height), screencopy v\(version)" + (version >= 2 ? ", on change" : ", every copy")
+            + ", keep-alive " + (idleRate > 0 ? "\(idleRate)/s" : "off")
+    }
+
+    public func nextFrame() throws -> Frame? {
+        let interval = frameRate.nanoseconds(ofFrame: 1)
+        let idleInterval: Int64? = idleRate > 0 ? Int64(1e9 / idleRate) : nil
+        while true {
+            var info = nc_wlr_info()
+            nc_wlr_peek(client, &info)
+            let now = Int64(MonotonicClock.nanoseconds)
+            if info.state == Int32(NC_WLR_READY) {
+                if firstSent == nil || now >= lastGrab + interval { if let frame = grab(at: now) { return frame } }
+                wait(timeoutMs: milliseconds(until: lastGrab + interval, from: now), watchWakeUp: false)
+                continue
+            }
+            if info.state == Int32(NC_WLR_FAILED) { throw WlrError.failed(message(info)) }
+            if info.state == Int32(NC_WLR_ENDED) {
+                if endReason == nil {
+                    endReason = message(info)
+                    log?("wlr: the stream ended: \(message(info).dropFirst("wlr: ".count))")
+                }
+                return nil
+            }
+            if firstSent != nil {
+                if wakeUp?.drain() == true { return sendRepeat(at: now) }
+                if let idleInterval, now >= lastSent + idleInterval { return sendRepeat(at: now) }
+            }
+            let deadline = firstSent != nil ? idleInterval.map { lastSent + $0 } : nil
+            wait(timeoutMs: deadline.map { milliseconds(until: $0, from: now) } ?? -1, watchWakeUp: firstSent != nil)
+        }
+    }
+
+    private func grab(at now: Int64) -> Frame? {
+        var info = nc_wlr_info()
+        nc_wlr_peek(client, &info)
+        var buffer = buffers.obtain(capacity: Int(info.width) * Int(info.height) * 4)
+        var result = nc_wlr_take(client, buffer.base, buffer.capacity, &info)
+        if result < 0 {
+            buffer = buffers.obtain(capacity: Int(-result))
+            result = nc_wlr_take(client, buffer.base, buffer.capacity, &info)
+        }
+        guard result > 0 else { return nil }
+        let size = (Int(info.width) & ~1, Int(info.height) & ~1)
+        if size != (width, height) {
+            log?("wlr: the output is now \(info.width)x\(info.height)")
+            (width, height) = size
+        }
+        _ = wakeUp?.drain()
+        lastGrab = now
+        changedFrames += 1
+        let frame = Frame(width: width, height: height, format: .bgra, buffer: buffer,
+                          planes: [Plane(offset: 0, stride: Int(info.stride), rows: height)],
+                          sequence: 0, captureTimeNs: WallClock.nanoseconds, pts90k: 0)
+        return send(frame, at: now)
+    }
+
+    private func sendRepeat(at now: Int64) -> Frame {
+        repeatFrames += 1
+        var frame = Frame(width: width, height: height, format: .bgra, buffer: noPixels, planes: [],
+                          sequence: 0, captureTimeNs: WallClock.nanoseconds, pts90k: 0)
+        frame.isRepeat = true
+        return send(frame, at: now)
+    }
+
+    private func send(_ frame: Frame, at now: Int64) -> Frame {
+        var frame = frame
+        let first = firstSent ?? now
+        firstSent = first
+        frame.sequence = changedFrames + repeatFrames - 1
+        frame.pts90k = UInt64((now - first) / 1000 * 9 / 100)
+        lastSent = now
+        return frame
+    }
+
+    /// Waits for the compositor (or a wake-up), then handles what it sent.
+    private func wait(timeoutMs: Int32, watchWakeUp: Bool) {
+        var fds = [pollfd(fd: nc_wlr_prepare(client), events: Int16(POLLIN), revents: 0),
+                   pollfd(fd: wakeUp?.fd ?? -1, events: Int16(POLLIN), revents: 0)]
+        _ = poll(&fds, watchWakeUp ? 2 : 1, timeoutMs)
+        if fds[0].revents != 0 { _ = nc_wlr_dispatch(client) }
+    }
+
+    private func milliseconds(until deadline: Int64, from now: Int64) -> Int32 {
+        Int32(clamping: Swift.max(0, deadline - now + 999_999) / 1_000_000)
+    }
+
+    private func message(_ info: nc_wlr_info) -> String {
+        withUnsafeBytes(of: info.message) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
+    }
+}

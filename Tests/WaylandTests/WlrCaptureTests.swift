@@ -1,0 +1,52 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// `nalcast produce --source wlr` against a real wlroots compositor: headless sway (pixman,
+/// as `nobody`), its output painted by swaybg and changed and resized through swaymsg. One
+/// compositor for the whole check.
+@Suite struct WlrCaptureTests {
+    @Test(.enabled(if: SwaySession.missing == nil, "headless sway needs \(SwaySession.missing ?? "") (scripts/setup installs sway and swaybg)"))
+    func capturesSwayOnChangeFollowsAResizeAndEndsWithTheCompositor() throws {
+        let session = try SwaySession(size: "640x360")
+        defer { session.stop() }
+        let dir = try Tool.tempDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let file = dir.appendingPathComponent("sway.h264")
+        let produce = try Background(MutterCaptureTests.nalcast, ["produce", "--source", "wlr", "--idle-fps", "5", "-o", file.path],
+                                     environment: session.environment)
+        #expect(produce.waitFor("capturing wlroots screencopy first output, 640x360, screencopy v3, on change, keep-alive 5.0/s at most 30 fps"),
+                "\(produce.stderr)\n\(session.log)")
+        #expect(try waitForPicture(file, left: (255, 0, 0), right: (255, 0, 0)), "\(produce.stderr)")
+
+        // A change comes through; a new output size is followed by pictures of that size.
+        #expect(try session.command(["output", "HEADLESS-1", "bg", "#0000ff", "solid_color"]) == 0)
+        #expect(try waitForPicture(file, left: (0, 0, 255), right: (0, 0, 255)), "\(produce.stderr)")
+        #expect(try session.command(["output", "HEADLESS-1", "mode", "800x600"]) == 0)
+        #expect(produce.waitFor("wlr: the output is now 800x600"), "\(produce.stderr)")
+        let deadline = Date().addingTimeInterval(20)
+        while try pictureSizes(file).last != "800x600", Date() < deadline { usleep(200_000) }
+        let sizes = try pictureSizes(file)
+        #expect(sizes.first == "640x360" && sizes.last == "800x600", "\(sizes)")
+        #expect(sizes.firstIndex(of: "800x600").map { sizes[$0...].allSatisfy { $0 == "800x600" } } == true, "\(sizes)")
+
+        // The compositor exits: produce ends its stream, says why, and exits 0.
+        session.stop()
+        #expect(produce.wait(timeout: 20) == 0, "\(produce.stderr)")
+        let ended = produce.stderr.split(separator: "\n").filter { $0.contains("the stream ended") }
+        #expect(ended == ["nalcast: wlr: the stream ended: the compositor closed the connection (it exited)"], "\(produce.stderr)")
+    }
+
+    @Test func saysSoWhenThereIsNoCompositor() throws {
+        let dir = try Tool.tempDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("NALCAST_") }
+        environment["XDG_RUNTIME_DIR"] = dir.path
+        environment["WAYLAND_DISPLAY"] = "wayland-9"
+        let run = try Background(MutterCaptureTests.nalcast, ["produce", "--source", "wlr", "-o", "/dev/null"], environment: environment)
+        #expect(run.wait(timeout: 20) == 69)
+        #expect(run.stderr.split(separator: "\n").map(String.init) == [
+            "nalcast: wlr: cannot connect to the Wayland compositor wayland-9: No such file or directory",
+        ], "\(run.stderr)")
+    }
+}
