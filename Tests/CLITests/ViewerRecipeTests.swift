@@ -73,7 +73,11 @@ import Testing
     @Test func everyDocumentedFFplayLineShowsTheJoinIDRFirst() throws {
         var recipes: [(String, [String])] = []
         for file in Self.files {
-            for words in try Self.ffplayLines(file) { recipes.append((file, Self.readerOptions(words))) }
+            // A listener's readers only: an HLS playlist over HTTP (`/hls/index.m3u8`) is read by
+            // HLSTests, with FFmpeg's and GStreamer's HLS demuxers.
+            for words in try Self.ffplayLines(file) where !words.contains(where: { $0.hasPrefix("http://") || $0.hasPrefix("https://") }) {
+                recipes.append((file, Self.readerOptions(words)))
+            }
         }
         #expect(recipes.count >= 5, "ffplay recipes found: \(recipes.map(\.0))")
         // Recipes that are the same options need one run.
