@@ -12,6 +12,11 @@
 #include <openssl/rand.h>
 #include <string.h>
 
+// OpenSSL's version as the headers say it and as the library that runs says it, for
+// `nalcast --version`.
+static inline const char *CTLS_header_version(void) { return OPENSSL_VERSION_TEXT; }
+static inline const char *CTLS_running_version(void) { return OpenSSL_version(OPENSSL_VERSION); }
+
 // Mozilla's "intermediate" TLS 1.2 ciphers (server-side-tls, version 5.7), without the DHE
 // ones (no DH parameters): ECDHE with AES-GCM or ChaCha20-Poly1305 only. TLS 1.3 keeps
 // OpenSSL's suites, which are the same as Mozilla's.

@@ -84,3 +84,9 @@ public struct TLSError: Error, Sendable, CustomStringConvertible {
     public let reason: String
     public var description: String { "\(what): \(reason)" }
 }
+
+/// The OpenSSL nalcast was built against and the one it runs with (`nalcast --version`).
+public enum OpenSSLVersion {
+    public static var built: String { String(cString: CTLS_header_version()) }
+    public static var running: String { String(cString: CTLS_running_version()) }
+}

@@ -3,6 +3,7 @@ import CLibYUV
 import CMedia
 import CX264
 import CommandOptions
+import TLS
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -33,6 +34,8 @@ enum VersionReport {
             Row(library: "libx264", built: "\(CX264_build()) (\(X264_POINTVER))", running: file("libx264")),
             Row(library: "libev", built: "\(EV_VERSION_MAJOR).\(EV_VERSION_MINOR)", running: "\(ev_version_major()).\(ev_version_minor()) (\(file("libev")))"),
             Row(library: "libyuv", built: "\(LIBYUV_VERSION)", running: file("libyuv")),
+            // "OpenSSL 3.0.19 27 Jan 2026": the version without the name and date.
+            Row(library: "OpenSSL", built: Self.word(OpenSSLVersion.built, 1), running: Self.word(OpenSSLVersion.running, 1)),
         ]
         let ffmpeg = [("libavformat", Int32(CMEDIA_AVFORMAT)), ("libavcodec", Int32(CMEDIA_AVCODEC)),
                       ("libavutil", Int32(CMEDIA_AVUTIL)), ("libswresample", Int32(CMEDIA_SWRESAMPLE))]
@@ -44,6 +47,12 @@ enum VersionReport {
         let pulse = CMedia_pulse_running_version().map { String(cString: $0) } ?? notLoadable(Int32(CMEDIA_PULSE))
         rows.append(Row(library: "libpulse", built: String(cString: CMedia_pulse_header_version()), running: pulse))
         return rows
+    }
+
+    /// The `n`th space-separated word of `text` (from 0), or all of it.
+    static func word(_ text: String, _ n: Int) -> String {
+        let words = text.split(separator: " ")
+        return words.count > n ? String(words[n]) : text
     }
 
     /// FFmpeg's AV_VERSION_INT as `59.27.100`.
