@@ -3,9 +3,10 @@ import Testing
 
 /// The built-in TLS of `--web` and `--metrics` with real clients: `openssl s_client` (TLS 1.0
 /// and 1.1 refused, a weak cipher refused, TLS 1.2 with ECDHE and AES-GCM, TLS 1.3, the
-/// fingerprint printed is the certificate's), curl and a WebSocket viewer over it, a
-/// certificate read again on SIGHUP while a viewer stays, and Chromium playing the page
-/// opened with the address the producer printed (`--tls self-signed` on an outside address).
+/// fingerprint printed is the certificate's), `sslscan` (every protocol and cipher it
+/// tries), curl and a WebSocket viewer over it, a certificate read again on SIGHUP while a
+/// viewer stays, and Chromium playing the page opened with the address the producer printed
+/// (`--tls self-signed` on an outside address).
 @Suite(.serialized) struct TLSTests {
     /// `openssl s_client` to 127.0.0.1:`port` with `arguments`: (handshake done, its output).
     static func handshake(_ port: String, _ arguments: [String]) throws -> (ok: Bool, text: String) {
@@ -22,6 +23,32 @@ import Testing
         } ?? ""
         let r = try Run.program("openssl", ["x509", "-noout", "-fingerprint", "-sha256"], stdin: Data((pem + "\n").utf8))
         return String(r.text.split(separator: "=").last ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// What `sslscan` (Debian's) finds wrong with the TLS listener on `port`, one line each:
+    /// a protocol older than TLS 1.2 enabled, TLS 1.2 or 1.3 not, a cipher accepted that is
+    /// not ECDHE (or TLS 1.3) with AES-GCM or ChaCha20-Poly1305 of 128 bits or more, insecure
+    /// renegotiation, Heartbleed. Empty when all is well.
+    static func sslscanFindings(_ port: String) throws -> [String] {
+        let sslscan = try #require(Deploy.tool("sslscan"), "sslscan is missing: run scripts/setup (Debian sslscan)")
+        let r = try Run.program(sslscan, ["--no-colour", "127.0.0.1:\(port)"], timeout: 60)
+        let lines = r.text.split(separator: "\n").map { $0.split(separator: " ", omittingEmptySubsequences: true).map(String.init) }
+        var findings: [String] = r.status == 0 ? [] : ["sslscan exited \(r.status): \(r.stderr)"]
+        for (proto, wanted) in [("SSLv2", "disabled"), ("SSLv3", "disabled"), ("TLSv1.0", "disabled"), ("TLSv1.1", "disabled"),
+                                ("TLSv1.2", "enabled"), ("TLSv1.3", "enabled")]
+        where !lines.contains([proto, wanted]) {
+            findings.append("\(proto) not \(wanted)")
+        }
+        // "Accepted  TLSv1.2  256 bits  ECDHE-ECDSA-AES256-GCM-SHA384  Curve 25519 DHE 253"
+        let ciphers = lines.filter { ["Accepted", "Preferred"].contains($0.first ?? "") && $0.count >= 5 }
+        if ciphers.isEmpty { findings.append("no cipher accepted: \(r.text)") }
+        for c in ciphers {
+            let name = c[4], modern = c[1] == "TLSv1.3" || (c[1] == "TLSv1.2" && name.hasPrefix("ECDHE-"))
+            let aead = name.contains("-GCM-") || name.contains("_GCM_") || name.contains("CHACHA20")
+            if !modern || !aead || (Int(c[2]) ?? 0) < 128 { findings.append("weak: \(c.joined(separator: " "))") }
+        }
+        findings += r.text.split(separator: "\n").filter { $0.contains("Insecure session renegotiation") || ($0.contains("vulnerable to heartbleed") && !$0.contains("not vulnerable")) }.map(String.init)
+        return findings
     }
 
     @Test func onlyModernTLSAndThePageAndStreamOverIt() throws {
@@ -49,6 +76,8 @@ import Testing
         #expect(tls12.ok && tls12.text.contains("Cipher is ECDHE-ECDSA-"), "\(tls12.text)")
         let tls13 = try Self.handshake(port, ["-tls1_3"])
         #expect(tls13.ok && tls13.text.contains("TLSv1.3"), "\(tls13.text)")
+        let findings = try Self.sslscanFindings(port)
+        #expect(findings.isEmpty, "sslscan: \(findings)")
         let printed = try #require(producer.stderr.split(separator: "\n").first { $0.contains("SHA-256 fingerprint ") })
         #expect(printed.hasSuffix(try Self.servedFingerprint(port)), "\(printed)")
 

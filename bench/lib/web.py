@@ -11,7 +11,9 @@
 - viewers: the producer's CPU (from /proc, over a window) at 720p30 with 16 WebSocket
   viewers (`ws_readers.py`: upgrade, then read and discard) against none, and with 16 TCP
   readers of --listen (`c/readers.c`, as the serve benchmark) for comparison. Every row
-  runs the same producer (--web and --listen both open), so only the readers differ.
+  runs the same producer (--web and --listen both open), so only the readers differ. Over
+  TLS: the producer's own (`--tls self-signed`), and nginx in front of its plain --web
+  (`web_nginx.py`, the repository's recipe), counted as nalcast's CPU plus nginx's.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from pathlib import Path
 from harness import Case, Context, Contender, Sample
 from live import alive as _alive, guard as _guard
 from live import BenchError, Procs, cpu_s, median, pct, rss_kib, stderr_tail
+from web_nginx import nginx_missing, start_nginx
 
 NAME = "web"
 ABOUT = "the browser page: capture -> paint in headless Chromium, CPU with 16 WebSocket viewers"
@@ -151,53 +154,71 @@ def _viewers_measure(p: dict, kind: str, n: int):
         span = p["settle"] + p["window"] + 1.0
         with Procs() as procs:
             proc, web, tcp = _start(ctx, procs, p["viewers_size"], log, listen=True, tls=kind == "wss")
+            # nginx: the producer plain on loopback, nginx in front terminating TLS, the viewers on nginx
+            front, port = start_nginx(ctx, procs, web) if kind == "nginx" else (None, web)
+            pids = [proc.pid] + ([front.pid] if front else [])
             time.sleep(p["warm"])
             readers = None
             if n:
-                argv = ([sys.executable, LIB / "ws_readers.py", web, n, span] + (["--tls"] if kind == "wss" else []) if kind != "tcp"
+                argv = ([sys.executable, LIB / "ws_readers.py", port, n, span] + (["--tls"] if kind != "ws" else []) if kind != "tcp"
                         else [ctx.tool("readers"), tcp, n, span])
                 readers = procs.start(argv, stdout=subprocess.PIPE,
                                       stderr=ctx.dir("logs") / f"web-viewers-{kind}-readers.stderr")
             time.sleep(p["settle"])
-            c0, (r0, _), t0 = cpu_s(proc.pid), rss_kib(proc.pid), time.monotonic()
+            c0, r0, t0 = [cpu_s(pid) for pid in pids], sum(rss_kib(pid)[0] for pid in pids), time.monotonic()
             time.sleep(p["window"])
-            c1, (r1, _), t1 = cpu_s(proc.pid), rss_kib(proc.pid), time.monotonic()
+            c1, r1, t1 = [cpu_s(pid) for pid in pids], sum(rss_kib(pid)[0] for pid in pids), time.monotonic()
             _alive(proc, log)
+            if front and front.poll() is not None:
+                raise BenchError(f"nginx exited {front.returncode}")
             per_reader = []
             if readers:
                 out, _ = readers.communicate(timeout=span + 10)
                 if readers.returncode != 0:
                     raise BenchError(f"{kind} readers exited {readers.returncode}")
                 per_reader = [tuple(map(int, l.split())) for l in out.decode().split("\n") if l.strip()]
-        figs = dict(cpu_pct=100 * (c1 - c0) / (t1 - t0), rss_start=r0 / 1024, rss_end=r1 / 1024)
+        # with nginx in front: the CPU and RSS of both processes, and each one's CPU apart
+        used = [b - a for a, b in zip(c0, c1)]
+        figs = dict(cpu_pct=100 * sum(used) / (t1 - t0), rss_start=r0 / 1024, rss_end=r1 / 1024)
+        if front:
+            figs.update(nalcast_pct=100 * used[0] / (t1 - t0), nginx_pct=100 * used[1] / (t1 - t0))
         if n:
             if len(per_reader) != n:
                 raise BenchError(f"{len(per_reader)} of {n} {kind} readers reported")
-            closed = sum(1 for _, eof in per_reader if eof)
+            closed = sum(1 for r in per_reader if r[1])
             if closed:
                 raise BenchError(f"{closed} of {n} {kind} readers were closed by the server")
-            most, least = max(b for b, _ in per_reader), min(b for b, _ in per_reader)
+            most, least = max(r[0] for r in per_reader), min(r[0] for r in per_reader)
             if least < 0.9 * most:
                 raise BenchError(f"uneven {kind} readers: {least} bytes against {most}")
             if least == 0:
                 raise BenchError(f"a {kind} reader got nothing")
-            figs["reader_kbit_s"] = least * 8 / 1000 / span
-        return Sample(t1 - t0, c1 - c0, r1, extra=figs)
+            # ws_readers.py says how long it counted (from when every viewer had a picture)
+            counted = per_reader[0][2] / 1000 if len(per_reader[0]) > 2 else span
+            figs["reader_kbit_s"] = least * 8 / 1000 / counted
+        return Sample(t1 - t0, sum(used), r1, extra=figs)
     return measure
 
 
 def _viewers_notes(case: Case) -> list:
     by = {c.name: median([s.extra["cpu_pct"] for s in c.samples]) for c in case.contenders if c.samples}
-    base = next((v for name, v in by.items() if name.endswith(" 0 viewers")), None)
-    if not base:
-        return []
-    ratios = [f"{name.split(' ', 1)[1]} {v / base:.3f}x" for name, v in by.items() if not name.endswith(" 0 viewers")]
-    notes = [f"{case.label}: producer CPU against no viewer (medians of the runs): " + ", ".join(ratios)
-             + " (target for WebSocket viewers: <= 1.05x)"] if ratios else []
-    plain = next((v for name, v in by.items() if name.endswith(" websocket viewers")), None)
-    tls = next((v for name, v in by.items() if name.endswith(" websocket viewers over tls")), None)
-    if plain and tls:
-        notes.append(f"{case.label}: over TLS against plain, the same viewers: {tls / plain:.3f}x (target: <= 1.10x)")
+    runs = {c.name: [s.extra["cpu_pct"] for s in c.samples] for c in case.contenders if c.samples}
+    def named(end):
+        return next((name for name in by if name.endswith(end)), None)
+    notes = []
+    base = named(" 0 viewers")
+    ratios = [f"{name.split(' ', 1)[1]} {v / by[base]:.3f}x" for name, v in by.items() if base and name != base]
+    if ratios:
+        notes.append(f"{case.label}: producer CPU against no viewer (medians of the runs): " + ", ".join(ratios)
+                     + " (target for WebSocket viewers: <= 1.05x)")
+    plain, tls, nginx = named(" websocket viewers"), named(" websocket viewers over tls"), named(" behind nginx's tls")
+    for a, b, what, target in ((tls, plain, "over TLS against plain", "1.10"),
+                               (tls, nginx, "the built-in TLS against nginx in front (nalcast + nginx)", "1.00")):
+        if a and b:
+            # the runs are interleaved: run i of both rows ran in the same round, side by side
+            paired = sorted(x / y for x, y in zip(runs[a], runs[b]) if y)
+            notes.append(f"{case.label}: {what}, the same viewers: {by[a] / by[b]:.3f}x (per round: median "
+                         f"{median(paired):.3f}x, {paired[0]:.3f}-{paired[-1]:.3f}x; target: <= {target}x)")
     return notes
 
 
@@ -235,10 +256,15 @@ def cases(ctx: Context) -> list:
         row(f"nalcast {n} websocket viewers", _viewers_measure(p, "ws", n), skip_n),
         row(f"nalcast {n} tcp readers", _viewers_measure(p, "tcp", n), skip_n),
         row(f"nalcast {n} websocket viewers over tls", _viewers_measure(p, "wss", n), skip_n),
+        row(f"nalcast {n} websocket viewers behind nginx's tls", _viewers_measure(p, "nginx", n),
+            skip_n or nginx_missing()),
     ], runs=ctx.runs_for(p["runs"]), after=_viewers_notes,
-        figures=[("cpu_pct", "CPU", "{:.1f} %"), ("rss_start", "RSS", "{:.1f}"), ("rss_end", "->", "{:.1f} MiB"),
+        figures=[("cpu_pct", "CPU", "{:.1f} %"), ("nalcast_pct", "nalcast", "{:.1f} %"), ("nginx_pct", "nginx", "{:.1f} %"),
+                 ("rss_start", "RSS", "{:.1f}"), ("rss_end", "->", "{:.1f} MiB"),
                  ("reader_kbit_s", "per reader", "{:.0f} kbit/s")])
     viewers.notes.append(f"{viewers.label}: producer CPU and RSS over {p['window']:g} s; the producer serves "
                          "--web and --listen in every row; WebSocket viewers (ws_readers.py) and TCP readers "
-                         "(c/readers.c) read and discard, and must all get the same bytes within 10 %")
+                         "(c/readers.c) read and discard, and must all get the same bytes within 10 %; "
+                         "behind nginx: the producer's plain --web behind deploy/nginx/nalcast-web.conf, "
+                         "CPU and RSS of nalcast + nginx")
     return out + [viewers]

@@ -5,7 +5,12 @@
 Opens N connections to 127.0.0.1:PORT, asks each for the WebSocket upgrade of /ws (as
 Tests/Browser/ws_client.py does, and as a browser would, less the Origin a page sends),
 then reads and discards with one selector for SECONDS (from the last upgrade), and prints
-one line per viewer: "BYTES EOF" (bytes after the upgrade; EOF 1 if the server closed it).
+one line per viewer: "BYTES EOF MS" (EOF 1 if the server closed it; MS the milliseconds BYTES
+were counted over). BYTES counts from the moment
+every viewer has its first picture: the producer gives joining readers an IDR at most once per
+--idr-min-interval (250 ms), and over TLS the upgrades take a handshake each, so the last
+viewers may wait for the next IDR while the first already get pictures; counted from their
+upgrades, the first would have up to 250 ms more.
 With --tls, each connection is TLS first (the certificate not checked: the producer's
 --tls self-signed). Exit 0, or 69 when a connection or an upgrade fails. The WebSocket frames are not parsed:
 like c/readers.c for the TCP readers, it must cost the machine as little as it can while the
@@ -46,23 +51,13 @@ def upgrade(port: int) -> tuple:
     return s, rest
 
 
-def main() -> int:
-    port, n, seconds = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
-    try:
-        viewers = [upgrade(port) for _ in range(n)]
-    except OSError as e:
-        print(f"ws_readers: {e}", file=sys.stderr)
-        return 69
-    sel = selectors.DefaultSelector()
-    got = [len(first) for _, first in viewers]
-    eof = [0] * n
-    for i, (s, _) in enumerate(viewers):
-        sel.register(s, selectors.EVENT_READ, i)
-    end = time.monotonic() + seconds
-    while True:
-        left = end - time.monotonic()
-        if left <= 0 or all(eof):
-            break
+def read(sel, until: float, got: list, eof: list, count: bool, stop=lambda: False) -> None:
+    """Reads every viewer until `until` (or `stop()`), adding to `got` when `count`, or marking
+    `got[i]` 1 for a viewer that got something when not."""
+    while not all(eof) and not stop():
+        left = until - time.monotonic()
+        if left <= 0:
+            return
         for key, _ in sel.select(timeout=left):
             i = key.data
             try:
@@ -77,10 +72,35 @@ def main() -> int:
             if not data:
                 eof[i] = 1
                 sel.unregister(key.fileobj)
-                continue
-            got[i] += len(data)
+            elif count:
+                got[i] += len(data)
+            else:
+                got[i] = 1
+
+
+def main() -> int:
+    port, n, seconds = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
+    try:
+        viewers = [upgrade(port) for _ in range(n)]
+    except OSError as e:
+        print(f"ws_readers: {e}", file=sys.stderr)
+        return 69
+    end = time.monotonic() + seconds
+    sel = selectors.DefaultSelector()
+    for i, (s, _) in enumerate(viewers):
+        sel.register(s, selectors.EVENT_READ, i)
+    got, eof = [0] * n, [0] * n
+    # Not counted: until every viewer has its first picture (the last ones to join may wait
+    # for the producer's next IDR, --idr-min-interval after the first's), then what is left
+    # in the sockets.
+    seen = [1 if first else 0 for _, first in viewers]
+    read(sel, end, seen, eof, count=False, stop=lambda: all(seen))
+    read(sel, time.monotonic() + 0.05, [0] * n, eof, count=False)
+    counted = time.monotonic()
+    read(sel, end, got, eof, count=True)
+    ms = round(1000 * (time.monotonic() - counted))
     for i in range(n):
-        print(got[i], eof[i])
+        print(got[i], eof[i], ms)
     return 0
 
 
