@@ -125,6 +125,8 @@ enum ConsumeCommand: Command {
         var stopTimeout: Double = 5
         var stats = false
         var quiet = false
+        /// Said on stderr before anything runs (unless `--quiet`), a dry run too.
+        var warnings: [String] = []
         var metrics: Endpoint?
         var events: String?
         var dryRun = false
@@ -170,6 +172,7 @@ enum ConsumeCommand: Command {
             fsync = !options.isOff("fsync")
             forwards = try options.strings("forward").map { try ForwardChoice.parse($0, command: "consume") }
             let secret = try SRTSecretChoice.parse(options, prefix: "consume: ", usedBySRT: SRTSecretChoice.usesSRT(forwards, input))
+            warnings = SRTSecretChoice.urlPassphraseWarnings(options.strings("forward") + [options.string("from") ?? ""], prefix: "consume: ")
             forwards = SRTSecretChoice.apply(secret, to: forwards)
             input = SRTSecretChoice.apply(secret, to: input)
             reconnectTimeout = try options.duration("reconnect-timeout")
@@ -256,6 +259,9 @@ enum ConsumeCommand: Command {
 
     static func run(_ options: ParsedOptions) throws -> ExitCode {
         let config = try Config(options)
+        if !config.quiet {
+            for line in config.warnings { printError(line) }
+        }
         if config.dryRun {
             var out = OutputBuffer()
             for line in config.lines { out.line(printable(line)) }

@@ -120,7 +120,8 @@ enum ProduceCommand: Command {
         guard o.positionals.isEmpty else { throw CommandError.usage("produce: unexpected argument '\(o.positionals[0])'") }
         let sourceText = o.string("source") ?? "testsrc"
         let fps = try o.value("fps", default: FrameRate(30), expected: ValueFormat.frameRateHint) { FrameRate(parsing: $0) }
-        let (source, warnings) = try SourceKinds.plan(sourceText, o, fps: fps)
+        let (source, sourceWarnings) = try SourceKinds.plan(sourceText, o, fps: fps)
+        var warnings = sourceWarnings
 
         var capture = CaptureOptions()
         capture.targetFrameRate = fps
@@ -150,6 +151,7 @@ enum ProduceCommand: Command {
         var forwards = try o.strings("forward").map { try ForwardChoice.parse($0, command: "produce") }
         let secret = try SRTSecretChoice.parse(o, prefix: "", usedBySRT: SRTSecretChoice.usesSRT(forwards))
         forwards = SRTSecretChoice.apply(secret, to: forwards)
+        warnings += SRTSecretChoice.urlPassphraseWarnings(o.strings("forward"), prefix: "")
         let hls = try HLSChoice.parse(o, command: "produce", idrInterval: Double(keyintFrames) / fps.framesPerSecond)
         var metrics: Endpoint?
         if let text = o.string("metrics") {

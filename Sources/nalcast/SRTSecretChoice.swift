@@ -77,6 +77,16 @@ enum SRTSecretChoice {
         return .demux(source)
     }
 
+    /// One warning per `srt://` URL that carries its passphrase (`?passphrase=`): taken, and
+    /// masked in every line nalcast writes, but on the command line `ps` and the shell's
+    /// history show it.
+    static func urlPassphraseWarnings(_ urls: [String], prefix: String) -> [String] {
+        urls.filter { $0.lowercased().hasPrefix("srt://") && $0.lowercased().contains("passphrase=") }.map {
+            "\(prefix)warning: \(PushTarget.masked($0)) has its passphrase on the command line, where ps shows it: "
+                + "--srt-passphrase-file FILE or \(environmentName) keep it out"
+        }
+    }
+
     static func usesSRT(_ forwards: [ForwardChoice], _ input: ConsumeCommand.Input? = nil) -> Bool {
         let forward = forwards.contains { if case .push(let push) = $0 { push.kind == .srt } else { false } }
         if case .demux(let source)? = input, source.url.lowercased().hasPrefix("srt://") { return true }

@@ -244,6 +244,8 @@ import TestSupport
         #expect(r.status == 69, "\(r.stderr)")
         #expect(r.stderr.contains("60 of 60 access units dropped (never connected)"), "\(r.stderr)")
         #expect(!r.stderr.contains("verysecret123"), "\(r.stderr)")
+        // Taken, masked, and said to be seen by ps on the command line.
+        #expect(r.stderr.contains("consume: warning: srt://127.0.0.1:\(dead)?passphrase=*** has its passphrase on the command line"), "\(r.stderr)")
         Self.settle(listener)
         listener.stop()
         try Self.checkWhole(listener, frames: 60, r)
