@@ -79,8 +79,8 @@ public final class PipeWireSource: FrameSource {
     public private(set) var nodeID: UInt32 = 0
     public private(set) var nodeName = ""
     /// Frames sent because a new picture came, and repeats sent while none did.
-    public private(set) var changedFrames: UInt64 = 0
-    public private(set) var repeatFrames: UInt64 = 0
+    public var changedFrames: UInt64 { frames.changed }
+    public var repeatFrames: UInt64 { frames.repeats }
     /// Why the frames ended (nil while they go on).
     public private(set) var endReason: String?
     /// The shim's counts: buffers with pixels, replaced before taken, without pixels, with damage.
@@ -95,14 +95,13 @@ public final class PipeWireSource: FrameSource {
     public let owner: AnyObject?
     private let log: (@Sendable (String) -> Void)?
     private var buffers = ReusableBuffer()
-    private var firstSent: Int64?
+    private var frames: ChangeDrivenFrames
     private var lastGrab: Int64 = 0
-    private var lastSent: Int64 = 0
-    private let noPixels = FrameBuffer(capacity: 0)
 
     /// Connects and waits for the node's format (its size). Throws `PipeWireError`.
     public init(options: PipeWireOptions, keeping owner: AnyObject? = nil, log: (@Sendable (String) -> Void)? = nil) throws(PipeWireError) {
         self.options = options
+        frames = ChangeDrivenFrames(idleRate: options.idleRate)
         self.owner = owner
         self.log = log
         var error = [CChar](repeating: 0, count: 512)
@@ -154,31 +153,28 @@ public final class PipeWireSource: FrameSource {
 
     public func nextFrame() throws -> Frame? {
         let interval = frameRate.nanoseconds(ofFrame: 1)
-        let idleInterval: Int64? = options.idleRate > 0 ? Int64(1e9 / options.idleRate) : nil
         while true {
             var info = nc_pw_info()
             nc_pw_peek(stream, &info)
             let now = Int64(MonotonicClock.nanoseconds)
             if info.has_frame != 0 {
-                if firstSent == nil || now >= lastGrab + interval, let frame = grab(at: now) { return frame }
+                if !frames.started || now >= lastGrab + interval, let frame = grab(at: now) { return frame }
                 waitForEvent(timeoutMs: milliseconds(until: lastGrab + interval, from: now), watchWakeUp: false)
                 continue
             }
             if info.state >= Int32(NC_PW_ENDED) {
                 let why = message(info)
-                guard firstSent != nil || info.state == Int32(NC_PW_ENDED) else { throw PipeWireError.unusable(why) }
+                guard frames.started || info.state == Int32(NC_PW_ENDED) else { throw PipeWireError.unusable(why) }
                 if endReason == nil {
                     endReason = why
                     log?("\(options.label): the stream ended: \(why)")
                 }
                 return nil
             }
-            if firstSent != nil {
-                if wakeUp?.drain() == true { return sendRepeat(at: now) }
-                if let idleInterval, now >= lastSent + idleInterval { return sendRepeat(at: now) }
+            if frames.started {
+                if wakeUp?.drain() == true || frames.idleRepeatDue(at: now) { return sendRepeat(at: now) }
             }
-            let deadline = firstSent != nil ? idleInterval.map { lastSent + $0 } : nil
-            waitForEvent(timeoutMs: deadline.map { milliseconds(until: $0, from: now) } ?? -1, watchWakeUp: firstSent != nil)
+            waitForEvent(timeoutMs: frames.nextRepeat.map { milliseconds(until: $0, from: now) } ?? -1, watchWakeUp: frames.started)
         }
     }
 
@@ -204,12 +200,11 @@ public final class PipeWireSource: FrameSource {
         take(info)
         _ = wakeUp?.drain()  // this frame answers a wake-up for an IDR
         lastGrab = now
-        changedFrames += 1
         let captureTime = WallClock.nanoseconds
         let frame = Frame(width: width, height: height, format: pixelFormat, buffer: buffer,
                           planes: [Plane(offset: 0, stride: Int(info.stride), rows: height)],
                           sequence: 0, captureTimeNs: captureTime, pts90k: 0)
-        return send(frame, at: now)
+        return frames.changed(frame, at: now)
     }
 
     /// Takes the negotiated size and format; the frame is the even part of an odd size.
@@ -227,22 +222,7 @@ public final class PipeWireSource: FrameSource {
     }
 
     private func sendRepeat(at now: Int64) -> Frame {
-        repeatFrames += 1
-        var frame = Frame(width: width, height: height, format: pixelFormat, buffer: noPixels, planes: [],
-                          sequence: 0, captureTimeNs: WallClock.nanoseconds, pts90k: 0)
-        frame.isRepeat = true
-        return send(frame, at: now)
-    }
-
-    /// Numbers and times a frame: pts is the time since the first frame sent.
-    private func send(_ frame: Frame, at now: Int64) -> Frame {
-        var frame = frame
-        let first = firstSent ?? now
-        firstSent = first
-        frame.sequence = changedFrames + repeatFrames - 1
-        frame.pts90k = UInt64((now - first) / 1000 * 9 / 100)
-        lastSent = now
-        return frame
+        frames.repeated(width: width, height: height, format: pixelFormat, captureTimeNs: WallClock.nanoseconds, at: now)
     }
 
     // MARK: waiting

@@ -38,23 +38,22 @@ public final class WlrSource: FrameSource {
     public let wakeUp: CaptureWakeUp? = CaptureWakeUp()
     public private(set) var width = 0
     public private(set) var height = 0
-    public private(set) var changedFrames: UInt64 = 0
-    public private(set) var repeatFrames: UInt64 = 0
+    public var changedFrames: UInt64 { frames.changed }
+    public var repeatFrames: UInt64 { frames.repeats }
     public private(set) var endReason: String?
     public let version: UInt32
 
     private let client: OpaquePointer
     private let log: (@Sendable (String) -> Void)?
     private var buffers = ReusableBuffer()
-    private var firstSent: Int64?
+    private var frames: ChangeDrivenFrames
     private var lastGrab: Int64 = 0
-    private var lastSent: Int64 = 0
-    private let noPixels = FrameBuffer(capacity: 0)
 
     public init(display: String? = nil, drawCursor: Bool = true, frameRate: FrameRate = FrameRate(30), idleRate: Double = 1,
                 log: (@Sendable (String) -> Void)? = nil) throws(WlrError) {
         self.frameRate = frameRate
         self.idleRate = idleRate
+        frames = ChangeDrivenFrames(idleRate: idleRate)
         self.log = log
         var error = [CChar](repeating: 0, count: 512)
         var code: Int32 = 0
@@ -86,13 +85,12 @@ public final class WlrSource: FrameSource {
 
     public func nextFrame() throws -> Frame? {
         let interval = frameRate.nanoseconds(ofFrame: 1)
-        let idleInterval: Int64? = idleRate > 0 ? Int64(1e9 / idleRate) : nil
         while true {
             var info = nc_wlr_info()
             nc_wlr_peek(client, &info)
             let now = Int64(MonotonicClock.nanoseconds)
             if info.state == Int32(NC_WLR_READY) {
-                if firstSent == nil || now >= lastGrab + interval { if let frame = grab(at: now) { return frame } }
+                if !frames.started || now >= lastGrab + interval { if let frame = grab(at: now) { return frame } }
                 wait(timeoutMs: milliseconds(until: lastGrab + interval, from: now), watchWakeUp: false)
                 continue
             }
@@ -104,12 +102,10 @@ public final class WlrSource: FrameSource {
                 }
                 return nil
             }
-            if firstSent != nil {
-                if wakeUp?.drain() == true { return sendRepeat(at: now) }
-                if let idleInterval, now >= lastSent + idleInterval { return sendRepeat(at: now) }
+            if frames.started {
+                if wakeUp?.drain() == true || frames.idleRepeatDue(at: now) { return sendRepeat(at: now) }
             }
-            let deadline = firstSent != nil ? idleInterval.map { lastSent + $0 } : nil
-            wait(timeoutMs: deadline.map { milliseconds(until: $0, from: now) } ?? -1, watchWakeUp: firstSent != nil)
+            wait(timeoutMs: frames.nextRepeat.map { milliseconds(until: $0, from: now) } ?? -1, watchWakeUp: frames.started)
         }
     }
 
@@ -130,29 +126,14 @@ public final class WlrSource: FrameSource {
         }
         _ = wakeUp?.drain()
         lastGrab = now
-        changedFrames += 1
         let frame = Frame(width: width, height: height, format: .bgra, buffer: buffer,
                           planes: [Plane(offset: 0, stride: Int(info.stride), rows: height)],
                           sequence: 0, captureTimeNs: WallClock.nanoseconds, pts90k: 0)
-        return send(frame, at: now)
+        return frames.changed(frame, at: now)
     }
 
     private func sendRepeat(at now: Int64) -> Frame {
-        repeatFrames += 1
-        var frame = Frame(width: width, height: height, format: .bgra, buffer: noPixels, planes: [],
-                          sequence: 0, captureTimeNs: WallClock.nanoseconds, pts90k: 0)
-        frame.isRepeat = true
-        return send(frame, at: now)
-    }
-
-    private func send(_ frame: Frame, at now: Int64) -> Frame {
-        var frame = frame
-        let first = firstSent ?? now
-        firstSent = first
-        frame.sequence = changedFrames + repeatFrames - 1
-        frame.pts90k = UInt64((now - first) / 1000 * 9 / 100)
-        lastSent = now
-        return frame
+        frames.repeated(width: width, height: height, format: .bgra, captureTimeNs: WallClock.nanoseconds, at: now)
     }
 
     /// Waits for the compositor (or a wake-up), then handles what it sent.

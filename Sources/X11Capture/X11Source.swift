@@ -58,8 +58,8 @@ public final class X11Source: FrameSource {
     /// The mode in effect: `.fixed` when `.damage` was asked but the server has no DAMAGE.
     public var captureMode: X11CaptureMode { changes != nil ? .damage : .fixed }
     /// Frames sent because the area changed, and repeats sent while it did not (`.damage`).
-    public private(set) var changedFrames: UInt64 = 0
-    public private(set) var repeatFrames: UInt64 = 0
+    public var changedFrames: UInt64 { frames.changed }
+    public var repeatFrames: UInt64 { frames.repeats }
     /// Size of the next frame (changes when the screen does).
     public private(set) var width: Int
     public private(set) var height: Int
@@ -85,18 +85,17 @@ public final class X11Source: FrameSource {
     private var screenChangeEvent: UInt8?
     private var slots: LiveSlots
     private var changes: X11ChangeWatch?
-    /// `.damage` timing (CLOCK_MONOTONIC ns): the first frame, the last grab, the last frame sent.
-    private var firstSent: Int64?
+    /// `.damage` numbering and timing (CLOCK_MONOTONIC ns), and the last grab.
+    private var frames: ChangeDrivenFrames
     private var lastGrab: Int64 = 0
-    private var lastSent: Int64 = 0
     private var nextPointerCheck: Int64 = 0
     private var pendingChange = false
-    private let noPixels = FrameBuffer(capacity: 0)
 
     /// Connects to the display and checks the region. Throws `X11Error`: `noDisplay`,
     /// `cannotConnect`, `regionOutsideScreen`, `unsupportedPixelFormat`.
     public init(options: X11Options = X11Options(), log: (@Sendable (String) -> Void)? = nil) throws(X11Error) {
         self.options = options
+        frames = ChangeDrivenFrames(idleRate: options.idleRate)
         self.log = log
         slots = LiveSlots(rate: options.frameRate)
         connection = try X11Connection(display: options.display)
@@ -180,7 +179,6 @@ public final class X11Source: FrameSource {
         guard let changes else { preconditionFailure("no change watch") }
         let c = connection.handle
         let interval = frameRate.nanoseconds(ofFrame: 1)
-        let idleInterval: Int64? = options.idleRate > 0 ? Int64(1e9 / options.idleRate) : nil
         let watchPointer = cursorAvailable
         // With XInput 2 the pointer is asked only after a raw motion event (and at each
         // keep-alive, below); without it, once a frame interval.
@@ -194,7 +192,7 @@ public final class X11Source: FrameSource {
                 nextPointerCheck = now + interval
                 now = Int64(MonotonicClock.nanoseconds)
             }
-            guard firstSent != nil else { return try grabChange(at: now) }
+            guard frames.started else { return try grabChange(at: now) }
             var deadline = Int64.max
             if pendingChange {
                 let earliest = lastGrab + interval
@@ -202,8 +200,8 @@ public final class X11Source: FrameSource {
                 deadline = earliest
             } else {
                 if wakeUp?.drain() == true { return sendRepeat(at: now) }
-                if let idleInterval {
-                    if now >= lastSent + idleInterval {
+                if let nextRepeat = frames.nextRepeat {
+                    if frames.idleRepeatDue(at: now) {
                         // XWarpPointer makes no raw motion event: a warped pointer is
                         // seen here, at the keep-alive, which it turns into a grab.
                         if watchPointer, !pollsPointer, changes.pointerMoved(near: area) {
@@ -213,7 +211,7 @@ public final class X11Source: FrameSource {
                         }
                         return sendRepeat(at: now)
                     }
-                    deadline = lastSent + idleInterval
+                    deadline = nextRepeat
                 }
                 if pollsPointer || (watchPointer && changes.motionPending) { deadline = Swift.min(deadline, nextPointerCheck) }
             }
@@ -264,29 +262,13 @@ public final class X11Source: FrameSource {
         let buffer = try grab()
         pendingChange = false
         lastGrab = now
-        changedFrames += 1
-        return send(Frame(width: width, height: height, format: .bgra, buffer: buffer,
-                          planes: [Plane(offset: 0, stride: width * 4, rows: height)],
-                          sequence: 0, captureTimeNs: captureTime, pts90k: 0), at: now)
+        return frames.changed(Frame(width: width, height: height, format: .bgra, buffer: buffer,
+                                    planes: [Plane(offset: 0, stride: width * 4, rows: height)],
+                                    sequence: 0, captureTimeNs: captureTime, pts90k: 0), at: now)
     }
 
     private func sendRepeat(at now: Int64) -> Frame {
-        repeatFrames += 1
-        var frame = Frame(width: width, height: height, format: .bgra, buffer: noPixels, planes: [],
-                          sequence: 0, captureTimeNs: WallClock.nanoseconds, pts90k: 0)
-        frame.isRepeat = true
-        return send(frame, at: now)
-    }
-
-    /// Numbers and times a frame sent in `.damage` mode: pts is the time since the first.
-    private func send(_ frame: Frame, at now: Int64) -> Frame {
-        var frame = frame
-        let first = firstSent ?? now
-        firstSent = first
-        frame.sequence = changedFrames + repeatFrames - 1
-        frame.pts90k = UInt64((now - first) / 1000 * 9 / 100)
-        lastSent = now
-        return frame
+        frames.repeated(width: width, height: height, format: .bgra, captureTimeNs: WallClock.nanoseconds, at: now)
     }
 
     /// Raw pointer motion events received (XInput 2), for tests and the log.

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import TestSupport
 import Testing
 
 /// Tokens on the HTTP side (`--token-file`, the token made for a remote `--web`, `--no-auth`):

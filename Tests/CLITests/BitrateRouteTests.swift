@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// `POST /bitrate` on the `--metrics` listener: the encoder takes the new bitrate from the

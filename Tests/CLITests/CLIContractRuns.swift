@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// The shape of what running nalcast reports, without its values: the metric families and

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// Every way a stream ends leaves its readers nothing dangling: `ffprobe -v error` and

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// `--on-segment`, `--keep`, `--metrics`, `--events -` and unix-socket input.

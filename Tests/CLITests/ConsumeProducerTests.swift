@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// `nalcast consume` against a live `nalcast produce` (timestamp SEI, real time). Scaled

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// The Dockerfile and deploy/ stay true to the CLI: every command line in them passes

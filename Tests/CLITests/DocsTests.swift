@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// docs/ stays true: every ```sh block preceded by `<!-- runnable -->` runs (bash -euo

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// deploy/nginx/nalcast-hls-cache.conf in front of `produce --hls --web` (nginx in the

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// `produce --hls DIR --web ADDR`: the live LL-HLS read by FFmpeg's HLS demuxer and GStreamer's

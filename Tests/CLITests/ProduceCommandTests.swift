@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// `nalcast produce -o -`: every source, decoded by FFmpeg; the stream's structure; pacing;

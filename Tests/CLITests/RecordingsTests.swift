@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// `consume --segments DIR --web ADDR`: the recordings by time while they are recorded:

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// Fault injection against real processes on loopback: dying producers, stopped readers,

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// Peers that misbehave: a forward target that stalls and drops, clients that send bytes to

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// `produce --replay 2s`: saved on SIGUSR2 and on `POST /replay`, each file the last 2 s of

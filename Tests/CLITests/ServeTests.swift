@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// `nalcast produce` serving real readers: FFmpeg, GStreamer, many at once, slow ones,

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// What `nalcast consume` keeps when its input stream ends. A peer that closes cleanly ends

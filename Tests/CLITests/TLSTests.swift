@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// The built-in TLS of `--web` and `--metrics` with real clients: `openssl s_client` (TLS 1.0

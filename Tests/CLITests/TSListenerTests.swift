@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// `produce --listen ts:…`: MPEG-TS readers beside Annex-B ones, read by FFmpeg and by plain

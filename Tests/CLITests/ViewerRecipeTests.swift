@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// The ffplay lines the docs give for watching a stream show the join IDR at once.

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// `produce --web`: headless Chromium opens nalcast's own page (Tests/Browser/web_check.py
