@@ -141,8 +141,9 @@ public final class StreamIntake {
 
     /// The frame rate of the last parameter sets an access unit carried (read only then).
     private func frameRateOf(_ unit: AccessUnit) -> Double? {
+        // Most access units carry none: looked for before any array is made.
+        guard unit.nalUnits.contains(where: unit.codec.isParameterSet) else { return lastFrameRate }
         let sets = unit.nalUnits.filter(unit.codec.isParameterSet)
-        guard !sets.isEmpty else { return lastFrameRate }
         // A readable sequence parameter set (it gives the size) says the rate, or that there is none.
         let stream = unit.codec.streamParameters(sets)
         if stream.resolution != nil { lastFrameRate = stream.frameRate }

@@ -35,7 +35,8 @@ import Testing
         let base = "http://127.0.0.1:\(cachePort)/hls/"
         // The first playlist (waits for the first segment).
         var first = ""
-        for _ in 0..<100 where !first.contains("#EXTINF") {
+        let deadline = Date().addingTimeInterval(30)
+        while !first.contains("#EXTINF") && Date() < deadline {
             first = try Run.program("curl", ["-s", base + "index.m3u8"]).text
             if !first.contains("#EXTINF") { usleep(50_000) }
         }
