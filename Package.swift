@@ -81,6 +81,10 @@ let package = Package(
         // media time, the timestamp, audio packets, and what each codec's NAL headers say.
         .target(name: "Media", dependencies: ["FIFO"]),
         .target(name: "H264", dependencies: ["FIFO", "Media"]),
+        // RTP and RTCP (RFC 3550) and H.264's RTP payload format (RFC 6184): packets parsed and
+        // written, access units cut into payloads and put back together. Pure: the RTSP
+        // client and WebRTC carry them.
+        .target(name: "RTP", dependencies: ["Media"]),
         // Prometheus metrics: counters, gauges, histograms and sampled series in one registry.
         .target(name: "Metrics"),
         .target(name: "Delivery", dependencies: ["Media", "Clocks", "FIFO"]),
@@ -130,6 +134,7 @@ let package = Package(
         .target(name: "LoopTestSupport", dependencies: ["IO"], path: "Tests/LoopTestSupport"),
         .testTarget(name: "CommandOptionsTests", dependencies: ["CommandOptions", "CaptureSources", "Capture"]),
         .testTarget(name: "H264Tests", dependencies: ["Media", "H264", "TestSupport"]),
+        .testTarget(name: "RTPTests", dependencies: ["RTP", "Media"]),
         .testTarget(name: "DeliveryTests", dependencies: ["Delivery", "Metrics", "Clocks", "FIFO", "Media", "H264"]),
         .testTarget(name: "IOTests", dependencies: ["IO", "Media", "H264", "LoopTestSupport"]),
         .testTarget(name: "ServingTests", dependencies: ["Serving", "IO", "Media", "H264", "Output", "Delivery", "Metrics", "LoopTestSupport", "TestSupport"]),
