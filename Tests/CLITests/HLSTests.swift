@@ -15,9 +15,9 @@ import Testing
         return String(url.dropLast("index.m3u8".count))
     }
 
-    /// GET `url`: status, the header fields (names lowercased) and the body.
-    static func get(_ url: String) throws -> (status: Int, headers: [String: String], body: String) {
-        let r = try Run.program("curl", ["-s", "-D", "-", url], timeout: 20)
+    /// GET `url` (with `Range: bytes=RANGE`): status, the header fields (names lowercased) and the body.
+    static func get(_ url: String, range: String? = nil) throws -> (status: Int, headers: [String: String], body: String) {
+        let r = try Run.program("curl", ["-s", "-D", "-"] + (range.map { ["-H", "Range: bytes=\($0)"] } ?? []) + [url], timeout: 20)
         let text = String(decoding: r.stdout, as: UTF8.self)
         let split = text.components(separatedBy: "\r\n\r\n")
         let head = split.first ?? ""
@@ -68,10 +68,18 @@ import Testing
             playlist = HLSPlaylistRules.parse(reload.body)
             let listed = playlist.parts.filter { $0.sequence == sequence }.count + playlist.parts.filter { $0.sequence == sequence + 1 }.count
             #expect(playlist.ended || listed > part, "asked for part \(part) of \(sequence):\n\(reload.body)")
-            if blocked == 3, let hint = playlist.preloadHint {
-                // The hinted part is answered once written, immutable.
-                let hinted = try Self.get(base + hint)
-                #expect(hinted.status == 200 && hinted.headers["cache-control"] == "public, max-age=31536000, immutable", "\(hinted.headers)")
+            if blocked == 3, let hint = playlist.preloadHint, let last = playlist.parts.last {
+                // A part is a byte range of its segment, served while the segment is written.
+                let uri = String(last.uri.prefix { $0 != "@" })
+                let listed = try Self.get(base + uri, range: "\(last.offset)-\(last.offset + last.length - 1)")
+                #expect(listed.status == 206 && listed.headers["content-range"]?.hasPrefix("bytes \(last.offset)-\(last.offset + last.length - 1)/") == true,
+                        "\(listed.headers)")
+                // The hinted part (its segment from BYTERANGE-START on) is answered once written, immutable.
+                let split = hint.split(separator: "@")
+                #expect(split.count == 2, "the hint \(hint) has no BYTERANGE-START")
+                let hinted = try Self.get(base + split[0], range: "\(split.last ?? "0")-")
+                #expect(hinted.status == 206 && hinted.headers["cache-control"] == "public, max-age=31536000, immutable", "\(hinted.headers)")
+                #expect(hinted.headers["content-range"]?.hasPrefix("bytes \(split.last ?? "")-") == true, "\(hinted.headers)")
                 let far = try Self.get(base + "index.m3u8?_HLS_msn=\(sequence + 5)")
                 #expect(far.status == 400)
             }
@@ -94,6 +102,16 @@ import Testing
         #expect(!files.contains { $0.hasSuffix(".part") }, "\(files)")
         let final = try String(contentsOfFile: hls + "/index.m3u8", encoding: .utf8)
         #expect(final.hasSuffix("#EXT-X-ENDLIST\n"))
+        #expect(rules.violations(final).isEmpty, "\(final)")
+        // Each segment is the bytes its parts name, no more.
+        for part in HLSPlaylistRules.parse(final).parts {
+            let uri = String(part.uri.prefix { $0 != "@" })
+            let size = (try FileManager.default.attributesOfItem(atPath: hls + "/" + uri)[.size] as? Int) ?? -1
+            #expect(part.offset + part.length <= size, "\(part.uri) past the end of \(uri) (\(size) bytes)")
+        }
+        let lastPart = HLSPlaylistRules.parse(final).parts.last
+        let lastURI = String(lastPart?.uri.prefix { $0 != "@" } ?? "")
+        #expect((try? FileManager.default.attributesOfItem(atPath: hls + "/" + lastURI)[.size] as? Int) == (lastPart.map { $0.offset + $0.length }))
         let decode = try Run.program("ffmpeg", ["-v", "error", "-i", hls + "/index.m3u8", "-f", "null", "-"])
         #expect(decode.status == 0 && decode.stderr.isEmpty, "\(decode.stderr)")
     }
