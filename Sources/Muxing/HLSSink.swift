@@ -180,7 +180,7 @@ public final class HLSSink: AccessUnitSink {
     }
 
     private func makeMuxer(_ entry: TimedUnit) throws(MuxError) -> Muxer {
-        let muxer = try Muxer(fragmentedInMemory: ())
+        let muxer = try Muxer(fragmentedInMemory: (), continuing: generation > 0)
         muxer.audio = audioFormat
         try muxer.writeHeader(entry: entry, fallbackFrameRate: nil)
         headerPending = HLSPlaylist.initName(generation: generation)
