@@ -82,6 +82,9 @@ public final class HLSSink: AccessUnitSink {
     private var segmentFD: Int32 = -1
     private var partDuration: Int64 = 0
     private var partIndependent = false
+    /// A part cut but not published yet: its segment is long enough to end, and the next
+    /// picture says whether it does (an IDR) or goes on, which the preload hint must name.
+    private var heldBack = false
     /// Wall clock minus container time (ns), from the first access unit (and again from the
     /// first of each new upstream): program date-times.
     private var wallAnchorNs: Int64 = 0
@@ -149,7 +152,7 @@ public final class HLSSink: AccessUnitSink {
         }
         playlist.end()
         try? writePlaylist()
-        live.publish(playlist)
+        publishHeldBack()
     }
 
     public func audioCountsAfterLastWrite() -> (written: Int, dropped: Int) { audio.takeCounts() }
@@ -217,6 +220,10 @@ public final class HLSSink: AccessUnitSink {
 
     private func place(_ packet: PacketTimer.Packet, newHeader: TimedUnit?) throws(MuxError) {
         let decision = planner.plan(SegmentPlanner.Unit(isIDR: packet.keyframe, mediaTime: MediaTime(ticks: packet.dts), bytes: 0))
+        if heldBack, decision == .append || decision == .skip {
+            if decision == .append { playlist.openSegmentContinues() }
+            publishHeldBack()
+        }
         switch decision {
         case .skip: return
         case .start: try beginSegment(at: packet.dts)
@@ -273,6 +280,12 @@ public final class HLSSink: AccessUnitSink {
         try writeAll(segmentFD, bytes)
         playlist.addPart(duration: MediaTime(ticks: partDuration), independent: partIndependent, length: bytes.count)
         partDuration = 0
+        heldBack = true
+        if playlist.hint?.sequence == playlist.lastSequence { publishHeldBack() }
+    }
+
+    private func publishHeldBack() {
+        heldBack = false
         live.publish(playlist)
     }
 
@@ -293,7 +306,7 @@ public final class HLSSink: AccessUnitSink {
         }
         retire(removed)
         try writePlaylist()
-        live.publish(playlist)
+        publishHeldBack()
     }
 
     /// Deletes the files of segments that left the window a window ago (a reader that got

@@ -69,12 +69,19 @@ public struct HLSPlaylist: Sendable, Equatable {
 
     /// Where the next part is expected: its segment's sequence number and the offset in its
     /// file. The open segment at its end until it holds `segmentDuration`, then the next
-    /// segment at 0 (an IDR ends it: a stream with IDRs farther apart makes the hint a part
-    /// early). nil once ended.
+    /// segment at 0 (its next IDR ends it), unless the writer saw the open one go on
+    /// (`openSegmentContinues`). nil once ended.
     public var hint: (sequence: Int, offset: Int)? {
         guard !ended, let last = segments.last else { return nil }
-        if !last.complete && last.duration < segmentDuration { return (last.sequence, last.bytes) }
+        if !last.complete && nextInOpenSegment { return (last.sequence, last.bytes) }
         return (last.sequence + 1, 0)
+    }
+    private var nextInOpenSegment = true
+
+    /// The open segment, long enough to end, goes on (the next picture was no IDR): its
+    /// next part is hinted in it.
+    public mutating func openSegmentContinues() {
+        nextInOpenSegment = true
     }
     /// True once a segment is complete: players (GStreamer's `hlsdemux`) take a playlist
     /// with no `EXTINF` for a multivariant one, so none is shown before.
@@ -85,6 +92,7 @@ public struct HLSPlaylist: Sendable, Equatable {
     /// Opens the next segment (the previous one must be complete).
     public mutating func beginSegment(programDateNs: UInt64, discontinuity: Bool = false, initName: String = Self.initName) {
         segments.append(Segment(sequence: lastSequence + 1, programDateNs: programDateNs, discontinuity: discontinuity, initName: initName))
+        nextInOpenSegment = true
     }
 
     /// One more part of the open segment: the next `length` bytes of its file.
@@ -93,6 +101,7 @@ public struct HLSPlaylist: Sendable, Equatable {
         let last = segments.count - 1
         let segment = segments[last]
         segments[last].parts.append(Part(uri: segment.name, offset: segment.bytes, length: length, duration: duration, independent: independent))
+        nextInOpenSegment = segments[last].duration < segmentDuration
     }
 
     /// Completes the open segment and slides the window: returns the segments that left
