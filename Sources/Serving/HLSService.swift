@@ -33,6 +33,8 @@ public final class HLSService {
     private var replies: [ObjectIdentifier: HTTPReply] = [:]
     private var waiting: [Waiter] = []
     private var wake: Mailbox<Int>!
+    /// Reads the files off the loop.
+    private let reads: FileReads
     /// When the last request came (monotonic ns): `linger` waits only for readers still there.
     private var lastRequestNs: UInt64 = 0
     public static let prefix = "/hls/"
@@ -48,6 +50,7 @@ public final class HLSService {
     public init(loop: EventLoop, live: HLSLive) {
         self.loop = loop
         self.live = live
+        reads = FileReads(loop: loop)
         wake = Mailbox<Int>(loop: loop) { [unowned self] _ in self.updated() }
         let wake = self.wake!
         live.setOnUpdate { _ = wake.send(0) }
@@ -80,7 +83,7 @@ public final class HLSService {
 
     private func serve(_ request: HTTPRequest, _ connection: Connection) {
         lastRequestNs = MonotonicClock.nanoseconds
-        let reply = HTTPReply(connection: connection)
+        let reply = HTTPReply(connection: connection, reads: reads)
         replies[ObjectIdentifier(reply)] = reply
         reply.onClose = { [unowned self, unowned reply] in self.replies[ObjectIdentifier(reply)] = nil }
         let name = String(request.path.dropFirst(Self.prefix.count))
