@@ -203,14 +203,14 @@ public final class HLSService {
 
     /// `.some(segment)` when `name` is the segment being written, `.some(nil)` when it is
     /// the next one, nil for anything else.
-    static func growing(_ name: String, in playlist: HLSPlaylist) -> HLSPlaylist.Segment?? {
+    public static func growing(_ name: String, in playlist: HLSPlaylist) -> HLSPlaylist.Segment?? {
         if let segment = playlist.segment(named: name) { return segment.complete ? nil : .some(segment) }
         guard name.hasPrefix("segment"), name.hasSuffix(".m4s"), let n = Int(name.dropFirst(7).dropLast(4)) else { return nil }
         return n == playlist.lastSequence + 1 ? .some(nil) : nil
     }
 
     /// `bytes=A-B` or `bytes=A-`: the first byte and the last (nil: open); nil for anything else.
-    static func openRange(_ header: String?) -> (Int, Int?)? {
+    public static func openRange(_ header: String?) -> (Int, Int?)? {
         guard let header, header.hasPrefix("bytes="), !header.contains(",") else { return nil }
         let spec = header.dropFirst(6).split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
         guard spec.count == 2, let first = Int(spec[0].trimmingPrefix(" ")), first >= 0 else { return nil }
