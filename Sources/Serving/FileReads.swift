@@ -11,7 +11,7 @@ import Musl
 /// chunk (`read`), the thread `pread`s it and hands the bytes back through a `Mailbox`, and
 /// the reply writes them when they come. One per service that serves files (HLS,
 /// recordings), made on the loop thread; its thread waits for work as long as the process
-/// runs.
+/// runs, and holds it (and through its `Mailbox`, the loop) as long.
 public final class FileReads: @unchecked Sendable {
     // @unchecked Sendable holds because: `queue` and `nextID` are only touched with `lock`
     // held; `mailbox` is written once in `init`, before the thread that reads it starts, and
