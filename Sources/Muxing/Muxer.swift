@@ -118,14 +118,17 @@ final class Muxer {
 
     /// An MP4 written in fragments into memory, cut where the caller says (`cutFragment`):
     /// the CMAF writer of `--hls`. The header (ftyp, moov) and each fragment (moof, mdat)
-    /// are taken with `takeOutput`.
-    init(fragmentedInMemory: Void) throws(MuxError) {
+    /// are taken with `takeOutput`. `continuing`: its first fragment's decode time
+    /// (`tfdt`) is its first packet's, not 0 (`frag_discont`, and libavformat's shift to 0
+    /// off): a new header in the middle of a stream whose times go on (FFmpeg's HLS demuxer
+    /// lost the first fragment after a new header whose times went back to 0).
+    init(fragmentedInMemory: Void, continuing: Bool = false) throws(MuxError) {
         fragmentedMP4 = true
         label = "mp4"
         headerOptions = []
         interrupt = nil
         ownIO = true
-        movFlags = "frag_custom+empty_moov+default_base_moof"
+        movFlags = "frag_custom+empty_moov+default_base_moof" + (continuing ? "+frag_discont" : "")
         if let problem = FFmpegLibraries.problem { throw MuxError(problem) }
         io = .allocate(capacity: 1)
         io.initialize(to: CMedia_fd_io(fd: -1, error: 0, written: 0))
@@ -271,6 +274,9 @@ final class Muxer {
             // an IDR's instant would play a B-frame delay early).
             if let movFlags {
                 CMedia_av_dict_set(&dictionary, "movflags", audioStream == nil ? movFlags : movFlags + "+delay_moov", 0)
+                // A muxer that continues a time line keeps its first times as they are
+                // (libavformat would move them to 0).
+                if movFlags.hasSuffix("+frag_discont") { CMedia_av_dict_set(&dictionary, "avoid_negative_ts", "disabled", 0) }
             } else {
                 CMedia_av_dict_set(&dictionary, "movflags", audioStream == nil ? "frag_keyframe+empty_moov+default_base_moof"
                                                                                   : "frag_keyframe+empty_moov+delay_moov+default_base_moof", 0)

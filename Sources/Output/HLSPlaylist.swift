@@ -5,12 +5,18 @@ import Media
 /// Pure: the writer (`HLSSink`) adds parts and segments as it cuts them, the `--web`
 /// listener renders it and asks whether a blocked reload can be answered (`has`).
 ///
-/// Names: `init.mp4` (the CMAF header), `segmentN.m4s` (N, the media sequence number),
-/// `partK.m4s` (K counts every part of the run), so the preload hint names the next part
-/// before it is known which segment it will belong to.
+/// Names: `init.mp4` (the CMAF header; `initN.mp4` for the Nth new one, after a change of
+/// the parameter sets), `segmentN.m4s` (N, the media sequence number). A part is a byte
+/// range of its segment's file (`BYTERANGE="length@offset"`), so every byte is written
+/// once; the preload hint names the segment and the offset the next part will begin at
+/// (`BYTERANGE-START`).
 public struct HLSPlaylist: Sendable, Equatable {
     public struct Part: Sendable, Equatable {
-        public let name: String
+        /// Its segment's file.
+        public let uri: String
+        /// Where it is in that file.
+        public let offset: Int
+        public let length: Int
         public let duration: MediaTime
         /// Begins with an IDR: a decoder can start here.
         public let independent: Bool
@@ -23,13 +29,21 @@ public struct HLSPlaylist: Sendable, Equatable {
         public var parts: [Part] = []
         /// Wall-clock time of its first picture (ns since the epoch): `EXT-X-PROGRAM-DATE-TIME`.
         public let programDateNs: UInt64
+        /// Its timestamps do not follow the segment before (a new upstream): `EXT-X-DISCONTINUITY`.
+        public let discontinuity: Bool
+        /// The header it needs (`EXT-X-MAP`).
+        public let initName: String
         /// False while it is being written (the last one).
         public var complete = false
         public var duration: MediaTime { parts.reduce(.zero) { $0 + $1.duration } }
+        /// The bytes its parts hold: the length of its file once written.
+        public var bytes: Int { parts.last.map { $0.offset + $0.length } ?? 0 }
     }
 
     public static let initName = "init.mp4"
     public static let playlistName = "index.m3u8"
+    /// The name of the `generation`th header: `init.mp4`, then `init1.mp4`, `init2.mp4`...
+    public static func initName(generation: Int) -> String { generation == 0 ? initName : "init\(generation).mp4" }
 
     /// `EXT-X-TARGETDURATION`, whole seconds: no segment is longer (rounded).
     public let targetDuration: Int
@@ -37,20 +51,38 @@ public struct HLSPlaylist: Sendable, Equatable {
     public let partTarget: MediaTime
     /// Media time the complete segments of the window cover at least.
     public let window: MediaTime
+    /// Media time after which a segment ends at its next IDR: where the hint expects the
+    /// next part (the same segment, or the next one).
+    public let segmentDuration: MediaTime
     public private(set) var segments: [Segment] = []
-    /// The number the next part gets (`partK.m4s`).
-    public private(set) var nextPart = 0
+    /// Discontinuities that left the window: `EXT-X-DISCONTINUITY-SEQUENCE`.
+    public private(set) var discontinuitySequence = 0
     /// True once the writer ended: no preload hint, `EXT-X-ENDLIST`.
     public private(set) var ended = false
 
-    public init(targetDuration: Int, partTarget: MediaTime, window: MediaTime) {
+    public init(targetDuration: Int, partTarget: MediaTime, window: MediaTime, segmentDuration: MediaTime? = nil) {
         self.targetDuration = max(1, targetDuration)
         self.partTarget = partTarget
         self.window = window
+        self.segmentDuration = segmentDuration ?? .seconds(Double(max(1, targetDuration)))
     }
 
-    /// The name the next part will have.
-    public var nextPartName: String { "part\(nextPart).m4s" }
+    /// Where the next part is expected: its segment's sequence number and the offset in its
+    /// file. The open segment at its end until it holds `segmentDuration`, then the next
+    /// segment at 0 (its next IDR ends it), unless the writer saw the open one go on
+    /// (`openSegmentContinues`). nil once ended.
+    public var hint: (sequence: Int, offset: Int)? {
+        guard !ended, let last = segments.last else { return nil }
+        if !last.complete && nextInOpenSegment { return (last.sequence, last.bytes) }
+        return (last.sequence + 1, 0)
+    }
+    private var nextInOpenSegment = true
+
+    /// The open segment, long enough to end, goes on (the next picture was no IDR): its
+    /// next part is hinted in it.
+    public mutating func openSegmentContinues() {
+        nextInOpenSegment = true
+    }
     /// True once a segment is complete: players (GStreamer's `hlsdemux`) take a playlist
     /// with no `EXTINF` for a multivariant one, so none is shown before.
     public var isPlayable: Bool { ended || segments.contains(where: \.complete) }
@@ -58,18 +90,18 @@ public struct HLSPlaylist: Sendable, Equatable {
     public var lastSequence: Int { segments.last?.sequence ?? -1 }
 
     /// Opens the next segment (the previous one must be complete).
-    public mutating func beginSegment(programDateNs: UInt64) {
-        segments.append(Segment(sequence: lastSequence + 1, programDateNs: programDateNs))
+    public mutating func beginSegment(programDateNs: UInt64, discontinuity: Bool = false, initName: String = Self.initName) {
+        segments.append(Segment(sequence: lastSequence + 1, programDateNs: programDateNs, discontinuity: discontinuity, initName: initName))
+        nextInOpenSegment = true
     }
 
-    /// One more part of the open segment; returns its name.
-    @discardableResult
-    public mutating func addPart(duration: MediaTime, independent: Bool) -> String {
+    /// One more part of the open segment: the next `length` bytes of its file.
+    public mutating func addPart(duration: MediaTime, independent: Bool, length: Int) {
         precondition(segments.last.map { !$0.complete } ?? false, "a part needs an open segment")
-        let name = nextPartName
-        nextPart += 1
-        segments[segments.count - 1].parts.append(Part(name: name, duration: duration, independent: independent))
-        return name
+        let last = segments.count - 1
+        let segment = segments[last]
+        segments[last].parts.append(Part(uri: segment.name, offset: segment.bytes, length: length, duration: duration, independent: independent))
+        nextInOpenSegment = segments[last].duration < segmentDuration
     }
 
     /// Completes the open segment and slides the window: returns the segments that left
@@ -82,7 +114,9 @@ public struct HLSPlaylist: Sendable, Equatable {
         while segments.count > 3 {
             let rest = segments.dropFirst().filter(\.complete).reduce(MediaTime.zero) { $0 + $1.duration }
             guard rest >= window else { break }
-            removed.append(segments.removeFirst())
+            let gone = segments.removeFirst()
+            if gone.discontinuity { discontinuitySequence += 1 }
+            removed.append(gone)
         }
         return removed
     }
@@ -106,15 +140,14 @@ public struct HLSPlaylist: Sendable, Equatable {
         return segment.complete && has(sequence: sequence + 1, part: 0)
     }
 
+    /// The segment named `name` while it is in the window (complete or being written).
+    public func segment(named name: String) -> Segment? {
+        segments.last { $0.name == name }
+    }
+
     /// Segments whose parts are listed: those ending within three target durations of the
     /// playlist's end (RFC 8216bis 4.4.4.9), here the open one and the two before it.
     private var firstWithParts: Int { max(0, segments.count - 3) }
-
-    /// True when `name` is a part, segment or the header the playlist names now.
-    public func lists(_ name: String) -> Bool {
-        if name == Self.initName { return !segments.isEmpty }
-        return segments.contains { ($0.complete && $0.name == name) || $0.parts.contains { $0.name == name } }
-    }
 
     /// The playlist's text.
     public func render() -> String {
@@ -125,14 +158,22 @@ public struct HLSPlaylist: Sendable, Equatable {
             "#EXT-X-SERVER-CONTROL:CAN-BLOCK-RELOAD=YES,PART-HOLD-BACK=\(Self.seconds(MediaTime(ticks: partTarget.ticks * 3)))",
             "#EXT-X-PART-INF:PART-TARGET=\(Self.seconds(partTarget))",
             "#EXT-X-MEDIA-SEQUENCE:\(segments.first?.sequence ?? 0)",
-            "#EXT-X-INDEPENDENT-SEGMENTS",
-            "#EXT-X-MAP:URI=\"\(Self.initName)\"",
         ]
+        if discontinuitySequence > 0 { lines.append("#EXT-X-DISCONTINUITY-SEQUENCE:\(discontinuitySequence)") }
+        lines.append("#EXT-X-INDEPENDENT-SEGMENTS")
+        if segments.isEmpty { lines.append("#EXT-X-MAP:URI=\"\(Self.initName)\"") }
+        var map: String?
         for (index, segment) in segments.enumerated() {
+            if segment.discontinuity { lines.append("#EXT-X-DISCONTINUITY") }
+            if segment.initName != map {
+                map = segment.initName
+                lines.append("#EXT-X-MAP:URI=\"\(segment.initName)\"")
+            }
             lines.append("#EXT-X-PROGRAM-DATE-TIME:\(Self.iso8601(segment.programDateNs))")
             if index >= firstWithParts {
                 for part in segment.parts {
-                    lines.append("#EXT-X-PART:DURATION=\(Self.seconds(part.duration)),URI=\"\(part.name)\"" + (part.independent ? ",INDEPENDENT=YES" : ""))
+                    lines.append("#EXT-X-PART:DURATION=\(Self.seconds(part.duration)),URI=\"\(part.uri)\",BYTERANGE=\"\(part.length)@\(part.offset)\""
+                                 + (part.independent ? ",INDEPENDENT=YES" : ""))
                 }
             }
             if segment.complete {
@@ -142,8 +183,8 @@ public struct HLSPlaylist: Sendable, Equatable {
         }
         if ended {
             lines.append("#EXT-X-ENDLIST")
-        } else if !segments.isEmpty {
-            lines.append("#EXT-X-PRELOAD-HINT:TYPE=PART,URI=\"\(nextPartName)\"")
+        } else if let hint {
+            lines.append("#EXT-X-PRELOAD-HINT:TYPE=PART,URI=\"segment\(hint.sequence).m4s\",BYTERANGE-START=\(hint.offset)")
         }
         return lines.joined(separator: "\n") + "\n"
     }

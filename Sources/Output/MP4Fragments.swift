@@ -36,6 +36,9 @@ public struct MP4Fragments: Sendable {
     }
 
     public let headerLength: Int
+    /// The header (ftyp + moov) as a cut that begins with it must serve it: its tracks'
+    /// leading empty edits shortened by the shortest (`startingAtZero`).
+    public let header: [UInt8]
     public let tracks: [Track]
     public let fragments: [Fragment]
 
@@ -56,6 +59,7 @@ public struct MP4Fragments: Sendable {
         var fragments: [Fragment] = []
         var pendingMoof: [UInt8]?
         var pendingMoofEnd = 0
+        var header: [UInt8] = []
         while offset + 8 <= size {
             guard let head = pread(fd, offset, 16), head.count >= 8 else { break }
             var boxSize = Int(be32(head, 0))
@@ -67,6 +71,7 @@ public struct MP4Fragments: Sendable {
                 guard let moov = pread(fd, offset, boxSize) else { return nil }
                 tracks = parseMoov(moov)
                 headerLength = offset + boxSize
+                header = (offset > 0 ? pread(fd, 0, offset) ?? [] : []) + startingAtZero(moov)
             case "moof":
                 if let moof = pendingMoof { fragments.append(fragment(moof, tracks, end: pendingMoofEnd, to: offset)) }
                 guard let moof = pread(fd, offset, boxSize) else { return nil }
@@ -81,7 +86,8 @@ public struct MP4Fragments: Sendable {
         }
         if let moof = pendingMoof { fragments.append(fragment(moof, tracks, end: pendingMoofEnd, to: min(offset, size))) }
         guard headerLength > 0, !tracks.isEmpty else { return nil }
-        return MP4Fragments(headerLength: headerLength, tracks: tracks, fragments: fragments)
+        guard header.count == headerLength else { return nil }
+        return MP4Fragments(headerLength: headerLength, header: header, tracks: tracks, fragments: fragments)
     }
 
     private static func fragment(_ moof: [UInt8], _ tracks: [Track], end: Int, to next: Int) -> Fragment {
@@ -157,6 +163,33 @@ public struct MP4Fragments: Sendable {
             }
         }
         return tracks
+    }
+
+    /// `moov` with its tracks' leading empty edits (elst entries with media time -1) made
+    /// shorter by the shortest of them. A segment's muxer places its tracks at the time the
+    /// segment began in the stream (an empty edit that long, with sound), so a cut served
+    /// with that header would start there (Chromium's `<video>` showed 2.7 s of nothing
+    /// before a cut's first picture); the tracks keep their offsets to one another.
+    static func startingAtZero(_ moov: [UInt8]) -> [UInt8] {
+        var out = moov
+        var edits: [(at: Int, wide: Bool, duration: UInt64)] = []
+        for (trak, trakEnd) in children(moov, 8, moov.count) where type(moov, trak) == "trak" {
+            for (edts, edtsEnd) in children(moov, trak + 8, trakEnd) where type(moov, edts) == "edts" {
+                for (elst, elstEnd) in children(moov, edts + 8, edtsEnd) where type(moov, elst) == "elst" && be32(moov, elst + 12) > 0 {
+                    let wide = moov[elst + 8] == 1, entry = elst + 16
+                    guard entry + (wide ? 16 : 8) <= elstEnd else { continue }
+                    let mediaTime = wide ? Int64(bitPattern: be64(moov, entry + 8)) : Int64(Int32(bitPattern: be32(moov, entry + 4)))
+                    if mediaTime == -1 { edits.append((entry, wide, wide ? be64(moov, entry) : UInt64(be32(moov, entry)))) }
+                }
+            }
+        }
+        guard edits.count == children(moov, 8, moov.count).filter({ type(moov, $0.0) == "trak" }).count,
+              let least = edits.map(\.duration).min(), least > 0 else { return out }
+        for edit in edits {
+            let value = edit.duration - least, width = edit.wide ? 8 : 4
+            for k in 0..<width { out[edit.at + k] = UInt8(truncatingIfNeeded: value >> (8 * UInt64(width - 1 - k))) }
+        }
+        return out
     }
 
     /// The boxes directly inside `bytes[start..<end]`: (offset, end) of each.

@@ -1,6 +1,6 @@
 /// `/recordings/get`: the fragments of the recorded segments that cover a time range,
 /// stitched into one fragmented MP4 without copying the media: the header (ftyp + moov) of
-/// the first segment used, then moof + mdat of each fragment from the last one that starts
+/// the first segment used (its tracks' start moved to 0: `MP4Fragments.header`), then moof + mdat of each fragment from the last one that starts
 /// with an IDR at or before the start, up to the first that starts at or after the end. Each
 /// segment's decode times start over (its own muxer), so the moofs of the later segments
 /// are copies with their `tfdt` moved on to follow the fragments before; the rest of the
@@ -42,7 +42,7 @@ public struct RecordingCut: Sendable {
             }
         }
         guard let head = chosen.first else { return nil }
-        var pieces: [Piece] = [.file(name: head.entry.name, offset: 0, length: head.layout.headerLength)]
+        var pieces: [Piece] = [.bytes(head.layout.header)]
         // Per track: where its next fragment must start, and the shift of the current segment.
         var next: [UInt32: UInt64] = [:]
         var shift: [UInt32: Int64] = [:]

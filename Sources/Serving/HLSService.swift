@@ -14,11 +14,17 @@ import Musl
 /// - `index.m3u8?_HLS_msn=M[&_HLS_part=P]` waits until segment M (its part P) is in the
 ///   playlist, at most three target durations (then 503); M more than two past the newest
 ///   segment is a 400 at once (RFC 8216bis 6.2.5.2);
-/// - the part the preload hint names waits until it is written, as long;
+/// - a part is a byte range of its segment (`Range: bytes=A-B`): a range of the segment
+///   being written (`segmentN.m4s.part` on disk) or of the next one waits, as long, until
+///   the writer published those bytes; an open range (`bytes=A-`, the preload hint's
+///   `BYTERANGE-START`) until a part begins there, and gets the bytes written so far
+///   (`Content-Range: bytes A-B/*`); the whole of such a segment, until it is complete;
 /// - the playlist is cacheable for a second (a CDN collapses the readers' reloads), the
-///   header, segments and parts for a year (`immutable`: a name is never reused).
+///   header, segments and byte ranges for a year (`immutable`: a name is never reused,
+///   and a byte once published never changes).
 ///
-/// Files are read from the directory, where the writer renames each only once it is whole.
+/// Files are read from the directory, where the writer renames each only once it is whole;
+/// a segment being written is read only as far as the playlist published it.
 /// The writer's updates wake the waiting requests through a `Mailbox` (its thread to the
 /// loop). Loop-owned.
 public final class HLSService {
@@ -27,12 +33,14 @@ public final class HLSService {
     private var replies: [ObjectIdentifier: HTTPReply] = [:]
     private var waiting: [Waiter] = []
     private var wake: Mailbox<Int>!
+    /// Reads the files off the loop.
+    private let reads: FileReads
     /// When the last request came (monotonic ns): `linger` waits only for readers still there.
     private var lastRequestNs: UInt64 = 0
     public static let prefix = "/hls/"
 
     private struct Waiter {
-        enum Want { case playlist(sequence: Int, part: Int?), file(String), anyPlaylist }
+        enum Want { case playlist(sequence: Int, part: Int?), file(String, range: String?), anyPlaylist }
         let reply: HTTPReply
         let want: Want
         let headOnly: Bool
@@ -42,6 +50,7 @@ public final class HLSService {
     public init(loop: EventLoop, live: HLSLive) {
         self.loop = loop
         self.live = live
+        reads = FileReads(loop: loop)
         wake = Mailbox<Int>(loop: loop) { [unowned self] _ in self.updated() }
         let wake = self.wake!
         live.setOnUpdate { _ = wake.send(0) }
@@ -74,7 +83,7 @@ public final class HLSService {
 
     private func serve(_ request: HTTPRequest, _ connection: Connection) {
         lastRequestNs = MonotonicClock.nanoseconds
-        let reply = HTTPReply(connection: connection)
+        let reply = HTTPReply(connection: connection, reads: reads)
         replies[ObjectIdentifier(reply)] = reply
         reply.onClose = { [unowned self, unowned reply] in self.replies[ObjectIdentifier(reply)] = nil }
         let name = String(request.path.dropFirst(Self.prefix.count))
@@ -95,7 +104,7 @@ public final class HLSService {
             }
             return answerOrWait(reply, want, headOnly: headOnly)
         }
-        answerOrWait(reply, .file(name), headOnly: headOnly)
+        answerOrWait(reply, .file(name, range: request.header("range")), headOnly: headOnly)
     }
 
     private func answerOrWait(_ reply: HTTPReply, _ want: Waiter.Want, headOnly: Bool) {
@@ -136,22 +145,78 @@ public final class HLSService {
             reply.send(status: 200, contentType: "application/vnd.apple.mpegurl", body: Array(playlist.render().utf8),
                        headers: [("Cache-Control", playlist.ended ? "max-age=60" : "max-age=1")], headOnly: headOnly)
             return true
-        case .file(let name):
-            let fd = open("\(live.directory)/\(name)", O_RDONLY | O_CLOEXEC)
-            if fd < 0 {
-                // The part the preload hint names is worth waiting for; anything else is not there.
-                let hinted = playlist.map { !$0.ended && $0.nextPartName == name } ?? false
-                guard final || !hinted else { return false }
+        case .file(let name, let range):
+            return answerFile(reply, name, range: range, playlist: playlist, headOnly: headOnly, final: final)
+        }
+    }
+
+    /// A file of the directory: a segment being written (or the next one) as far as it is
+    /// published, any other whole, with one byte range if asked.
+    private func answerFile(_ reply: HTTPReply, _ name: String, range: String?, playlist: HLSPlaylist?, headOnly: Bool, final: Bool) -> Bool {
+        let type = name.hasSuffix(".mp4") ? "video/mp4" : "video/iso.segment"
+        let immutable = ("Cache-Control", "public, max-age=31536000, immutable")
+        if let playlist, !playlist.ended, let growing = Self.growing(name, in: playlist) {
+            guard let (first, last) = Self.openRange(range) else {
+                // The whole of it once it is complete (a finished segment is what its name says).
+                guard final else { return false }
                 reply.send(status: 404, contentType: "text/plain", body: Array("not found\n".utf8), headers: [("Cache-Control", "no-cache")])
                 return true
             }
-            var info = stat()
-            fstat(fd, &info)
-            let type = name.hasSuffix(".m3u8") ? "application/vnd.apple.mpegurl" : name.hasSuffix(".mp4") ? "video/mp4" : "video/iso.segment"
-            reply.send(status: 200, contentType: type, files: [(fd, 0, Int(info.st_size))],
-                       headers: [("Cache-Control", "public, max-age=31536000, immutable")], headOnly: headOnly)
+            let available = growing?.bytes ?? 0
+            guard available >= (last ?? first) + 1 else {
+                guard final else { return false }
+                reply.send(status: 404, contentType: "text/plain", body: Array("not yet written\n".utf8), headers: [("Cache-Control", "no-cache")])
+                return true
+            }
+            var fd = open("\(live.directory)/\(name).part", O_RDONLY | O_CLOEXEC)
+            if fd < 0 { fd = open("\(live.directory)/\(name)", O_RDONLY | O_CLOEXEC) }  // renamed since
+            guard fd >= 0 else { return notFound(reply) }
+            let end = last ?? available - 1
+            reply.send(status: 206, contentType: type, files: [(fd, first, end - first + 1)],
+                       headers: [("Content-Range", "bytes \(first)-\(end)/*"), immutable],
+                       headOnly: headOnly)
             return true
         }
+        let fd = open("\(live.directory)/\(name)", O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return notFound(reply) }
+        var info = stat()
+        fstat(fd, &info)
+        let size = Int(info.st_size)
+        var headers = [("Accept-Ranges", "bytes"), immutable]
+        switch HTTPReply.range(range, length: size) {
+        case .whole:
+            reply.send(status: 200, contentType: type, files: [(fd, 0, size)], headers: headers, headOnly: headOnly)
+        case .range(let first, let last):
+            headers.append(("Content-Range", "bytes \(first)-\(last)/\(size)"))
+            reply.send(status: 206, contentType: type, files: [(fd, first, last - first + 1)], headers: headers, headOnly: headOnly)
+        case .invalid:
+            _ = Glibc.close(fd)
+            reply.send(status: 416, contentType: "text/plain", body: [], headers: [("Content-Range", "bytes */\(size)"), ("Cache-Control", "no-cache")])
+        }
+        return true
+    }
+
+    private func notFound(_ reply: HTTPReply) -> Bool {
+        reply.send(status: 404, contentType: "text/plain", body: Array("not found\n".utf8), headers: [("Cache-Control", "no-cache")])
+        return true
+    }
+
+    /// `.some(segment)` when `name` is the segment being written, `.some(nil)` when it is
+    /// the next one, nil for anything else.
+    public static func growing(_ name: String, in playlist: HLSPlaylist) -> HLSPlaylist.Segment?? {
+        if let segment = playlist.segment(named: name) { return segment.complete ? nil : .some(segment) }
+        guard name.hasPrefix("segment"), name.hasSuffix(".m4s"), let n = Int(name.dropFirst(7).dropLast(4)) else { return nil }
+        return n == playlist.lastSequence + 1 ? .some(nil) : nil
+    }
+
+    /// `bytes=A-B` or `bytes=A-`: the first byte and the last (nil: open); nil for anything else.
+    public static func openRange(_ header: String?) -> (Int, Int?)? {
+        guard let header, header.hasPrefix("bytes="), !header.contains(",") else { return nil }
+        let spec = header.dropFirst(6).split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
+        guard spec.count == 2, let first = Int(spec[0].trimmingPrefix(" ")), first >= 0 else { return nil }
+        if spec[1].isEmpty { return (first, nil) }
+        guard let last = Int(spec[1]), last >= first else { return nil }
+        return (first, last)
     }
 
     /// `a=1&b=2` as a dictionary (no percent-decoding: the names and values here need none).

@@ -9,9 +9,14 @@ import Musl
 /// One answer on a connection an `HTTPServer` route took over (`.takeOver`), for routes that
 /// answer later (a blocking playlist reload) or with a body that is not text (files, byte
 /// ranges): the head, then the body from memory or from files read a chunk at a time as the
-/// socket drains, then a graceful close. Loop-owned; its owner keeps it until `onClose`.
+/// socket drains (by `FileReads`, off the loop: one chunk in flight at a time), then a
+/// graceful close. Loop-owned; its owner keeps it until `onClose` (a read in flight keeps it
+/// until the read comes back, which closes its files).
 public final class HTTPReply {
     private let connection: Connection
+    private let reads: FileReads
+    /// A chunk is being read: the files stay open until it is back.
+    private var reading = false
     /// A part of a body: bytes in memory, or a range of a file (the descriptor owned here).
     public enum Piece {
         case bytes([UInt8])
@@ -29,8 +34,9 @@ public final class HTTPReply {
 
     /// Takes over a route's connection (its transport, TLS or not, with it) and starts
     /// reading it again (to see the peer go); nothing is written yet.
-    public init(connection: Connection) {
+    public init(connection: Connection, reads: FileReads) {
         self.connection = connection
+        self.reads = reads
         connection.onClose = { [unowned self] _ in self.closed() }
         connection.onData = { _ in }
         connection.start()
@@ -76,9 +82,10 @@ public final class HTTPReply {
         pump()
     }
 
-    /// Reads the next chunk while little is queued; closes when all is written.
+    /// Asks for the next chunk while little is queued (one read in flight); closes when all
+    /// is written.
     private func pump() {
-        while connection.pendingBytes < Self.chunk, !connection.isClosed {
+        while !reading, connection.pendingBytes < Self.chunk, !connection.isClosed {
             guard let first = pieces.first else {
                 connection.onProgress = nil
                 connection.closeGracefully(within: 2)
@@ -89,26 +96,37 @@ public final class HTTPReply {
                 pieces.removeFirst()
                 continue
             }
-            let piece = (fd: fd, offset: offset, length: length)
-            let count = min(Self.chunk, piece.length)
-            var bytes = [UInt8](repeating: 0, count: count)
-            let n = bytes.withUnsafeMutableBytes { pread(piece.fd, $0.baseAddress, count, off_t(piece.offset)) }
-            guard n > 0 else {
-                // The file shrank under us: the length promised cannot be kept.
-                closeFiles(pieces)
-                pieces = []
-                connection.close()
-                return
+            reading = true
+            // The reply stays alive until its read comes back (its files are closed then).
+            reads.read(fd: fd, offset: offset, count: min(Self.chunk, length)) { [self] bytes, _ in
+                self.read(bytes, of: (fd, offset, length))
             }
-            if n < count { bytes.removeLast(count - n) }
-            pieces.removeFirst()
-            if n == piece.length {
-                closeFiles([.file(fd: piece.fd, offset: 0, length: 0)], keeping: pieces)
-            } else {
-                pieces.insert(.file(fd: piece.fd, offset: piece.offset + n, length: piece.length - n), at: 0)
-            }
-            _ = connection.write(chunks: [bytes[...]])
         }
+    }
+
+    /// A chunk of the first piece came back: write it and ask for the next.
+    private func read(_ bytes: [UInt8], of piece: (fd: Int32, offset: Int, length: Int)) {
+        reading = false
+        guard !connection.isClosed else { return closeFiles() }
+        guard !bytes.isEmpty else {
+            // The file shrank under us: the length promised cannot be kept.
+            closeFiles()
+            connection.close()
+            return
+        }
+        pieces.removeFirst()
+        if bytes.count == piece.length {
+            closeFiles([.file(fd: piece.fd, offset: 0, length: 0)], keeping: pieces)
+        } else {
+            pieces.insert(.file(fd: piece.fd, offset: piece.offset + bytes.count, length: piece.length - bytes.count), at: 0)
+        }
+        _ = connection.write(chunks: [bytes[...]])
+        pump()
+    }
+
+    private func closeFiles() {
+        closeFiles(pieces)
+        pieces = []
     }
 
     /// Closes the descriptors of `files` that no piece of `keeping` still reads (several
@@ -120,8 +138,7 @@ public final class HTTPReply {
     }
 
     private func closed() {
-        closeFiles(pieces)
-        pieces = []
+        if !reading { closeFiles() }  // else when the read in flight comes back
         onClose?()
     }
 

@@ -20,11 +20,14 @@ import Musl
 public final class RecordingService {
     private let loop: EventLoop
     private let index: RecordingIndex
+    /// Reads the files off the loop.
+    private let reads: FileReads
     private var replies: [ObjectIdentifier: HTTPReply] = [:]
 
     public init(loop: EventLoop, index: RecordingIndex) {
         self.loop = loop
         self.index = index
+        reads = FileReads(loop: loop)
     }
 
     public func addRoutes(to routes: inout HTTPRoutes) {
@@ -47,7 +50,7 @@ public final class RecordingService {
     }
 
     private func get(_ request: HTTPRequest, _ connection: Connection) {
-        let reply = HTTPReply(connection: connection)
+        let reply = HTTPReply(connection: connection, reads: reads)
         replies[ObjectIdentifier(reply)] = reply
         reply.onClose = { [unowned self, unowned reply] in self.replies[ObjectIdentifier(reply)] = nil }
         func fail(_ status: Int, _ text: String) {

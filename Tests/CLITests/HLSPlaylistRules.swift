@@ -18,9 +18,13 @@ struct HLSPlaylistRules {
         var partHoldBack = -1.0
         var canBlockReload = false
         var segments: [Segment] = []
-        /// Every EXT-X-PART in order: its URI, duration, and the sequence number of its segment.
-        var parts: [(uri: String, duration: Double, sequence: Int)] = []
+        /// Every EXT-X-PART in order: its URI (`URI@OFFSET` for a byte range), duration, the
+        /// sequence number of its segment, and its byte range (offset -1 for none).
+        var parts: [(uri: String, duration: Double, sequence: Int, offset: Int, length: Int)] = []
+        /// The hint's URI (`URI@BYTERANGE-START` for a byte range).
         var preloadHint: String?
+        /// Sequence numbers of the segments after an EXT-X-DISCONTINUITY.
+        var discontinuities: Set<Int> = []
         var programDates: [Double] = []
         var ended = false
     }
@@ -54,9 +58,17 @@ struct HLSPlaylistRules {
                 p.canBlockReload = attribute("CAN-BLOCK-RELOAD", line) == "YES"
             }
             if line.hasPrefix("#EXT-X-PART:") {
-                p.parts.append((attribute("URI", line) ?? "", Double(attribute("DURATION", line) ?? "") ?? -1, p.mediaSequence + p.segments.count))
+                let range = (attribute("BYTERANGE", line) ?? "").split(separator: "@").compactMap { Int($0) }
+                let (length, offset) = range.count == 2 ? (range[0], range[1]) : (-1, -1)
+                let uri = (attribute("URI", line) ?? "") + (offset >= 0 ? "@\(offset)" : "")
+                p.parts.append((uri, Double(attribute("DURATION", line) ?? "") ?? -1, p.mediaSequence + p.segments.count, offset, length))
             }
-            if line.hasPrefix("#EXT-X-PRELOAD-HINT:") { p.preloadHint = attribute("URI", line) }
+            if line.hasPrefix("#EXT-X-PRELOAD-HINT:") {
+                p.preloadHint = attribute("URI", line).map { uri in attribute("BYTERANGE-START", line).map { uri + "@" + $0 } ?? uri }
+            }
+            if line.hasPrefix("#EXT-X-DISCONTINUITY") && !line.hasPrefix("#EXT-X-DISCONTINUITY-SEQUENCE") {
+                p.discontinuities.insert(p.mediaSequence + p.segments.count)
+            }
             if line.hasPrefix("#EXT-X-PROGRAM-DATE-TIME:") { p.programDates.append(Self.date(String(line.dropFirst(25)))) }
             if line.hasPrefix("#EXT-X-ENDLIST") { p.ended = true }
             if line.hasPrefix("#EXTINF:") { pendingDuration = Double(line.dropFirst(8).prefix { $0 != "," }) }
@@ -89,7 +101,7 @@ struct HLSPlaylistRules {
         if p.programDates.count != p.segments.count + (p.ended ? 0 : 1) && p.programDates.count != p.segments.count {
             out.append("\(p.programDates.count) program date-times for \(p.segments.count) segments")
         }
-        for (i, s) in p.segments.enumerated() where i + 1 < p.programDates.count {
+        for (i, s) in p.segments.enumerated() where i + 1 < p.programDates.count && !p.discontinuities.contains(s.sequence + 1) {
             let step = p.programDates[i + 1] - p.programDates[i]
             if abs(step - s.duration) > 0.0015 { out.append("\(s.uri): program date-time steps \(step) s over a \(s.duration) s segment") }
         }
@@ -100,6 +112,13 @@ struct HLSPlaylistRules {
                 let sum = parts.reduce(0) { $0 + $1.duration }
                 if abs(sum - s.duration) > 0.001 * Double(parts.count) + 0.001 { out.append("\(s.uri): parts add to \(sum) s, EXTINF \(s.duration) s") }
             }
+        }
+        // A segment's byte-range parts follow each other from its first byte (a segment's
+        // parts are listed all or none).
+        for (i, part) in p.parts.enumerated() where part.offset >= 0 {
+            let before = i > 0 && p.parts[i - 1].sequence == part.sequence ? p.parts[i - 1] : nil
+            let expected = before.map { $0.offset + $0.length } ?? 0
+            if part.length <= 0 || part.offset != expected { out.append("\(part.uri): byte range \(part.length)@\(part.offset), expected to begin at \(expected)") }
         }
         if let hint = p.preloadHint, p.parts.contains(where: { $0.uri == hint }) { out.append("the preload hint \(hint) names a part already listed") }
         if p.preloadHint == nil && !p.ended { out.append("no preload hint in a live playlist") }

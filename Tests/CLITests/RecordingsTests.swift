@@ -12,7 +12,7 @@ import Testing
     @Test func recordingsAreListedAndServedByTimeWithByteRanges() throws {
         let dir = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let producer = try Background(Run.nalcast, ["produce", "--size", "320x240", "--keyint", "1s", "--audio", "tone",
+        let producer = try Background(Run.nalcast, ["produce", "--size", "320x240", "--duration", "120s", "--keyint", "1s", "--audio", "tone",
                                                     "--listen", "ts:tcp://127.0.0.1:0"])
         let ts = try #require(producer.servingEndpoint(), "\(producer.stderr)")
         let recorder = try Background(Run.nalcast, ["consume", "--from", String(ts.dropFirst(3)), "--segments", dir.appendingPathComponent("rec").path,
@@ -62,10 +62,54 @@ import Testing
         #expect(past.text == "416")
         let bad = try Run.program("curl", ["-s", "-o", "/dev/null", "-w", "%{http_code}", page + "recordings/get?start=yesterday"])
         #expect(bad.text == "400")
+        try Self.chromiumSeeks(url)
         // Stopped while its input runs (an MPEG-TS input that closes is a lost one, exit 69).
         recorder.signal(SIGTERM)
         #expect(recorder.wait(timeout: 20) == 0, "\(recorder.stderr)")
-        producer.signal(SIGTERM)
+        // The producer runs until stopped (its --duration is a bound, not the test's length).
+        producer.signal(SIGINT)
         #expect(producer.wait(timeout: 20) == 0, "\(producer.stderr)")
+    }
+
+    /// Chromium plays the stitched MP4 from the recorder in a `<video>` (its byte ranges) and
+    /// seeks into it: the seek lands where asked and the first frame presented after it is
+    /// that instant's (requestVideoFrameCallback's media time; the page comes from serve.py, the
+    /// video from another origin, so its pixels cannot be read back).
+    static func chromiumSeeks(_ url: String) throws {
+        if let missing = PlaybackTests.chromiumMissing {
+            print("RecordingsTests: Chromium skipped: \(missing)")
+            return
+        }
+        var allowed = CharacterSet.alphanumerics
+        allowed.insert(charactersIn: "-._~")
+        let src = url.addingPercentEncoding(withAllowedCharacters: allowed) ?? url
+        let site = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: site) }
+        try FileManager.default.copyItem(at: PlaybackTests.browserTools.appendingPathComponent("player.html"), to: site.appendingPathComponent("player.html"))
+        let portFile = site.appendingPathComponent("port")
+        let server = try Background("/usr/bin/python3", [PlaybackTests.browserTools.appendingPathComponent("serve.py").path, site.path], stdoutTo: portFile)
+        defer {
+            server.signal(SIGTERM)
+            server.wait()
+        }
+        var port = ""
+        for _ in 0..<200 where port.isEmpty {
+            let text = (try? String(contentsOf: portFile, encoding: .utf8)) ?? ""
+            port = text.hasPrefix("port ") ? text.dropFirst(5).trimmingCharacters(in: .whitespacesAndNewlines) : ""
+            if port.isEmpty { usleep(25_000) }
+        }
+        try #require(!port.isEmpty, "serve.py did not start: \(server.stderr)")
+        let page = "http://127.0.0.1:\(port)/player.html?src=" + src
+        let r = try Run.program(PlaybackTests.venvPython, [PlaybackTests.browserTools.appendingPathComponent("video_check.py").path, page, "1.5", "--frame-time"],
+                                timeout: 120)
+        #expect(r.status == 0, "\(r.text) \(r.stderr)")
+        let result = try #require(try JSONSerialization.jsonObject(with: r.stdout) as? [String: Any], "\(r.text) \(r.stderr)")
+        // 2.5 s to 3.5 s of pictures from the IDR before the asked start.
+        #expect((2.4...3.6).contains(result["duration"] as? Double ?? -1), "\(result)")
+        #expect(result["width"] as? Int == 320, "\(result)")
+        let now = result["currentTime"] as? Double ?? -1, shown = result["frameTime"] as? Double ?? -1
+        #expect(abs(now - 1.5) <= 1.0 / 30, "the seek landed at \(now): \(result)")
+        // The first frame presented after the seek: at 1.5 s, or the next ones while playing began.
+        #expect(shown >= 1.5 - 1.0 / 30 && shown < 1.5 + 0.5, "first frame after the seek at \(shown): \(result)")
     }
 }

@@ -27,6 +27,29 @@ import Testing
         #expect(HTTPReply.range("bytes=0-1,5-6", length: 100) == .whole)
     }
 
+    /// A range of a segment still being written: its length is not known yet, so an open
+    /// range stays open; a segment of the window is growing when it is the open one, or the
+    /// next one the hint may name.
+    @Test func rangesOfASegmentBeingWritten() {
+        #expect(HLSService.openRange("bytes=100-") ?? (0, 0) == (100, nil))
+        #expect(HLSService.openRange("bytes=0-99") ?? (0, nil) == (0, 99))
+        #expect(HLSService.openRange("bytes=-10") == nil)
+        #expect(HLSService.openRange("bytes=9-3") == nil)
+        #expect(HLSService.openRange("bytes=0-1,5-6") == nil)
+        #expect(HLSService.openRange(nil) == nil)
+        var p = HLSPlaylist(targetDuration: 1, partTarget: .seconds(0.2), window: .seconds(10), segmentDuration: .seconds(1))
+        p.beginSegment(programDateNs: 0)
+        p.addPart(duration: .seconds(1), independent: true, length: 10)
+        _ = p.completeSegment()
+        p.beginSegment(programDateNs: 1)
+        p.addPart(duration: .seconds(0.2), independent: true, length: 10)
+        #expect(HLSService.growing("segment0.m4s", in: p) == nil)
+        #expect(HLSService.growing("segment1.m4s", in: p)??.bytes == 10)
+        #expect(HLSService.growing("segment2.m4s", in: p).map { $0 == nil } == true)
+        #expect(HLSService.growing("segment3.m4s", in: p) == nil)
+        #expect(HLSService.growing("init.mp4", in: p) == nil)
+    }
+
     @Test func aPrefixRouteTakesEveryPathUnderItAndExactPathsWin() {
         var routes = HTTPRoutes()
         routes.add("GET", "/hls/exact") { _ in HTTPResponse(status: 200) }

@@ -18,6 +18,11 @@ segments, `--segment-name 'seg-%n.mp4'`, against FFmpeg's segment muxer writing 
 and once more fragmented with nalcast's movflags: like for like) and `segment ts` (MPEG-TS).
 Both mux through libavformat, so every row pays for loading it; a note measures what that
 loading costs nalcast in memory (one run on a 10-frame input).
+
+`segment hls` puts `consume --hls DIR` (CMAF segments from the IDR after 2 s, 200 ms parts,
+each part a byte range of its segment) beside `consume --segments DIR` cutting the same
+input into fragmented MP4 segments of 2 s, with and without their fsync (`--hls` does not
+fsync): the target is `--hls` at no more than 1.1x the CPU of `--segments`.
 """
 
 from __future__ import annotations
@@ -115,7 +120,59 @@ def cases(ctx: Context) -> list:
         return out
 
     return [Case(NAME, label, "MB/s", mb, contenders, warm=[path], after=notes),
-            _container_case(ctx, "mp4", p, path), _container_case(ctx, "ts", p, path)]
+            _container_case(ctx, "mp4", p, path), _container_case(ctx, "ts", p, path), _hls_case(ctx, path)]
+
+
+def _hls_check(d: Path):
+    def check(c: Contender):
+        if any(d.glob("*.part")):
+            return "a .part file was left"
+        playlist = d / "index.m3u8"
+        if c.name.endswith("--hls"):
+            if not playlist.exists() or not playlist.read_text().endswith("#EXT-X-ENDLIST\n"):
+                return "no ended index.m3u8"
+        elif not any(d.glob("*.mp4")):
+            return "no segments written"
+        return None
+    return check
+
+
+def _hls_case(ctx: Context, path: Path) -> Case:
+    mb = path.stat().st_size / 1e6
+    base = ctx.dir("segment")
+    runs = [("nalcast consume --segments", "hls-segments", ["--segments", "{d}", "--segment-duration", "2s", "--segment-name", "seg-%n.mp4"]),
+            ("nalcast consume --segments --no-fsync", "hls-segments-nofsync",
+             ["--segments", "{d}", "--segment-duration", "2s", "--segment-name", "seg-%n.mp4", "--no-fsync"]),
+            ("nalcast consume --hls", "hls", ["--hls", "{d}", "--hls-segment", "2s", "--hls-part", "200ms"])]
+    contenders = []
+    why = ctx.nalcast.unavailable("consume")
+    if not why and "--hls" not in (ctx.nalcast.help("consume") or ""):
+        why = "skipped (nalcast consume has no --hls)"
+    for name, key, extra in runs:
+        d = base / key
+        c = Contender(name, None, usage_error_skips=True)
+        c.skip = why
+        if not why:
+            c.argv = [ctx.nalcast.path, "consume", "--from", path, "--quiet", *[str(d) if a == "{d}" else a for a in extra]]
+        c.measure = _runner(ctx, c, d)
+        c.check = _hls_check(d)
+        contenders.append(c)
+    label = f"segment hls {mb / 1000:.2f} GB" if mb >= 1000 else f"segment hls {mb:.1f} MB"
+
+    def notes(case: Case) -> list:
+        ok = {c.name: c for c in case.contenders if c.samples and not c.failed and not c.skip}
+        cpu = {n: statistics.median(s.cpu_s for s in c.samples) for n, c in ok.items()}
+        out = []
+        for theirs in ("nalcast consume --segments", "nalcast consume --segments --no-fsync"):
+            if "nalcast consume --hls" in cpu and theirs in cpu:
+                mine = cpu["nalcast consume --hls"]
+                per = ", ".join(f"{a.cpu_s / b.cpu_s:.2f}" for a, b in zip(ok["nalcast consume --hls"].samples, ok[theirs].samples))
+                out.append(f"{case.label}: --hls against {theirs[16:]}: CPU {mine / cpu[theirs]:.2f}x "
+                           f"({mine:.2f} / {cpu[theirs]:.2f} s; per round {per}; target <= 1.1x)")
+        return out
+
+    return Case(NAME, label, "MB/s", mb, contenders, warm=[path], after=notes,
+                figures=[("user_s", "user", "{:.2f} s"), ("sys_s", "sys", "{:.2f} s")])
 
 
 # ---------------------------------------------------------------------------
