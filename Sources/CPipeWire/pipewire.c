@@ -15,6 +15,7 @@
 #include <spa/param/buffers.h>
 #include <spa/buffer/meta.h>
 #include <spa/utils/result.h>
+#include "pointer.h"
 
 // MARK: the library, opened with dlopen (every libpipewire function used, looked up once)
 
@@ -23,7 +24,7 @@
     X(pw_thread_loop_wait) X(pw_thread_loop_signal) X(pw_context_new) X(pw_context_destroy) X(pw_context_connect) \
     X(pw_context_connect_fd) X(pw_core_disconnect) X(pw_proxy_destroy) X(pw_stream_new) X(pw_stream_add_listener) \
     X(pw_stream_connect) X(pw_stream_dequeue_buffer) X(pw_stream_queue_buffer) X(pw_stream_update_params) \
-    X(pw_stream_destroy) X(pw_stream_state_as_string) X(pw_properties_new)
+    X(pw_stream_destroy) X(pw_stream_state_as_string) X(pw_properties_new) X(pw_stream_get_node_id)
 
 static struct {
     void *handle;
@@ -70,6 +71,7 @@ static void nc_pw_load(void) {
 #define pw_stream_destroy lib.pw_stream_destroy
 #define pw_stream_state_as_string lib.pw_stream_state_as_string
 #define pw_properties_new lib.pw_properties_new
+#define pw_stream_get_node_id lib.pw_stream_get_node_id
 
 struct nc_pw {
     struct pw_thread_loop *loop;
@@ -77,7 +79,8 @@ struct nc_pw {
     struct pw_core *core;
     struct pw_registry *registry;
     struct pw_stream *stream;
-    struct spa_hook core_listener, registry_listener, stream_listener;
+    struct pw_proxy *link;      // the link from the node to our stream, watched for its errors
+    struct spa_hook core_listener, registry_listener, stream_listener, link_listener;
     int event_fd;
     int sync_seq;
     int synced;
@@ -86,7 +89,10 @@ struct nc_pw {
     // the target, as given; matched against the registry's video nodes
     char target[128];
     uint32_t target_id;         // SPA_ID_INVALID until found
+    int by_serial;              // found by its serial only (an id or name seen later wins)
     char nodes[512];            // "name (id), ..." of the video nodes seen, for the error
+    int want_cursor;            // SPA_META_Cursor asked for (--cursor)
+    nc_pw_pointer pointer;      // the pointer as the last cursor metadata gave it
 };
 
 static void nc_pw_signal(nc_pw *s) {
@@ -105,10 +111,34 @@ static void nc_pw_end(nc_pw *s, int state, const char *why) {
 
 // MARK: the registry: which video nodes there are
 
+/// The link's state: a link that fails (the node and we agree on a format but not on
+/// buffers: it offers DMA-BUF only, we map memory) tells only the server, not our stream,
+/// which would wait for frames forever.
+static void nc_pw_link_info(void *data, const struct pw_link_info *info) {
+    nc_pw *s = data;
+    if (!(info->change_mask & PW_LINK_CHANGE_MASK_STATE) || info->state != PW_LINK_STATE_ERROR) return;
+    char why[256];
+    int buffers = info->error && strstr(info->error, "buffers");
+    snprintf(why, sizeof why, "PipeWire could not link node %u to nalcast (%s)%s", s->target_id, info->error ? info->error : "error",
+             buffers ? ": the node offers no buffers nalcast can map (DMA-BUF only?); it needs a source that offers shared memory (memfd)" : "");
+    nc_pw_end(s, s->info.received > 0 ? NC_PW_ENDED : NC_PW_FAILED, why);
+}
+
+static const struct pw_link_events nc_pw_link_events = { PW_VERSION_LINK_EVENTS, .info = nc_pw_link_info };
+
+/// Watches the link that brings the node to our stream, once it is there.
+static void nc_pw_watch_link(nc_pw *s, uint32_t id, const struct spa_dict *props) {
+    const char *input = spa_dict_lookup(props, PW_KEY_LINK_INPUT_NODE);
+    if (s->link || s->stream == NULL || input == NULL || (uint32_t)atoi(input) != pw_stream_get_node_id(s->stream)) return;
+    s->link = pw_registry_bind(s->registry, id, PW_TYPE_INTERFACE_Link, PW_VERSION_LINK, 0);
+    if (s->link) pw_link_add_listener((struct pw_link *)s->link, &s->link_listener, &nc_pw_link_events, s);
+}
+
 static void nc_pw_global(void *data, uint32_t id, uint32_t permissions, const char *type,
                                 uint32_t version, const struct spa_dict *props) {
     nc_pw *s = data;
     (void)permissions; (void)version;
+    if (props && strcmp(type, PW_TYPE_INTERFACE_Link) == 0) nc_pw_watch_link(s, id, props);
     if (strcmp(type, PW_TYPE_INTERFACE_Node) != 0 || props == NULL) return;
     const char *klass = spa_dict_lookup(props, PW_KEY_MEDIA_CLASS);
     if (klass == NULL || strstr(klass, "Video") == NULL) return;
@@ -119,9 +149,12 @@ static void nc_pw_global(void *data, uint32_t id, uint32_t permissions, const ch
     size_t used = strlen(s->nodes);
     if (used + 2 < sizeof s->nodes)
         snprintf(s->nodes + used, sizeof s->nodes - used, "%s%s (%u)", used ? ", " : "", name ? name : "?", id);
-    if (s->target_id != SPA_ID_INVALID) return;
-    if (strcmp(s->target, idtext) == 0 || (name && strcmp(s->target, name) == 0) || (serial && strcmp(s->target, serial) == 0)) {
+    if (s->stream != NULL || (s->target_id != SPA_ID_INVALID && !s->by_serial)) return;
+    // An id or a name wins over a serial: node 35's serial may be 38, another node's id.
+    int exact = strcmp(s->target, idtext) == 0 || (name && strcmp(s->target, name) == 0);
+    if (exact || (s->target_id == SPA_ID_INVALID && serial && strcmp(s->target, serial) == 0)) {
         s->target_id = id;
+        s->by_serial = !exact;
         s->info.node = id;
         snprintf(s->info.node_name, sizeof s->info.node_name, "%s", name ? name : "");
     }
@@ -206,7 +239,7 @@ static void nc_pw_param_changed(void *data, uint32_t id, const struct spa_pod *p
     // need a GPU to read. Damage rectangles and the header are asked for as metadata.
     uint8_t bytes[1024];
     struct spa_pod_builder b = SPA_POD_BUILDER_INIT(bytes, sizeof bytes);
-    const struct spa_pod *params[3];
+    const struct spa_pod *params[4];
     params[0] = spa_pod_builder_add_object(&b, SPA_TYPE_OBJECT_ParamBuffers, SPA_PARAM_Buffers,
         SPA_PARAM_BUFFERS_buffers, SPA_POD_CHOICE_RANGE_Int(4, 2, 16),
         SPA_PARAM_BUFFERS_blocks, SPA_POD_Int(1),
@@ -218,7 +251,16 @@ static void nc_pw_param_changed(void *data, uint32_t id, const struct spa_pod *p
         SPA_PARAM_META_type, SPA_POD_Id(SPA_META_VideoDamage),
         SPA_PARAM_META_size, SPA_POD_CHOICE_RANGE_Int(sizeof(struct spa_meta_region) * 16,
                                                       sizeof(struct spa_meta_region), sizeof(struct spa_meta_region) * 16));
-    pw_stream_update_params(s->stream, params, 3);
+    int count = 3;
+    // The pointer as metadata (position, hotspot, and its bitmap when it changed), for
+    // --cursor: a compositor in cursor mode "metadata" sends a pointer move as a buffer
+    // without pixels, and we draw the bitmap ourselves.
+    if (s->want_cursor)
+        params[count++] = spa_pod_builder_add_object(&b, SPA_TYPE_OBJECT_ParamMeta, SPA_PARAM_Meta,
+            SPA_PARAM_META_type, SPA_POD_Id(SPA_META_Cursor),
+            SPA_PARAM_META_size, SPA_POD_CHOICE_RANGE_Int(NC_PW_CURSOR_META_SIZE(64, 64), NC_PW_CURSOR_META_SIZE(1, 1),
+                                                          NC_PW_CURSOR_META_SIZE(NC_PW_CURSOR_MAX, NC_PW_CURSOR_MAX)));
+    pw_stream_update_params(s->stream, params, (uint32_t)count);
     nc_pw_signal(s);
 }
 
@@ -248,6 +290,11 @@ static void nc_pw_process(void *data) {
             nc_pw_end(s, NC_PW_FAILED, "the PipeWire node sends DMA-BUF buffers only, which nalcast cannot map: "
                       "it needs a source that offers shared memory (memfd)");
             return;
+        }
+        if (s->want_cursor && nc_pw_pointer_read(&s->pointer, b->buffer)) {
+            s->info.cursor_updates += 1;
+            s->info.cursor_serial += 1;
+            signal = 1;
         }
         if (d->data == NULL || !nc_pw_has_pixels(s, b)) {
             s->info.metadata_only += 1;
@@ -302,7 +349,7 @@ static int nc_pw_roundtrip(nc_pw *s) {
 /// Connects to PipeWire (its socket, or `fd` from the portal when >= 0) and starts a stream
 /// from the video node `target` (its id, serial or name). NULL and `error` filled on failure;
 /// `*missing` is set when PipeWire answered but has no such node.
-nc_pw *nc_pw_open(const char *target, int fd, char *error, size_t error_size, int *missing) {
+nc_pw *nc_pw_open(const char *target, int fd, int cursor, char *error, size_t error_size, int *missing) {
     *missing = 0;
     pthread_once(&lib_once, nc_pw_load);
     if (lib.handle == NULL) { snprintf(error, error_size, "%s", lib_error); *missing = 2; return NULL; }
@@ -310,6 +357,7 @@ nc_pw *nc_pw_open(const char *target, int fd, char *error, size_t error_size, in
     if (s == NULL) { snprintf(error, error_size, "out of memory"); return NULL; }
     snprintf(s->target, sizeof s->target, "%s", target);
     s->target_id = SPA_ID_INVALID;
+    s->want_cursor = cursor;
     s->event_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     s->loop = pw_thread_loop_new("nalcast-pw", NULL);
     if (s->event_fd < 0 || s->loop == NULL) { snprintf(error, error_size, "cannot make PipeWire's thread: %s", strerror(errno)); nc_pw_close(s); return NULL; }
@@ -398,14 +446,25 @@ long nc_pw_take(nc_pw *s, uint8_t *dst, size_t capacity, nc_pw_info *info) {
     return result;
 }
 
+void nc_pw_take_cursor(nc_pw *s, nc_pw_cursor *cursor, uint32_t *pixels, size_t capacity) {
+    pw_thread_loop_lock(s->loop);
+    *cursor = s->pointer.cursor;
+    cursor->serial = s->info.cursor_serial;
+    size_t words = (size_t)cursor->width * cursor->height;
+    if (pixels && words <= capacity && words > 0) memcpy(pixels, s->pointer.pixels, words * 4);
+    pw_thread_loop_unlock(s->loop);
+}
+
 void nc_pw_close(nc_pw *s) {
     if (s == NULL) return;
     if (s->loop) pw_thread_loop_stop(s->loop);
+    if (s->link) pw_proxy_destroy(s->link);
     if (s->stream) pw_stream_destroy(s->stream);
     if (s->registry) pw_proxy_destroy((struct pw_proxy *)s->registry);
     if (s->core) pw_core_disconnect(s->core);
     if (s->context) pw_context_destroy(s->context);
     if (s->loop) pw_thread_loop_destroy(s->loop);
     if (s->event_fd >= 0) close(s->event_fd);
+    free(s->pointer.pixels);
     free(s);
 }

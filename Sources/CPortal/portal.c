@@ -217,11 +217,12 @@ static int fill_create(sd_bus_message *m, const void *context) {
 
 static int fill_select(sd_bus_message *m, const void *context) {
     const nc_portal_request *q = ((const void *const *)context)[0];
-    const uint32_t *version = ((const void *const *)context)[1];
+    const nc_portal_result *result = ((const void *const *)context)[1];
+    const uint32_t *version = &result->version;
     int r = dict_uint(m, "types", q->types);
     if (r >= 0) r = dict_bool(m, "multiple", 0);
     // cursor_mode is version 2, persist_mode and restore_token version 4.
-    if (r >= 0 && *version >= 2) r = dict_uint(m, "cursor_mode", q->cursor_mode);
+    if (r >= 0 && *version >= 2) r = dict_uint(m, "cursor_mode", result->cursor_mode);
     if (r >= 0 && *version >= 4) r = dict_uint(m, "persist_mode", q->persist_mode);
     if (r >= 0 && *version >= 4 && q->restore_token && q->restore_token[0]) r = dict_string(m, "restore_token", q->restore_token);
     return r;
@@ -300,7 +301,16 @@ nc_portal *nc_portal_open(const nc_portal_request *request, nc_portal_result *re
     sd_bus_message_unref(answer.results);
     if (!p->session[0]) { snprintf(result->error, sizeof result->error, "CreateSession gave no session"); return fail(p, code, NC_PORTAL_FAILED); }
 
-    const void *context[2] = { request, &result->version };
+    // Metadata (the pointer beside the picture, drawn by us) when asked for and offered,
+    // else embedded (the compositor draws it) when asked for too.
+    result->cursor_mode = request->cursor_mode;
+    uint32_t offered = 0;
+    if (result->version >= 2 && (request->cursor_mode & 4) &&
+        sd_bus_get_property_trivial(p->bus, DESKTOP, DESKTOP_PATH, SCREENCAST, "AvailableCursorModes", NULL, 'u', &offered) >= 0)
+        result->cursor_mode = (offered & 4) ? 4 : (request->cursor_mode & 2) ? 2 : 1;
+    else if (request->cursor_mode & 4)
+        result->cursor_mode = (request->cursor_mode & 2) ? 2 : 1;
+    const void *context[2] = { request, result };
     if (portal_request(p, "SelectSources", 1, NULL, fill_select, context, &answer, result->error, sizeof result->error) < 0) return fail(p, code, NC_PORTAL_FAILED);
     if (refused(&answer, "SelectSources", result, code)) { sd_bus_message_unref(answer.results); return fail(p, code, *code); }
     sd_bus_message_unref(answer.results);

@@ -8,10 +8,11 @@ public enum PipeWireKind: SourceKind {
     public static let forms = [SourceForm(text: "pipewire:NODE", example: "pipewire:42")]
     public static let optionOwner = "pipewire:NODE"
     public static let specs: [OptionSpec] = []
-    /// `--idle-fps` (X11's keep-alive) means the same here.
-    public static let reads = ["idle-fps"]
+    /// `--idle-fps` (X11's keep-alive) and `--cursor` (the pointer, from the node's cursor
+    /// metadata) mean the same here.
+    public static let reads = ["cursor", "idle-fps"]
     public static let notes = [
-        "  pipewire:NODE      a PipeWire video node by id, serial or name (pw-cli ls Node), on change (--idle-fps)",
+        "  pipewire:NODE      a PipeWire video node by id, serial or name (pw-cli ls Node), on change (--cursor, --idle-fps)",
     ]
 
     public static func takes(_ text: String) -> Bool { text.hasPrefix("pipewire:") }
@@ -19,7 +20,7 @@ public enum PipeWireKind: SourceKind {
     public static func plan(_ text: String, _ o: ParsedOptions, fps: FrameRate) throws -> any PlannedSource {
         let node = String(text.dropFirst("pipewire:".count))
         guard !node.isEmpty else { throw CommandError.usage("--source pipewire: needs a node id or name (pw-cli ls Node lists them)") }
-        let options = PipeWireOptions(node: node, frameRate: fps, idleRate: try idleRate(o))
+        let options = PipeWireOptions(node: node, frameRate: fps, idleRate: try idleRate(o), drawCursor: !o.isOff("cursor"))
         return Planned(text: text, options: options)
     }
 
@@ -30,7 +31,7 @@ public enum PipeWireKind: SourceKind {
         var frame: (width: Int, height: Int, format: PixelFormat)? { nil }
         var frameNote: String? { "the node's size, bgra, rgba or argb (BGRx, RGBx or xRGB)" }
         var dryRunLines: [String] {
-            ["pipewire: node=\(options.node) capture: on change idle-fps=\(options.idleRate > 0 ? short(options.idleRate) : "0 (no keep-alive)")"]
+            ["pipewire: node=\(options.node) cursor=\(options.drawCursor ? "from metadata" : "off") capture: on change idle-fps=\(options.idleRate > 0 ? short(options.idleRate) : "0 (no keep-alive)")"]
         }
 
         func make(_ settings: SourceSettings, log: @escaping @Sendable (String) -> Void) throws -> any FrameSource {

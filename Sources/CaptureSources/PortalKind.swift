@@ -41,7 +41,7 @@ public enum PortalKind: SourceKind {
         var frame: (width: Int, height: Int, format: PixelFormat)? { nil }
         var frameNote: String? { "the size of what the user shares, bgra, rgba or argb" }
         var dryRunLines: [String] {
-            ["portal: sources=\(options.sources.rawValue) cursor=\(options.drawCursor ? "embedded" : "hidden") token=\(options.tokenFile ?? "none (ask every time)")",
+            ["portal: sources=\(options.sources.rawValue) cursor=\(options.drawCursor ? "metadata (embedded where not offered)" : "hidden") token=\(options.tokenFile ?? "none (ask every time)")",
              "capture: on change idle-fps=\(options.idleRate > 0 ? short(options.idleRate) : "0 (no keep-alive)")"]
         }
 
@@ -59,7 +59,7 @@ func makePortalSource(_ options: PortalOptions, log: @escaping @Sendable (String
     log("portal: asking the desktop for a \(options.sources == .any ? "screen or window" : options.sources.rawValue) to share (it may ask you)")
     let portal = try ScreenCastPortal(options)
     let pipewire = PipeWireOptions(node: String(portal.node), remoteFD: portal.remoteFD, frameRate: options.frameRate,
-                                   idleRate: options.idleRate, label: "portal")
+                                   idleRate: options.idleRate, label: "portal", drawCursor: portal.cursorMode == 4)
     return try PipeWireSource(options: pipewire, keeping: portal, log: log)
 }
 

@@ -8,7 +8,7 @@ public enum X11Kind: SourceKind {
     public static let optionOwner = "x11"
     public static let specs = [
         OptionSpec(name: "region", value: "X,Y,WxH", help: "x11: capture this part of the screen (W, H even)", defaultText: "the whole screen"),
-        OptionSpec(name: "cursor", value: nil, help: "x11, portal: draw the pointer into the frames (on; --no-cursor turns it off)"),
+        OptionSpec(name: "cursor", value: nil, help: "x11, portal, pipewire:, wlr: draw the pointer into the frames (on; --no-cursor turns it off)"),
         OptionSpec(name: "capture", value: "MODE", help: "x11: damage (grab when the screen changes, at most --fps) or fixed (every 1/--fps, changed or not)", defaultText: "damage"),
         OptionSpec(name: "idle-fps", value: "RATE", help: "x11 with --capture damage, pipewire:, portal: repeat the picture this often while the screen is still (a keep-alive; 0: never)", defaultText: "1"),
     ]

@@ -39,9 +39,15 @@ public struct PipeWireOptions: Sendable, Hashable {
     public var label = "pipewire"
     /// How long to wait for the node's format before giving up, seconds.
     public var formatTimeout: Double = 10
+    /// Ask for the pointer as cursor metadata and draw it into the frames (`--cursor`). A
+    /// node that sends none (a camera, a cast whose compositor draws the pointer itself, or
+    /// leaves it out) gets none drawn.
+    public var drawCursor: Bool
 
-    public init(node: String, remoteFD: Int32 = -1, frameRate: FrameRate = FrameRate(30), idleRate: Double = 1, label: String = "pipewire") {
+    public init(node: String, remoteFD: Int32 = -1, frameRate: FrameRate = FrameRate(30), idleRate: Double = 1, label: String = "pipewire",
+                drawCursor: Bool = true) {
         self.node = node
+        self.drawCursor = drawCursor
         self.remoteFD = remoteFD
         self.frameRate = frameRate
         self.idleRate = idleRate
@@ -84,10 +90,11 @@ public final class PipeWireSource: FrameSource {
     /// Why the frames ended (nil while they go on).
     public private(set) var endReason: String?
     /// The shim's counts: buffers with pixels, replaced before taken, without pixels, with damage.
-    public var counts: (received: UInt64, replaced: UInt64, metadataOnly: UInt64, damaged: UInt64, formats: UInt64) {
+    /// `pointer`: buffers whose cursor metadata changed the pointer (with `drawCursor`).
+    public var counts: (received: UInt64, replaced: UInt64, metadataOnly: UInt64, damaged: UInt64, formats: UInt64, pointer: UInt64) {
         var info = nc_pw_info()
         nc_pw_peek(stream, &info)
-        return (info.received, info.replaced, info.metadata_only, info.damaged, info.formats)
+        return (info.received, info.replaced, info.metadata_only, info.damaged, info.formats, info.cursor_updates)
     }
 
     private let stream: OpaquePointer
@@ -95,8 +102,13 @@ public final class PipeWireSource: FrameSource {
     public let owner: AnyObject?
     private let log: (@Sendable (String) -> Void)?
     private var buffers = ReusableBuffer()
+    /// The pointer from cursor metadata, with `drawCursor`.
+    private let pointer: PipeWirePointer?
+    private var pointerSaid = false
     private var frames: ChangeDrivenFrames
     private var lastGrab: Int64 = 0
+    /// Row bytes of the last picture (a pointer-only frame has them too).
+    private var pointerStride = 0
 
     /// Connects and waits for the node's format (its size). Throws `PipeWireError`.
     public init(options: PipeWireOptions, keeping owner: AnyObject? = nil, log: (@Sendable (String) -> Void)? = nil) throws(PipeWireError) {
@@ -104,9 +116,10 @@ public final class PipeWireSource: FrameSource {
         frames = ChangeDrivenFrames(idleRate: options.idleRate)
         self.owner = owner
         self.log = log
+        pointer = options.drawCursor ? PipeWirePointer() : nil
         var error = [CChar](repeating: 0, count: 512)
         var missing: Int32 = 0
-        guard let stream = nc_pw_open(options.node, options.remoteFD, &error, error.count, &missing) else {
+        guard let stream = nc_pw_open(options.node, options.remoteFD, options.drawCursor ? 1 : 0, &error, error.count, &missing) else {
             let why = error.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
             throw missing == 1 ? .noSuchNode(why) : .unavailable(why)
         }
@@ -139,8 +152,10 @@ public final class PipeWireSource: FrameSource {
     deinit {
         let c = counts
         if c.received > 0 {
-            log?("\(options.label): \(c.received) pictures from node \(nodeID): \(changedFrames) taken, \(c.replaced) replaced by a newer one first"
-                + (c.metadataOnly > 0 ? ", \(c.metadataOnly) buffers without pixels" : ""))
+            let own = pointer?.ownFrames ?? 0
+            log?("\(options.label): \(c.received) pictures from node \(nodeID): \(changedFrames - own) taken, \(c.replaced) replaced by a newer one first"
+                + (c.metadataOnly > 0 ? ", \(c.metadataOnly) buffers without pixels" : "")
+                + (c.pointer > 0 ? ", \(c.pointer) pointer changes drawn (\(own) frames for the pointer alone)" : ""))
         }
         nc_pw_close(stream)
     }
@@ -159,6 +174,13 @@ public final class PipeWireSource: FrameSource {
             let now = Int64(MonotonicClock.nanoseconds)
             if info.has_frame != 0 {
                 if !frames.started || now >= lastGrab + interval, let frame = grab(at: now) { return frame }
+                waitForEvent(timeoutMs: milliseconds(until: lastGrab + interval, from: now), watchWakeUp: false)
+                continue
+            }
+            if let pointer, frames.started, info.cursor_serial != pointer.drawnSerial {
+                if now >= lastGrab + interval, let buffer = pointer.redraw(stream: stream) {
+                    return frame(in: buffer, stride: pointerStride, at: now)
+                }
                 waitForEvent(timeoutMs: milliseconds(until: lastGrab + interval, from: now), watchWakeUp: false)
                 continue
             }
@@ -184,25 +206,34 @@ public final class PipeWireSource: FrameSource {
         var info = nc_pw_info()
         nc_pw_peek(stream, &info)
         let bytes = Int(info.width) * Int(info.height) * 4
-        let buffer = buffers.obtain(capacity: bytes)
+        var buffer = obtain(capacity: bytes)
         var result = nc_pw_take(stream, buffer.base, buffer.capacity, &info)
         if result < 0 {
-            let bigger = buffers.obtain(capacity: Int(-result))
-            result = nc_pw_take(stream, bigger.base, bigger.capacity, &info)
-            guard result > 0 else { return nil }
-            return frame(in: bigger, info, at: now)
+            buffer = obtain(capacity: Int(-result))
+            result = nc_pw_take(stream, buffer.base, buffer.capacity, &info)
         }
         guard result > 0 else { return nil }
-        return frame(in: buffer, info, at: now)
+        take(info)
+        if let pointer {
+            pointerStride = Int(info.stride)
+            pointer.drawInto(buffer, stride: pointerStride, bytes: pointerStride * Int(info.height), width: width, height: height,
+                             format: pixelFormat, stream: stream)
+        }
+        return frame(in: buffer, stride: Int(info.stride), at: now)
     }
 
-    private func frame(in buffer: FrameBuffer, _ info: nc_pw_info, at now: Int64) -> Frame {
-        take(info)
+    private func obtain(capacity: Int) -> FrameBuffer { pointer?.obtain(capacity: capacity) ?? buffers.obtain(capacity: capacity) }
+
+    private func frame(in buffer: FrameBuffer, stride: Int, at now: Int64) -> Frame {
+        if let pointer, pointer.seen, !pointerSaid {
+            pointerSaid = true
+            log?("\(options.label): the node sends the pointer as cursor metadata: drawn into the frames")
+        }
         _ = wakeUp?.drain()  // this frame answers a wake-up for an IDR
         lastGrab = now
         let captureTime = WallClock.nanoseconds
         let frame = Frame(width: width, height: height, format: pixelFormat, buffer: buffer,
-                          planes: [Plane(offset: 0, stride: Int(info.stride), rows: height)],
+                          planes: [Plane(offset: 0, stride: stride, rows: height)],
                           sequence: 0, captureTimeNs: captureTime, pts90k: 0)
         return frames.changed(frame, at: now)
     }

@@ -14,7 +14,9 @@ public struct PortalOptions: Sendable, Hashable {
         var bits: UInt32 { self == .monitor ? 1 : self == .window ? 2 : 3 }
     }
     public var sources = Sources.monitor
-    /// The pointer drawn into the picture by the compositor (embedded), or left out (hidden).
+    /// The pointer in the picture: sent beside it as metadata and drawn by us when the portal
+    /// offers that (`AvailableCursorModes`), else drawn by the compositor (embedded); or left
+    /// out (hidden).
     public var drawCursor = true
     /// Where the restore token is kept (read before, written after): the user's choice is
     /// remembered, so the portal asks once. nil: neither read nor kept.
@@ -65,6 +67,8 @@ public final class ScreenCastPortal {
     /// The PipeWire connection; `PipeWireSource` takes it over.
     public let remoteFD: Int32
     public let version: UInt32
+    /// The cursor mode asked for: 1 hidden, 2 embedded, 4 metadata (the pointer is ours to draw).
+    public let cursorMode: UInt32
     /// Whether a kept restore token was given (the portal may still have asked).
     public let usedToken: Bool
     /// Where the new token was kept, or why not.
@@ -75,7 +79,7 @@ public final class ScreenCastPortal {
         var result = nc_portal_result()
         var code: Int32 = 0
         let opened: OpaquePointer? = (kept ?? "").withCString { token in
-            var request = nc_portal_request(types: options.sources.bits, cursor_mode: options.drawCursor ? 2 : 1,
+            var request = nc_portal_request(types: options.sources.bits, cursor_mode: options.drawCursor ? 4 | 2 : 1,
                                             persist_mode: 2, restore_token: kept == nil ? nil : token)
             return nc_portal_open(&request, &result, &code)
         }
@@ -91,6 +95,7 @@ public final class ScreenCastPortal {
         node = result.node
         remoteFD = result.fd
         version = result.version
+        cursorMode = result.cursor_mode
         usedToken = kept != nil
         let token = withUnsafeBytes(of: result.restore_token) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
         if let file = options.tokenFile, !token.isEmpty {

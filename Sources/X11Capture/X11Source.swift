@@ -397,9 +397,9 @@ public final class X11Source: FrameSource {
         let r = reply.pointee
         guard let image = xcb_xfixes_get_cursor_image_cursor_image(reply) else { return }
         let (x, y) = origin
-        X11Cursor.blend(image, width: Int(r.width), height: Int(r.height),
-                        left: Int(r.x) - Int(r.xhot) - x, top: Int(r.y) - Int(r.yhot) - y,
-                        into: buffer.base, stride: width * 4, frameWidth: width, frameHeight: height)
+        CursorOverlay.blend(image, width: Int(r.width), height: Int(r.height),
+                            left: Int(r.x) - Int(r.xhot) - x, top: Int(r.y) - Int(r.yhot) - y,
+                            into: buffer.base, stride: width * 4, frameWidth: width, frameHeight: height)
     }
 
     private func discard(_ cookie: xcb_xfixes_get_cursor_image_cookie_t) {

@@ -121,14 +121,46 @@ public final class MutterSession: @unchecked Sendable {
     /// Stops the ScreenCast session: its PipeWire stream ends.
     public func stopCasting() throws { try send("stop") }
 
-    /// A new ScreenCast session of the monitor; `node` is its node.
-    public func castAgain(timeout: Double = 20) throws {
+    /// A new ScreenCast session of the monitor; `node` is its node. `kind` "metadata": the
+    /// pointer comes as cursor metadata (`movePointer` moves it).
+    public func castAgain(_ kind: String = "", timeout: Double = 20) throws {
         let before = events.count
-        try send("cast")
+        try send(kind.isEmpty ? "cast" : "cast \(kind)")
         guard let line = waitForEvent(prefix: "node ", after: before, timeout: timeout), let node = Int(line.dropFirst(5)) else {
             throw MediaServerError("mutter: no new ScreenCast node within \(Int(timeout)) s\n" + logs)
         }
         self.node = node
+    }
+
+    /// Moves the pointer (the virtual pointer of the "metadata" cast) to (x, y) on the monitor.
+    public func movePointer(x: Int, y: Int, timeout: Double = 20) throws {
+        let before = events.count
+        try send("pointer \(x) \(y)")
+        guard waitForEvent(prefix: "pointer \(x) \(y)", after: before, timeout: timeout) != nil else {
+            throw MediaServerError("mutter: the pointer did not move within \(Int(timeout)) s\n" + logs)
+        }
+    }
+
+    /// The cursor modes the portal's backend offers (AvailableCursorModes: 1 hidden, 2
+    /// embedded, 4 metadata; 3 until set). xdg-desktop-portal reads them at its start: it is
+    /// stopped (by its PID) and the session starts it again; returns once it offers them.
+    public func offerCursorModes(_ modes: Int, timeout: Double = 20) throws {
+        try "\(modes)\n".write(to: directory.appendingPathComponent("cursor-modes"), atomically: true, encoding: .utf8)
+        try "\n".write(to: directory.appendingPathComponent("portal-restart"), atomically: true, encoding: .utf8)
+        handOver(directory.appendingPathComponent("portal-restart").path)
+        let pid = (try? String(contentsOf: directory.appendingPathComponent("portal.pid"), encoding: .utf8)).flatMap {
+            Int32($0.trimmingCharacters(in: .whitespacesAndNewlines))
+        }
+        guard let pid, kill(pid, SIGTERM) == 0 else { throw MediaServerError("no xdg-desktop-portal to restart\n" + logs) }
+        let (program, arguments) = try asSessionUser("/usr/bin/env", [
+            "DBUS_SESSION_BUS_ADDRESS=\(environment["DBUS_SESSION_BUS_ADDRESS"] ?? "")", "gdbus", "call", "--session",
+            "--dest", "org.freedesktop.portal.Desktop", "--object-path", "/org/freedesktop/portal/desktop",
+            "--method", "org.freedesktop.DBus.Properties.Get", "org.freedesktop.portal.ScreenCast", "AvailableCursorModes"])
+        let deadline = Date().addingTimeInterval(timeout)
+        while try Tool.run([program] + arguments).stdout.trimmingCharacters(in: .whitespacesAndNewlines) != "(<uint32 \(modes)>,)" {
+            guard Date() < deadline else { throw MediaServerError("the portal does not offer cursor modes \(modes)\n" + logs) }
+            usleep(50_000)
+        }
     }
 
     private func send(_ line: String) throws {

@@ -24,6 +24,8 @@ import Testing
         defer { try? FileManager.default.removeItem(at: dir) }
         try checkPipeWireNode(session, dir)
         try checkPortal(session, dir)
+        try checkPointer(session, dir)
+        try checkProducer(session, dir)
     }
 
     /// `pipewire:NODE`: the colours, a change, the end of the sharing, a node not there.

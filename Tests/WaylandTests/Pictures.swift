@@ -41,3 +41,37 @@ func pictureSizes(_ file: URL) throws -> [String] {
     let run = try Tool.run(["ffprobe", "-v", "error", "-select_streams", "v:0", "-show_entries", "frame=width,height", "-of", "csv=p=0", file.path])
     return run.stdout.split(separator: "\n").map { $0.split(separator: ",").prefix(2).joined(separator: "x") }.filter { !$0.isEmpty }
 }
+
+/// The newest picture of the stream so far, RGB24 rows (nil when none decodes yet).
+func lastPicture(_ file: URL, width: Int, height: Int) throws -> [UInt8]? {
+    let raw = file.deletingLastPathComponent().appendingPathComponent("last.rgb")
+    let run = try Tool.run(["ffmpeg", "-v", "error", "-y", "-i", file.path, "-f", "rawvideo", "-pix_fmt", "rgb24", raw.path])
+    let frame = width * height * 3
+    guard run.status == 0, let data = try? Data(contentsOf: raw), data.count >= frame, data.count % frame == 0 else { return nil }
+    return [UInt8](data.suffix(frame))
+}
+
+/// Pixels of `picture` in the box (x, y, w, h) that are far (more than 60 of 255 in a
+/// channel) from `colour`: a pointer drawn there, or nothing (0) where the picture is flat.
+func pixelsOff(_ picture: [UInt8], width: Int, box: (x: Int, y: Int, w: Int, h: Int), from colour: RGB) -> Int {
+    var count = 0
+    for y in box.y..<(box.y + box.h) {
+        for x in box.x..<(box.x + box.w) {
+            let o = (y * width + x) * 3
+            if abs(Int(picture[o]) - colour.r) > 60 || abs(Int(picture[o + 1]) - colour.g) > 60 || abs(Int(picture[o + 2]) - colour.b) > 60 {
+                count += 1
+            }
+        }
+    }
+    return count
+}
+
+/// Decodes the stream so far until its newest picture satisfies `test` (20 s at most).
+func waitForLastPicture(_ file: URL, width: Int = 640, height: Int = 360, _ test: ([UInt8]) -> Bool) throws -> Bool {
+    let deadline = Date().addingTimeInterval(20)
+    while Date() < deadline {
+        if let picture = try lastPicture(file, width: width, height: height), test(picture) { return true }
+        usleep(200_000)
+    }
+    return false
+}

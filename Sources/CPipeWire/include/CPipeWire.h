@@ -24,19 +24,32 @@ typedef struct {
     uint64_t metadata_only;    // buffers without pixels (a cursor move, no damage)
     uint64_t damaged;          // buffers that carried damage rectangles
     uint64_t formats;          // formats negotiated (1, then one more per size change)
+    uint64_t cursor_updates;   // buffers whose cursor metadata moved, showed, hid or reshaped the pointer
+    uint64_t cursor_serial;    // bumps at each of those (the pointer to draw changed)
     uint32_t node;             // the node captured
     char node_name[128];
     char message[256];         // why it ended or failed
     char stream_state[32];     // the stream's last state (pw_stream_state_as_string)
 } nc_pw_info;
 
+/// The pointer as the node's cursor metadata (SPA_META_Cursor) last gave it.
+typedef struct {
+    int visible;               // shown in the stream's area with a bitmap of some size
+    int32_t x, y;              // the hotspot's place in the frame, pixels
+    int32_t hot_x, hot_y;      // the hotspot in the bitmap
+    uint32_t width, height;    // the bitmap's size (0 before any)
+    uint64_t serial;           // as info.cursor_serial when this was taken
+    uint64_t shape;            // bumps when the bitmap changed
+} nc_pw_cursor;
+
 typedef struct nc_pw nc_pw;
 
 /// Connects to PipeWire (its socket, or `fd` from the portal when >= 0) and starts a stream
-/// from the video node `target` (its id, serial or name; "" with a portal fd: `node_id`).
-/// NULL and `error` filled on failure; `*missing` is set when PipeWire answered but has no
-/// such node, 2 when libpipewire is not installed.
-nc_pw *nc_pw_open(const char *target, int fd, char *error, size_t error_size, int *missing);
+/// from the video node `target` (its id, serial or name; "" with a portal fd: `node_id`),
+/// asking for cursor metadata when `cursor` is set. NULL and `error` filled on failure;
+/// `*missing` is set when PipeWire answered but has no such node, 2 when libpipewire is not
+/// installed.
+nc_pw *nc_pw_open(const char *target, int fd, int cursor, char *error, size_t error_size, int *missing);
 /// Stops the stream, its thread and connection, and frees it.
 void nc_pw_close(nc_pw *s);
 /// Readable when something happened; `nc_pw_drain` clears it.
@@ -47,4 +60,7 @@ void nc_pw_peek(nc_pw *s, nc_pw_info *info);
 /// Copies the waiting frame into `dst` (rows of width*4 bytes) and gives its buffer back.
 /// Returns 1 when copied, 0 when there was none, or -needed when `capacity` is too small.
 long nc_pw_take(nc_pw *s, uint8_t *dst, size_t capacity, nc_pw_info *info);
+/// The pointer now; its bitmap as premultiplied ARGB words (XFixes' layout, what Capture's
+/// CursorOverlay blends) into `pixels` when `capacity` (words) holds it.
+void nc_pw_take_cursor(nc_pw *s, nc_pw_cursor *cursor, uint32_t *pixels, size_t capacity);
 #endif

@@ -16,7 +16,7 @@ enum {
 
 typedef struct {
     uint32_t types;             // 1 monitor, 2 window, 3 either
-    uint32_t cursor_mode;       // 1 hidden, 2 embedded, 4 metadata
+    uint32_t cursor_mode;       // 1 hidden, 2 embedded, 4 metadata; 4|2: metadata if the portal offers it, else embedded
     uint32_t persist_mode;      // 0 none, 1 while the app runs, 2 until revoked
     const char *restore_token;  // from an earlier run, or NULL
 } nc_portal_request;
@@ -25,6 +25,7 @@ typedef struct {
     uint32_t node;              // the PipeWire node of the (first) stream
     int fd;                     // the PipeWire connection (OpenPipeWireRemote), ours to close
     uint32_t version;           // the portal's ScreenCast version
+    uint32_t cursor_mode;       // the cursor mode asked for (1, 2 or 4)
     int width, height;          // the stream's size as the portal says, 0 if it does not
     char restore_token[256];    // to pass next time ("" when none was given)
     char error[320];

@@ -1,19 +1,26 @@
 # A Wayland client for the Wayland tests: a fullscreen GTK window on mutter's virtual monitor,
 # its left half one colour and its right half another, and a ScreenCast of the monitor
 # (org.gnome.Mutter.ScreenCast) held open for as long as it runs.
-# It writes "node ID" to DIR/events when the PipeWire node is there, and "drawn LEFT RIGHT"
-# each time it has drawn. It reads commands from the FIFO DIR/control, one a line:
+# It writes "node ID" to DIR/events when the PipeWire node is there, and "drawn LEFT RIGHT
+# NS" each time it has drawn (NS: CLOCK_REALTIME once the frame was painted and handed to
+# the compositor, for bench/wayland-cpu's glass-to-socket). With NALCAST_CLIENT_NO_CAST=1 it
+# only paints (on sway: bench/wayland-cpu). It reads commands from the FIFO DIR/control, one
+# a line:
 #   colors LEFT RIGHT   (RRGGBB each) paint the halves
 #   stop                stop the ScreenCast session (the stream ends)
 #   cast                a new ScreenCast session (a new "node ID")
+#   cast metadata       a new one whose pointer comes as cursor metadata, in a RemoteDesktop
+#                       session whose virtual pointer "pointer" moves ("node ID")
+#   pointer X Y         move the pointer there (after "cast metadata"); "pointer X Y" once done
 #   animate HZ          repaint the whole monitor HZ times a second, in shifting colours (0: stop)
-import os, sys, gi
+import os, sys, time, gi
 gi.require_version("Gtk", "3.0")
 from gi.repository import Gtk, Gdk, Gio, GLib
 
 directory = sys.argv[1]
 colors = ["ff0000", "00ff00"]
-bus = Gio.bus_get_sync(Gio.BusType.SESSION)
+casting = os.environ.get("NALCAST_CLIENT_NO_CAST") != "1"
+bus = Gio.bus_get_sync(Gio.BusType.SESSION) if casting else None
 
 
 def event(line):
@@ -26,18 +33,40 @@ def call(path, interface, method, args, reply):
                          GLib.VariantType(reply), 0, -1, None)
 
 
-def cast():
-    """A ScreenCast session of the monitor (no cursor): its node comes as an event once started."""
+RD = "org.gnome.Mutter.RemoteDesktop"
+remote = {}  # the RemoteDesktop session and stream of "cast metadata"
+
+
+def cast(kind=""):
+    """A ScreenCast session of the monitor (no cursor; "metadata": the pointer as cursor
+    metadata, in a RemoteDesktop session): its node comes as an event once started."""
+    properties = {}
+    if kind == "metadata":
+        remote["session"] = bus.call_sync(RD, "/org/gnome/Mutter/RemoteDesktop", RD, "CreateSession", None,
+                                          GLib.VariantType("(o)"), 0, -1, None)[0]
+        sid = bus.call_sync(RD, remote["session"], "org.freedesktop.DBus.Properties", "Get",
+                            GLib.Variant("(ss)", (RD + ".Session", "SessionId")), GLib.VariantType("(v)"), 0, -1, None)[0]
+        properties["remote-desktop-session-id"] = GLib.Variant("s", sid)
     session = call("/org/gnome/Mutter/ScreenCast", "org.gnome.Mutter.ScreenCast", "CreateSession",
-                   GLib.Variant("(a{sv})", ({},)), "(o)")[0]
-    stream = call(session, "org.gnome.Mutter.ScreenCast.Session", "RecordMonitor",
-                  GLib.Variant("(sa{sv})", ("", {"cursor-mode": GLib.Variant("u", 0)})), "(o)")[0]
+                   GLib.Variant("(a{sv})", (properties,)), "(o)")[0]
+    cursor = {"cursor-mode": GLib.Variant("u", 2 if kind == "metadata" else 0)}
+    stream = call(session, "org.gnome.Mutter.ScreenCast.Session", "RecordMonitor", GLib.Variant("(sa{sv})", ("", cursor)), "(o)")[0]
+    if kind == "metadata":
+        remote["stream"] = stream
     bus.signal_subscribe(None, "org.gnome.Mutter.ScreenCast.Stream", "PipeWireStreamAdded", stream, None, 0,
                          lambda c, s, p, i, n, params: event("node %d" % params[0]))
     return session
 
 
-session = cast()
+def start(session, kind):
+    """A RemoteDesktop session starts its screen cast with it."""
+    if kind == "metadata":
+        bus.call_sync(RD, remote["session"], RD + ".Session", "Start", None, None, 0, -1, None)
+    else:
+        call(session, "org.gnome.Mutter.ScreenCast.Session", "Start", None, "()")
+
+
+session = cast() if casting else None
 
 
 style = Gtk.CssProvider()
@@ -50,7 +79,8 @@ def paint():
 
     def after_paint(clock):
         clock.disconnect(handler[0])
-        GLib.idle_add(lambda: event("drawn %s %s" % drawn) and False)
+        painted = time.time_ns()
+        GLib.idle_add(lambda: event("drawn %s %s %d" % (drawn + (painted,))) and False)
     handler = [window.get_frame_clock().connect("after-paint", after_paint)] if window.get_realized() else None
     window.queue_draw()
 
@@ -80,9 +110,14 @@ def command(channel, condition):
             animation[0] = GLib.timeout_add(int(1000 / float(line[1])), step)
     elif line == ["stop"]:
         call(session, "org.gnome.Mutter.ScreenCast.Session", "Stop", None, "()")
-    elif line == ["cast"]:
-        session = cast()
-        call(session, "org.gnome.Mutter.ScreenCast.Session", "Start", None, "()")
+    elif line[:1] == ["cast"]:
+        kind = line[1] if len(line) > 1 else ""
+        session = cast(kind)
+        start(session, kind)
+    elif line[:1] == ["pointer"] and len(line) == 3:
+        bus.call_sync(RD, remote["session"], RD + ".Session", "NotifyPointerMotionAbsolute",
+                      GLib.Variant("(sdd)", (remote["stream"], float(line[1]), float(line[2]))), None, 0, -1, None)
+        event("pointer %s %s" % (line[1], line[2]))
     return True
 
 
@@ -101,5 +136,6 @@ Gtk.StyleContext.add_provider_for_screen(Gdk.Screen.get_default(), style, Gtk.ST
 window.fullscreen()
 window.show_all()
 paint()
-call(session, "org.gnome.Mutter.ScreenCast.Session", "Start", None, "()")
+if casting:
+    call(session, "org.gnome.Mutter.ScreenCast.Session", "Start", None, "()")
 Gtk.main()

@@ -24,7 +24,15 @@ mkdir -p "$dir/portals"
 printf '[portal]\nDBusName=org.freedesktop.impl.portal.desktop.nalcasttest\nInterfaces=org.freedesktop.impl.portal.ScreenCast;\nUseIn=nalcast-test\n' >"$dir/portals/nalcast-test.portal"
 /usr/bin/python3 "$(dirname "$0")/portal-backend.py" "$dir" >"$dir/backend.log" 2>&1 &
 gdbus wait --session --timeout 10 org.freedesktop.impl.portal.desktop.nalcasttest
-XDG_DESKTOP_PORTAL_DIR=$dir/portals XDG_CURRENT_DESKTOP=nalcast-test /usr/libexec/xdg-desktop-portal -v >"$dir/portal.log" 2>&1 &
+# xdg-desktop-portal 1.16 reads the backend's AvailableCursorModes once, at its start: a test
+# that changes them (DIR/cursor-modes) writes DIR/portal-restart and stops it (DIR/portal.pid),
+# and it starts again.
+(while :; do
+    XDG_DESKTOP_PORTAL_DIR=$dir/portals XDG_CURRENT_DESKTOP=nalcast-test /usr/libexec/xdg-desktop-portal -v >>"$dir/portal.log" 2>&1 &
+    echo $! >"$dir/portal.pid"
+    wait $!
+    rm "$dir/portal-restart" 2>/dev/null || break
+done) &
 gdbus wait --session --timeout 10 org.freedesktop.portal.Desktop
 WAYLAND_DISPLAY=wayland-nalcast GDK_BACKEND=wayland /usr/bin/python3 "$(dirname "$0")/mutter-client.py" "$dir" >"$dir/client.log" 2>&1 &
 wait

@@ -66,9 +66,9 @@ def start(invocation, session_handle):
         return
     path = mutter("/org/gnome/Mutter/ScreenCast", MUTTER, "CreateSession", GLib.Variant("(a{sv})", ({},)), "(o)")[0]
     session["mutter"] = path
-    # The portal's cursor modes (1 hidden, 2 embedded) are mutter's 0 and 1.
+    # The portal's cursor modes (1 hidden, 2 embedded, 4 metadata) are mutter's 0, 1 and 2.
     stream = mutter(path, MUTTER + ".Session", "RecordMonitor",
-                    GLib.Variant("(sa{sv})", ("", {"cursor-mode": GLib.Variant("u", 1 if session["cursor"] == 2 else 0)})), "(o)")[0]
+                    GLib.Variant("(sa{sv})", ("", {"cursor-mode": GLib.Variant("u", {1: 0, 2: 1, 4: 2}.get(session["cursor"], 0))})), "(o)")[0]
 
     def added(connection, sender, object_path, interface, signal, params):
         node = params[0]
@@ -108,8 +108,16 @@ def method(connection, sender, path, interface, name, params, invocation):
         start(invocation, session_handle)
 
 
+def cursor_modes():
+    """What DIR/cursor-modes says (the test chooses), hidden and embedded without it."""
+    path = os.path.join(directory, "cursor-modes")
+    return int(open(path).read().strip()) if os.path.exists(path) else 3
+
+
 def get_property(connection, sender, path, interface, name):
-    return GLib.Variant("u", {"AvailableSourceTypes": 1, "AvailableCursorModes": 3, "version": 4 if "ScreenCast" in interface else 1}[name])
+    if name == "AvailableCursorModes":
+        return GLib.Variant("u", cursor_modes())
+    return GLib.Variant("u", {"AvailableSourceTypes": 1, "version": 4 if "ScreenCast" in interface else 1}[name])
 
 
 bus.register_object("/org/freedesktop/portal/desktop", node_info.interfaces[0], method, get_property, None)

@@ -1,0 +1,104 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// The part of `MutterCaptureTests` that needs a PipeWire source doing what headless mutter 43
+/// does not (its window casts keep their first size, its pointer moves come with pixels):
+/// `Tests/Fixtures/wayland/pw-video-src.c`, built here, on the session's PipeWire.
+extension MutterCaptureTests {
+    func checkProducer(_ session: MutterSession, _ dir: URL) throws {
+        let source = try buildProducer(dir)
+        try checkSizeChangeAndPointerAlone(session, dir, source)
+        try checkDMABUFOnly(session, dir, source)
+    }
+
+    /// A new size: the next picture has it and is an IDR with a new SPS. A pointer move alone
+    /// (a buffer without pixels): a frame of its own, the pointer where it went and the
+    /// picture back where it was.
+    private func checkSizeChangeAndPointerAlone(_ session: MutterSession, _ dir: URL, _ source: String) throws {
+        let control = dir.appendingPathComponent("source-control"), events = dir.appendingPathComponent("source.out")
+        let producer = try Background(source, ["nalcast-test-source", "320", "240", control.path], stdoutTo: events, environment: session.environment)
+        defer { producer.signal(SIGTERM); producer.wait() }
+        #expect(waitForLine("node ", in: events), "\(producer.stderr)")
+        let file = dir.appendingPathComponent("source.h264")
+        let produce = try Background(Self.nalcast, ["produce", "--source", "pipewire:nalcast-test-source", "--idle-fps", "5", "-o", file.path],
+                                     environment: session.environment)
+        #expect(produce.waitFor("320x240 bgra, on change"), "\(produce.stderr)")
+        try send("color 0000ff", to: control)
+        #expect(try waitForPicture(file, left: (0, 0, 255), right: (0, 0, 255), width: 320, height: 240), "\(produce.stderr)")
+        let black: RGB = (0, 0, 0), blue: RGB = (0, 0, 255)
+        // The pointer is a 16x16 black square from its hotspot; its inside (x264 blurs edges).
+        let first = (x: 102, y: 102, w: 12, h: 12), second = (x: 202, y: 52, w: 12, h: 12), firstWhole = (x: 100, y: 100, w: 16, h: 16)
+        try send("pointer 100 100", to: control)
+        #expect(try waitForLastPicture(file, width: 320, height: 240) { pixelsOff($0, width: 320, box: first, from: black) == 0 }, "\(produce.stderr)")
+        try send("pointer 200 50", to: control)
+        #expect(try waitForLastPicture(file, width: 320, height: 240) {
+            pixelsOff($0, width: 320, box: second, from: black) == 0 && pixelsOff($0, width: 320, box: firstWhole, from: blue) == 0
+        }, "\(produce.stderr)")
+
+        try send("size 400 300", to: control)
+        #expect(produce.waitFor("pipewire: the stream is now 400x300 bgra"), "\(produce.stderr)")
+        let deadline = Date().addingTimeInterval(20)
+        while try pictureSizes(file).last != "400x300", Date() < deadline { usleep(200_000) }
+        produce.signal(SIGINT)
+        #expect(produce.wait(timeout: 20) == 0, "\(produce.stderr)")
+        let units = try inspect(file)
+        let resized = units.firstIndex { $0.size == "400x300" }
+        #expect(units.first?.size == "320x240" && resized != nil, "\(units.map(\.size))")
+        if let resized {
+            #expect(units[resized].idr && units[resized].nalTypes.contains(7), "\(units[resized])")
+            #expect(units[resized...].allSatisfy { $0.size == "400x300" }, "\(units.map(\.size))")
+        }
+        // The two moves came as buffers without pixels, each drawn in a frame of its own.
+        let report = produce.stderr.firstMatch(of: /(\d+) buffers without pixels, (\d+) pointer changes drawn \((\d+) frames for the pointer alone\)/)
+        #expect(report.map { Int($0.1)! >= 2 && Int($0.2)! >= 2 && Int($0.3)! >= 2 } == true, "\(produce.stderr)")
+    }
+
+    /// A node that offers DMA-BUF buffers only: the link fails on the server, and nalcast
+    /// says so in one line and exits 69 instead of waiting for frames.
+    private func checkDMABUFOnly(_ session: MutterSession, _ dir: URL, _ source: String) throws {
+        let control = dir.appendingPathComponent("dmabuf-control"), events = dir.appendingPathComponent("dmabuf.out")
+        let producer = try Background(source, ["nalcast-test-dmabuf", "320", "240", control.path, "dmabuf"], stdoutTo: events,
+                                      environment: session.environment)
+        defer { producer.signal(SIGTERM); producer.wait() }
+        #expect(waitForLine("node ", in: events), "\(producer.stderr)")
+        let produce = try Background(Self.nalcast, ["produce", "--source", "pipewire:nalcast-test-dmabuf", "-o", "/dev/null"],
+                                     environment: session.environment)
+        #expect(produce.wait(timeout: 20) == 69, "\(produce.stderr)")
+        let lines = produce.stderr.split(separator: "\n").map(String.init)
+        #expect(lines.last?.hasPrefix("nalcast: pipewire: PipeWire could not link node ") == true
+                && lines.last?.hasSuffix("(error alloc buffers: Invalid argument): the node offers no buffers nalcast can map (DMA-BUF only?); "
+                                         + "it needs a source that offers shared memory (memfd)") == true, "\(produce.stderr)")
+        #expect(lines.dropLast().allSatisfy { $0.hasPrefix("nalcast: capturing PipeWire node ") }, "\(produce.stderr)")
+    }
+
+    private func buildProducer(_ dir: URL) throws -> String {
+        let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Fixtures/wayland/pw-video-src.c")
+        let flags = try Tool.run(["pkg-config", "--cflags", "--libs", "libpipewire-0.3"]).stdout.split(whereSeparator: { $0 == " " || $0 == "\n" })
+            .map(String.init)
+        let binary = dir.appendingPathComponent("pw-video-src").path
+        let built = try Tool.run(["cc", "-O1", "-o", binary, source.path] + flags)
+        guard built.status == 0 else { throw MediaServerError("building pw-video-src: \(built.stderr)") }
+        return binary
+    }
+
+    private func send(_ line: String, to control: URL) throws {
+        let fd = open(control.path, O_WRONLY | O_NONBLOCK)
+        guard fd >= 0 else { throw MediaServerError("pw-video-src's control FIFO: \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        let bytes = Array((line + "\n").utf8)
+        guard write(fd, bytes, bytes.count) == bytes.count else { throw MediaServerError("writing to pw-video-src failed") }
+    }
+
+    /// Waits for a line of the producer's output starting with `prefix` (20 s at most).
+    private func waitForLine(_ prefix: String, in file: URL) -> Bool {
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline {
+            let text = (try? String(contentsOf: file, encoding: .utf8)) ?? ""
+            if text.split(separator: "\n").contains(where: { $0.hasPrefix(prefix) }) { return true }
+            usleep(20_000)
+        }
+        return false
+    }
+}
