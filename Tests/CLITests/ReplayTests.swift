@@ -26,7 +26,7 @@ import Testing
         defer { try? FileManager.default.removeItem(at: dir) }
         let port = try freePort()
         let events = dir.appendingPathComponent("events.jsonl")
-        let producer = try Background(Run.nalcast, ["produce", "--size", "320x240", "--duration", "5s", "--keyint", "1s", "--audio", "tone",
+        let producer = try Background(Run.nalcast, ["produce", "--size", "320x240", "--duration", "120s", "--keyint", "1s", "--audio", "tone",
                                                     "--replay", "2s", "--replay-dir", dir.path, "--metrics", "tcp://127.0.0.1:\(port)",
                                                     "--events", events.path])
         let metrics = "http://127.0.0.1:\(port)/metrics"
@@ -49,9 +49,16 @@ import Testing
                 #expect(answer.hasSuffix(" 202") && answer.contains(dir.path), "\(answer)")
             }
         }
+        // Both saved (the events), then stopped: the producer runs until the test is done with
+        // it (its --duration is a bound), however slowly a loaded machine answers the POST.
+        func saved() -> Int {
+            ((try? String(contentsOf: events, encoding: .utf8)) ?? "").split(separator: "\n").filter { $0.contains("\"replay-saved\"") }.count
+        }
+        let deadline = Date().addingTimeInterval(30)
+        while saved() < 2 && Date() < deadline { usleep(20_000) }
+        producer.signal(SIGINT)
         #expect(producer.wait(timeout: 20) == 0, "\(producer.stderr)")
-        let saved = try String(contentsOf: events, encoding: .utf8).split(separator: "\n").filter { $0.contains("\"replay-saved\"") }
-        #expect(saved.count == 2, "\(producer.stderr)")
+        #expect(saved() == 2, "\(producer.stderr)")
         let files = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasPrefix("replay-") }.sorted()
         try #require(files.count == 2, "\(files)")
         for (file, frames) in zip(files, asked) {
