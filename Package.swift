@@ -139,6 +139,7 @@ let package = Package(
         .testTarget(name: "CommandOptionsTests", dependencies: ["CommandOptions", "CaptureSources", "Capture"]),
         .testTarget(name: "H264Tests", dependencies: ["Media", "H264", "TestSupport"]),
         .testTarget(name: "RTPTests", dependencies: ["RTP", "Media"]),
+        .testTarget(name: "RTSPTests", dependencies: ["RTSP", "RTP"]),
         .testTarget(name: "DeliveryTests", dependencies: ["Delivery", "Metrics", "Clocks", "FIFO", "Media", "H264"]),
         .testTarget(name: "IOTests", dependencies: ["IO", "Media", "H264", "LoopTestSupport"]),
         .testTarget(name: "ServingTests", dependencies: ["Serving", "IO", "Media", "H264", "Output", "Delivery", "Metrics", "LoopTestSupport", "TestSupport"]),

@@ -66,6 +66,8 @@ struct RTSPTracks {
         let video = client.tracks[0].media
         // The SDP's parameter sets, for an IDR that comes without its own.
         let sets: [UInt8] = video.parameterSets.flatMap { (set: [UInt8]) -> [UInt8] in [0, 0, 0, 1] + set }
+        // Annex-B sets (a start code first) or none: never an avcC record, the one form
+        // `AnnexBPackager` can refuse.
         packager = (try? AnnexBPackager(extradata: sets)) ?? (try! AnnexBPackager(extradata: []))
         if client.tracks.count > 1, let config = client.tracks[1].media.audioSpecificConfig {
             let media = client.tracks[1].media

@@ -42,7 +42,8 @@ public final class RTSPClient {
     private var keepAliveDue: Double = .infinity
     private var keepAliveMethod = "OPTIONS"
     private var authentication: RTSPAuthentication?
-    private var contentBase = ""
+    /// The session's aggregate control URL: what PLAY, keep-alives and TEARDOWN name.
+    private var aggregate = ""
     /// Packets that came while a response was awaited.
     private var early: [RTSPConnection.Item] = []
 
@@ -60,9 +61,10 @@ public final class RTSPClient {
         let options = try request("OPTIONS", url.absolute)
         if (options.header("Public") ?? "").uppercased().contains("GET_PARAMETER") { keepAliveMethod = "GET_PARAMETER" }
         let description = try request("DESCRIBE", url.absolute, ["Accept: application/sdp"])
-        contentBase = description.header("Content-Base") ?? description.header("Content-Location") ?? url.absolute
+        let contentBase = description.header("Content-Base") ?? description.header("Content-Location") ?? url.absolute
         let sdp = SessionDescription(parsing: String(decoding: description.body, as: UTF8.self))
         let base = RTSPURL.resolve(control: sdp.control, base: contentBase)
+        aggregate = base
         guard let video = sdp.media.first(where: { $0.kind == "video" && $0.encoding == "H264" }) else {
             let found = sdp.media.map { "\($0.kind) (\($0.encoding.isEmpty ? "payload \($0.payloadType)" : $0.encoding.lowercased()))" }
             throw RTSPError(.invalid, "no H.264 video in the stream" + (found.isEmpty ? "" : "; it has " + found.joined(separator: ", ")))
@@ -107,7 +109,7 @@ public final class RTSPClient {
     public func close() {
         guard session != nil else { return }
         sequence += 1
-        try? connection.write(requestBytes("TEARDOWN", RTSPURL.resolve(control: nil, base: contentBase), []), until: MonotonicClock.seconds + 1)
+        try? connection.write(requestBytes("TEARDOWN", aggregate, []), until: MonotonicClock.seconds + 1)
         let until = MonotonicClock.seconds + 1
         while let item = try? connection.next(until: until) {
             if case .message(let m) = item, m.status != nil { break }
@@ -125,7 +127,7 @@ public final class RTSPClient {
         keepAliveDue = MonotonicClock.seconds + sessionTimeout / 2
         sequence += 1
         // Not waited for: its answer is skipped when it comes.
-        try connection.write(requestBytes(keepAliveMethod, RTSPURL.resolve(control: nil, base: contentBase), []), until: MonotonicClock.seconds + timeout)
+        try connection.write(requestBytes(keepAliveMethod, aggregate, []), until: MonotonicClock.seconds + timeout)
     }
 
     private func setUp(_ media: SessionDescription.Media, base: String) throws(RTSPError) {

@@ -48,7 +48,7 @@ public struct SessionDescription: Sendable {
             media.append(Self.media(c.kind, c.pt, c.attributes))
             current = nil
         }
-        for raw in text.split(omittingEmptySubsequences: true, whereSeparator: { $0 == "\r\n" || $0 == "\n" }) {
+        for raw in text.split(omittingEmptySubsequences: true, whereSeparator: \.isNewline) {
             let line = raw.strippingSpaces()
             if line.hasPrefix("m=") {
                 close()
