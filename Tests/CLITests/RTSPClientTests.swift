@@ -47,6 +47,10 @@ import TestSupport
         #expect(camera.log.contains("playing over \(transport)"), "\(camera.logTail())")
         // The SDP's parameter sets went in front of the first IDR (the camera sent none in band).
         #expect(camera.log.contains("first unit: AUD SPS PPS"), "\(camera.logTail())")
+        if cameraOptions.contains("--session-timeout") {
+            // The session is kept alive within its timeout (GET_PARAMETER, which the camera offers).
+            #expect(camera.waitForLog("keep-alive GET_PARAMETER", timeout: 30), "\(camera.logTail())")
+        }
         #expect(RelaySourceTests.interrupt(consumer) == 0, "\(consumer.logTail())")
         #expect(camera.waitForLog("teardown", timeout: 10), "TEARDOWN at the end\n\(camera.logTail())")
         let video = try MediaProbe.video(out.path, format: "h264")
@@ -62,8 +66,9 @@ import TestSupport
         try lockstep(transport: "tcp", credentials: "op:pw%3A1", cameraOptions: ["--digest", "op:pw:1", "--no-inband-sets"])
     }
 
-    @Test func udpTransport() throws {
-        try lockstep(transport: "udp", credentials: nil, cameraOptions: [])
+    /// UDP, and a session that times out after 2 s: kept alive.
+    @Test func udpTransportAndKeepAlive() throws {
+        try lockstep(transport: "udp", credentials: nil, cameraOptions: ["--session-timeout", "2"])
     }
 
     /// A wrong password, and none: 77 with one line, never retried; a path the camera does

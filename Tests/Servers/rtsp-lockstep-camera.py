@@ -2,14 +2,16 @@
 """A camera of the tests' own for nalcast's RTSP client: it sends RTP at moments it chooses,
 so that what the client does with each packet can be checked by structure, not by time.
 
-usage: rtsp-lockstep-camera.py PORT STREAM.h264 RELAY_PORT [--digest USER:PASS] [--no-inband-sets]
+usage: rtsp-lockstep-camera.py PORT STREAM.h264 RELAY_PORT [--digest USER:PASS] [--no-inband-sets] [--session-timeout S]
 
 Listens on 127.0.0.1:PORT and serves /cam (any other path is a 404): OPTIONS, DESCRIBE (an SDP with the stream's SPS
 and PPS in sprop-parameter-sets), SETUP (RTP interleaved in the connection, or UDP to the
 client's ports), PLAY, GET_PARAMETER, TEARDOWN. With --digest, every request needs Digest
 authentication (MD5, qop=auth) with those credentials: a wrong answer is another 401.
 STREAM.h264 is Annex-B with an AUD before each access unit; with --no-inband-sets its SPS
-and PPS are left out of the RTP (they are only in the SDP, as some cameras do).
+and PPS are left out of the RTP (they are only in the SDP, as some cameras do). The session
+times out after S seconds (60 by default) without a request: a GET_PARAMETER or OPTIONS
+after PLAY is said as "keep-alive METHOD".
 
 After PLAY it connects to the relay nalcast serves on 127.0.0.1:RELAY_PORT as a reader,
 then sends one access unit at a time (single NAL unit packets, FU-A for the big ones, the
@@ -18,7 +20,7 @@ the relay has handed the whole unit on (its last NAL unit has come through). A c
 waits for the next unit to end this one never gets there: after 20 s the camera says so
 and stops. One line per event on stderr: "listening", "authenticated", "playing",
 "lockstep: N units, each delivered before the next was sent", "first unit: SPS PPS IDR"
-(the NAL unit types the relay gave of the first unit), "teardown".
+(the NAL unit types the relay gave of the first unit), "keep-alive GET_PARAMETER", "teardown".
 """
 import base64
 import hashlib
@@ -139,6 +141,7 @@ def serve(session, units, sets):
            "a=rtpmap:96 H264/90000\r\na=fmtp:96 packetization-mode=1;sprop-parameter-sets=%s\r\na=control:track1\r\n"
            % ",".join(base64.b64encode(s).decode() for s in sets)).encode()
     said_auth = False
+    playing = False
     while True:
         r = session.request()
         if r is None:
@@ -168,10 +171,11 @@ def serve(session, units, sets):
                 answer = "RTP/AVP;unicast;client_port=%d-%d;server_port=%d-%d" % (port, port + 1, udp.getsockname()[1], udp.getsockname()[1] + 1)
             else:
                 answer = "RTP/AVP/TCP;unicast;interleaved=0-1"
-            session.reply(cseq, headers=[("Transport", answer), ("Session", "4242;timeout=60")])
+            session.reply(cseq, headers=[("Transport", answer), ("Session", "4242;timeout=%d" % session.args.session_timeout)])
         elif method == "PLAY":
             session.reply(cseq, headers=[("Session", "4242"), ("RTP-Info", "url=rtsp://127.0.0.1/cam/track1;seq=0;rtptime=0")])
             log("playing over " + ("udp" if session.udp else "tcp"))
+            playing = True
             if not lockstep(session, units):
                 return
         elif method == "TEARDOWN":
@@ -179,6 +183,8 @@ def serve(session, units, sets):
             log("teardown")
             return
         else:
+            if method in ("GET_PARAMETER", "OPTIONS") and playing:
+                log("keep-alive " + method)
             session.reply(cseq, headers=[("Session", "4242")])
 
 
@@ -216,6 +222,7 @@ class Args:
         self.port, self.stream, self.relay = int(argv[1]), argv[2], int(argv[3])
         self.digest = argv[argv.index("--digest") + 1] if "--digest" in argv else None
         self.no_inband_sets = "--no-inband-sets" in argv
+        self.session_timeout = int(argv[argv.index("--session-timeout") + 1]) if "--session-timeout" in argv else 60
 
 
 def main():
