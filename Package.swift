@@ -85,6 +85,10 @@ let package = Package(
         // written, access units cut into payloads and put back together. Pure: the RTSP
         // client and WebRTC carry them.
         .target(name: "RTP", dependencies: ["Media"]),
+        // nalcast's own RTSP client (RFC 2326) for `consume --from rtsp://`: the session
+        // (authentication, keep-alive, TEARDOWN), RTP interleaved or over UDP, the SDP. The
+        // packets go to the RTP module's depacketizers; libavformat is never loaded for it.
+        .target(name: "RTSP", dependencies: ["Clocks", "IO", "Media", "RTP"]),
         // Prometheus metrics: counters, gauges, histograms and sampled series in one registry.
         .target(name: "Metrics"),
         .target(name: "Delivery", dependencies: ["Media", "Clocks", "FIFO"]),
@@ -116,7 +120,7 @@ let package = Package(
         .target(name: "Pipeline", dependencies: ["Clocks", "Media", "Delivery", "Metrics", "IO", "Capture", "Encoder"]),
         // Where access units go (files, stdout, segments, a forward endpoint), for produce and consume.
         .target(name: "Output", dependencies: ["Clocks", "FIFO", "Media", "Delivery", "Metrics", "IO"]),
-        .target(name: "Consumer", dependencies: ["Clocks", "Media", "H264", "Delivery", "Metrics", "IO", "Output", "Muxing"]),
+        .target(name: "Consumer", dependencies: ["Clocks", "Media", "H264", "Delivery", "Metrics", "IO", "Output", "Muxing", "RTP", "RTSP"]),
         // Container files (MP4, MPEG-TS, Matroska, FLV) through libavformat's muxers: one more
         // AccessUnitSink, packets copied, never re-encoded.
         // And the other way: any H.264 source libavformat reads (container files, RTSP, SRT,
@@ -137,6 +141,7 @@ let package = Package(
         .testTarget(name: "CommandOptionsTests", dependencies: ["CommandOptions", "CaptureSources", "Capture"]),
         .testTarget(name: "H264Tests", dependencies: ["Media", "H264", "TestSupport"]),
         .testTarget(name: "RTPTests", dependencies: ["RTP", "Media"]),
+        .testTarget(name: "RTSPTests", dependencies: ["RTSP", "RTP"]),
         .testTarget(name: "DeliveryTests", dependencies: ["Delivery", "Metrics", "Clocks", "FIFO", "Media", "H264"]),
         .testTarget(name: "IOTests", dependencies: ["IO", "Media", "H264", "LoopTestSupport"]),
         .testTarget(name: "ServingTests", dependencies: ["Serving", "IO", "Media", "H264", "Output", "Delivery", "Metrics", "LoopTestSupport", "TestSupport"]),

@@ -96,8 +96,11 @@ public final class DemuxReader: Sendable {
         case failed(String)
         /// The source holds no H.264 video, or its container cannot be read: one line.
         case invalid(String)
-        /// The source refused our credentials (a wrong SRT passphrase): one line, not retried.
+        /// The source refused our credentials (a wrong SRT passphrase, an RTSP 401 or 403):
+        /// one line, not retried.
         case refused(String)
+        /// The server has no such stream (an RTSP 404): one line, not retried.
+        case missing(String)
         /// A live source stayed lost for `giveUpAfter`: why, whether it was ever opened, and
         /// whether its last opening ended with an end-of-stream NAL unit (a producer that
         /// finished its stream).

@@ -75,11 +75,14 @@ enum ConsumeCommand: Command {
         case file(String)
         /// Through libavformat (`InputChoice`): a live URL or a container file.
         case demux(DemuxReader.Source)
+        /// `rtsp://`: nalcast's own RTSP client (`RTSPReader`), no libavformat.
+        case rtsp(RTSPReader.Source)
         var description: String {
             switch self {
             case .network(let e): e.description
             case .file(let p): p == "-" ? "stdin" : p
             case .demux(let s): s.shown
+            case .rtsp(let s): s.shown
             }
         }
         /// Standard input that is not a regular file: a pipe from a live producer, most likely.
@@ -94,6 +97,7 @@ enum ConsumeCommand: Command {
             case .network: true
             case .file: false
             case .demux(let s): s.live
+            case .rtsp: true
             }
         }
         /// Media time without a timestamp SEI is counted (a raw file), not the container's.
@@ -216,7 +220,11 @@ enum ConsumeCommand: Command {
 
         var lines: [String] {
             var out = ["from: \(input)"]
-            if case .demux(let source) = input {
+            if case .rtsp(let source) = input {
+                out.append("reader: nalcast's RTSP client (live, reopened after a stall of \(formatSeconds(stallTimeout)) s); rtsp_transport=\(source.transport.rawValue) ("
+                           + (source.transport == .tcp ? "RTP interleaved in the RTSP connection" : "RTP and RTCP over UDP port pairs") + ")")
+                out.append("media time: timestamp SEI, else the RTP timestamps from 0, going on across reopenings")
+            } else if case .demux(let source) = input {
                 out.append("reader: libavformat (" + (source.live ? "live, reopened after a stall of \(formatSeconds(stallTimeout)) s" : "a container file") + ")"
                            + (source.options.isEmpty ? "" : "; options " + source.options.map { "\($0.key)=\($0.value)" }.joined(separator: " ")))
                 out.append("media time: timestamp SEI, else the container's decode times from 0, going on across reopenings")

@@ -52,11 +52,35 @@ extension ConsumeSession {
             case .failed(let message): ending.end(.inputFailed(message))
             case .invalid(let message): ending.end(.notAnnexB(message))
             case .refused(let message): ending.end(.refused(message))
+            case .missing(let message): ending.end(.missing(message))
             case .gaveUp(let reason, let everOpened, let endedCleanly):
                 reporter.report(InputEvent(.demuxed, source.shown, .gaveUp(reason: reason, everOpened: everOpened, endedCleanly: endedCleanly)))
             }
         }
         if !source.live { log.line("reading \(source.shown) through libavformat") }
+        return reader
+    }
+}
+
+extension ConsumeSession {
+    /// `--from rtsp://`: nalcast's RTSP client on its own thread, reporting and ending the
+    /// run as a `DemuxReader` does.
+    func startRTSP(_ fanout: SinkFanout, _ ending: Ending) -> RTSPReader? {
+        guard case .rtsp(let source) = config.input else { return nil }
+        let timing = DemuxReader.Timing(stallTimeout: config.stallTimeout, backoff: ReconnectBackoff.Config(giveUpAfter: config.reconnectTimeout))
+        let reader = RTSPReader(source: source, timing: timing)
+        let reporter = inputReporter(ending)
+        reader.start(intake: makeIntake(fanout, .arrival), onEvent: { reporter.report($0) }) { end in
+            switch end {
+            case .ended: ending.end(.inputEnded)
+            case .failed(let message): ending.end(.inputFailed(message))
+            case .invalid(let message): ending.end(.notAnnexB(message))
+            case .refused(let message): ending.end(.refused(message))
+            case .missing(let message): ending.end(.missing(message))
+            case .gaveUp(let reason, let everOpened, let endedCleanly):
+                reporter.report(InputEvent(.demuxed, source.shown, .gaveUp(reason: reason, everOpened: everOpened, endedCleanly: endedCleanly)))
+            }
+        }
         return reader
     }
 }

@@ -56,7 +56,7 @@ final class ConsumeSession {
     }
 
     /// How the run ended, set from whichever thread saw it first.
-    enum Outcome: Sendable { case inputEnded, inputFailed(String), notAnnexB(String), unreachable(String), refused(String), stopped, sinksClosed }
+    enum Outcome: Sendable { case inputEnded, inputFailed(String), notAnnexB(String), unreachable(String), refused(String), missing(String), stopped, sinksClosed }
 
     /// The end of the run, told from any thread: the first outcome wins and stops the loop;
     /// failed sinks are collected for the exit code.
@@ -123,7 +123,7 @@ final class ConsumeSession {
         let replaySignal = replay?.watchSignal(loop)
         defer { withExtendedLifetime(replaySignal) {} }
         startReading(fileReader, fanout, ending)
-        let demuxReader = startDemux(fanout, ending)
+        let demuxReader: (any InputReader)? = startDemux(fanout, ending) ?? startRTSP(fanout, ending)
 
         loop.run()
 
@@ -382,7 +382,7 @@ final class ConsumeSession {
 
     /// Stops the reader and gives the sinks time to write what they hold: as long as they
     /// need (600 s) after a file was read to its end, else `--stop-timeout`.
-    private func drain(_ fileReader: FileReader?, _ demuxReader: DemuxReader?, _ fanout: SinkFanout, after ended: Outcome) {
+    private func drain(_ fileReader: FileReader?, _ demuxReader: (any InputReader)?, _ fanout: SinkFanout, after ended: Outcome) {
         fileReader?.stop()
         demuxReader?.stop()
         let timeout: Double
@@ -416,11 +416,15 @@ final class ConsumeSession {
             if lostAudio > 0 { log.line(ConsumeReport.forwardAudioLoss(target.description, lost: lostAudio), force: true) }
         }
 
+        let lostRTP = metrics.lostPackets.value
+        if lostRTP > 0 { log.line("\(config.input): \(lostRTP) RTP packet\(lostRTP == 1 ? "" : "s") lost in transit (counted in nalcast_consumer_lost_packets_total)", force: true) }
+
         switch ended {
         case .unreachable(let message): throw CommandError.unavailable("consume: \(message)")
         case .inputFailed(let message): throw CommandError.io("consume: \(message)")
         case .notAnnexB(let message): throw CommandError(code: .dataError, message: "consume: \(message)")
         case .refused(let message): throw CommandError(code: .noPermission, message: "consume: \(message)")
+        case .missing(let message): throw CommandError.noInput("consume: \(message)")
         default: break
         }
         // A failed sink was reported once, when it failed: exit 74 without saying it again.

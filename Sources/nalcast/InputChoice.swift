@@ -14,7 +14,9 @@ import Glibc
 ///   `tcp://` whose first bytes are MPEG-TS goes to the demuxer instead, as `ts:tcp://`:
 ///   `StreamIntake.onTransportStream`, `ConsumeSession.transportStreamHandOver`);
 /// - a raw Annex-B file or `-`: `FileReader` and the same scanner (the fast path);
-/// - `rtsp://`, `rtsps://`, `srt://`, `rtmp://`, `rtmps://`, `udp://`, `http://`, `https://`:
+/// - `rtsp://`: nalcast's own RTSP client (`RTSPReader`): an access unit goes on at its RTP
+///   marker bit, and no FFmpeg library is loaded;
+/// - `rtsps://`, `srt://`, `rtmp://`, `rtmps://`, `udp://`, `http://`, `https://`:
 ///   libavformat's protocols and demuxers (`DemuxReader`), live: reopened when lost;
 /// - `ts:tcp://HOST:PORT`, `ts:unix:PATH`: MPEG-TS over a socket (`produce --listen ts:…`, or any MPEG-TS
 ///   sender), H.264 and its AAC audio: the same demuxer, live;
@@ -49,6 +51,10 @@ enum InputChoice {
         let rest = text[text.index(colon, offsetBy: 3)...]
         if rest.isEmpty || rest.hasPrefix("/") && scheme != "udp" {
             throw CommandError.usage("consume: --from \(shown): no host")
+        }
+        if scheme == "rtsp" {
+            // nalcast's own client: no FFmpeg library is needed, or loaded.
+            return .rtsp(RTSPReader.Source(url: text, shown: shown, transport: rtspTransport == "udp" ? .udp : .tcp))
         }
         if let problem = FFmpegLibraries.problem {
             throw CommandError.unavailable("consume: --from \(shown): \(problem)")

@@ -2,19 +2,22 @@ import Foundation
 
 /// An IP camera stand-in on a free loopback port: GStreamer's RTSP server playing a live test
 /// pattern encoded with x264 (`Tests/Servers/rtsp-camera-server.py`, run with /usr/bin/python3),
-/// 30 fps, an IDR every 30 frames, RTP over TCP or UDP as the client asks. `kill()` and
+/// 30 fps, an IDR every 30 frames, RTP over TCP or UDP as the client asks; with `audio`, a
+/// 48 kHz stereo AAC sine beside it (MPEG4-GENERIC), as a camera with a microphone. `kill()` and
 /// `start()` (or `restart()`) take it down and up on the same port, as a camera that reboots.
 public final class RTSPCamera {
     public let port: UInt16
     public let path: String
     public let size: String
+    public let audio: Bool
     public let directory: URL
     public let process: ServerProcess
 
     public static let script: URL = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Servers/rtsp-camera-server.py")
 
-    public init(port: UInt16? = nil, path: String = "/cam", size: String = "320x240") throws {
+    public init(port: UInt16? = nil, path: String = "/cam", size: String = "320x240", audio: Bool = false) throws {
+        self.audio = audio
         directory = try MediaServerDirectory.make("rtsp-camera")
         self.port = try port ?? FreePort.tcp()
         self.path = path
@@ -34,7 +37,7 @@ public final class RTSPCamera {
     }
 
     public func start(timeout: Double = 30) throws {
-        try process.start("/usr/bin/python3", [Self.script.path, String(port), path, size], directory: directory)
+        try process.start("/usr/bin/python3", [Self.script.path, String(port), path, size] + (audio ? ["--audio"] : []), directory: directory)
         try process.waitUntilListening(port: port, .tcp, timeout: timeout)
     }
 
