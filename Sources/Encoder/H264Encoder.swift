@@ -35,12 +35,12 @@ public final class H264Encoder {
         public var vbvMilliseconds: Int = 500
         /// Frames from one IDR to the next; nil means two seconds' worth.
         public var keyint: Int?
-        /// `--keyint` given as a time: for a source whose frames come irregularly (capture on
-        /// change), the capture pipeline also asks for an IDR when a changed picture comes
-        /// this long after the last IDR, so that a relay's cached GOP and a recorder's
-        /// segments stay as short in time as asked while the screen moves slowly. Frames are
-        /// still counted (`keyint`): a still screen's keep-alives get an IDR every `keyint`
-        /// of them, not every `keyintDuration`, since a joining reader asks for its own.
+        /// `--keyint` given as a time: the capture pipeline also asks for an IDR when a picture
+        /// comes this long after the last IDR, so that a relay's cached GOP and a recorder's
+        /// or HLS's segments stay as short in time as asked while the screen moves slowly
+        /// (capture on change) or frames are skipped (an encoder late on a loaded machine).
+        /// Frames are still counted (`keyint`): a still screen's keep-alives get an IDR every
+        /// `keyint` of them, not every `keyintDuration`, since a joining reader asks for its own.
         public var keyintDuration: MediaTime?
         /// Encoder threads, 0 = as many as x264 likes.
         public var threads: Int = 0

@@ -109,7 +109,11 @@ public final class CapturePipeline {
             }
             let encoder = try encoderFor(picture)
             if control.takeIDRRequest() { encoder.requestIDR() }
-            if source.isChangeDriven, !frame.isRepeat, let span = options.encoder.keyintDuration, let last = lastIDRPTS,
+            // `--keyint` as a time holds in time: frames skipped while the encoder was late
+            // (or a screen that changes slowly) would otherwise put the next IDR, and with it a
+            // segment's end, later than asked. A change-driven source's keep-alives still count
+            // in frames (a joining reader asks for its own IDR).
+            if !(source.isChangeDriven && frame.isRepeat), let span = options.encoder.keyintDuration, let last = lastIDRPTS,
                Int64(clamping: frame.pts90k) - Int64(clamping: last) >= span.ticks {
                 encoder.requestIDR()
             }

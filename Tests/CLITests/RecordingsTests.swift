@@ -33,8 +33,9 @@ import Testing
         let ends = segments.map { HLSPlaylistRules.date($0["end"] as? String ?? "") }
         for i in 1..<segments.count { #expect(abs(starts[i] - ends[i - 1]) < 0.002, "not contiguous: \(segments)") }
         // Each cut at the first IDR at or after 2 s: exactly 2 s while every picture is encoded;
-        // a live producer on a loaded machine drops a late picture rather than queue it, and its
-        // IDR (every 30 encoded pictures) then comes a frame or two later, never a second later.
+        // a live producer on a loaded machine skips a late picture rather than queue it, and the
+        // IDR due at a whole second then comes with the next picture, a frame or more later,
+        // never a whole second (the keyint) later.
         #expect(segments.dropLast().allSatisfy { (2.0..<3.0).contains($0["duration"] as? Double ?? 0) }, "\(segments)")
 
         // Half a second into the second segment: the cut starts at its IDR, the second's start.
@@ -47,10 +48,11 @@ import Testing
         #expect(head.hasPrefix("HTTP/1.1 200"), "\(head)")
         #expect(head.contains("Accept-Ranges: bytes"))
         #expect(head.contains("X-Recording-Start: \(segments[1]["start"] as? String ?? "?")"), "\(head)")
-        let probe = try Run.program("ffprobe", ["-v", "error", "-count_frames", "-show_entries", "stream=codec_type,nb_read_frames", "-of", "csv=p=0", cut.path])
-        let video = probe.text.split(separator: "\n").first { $0.hasPrefix("video,") }.flatMap { Int($0.split(separator: ",")[1]) } ?? 0
-        // From the IDR 0.5 s before the start to past its end: 2.5 s to 3.5 s of 30 fps.
-        #expect((75...105).contains(video), "\(probe.text)")
+        let probe = try Run.program("ffprobe", ["-v", "error", "-show_entries", "stream=codec_type,duration", "-of", "csv=p=0", cut.path])
+        let video = probe.text.split(separator: "\n").first { $0.hasPrefix("video,") }.flatMap { Double($0.split(separator: ",")[1]) } ?? 0
+        // From the IDR 0.5 s before the start to past its end: 2.5 s to 3.5 s of pictures (in
+        // time: a loaded machine's producer skips a late picture now and then).
+        #expect((2.4...3.6).contains(video), "\(probe.text)")
         #expect(probe.text.contains("audio,"), "no sound: \(probe.text)")
         let decode = try Run.program("ffmpeg", ["-v", "error", "-i", cut.path, "-f", "null", "-"])
         #expect(decode.status == 0 && decode.stderr.isEmpty, "\(decode.stderr)")
