@@ -7,21 +7,24 @@
 /// the video in a container, the access units waiting for their presentation time, the
 /// pictures a segment holds for their sound, a reader's skip queue.
 public struct FIFO<Element> {
-    private var storage: [Element] = []
-    private var head = 0
+    // Inlinable (and so its storage usable from inlinable code) so that a queue of a
+    // concrete type is specialized where it is used: generic code called across modules
+    // would look its element's layout up at run time on every call.
+    @usableFromInline var storage: [Element] = []
+    @usableFromInline var head = 0
 
-    public init() {}
+    @inlinable public init() {}
 
     /// Elements queued.
-    public var count: Int { storage.count - head }
-    public var isEmpty: Bool { head == storage.count }
+    @inlinable public var count: Int { storage.count - head }
+    @inlinable public var isEmpty: Bool { head == storage.count }
     /// The element that comes off next.
-    public var first: Element? { isEmpty ? nil : storage[head] }
+    @inlinable public var first: Element? { isEmpty ? nil : storage[head] }
     /// The element added last.
-    public var last: Element? { isEmpty ? nil : storage[storage.count - 1] }
+    @inlinable public var last: Element? { isEmpty ? nil : storage[storage.count - 1] }
 
     /// The element `index` places behind the front (0: `first`).
-    public subscript(index: Int) -> Element {
+    @inlinable public subscript(index: Int) -> Element {
         get {
             precondition(index >= 0 && index < count, "FIFO index out of range")
             return storage[head + index]
@@ -33,14 +36,14 @@ public struct FIFO<Element> {
     }
 
     /// The queued elements, front first.
-    public var elements: ArraySlice<Element> { storage[head...] }
+    @inlinable public var elements: ArraySlice<Element> { storage[head...] }
 
-    public mutating func append(_ element: Element) {
+    @inlinable public mutating func append(_ element: Element) {
         storage.append(element)
     }
 
     /// Takes the front element; nil when empty.
-    public mutating func popFirst() -> Element? {
+    @inlinable public mutating func popFirst() -> Element? {
         guard !isEmpty else { return nil }
         let element = storage[head]
         head += 1
@@ -49,7 +52,7 @@ public struct FIFO<Element> {
     }
 
     /// Takes the first `n` elements (at most `count`) and returns them, front first.
-    @discardableResult
+    @inlinable @discardableResult
     public mutating func removeFirst(_ n: Int) -> ArraySlice<Element> {
         let n = Swift.min(Swift.max(0, n), count)
         let taken = storage[head..<(head + n)]
@@ -60,18 +63,18 @@ public struct FIFO<Element> {
 
     /// Removes the elements at `range`, counted in places behind the front (0: `first`):
     /// what a queue drops from its middle when it skips.
-    public mutating func removeSubrange(_ range: Range<Int>) {
+    @inlinable public mutating func removeSubrange(_ range: Range<Int>) {
         precondition(range.lowerBound >= 0 && range.upperBound <= count, "FIFO range out of range")
         storage.removeSubrange((head + range.lowerBound)..<(head + range.upperBound))
         compact()
     }
 
-    public mutating func removeAll() {
+    @inlinable public mutating func removeAll() {
         storage.removeAll(keepingCapacity: true)
         head = 0
     }
 
-    private mutating func compact() {
+    @inlinable mutating func compact() {
         if head == storage.count {
             storage.removeAll(keepingCapacity: true)
             head = 0

@@ -29,6 +29,8 @@ import Media
 /// hand each access unit the SPS and PPS that are active for it.
 public struct AccessUnitAssembler {
     /// Parameter sets by id (SPS 0...31, PPS 0...255): the NAL unit (to resend) and its fields.
+    /// Each NAL unit is kept in storage of its own (`NALUnit.detached()`): a parameter set
+    /// kept for seconds must not keep the whole read chunk it came in alive with it.
     private var spsById = [(nal: NALUnit, sps: SequenceParameterSet)?](repeating: nil, count: 32)
     private var ppsById = [(nal: NALUnit, pps: PictureParameterSet)?](repeating: nil, count: 256)
 
@@ -252,7 +254,7 @@ public struct AccessUnitAssembler {
     private mutating func store(sps nal: NALUnit) {
         do {
             let sps = try SequenceParameterSet(nal)
-            spsById[sps.id] = (nal, sps)
+            spsById[sps.id] = (nal.detached(), sps)
         } catch {
             noteError(error)
         }
@@ -261,7 +263,7 @@ public struct AccessUnitAssembler {
     private mutating func store(pps nal: NALUnit) {
         do {
             let pps = try PictureParameterSet(nal)
-            ppsById[pps.id] = (nal, pps)
+            ppsById[pps.id] = (nal.detached(), pps)
         } catch {
             noteError(error)
         }

@@ -1,13 +1,5 @@
 import Media
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// Cuts an Annex-B byte stream (H.264 Annex B) into NAL units, incrementally.
 ///
 /// Push chunks of any size as they arrive; complete NAL units come out as soon as the start
@@ -98,11 +90,8 @@ public struct AnnexBScanner {
             let count = buf.count
             // Never look for a start code's `01` before the header byte's successor.
             var searchFrom = inSync ? Swift.max(0, header + 1 - P) : 0
-            while searchFrom < count, let hit = memchr(base + searchFrom, 1, count - searchFrom) {
-                let p = base.distance(to: hit.assumingMemoryBound(to: UInt8.self))
+            while searchFrom < count, let p = Self.candidate(base, from: searchFrom, count: count) {
                 searchFrom = p + 1
-                // Most 01 bytes are data: one look at the bytes before settles it.
-                if p >= 2 && (base[p - 1] != 0 || base[p - 2] != 0) { continue }
                 let q = P + p
                 // Zeros right before the `01`, not reaching back past the current header.
                 let lowest = inSync ? header : nalStart
@@ -174,6 +163,18 @@ public struct AnnexBScanner {
                 headerIndex = 0
             }
         }
+    }
+
+    /// The next `01` from `from` on that may end a start code: at 0 or 1 any `01` (its zeros
+    /// may be kept from the chunk before), further on one behind two zeros of this chunk
+    /// (`StartCodeSearch`).
+    private static func candidate(_ base: UnsafePointer<UInt8>, from: Int, count: Int) -> Int? {
+        var p = from
+        while p < 2 && p < count {
+            if base[p] == 1 { return p }
+            p += 1
+        }
+        return StartCodeSearch.next(in: base, from: p, count: count)
     }
 
     /// Hands out the NAL unit still in progress at the end of the stream (with any trailing

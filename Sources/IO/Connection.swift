@@ -151,6 +151,7 @@ public final class Connection {
         loop.preconditionOnLoop()
         guard !isClosed, !lingers else { return Progress() }
         let wasIdle = isIdle
+        if wasIdle, let progress = writeWhole(newChunks) { return progress }
         var added = 0
         for chunk in newChunks where !chunk.isEmpty {
             chunks.append(chunk)
@@ -223,6 +224,41 @@ public final class Connection {
     }
 
     // MARK: - Writing
+
+    /// The usual case of a reader that keeps up: nothing is queued and the socket takes the
+    /// whole item in one gathered write, straight from the caller's slices, so nothing is
+    /// queued (no slice is kept, no queue grows and shrinks) for each item. Nil when that is
+    /// not so (an empty slice, a transport finishing a write, the socket full): the item is
+    /// queued and written as usual. A write that got only part out queues the rest.
+    private func writeWhole(_ newChunks: [ArraySlice<UInt8>]) -> Progress? {
+        guard !closeWhenFlushed, !transport.hasPendingWrite, !transport.writeNeedsReadable, !transport.readNeedsWritable else { return nil }
+        var total = 0
+        for chunk in newChunks {
+            if chunk.isEmpty { return nil }
+            total += chunk.count
+        }
+        guard total > 0 else { return nil }
+        let written: Int
+        do {
+            guard case .done(let n) = try transport.write(newChunks, from: SliceCursor()) else { return nil }
+            written = n
+        } catch {
+            closeSoon(.error(error))
+            return Progress()
+        }
+        if written == total {
+            bytesSent += written
+            return Progress(bytes: written, finishedItems: 1)
+        }
+        // Part of it: the rest waits in the queue for the socket to take it.
+        chunks.append(contentsOf: newChunks)
+        itemEnds.append(chunks.count)
+        pendingBytes += total
+        _ = advance(by: written)
+        var progress = flush()
+        progress.bytes += written
+        return progress
+    }
 
     private func flush() -> Progress {
         var progress = Progress()

@@ -40,6 +40,14 @@ public struct NALUnit: Sendable {
         self.init(wire: bytes[...], headerIndex: 4, payloadEnd: bytes.count)
     }
 
+    /// The same NAL unit in storage of its own: for one kept long after the bytes around it
+    /// are gone (a parameter set), so that it does not keep alive the buffer it was cut from.
+    public func detached() -> NALUnit {
+        let bytes = Array(wire)
+        let base = wire.startIndex
+        return NALUnit(wire: bytes[...], headerIndex: headerIndex - base, payloadEnd: payloadEnd - base)
+    }
+
     /// Header and payload, still escaped (emulation prevention bytes in place).
     public var body: ArraySlice<UInt8> { wire[headerIndex..<payloadEnd] }
 }

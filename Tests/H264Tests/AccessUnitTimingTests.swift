@@ -174,6 +174,25 @@ import Testing
         #expect(units.allSatisfy { $0.parameterSets.map(\.type) == [.sps, .pps] })
     }
 
+    /// A parameter set is kept for as long as its id is not reused: in storage of its own, so
+    /// that it does not keep the whole chunk it was read in alive (a reader of 256 KiB chunks
+    /// would otherwise hold one per parameter set, and the heap churn faults pages in again).
+    @Test func keptParameterSetsDoNotShareTheChunk() throws {
+        let chunk = try ConformanceStream.named("FREXT01_JVC_D.264").load()
+        var parser = AnnexBParser()
+        let units = parser.push(chunk) + parser.finish()
+        let range = chunk.withUnsafeBufferPointer { UInt(bitPattern: $0.baseAddress)..<(UInt(bitPattern: $0.baseAddress) + UInt($0.count)) }
+        let kept = units.flatMap(\.parameterSets)
+        #expect(kept.count == 2 * units.count)
+        for nal in kept {
+            let address = nal.wire.withUnsafeBufferPointer { UInt(bitPattern: $0.baseAddress) }
+            #expect(!range.contains(address))
+        }
+        // The NAL units of the access units themselves still share it.
+        let slice = try #require(units.first?.nalUnits.last)
+        #expect(range.contains(slice.wire.withUnsafeBufferPointer { UInt(bitPattern: $0.baseAddress) }))
+    }
+
     /// The boundary questions on their own.
     @Test func beginsAccessUnitAnswersFromTheFirstBytes() throws {
         let bytes = try ConformanceStream.named("FREXT01_JVC_D.264").load()

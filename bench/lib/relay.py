@@ -16,7 +16,9 @@ and serves what it reads on tcp://127.0.0.1:P:
 
 Cases:
 - readers: beside the relays, a limit row: the readers read relaysrc itself (one sendmsg
-  per access unit and reader, nothing read), the least a relay's sending side can cost.
+  per access unit and reader, nothing read), the least a relay's sending side can cost;
+  and `c/relay.c`, the least a relay can cost: it reads the source, cuts it at the access
+  unit delimiters and sends each access unit to each reader with one sendmsg.
   The relay's CPU over a window (the sum of its threads' /proc schedstat, ns),
   its RSS and peak RSS with 16 readers: one in this process checks that every picture
   arrives (SEI sequence without a gap) and how far behind the source the pictures of the
@@ -31,6 +33,7 @@ Cases:
 
 from __future__ import annotations
 
+import os
 import random
 import subprocess
 import time
@@ -52,6 +55,7 @@ QUICK = dict(w=320, h=240, seconds=2, keyint_s=0.5, warm=0.6, rtsp_warm=1.2, set
              readers=4, stall_s=0.4, joins=2, gap=(0.26, 0.3), runs=1)
 RTSP_PATH = "/live"
 GST_REF = "gstreamer"  # the row the ratios are taken against
+C_RELAY = "C relay"  # c/relay.c: the least a relay (not a source) can do
 RTSP_SERVER = Path(__file__).resolve().parent / "rtsp_source.py"
 PY_GI = "/usr/bin/python3"  # python3-gi belongs to Debian's Python
 
@@ -110,7 +114,13 @@ def _start_relay(ctx: Context, procs: Procs, kind: tuple, url: str, log: Path) -
     """Starts one relay reading url; returns (process, port it serves on)."""
     tool, option = kind
     port = free_port()
-    if tool == "nalcast":
+    if tool == "nalcast" and option.startswith("before:"):
+        # NALCAST_BEFORE: an older build, --join gop
+        argv = [option[len("before:"):], "consume", "--from", url, "--listen", f"tcp://127.0.0.1:{port}",
+                "--join", "gop", "--quiet"]
+    elif tool == "crelay":
+        argv = [ctx.tool("relay"), url[len("tcp://127.0.0.1:"):], port]
+    elif tool == "nalcast":
         argv = [ctx.nalcast.path, "consume", "--from", url, "--listen", f"tcp://127.0.0.1:{port}",
                 "--join", option, "--quiet"]
     else:
@@ -139,7 +149,7 @@ def _alive(proc, log: Path) -> None:
 def _setup(ctx: Context, procs: Procs, p: dict, kind: tuple, rtsp: bool, what: str) -> tuple:
     """Source (and RTSP server), then the relay, warmed up: (relay process, port, its log).
     The limit row has no relay: the source serves the readers itself."""
-    log = ctx.dir("logs") / f"relay-{what}-{'rtsp' if rtsp else 'tcp'}-{kind[0]}-{kind[1] or 'default'}.stderr"
+    log = ctx.dir("logs") / f"relay-{what}-{'rtsp' if rtsp else 'tcp'}-{kind[0]}-{kind[1].split(':')[0] or 'default'}.stderr"
     source, src = _start_source(ctx, procs, p)
     if kind[0] == "limit":
         time.sleep(p["warm"])
@@ -200,7 +210,8 @@ def _ratios(key: str, label: str):
     column), and one note per nalcast row."""
     def after(case: Case) -> list:
         notes = []
-        for ref_name, suffix, who in ((GST_REF, "_vs_gst", "GStreamer's"), (None, "_vs_limit", "the C limit's")):
+        for ref_name, suffix, who in ((GST_REF, "_vs_gst", "GStreamer's"), (None, "_vs_limit", "the C limit's"),
+                                      (C_RELAY, "_vs_crelay", "the bare C relay's")):
             ref = next((c for c in case.contenders if c.samples and
                         (c.name == ref_name if ref_name else c.role == "limit")), None)
             if ref is None:
@@ -303,12 +314,18 @@ def cases(ctx: Context) -> list:
 
     n = p["readers"]
     reader_figs = [("cpu_pct", "CPU", "{:.2f} %"), ("cpu_pct_vs_gst", "vs GStreamer", "{:.2f}x"),
-                   ("cpu_pct_vs_limit", "vs C", "{:.2f}x"),
+                   ("cpu_pct_vs_limit", "vs C", "{:.2f}x"), ("cpu_pct_vs_crelay", "vs C relay", "{:.2f}x"),
                    ("hwm", "peak RSS", "{:.1f} MiB"), ("age_ms", "behind source", "{:.1f}"),
                    ("age_p99", "p99", "{:.1f} ms")]
     limit = Contender("C relaysrc serving them itself", measure=_readers_measure(("limit", ""), p), role="limit",
                       skip=None if has_program("ffmpeg") else "skipped (ffmpeg, which makes the source, not installed)")
-    readers = Case(NAME, f"relay {size} to {n} readers", "", 1, [limit] + rows(_readers_measure, p),
+    crelay = Contender(C_RELAY, measure=_readers_measure(("crelay", ""), p), skip=limit.skip)
+    before = os.environ.get("NALCAST_BEFORE")
+    old = Contender("nalcast --join gop before (NALCAST_BEFORE)",
+                    measure=_readers_measure(("nalcast", f"before:{Path(before).resolve()}"), p) if before else None,
+                    skip=skip_join or (None if before else "skipped (NALCAST_BEFORE not set)"))
+    relays = rows(_readers_measure, p)
+    readers = Case(NAME, f"relay {size} to {n} readers", "", 1, [limit, crelay] + relays[:2] + [old] + relays[2:],
                    runs=ctx.runs_for(p["runs"]), after=_ratios("cpu_pct", "CPU %"), figures=reader_figs)
     readers.notes.append(
         f"{readers.label}: relay CPU (% of a core, /proc schedstat) and RSS over {p['window']:g} s with {n} "

@@ -10,6 +10,7 @@ page cache.
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -99,6 +100,16 @@ def cases(ctx: Context) -> list:
     nalcast.skip = ctx.nalcast.unavailable("inspect")
     if not nalcast.skip:
         nalcast.argv = _inspect_argv(ctx, path)
+    # An older build beside it, runs interleaved: before and after a change, in one run.
+    before = os.environ.get("NALCAST_BEFORE")
+    old = Contender("nalcast inspect before (NALCAST_BEFORE)", None, stdout=outs / "nalcast-inspect-before.txt",
+                    usage_error_skips=True, check=printed,
+                    skip=None if before else "skipped (NALCAST_BEFORE not set)")
+    if before and not nalcast.skip:
+        old.argv = [Path(before).resolve(), *_inspect_argv(ctx, path)[1:]]
+    elif before:
+        old.skip = nalcast.skip
+    contenders.append(old)
     frames = p["seconds"] * 30 * copies
     label = f"scan {mb / 1000:.2f} GB" if mb >= 1000 else f"scan {mb:.1f} MB"
     return [Case(NAME, label, "MB/s", mb, contenders, warm=[path],

@@ -1,0 +1,94 @@
+import Testing
+@testable import H264
+import Media
+
+@Suite struct StartCodeSearchTests {
+    /// The start codes of `bytes` from `from` on, one byte at a time: what the search must find.
+    static func naive(_ bytes: [UInt8], from: Int) -> Int? {
+        var p = Swift.max(from, 2)
+        while p < bytes.count {
+            if bytes[p] == 1 && bytes[p - 1] == 0 && bytes[p - 2] == 0 { return p }
+            p += 1
+        }
+        return nil
+    }
+
+    /// Buffers dense with zeros and ones, so that pairs of zeros, start codes and near misses
+    /// (`00 01`, `00 00 02`, `00 00 00 01`) fall at every offset of the eight-byte words and
+    /// across the 16-byte steps, and lengths around the step.
+    static func buffers() -> [[UInt8]] {
+        var rng = SplitMix(state: 7)
+        var out: [[UInt8]] = [[], [1], [0, 1], [0, 0, 1], [0, 0, 0, 1], [UInt8](repeating: 0, count: 40)]
+        for length in [3, 15, 16, 17, 18, 31, 32, 33, 34, 64, 100, 257] {
+            for _ in 0..<40 {
+                out.append((0..<length).map { _ in [0, 0, 0, 1, 2, 3, 0x80, 0xff][Int.random(in: 0...7, using: &rng)] })
+            }
+        }
+        // One start code at each offset of a long run of data bytes.
+        for offset in 0..<40 {
+            var bytes = [UInt8](repeating: 0x55, count: 48)
+            bytes[offset] = 0
+            bytes[offset + 1] = 0
+            bytes[offset + 2] = 1
+            out.append(bytes)
+        }
+        return out
+    }
+
+    @Test func findsWhatAByteByByteSearchFinds() {
+        for bytes in Self.buffers() {
+            bytes.withUnsafeBufferPointer { buffer in
+                guard let base = buffer.baseAddress else { return }
+                for from in 0...bytes.count {
+                    let found = StartCodeSearch.next(in: base, from: from, count: bytes.count)
+                    #expect(found == Self.naive(bytes, from: from), "\(bytes) from \(from)")
+                }
+            }
+        }
+    }
+
+    /// The NAL unit bodies of `bytes`, cut byte by byte: each from the byte after a start
+    /// code to the zeros before the next one (a body of zeros only is no NAL unit), the last
+    /// to the end less its trailing zeros (at least its header byte).
+    static func naiveBodies(_ bytes: [UInt8]) -> [[UInt8]] {
+        var starts: [Int] = []
+        var from = 0
+        while let p = naive(bytes, from: from) {
+            starts.append(p)
+            from = p + 1
+        }
+        var bodies: [[UInt8]] = []
+        for (i, p) in starts.enumerated() where p + 1 < bytes.count {
+            let header = p + 1
+            var end: Int
+            if i + 1 < starts.count {
+                end = starts[i + 1] - 2
+                while end > header && bytes[end - 1] == 0 { end -= 1 }
+                if end == header { continue }
+            } else {
+                end = bytes.count
+                while end > header + 1 && bytes[end - 1] == 0 { end -= 1 }
+            }
+            bodies.append(Array(bytes[header..<end]))
+        }
+        return bodies
+    }
+
+    /// The scanner, fed the same dense bytes in random chunks, cuts the NAL units a byte-by-byte
+    /// cut of the whole buffer gives.
+    @Test func scannerCutsAtEveryStartCodeInAnyChunking() {
+        var rng = SplitMix(state: 11)
+        for bytes in Self.buffers() {
+            var scanner = AnnexBScanner()
+            var nals: [NALUnit] = []
+            var at = 0
+            while at < bytes.count {
+                let n = Swift.min(bytes.count - at, Int.random(in: 1...40, using: &rng))
+                nals += scanner.push(Array(bytes[at..<(at + n)]))
+                at += n
+            }
+            if let last = scanner.finish() { nals.append(last) }
+            #expect(nals.map { Array($0.body) } == Self.naiveBodies(bytes), "\(bytes)")
+        }
+    }
+}

@@ -1,0 +1,182 @@
+// relay: the least a relay of a live Annex-B stream can do, the "limit" of a relay's CPU.
+//
+//   relay SRC_PORT PORT
+//
+// Connects to 127.0.0.1:SRC_PORT (relaysrc), reads the stream as it comes (read() into one
+// buffer), cuts it into access units at their delimiters (00 00 01 09, found with memchr for
+// the 09 and a look at the three bytes before it: the benchmark's source has an AUD in every
+// access unit) and, as soon as the next one begins, writes the complete access unit to every
+// reader with one sendmsg (MSG_DONTWAIT); a reader starts at an access unit with an IDR slice
+// (type 5). Readers connect to 127.0.0.1:PORT (0: any free port). A reader whose socket does
+// not take an access unit whole gets the rest later from a backlog of its own; one past
+// 16 MiB is closed. No parsing beyond that, no timestamps, no joins with a cached GOP: what
+// any relay must pay is reading the source and one sendmsg per access unit and reader.
+//
+// stderr: "serving tcp://127.0.0.1:PORT" once listening (as nalcast prints it), one line
+// per reader dropped; on SIGTERM/SIGINT "relayed N access units" and exit 0. Exit 64 for bad
+// arguments, 69 when the source cannot be reached or ends.
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#define MAX_CLIENTS 64
+#define MAX_BACKLOG (16 << 20)
+#define BUF (4 << 20)
+
+struct client {
+    int fd;
+    int started;
+    uint8_t *backlog;
+    size_t len, cap;
+};
+
+static volatile sig_atomic_t stop;
+static void on_signal(int sig) { (void)sig; stop = 1; }
+
+static void drop(struct client *c, const char *why) {
+    fprintf(stderr, "relay: reader closed: %s\n", why);
+    close(c->fd);
+    free(c->backlog);
+    *c = (struct client){.fd = -1};
+}
+
+// Writes the backlog, then the access unit with one sendmsg; keeps the rest. 0 or -1.
+static int push(struct client *c, const uint8_t *au, size_t n) {
+    if (c->len > 0) {
+        ssize_t w = send(c->fd, c->backlog, c->len, MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (w < 0 && errno != EAGAIN) return -1;
+        if (w > 0) memmove(c->backlog, c->backlog + w, c->len -= (size_t)w);
+    }
+    size_t sent = 0;
+    if (c->len == 0) {
+        struct iovec iov = {(void *)au, n};
+        struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
+        ssize_t w = sendmsg(c->fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (w < 0 && errno != EAGAIN) return -1;
+        if (w > 0) sent = (size_t)w;
+    }
+    if (sent == n) return 0;
+    if (c->len + n - sent > MAX_BACKLOG) return -1;
+    if (c->len + n - sent > c->cap) {
+        c->cap = (c->len + n - sent) * 2;
+        c->backlog = realloc(c->backlog, c->cap);
+        if (!c->backlog) return -1;
+    }
+    memcpy(c->backlog + c->len, au + sent, n - sent);
+    c->len += n - sent;
+    return 0;
+}
+
+// Offset of the next access unit delimiter's first zero (00 00 01 09 or 00 00 00 01 09) at
+// or after `from`, or -1.
+static long next_aud(const uint8_t *b, size_t from, size_t end) {
+    for (size_t i = from + 3; i < end;) {
+        const uint8_t *p = memchr(b + i, 9, end - i);
+        if (!p) return -1;
+        size_t k = (size_t)(p - b);
+        if ((b[k - 1] == 1 && b[k - 2] == 0 && b[k - 3] == 0)) return (long)(k >= 4 && b[k - 4] == 0 ? k - 4 : k - 3);
+        i = k + 1;
+    }
+    return -1;
+}
+
+// Whether the access unit's first slice is an IDR slice (type 5, not 1).
+static int has_idr(const uint8_t *b, size_t n) {
+    for (size_t i = 2; i + 1 < n;) {
+        const uint8_t *p = memchr(b + i, 1, n - 1 - i);
+        if (!p) return 0;
+        size_t k = (size_t)(p - b);
+        i = k + 1;
+        if (b[k - 1] != 0 || b[k - 2] != 0) continue;
+        int type = b[k + 1] & 31;
+        if (type == 5) return 1;
+        if (type >= 1 && type <= 4) return 0;
+    }
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc != 3) {
+        fprintf(stderr, "usage: relay SRC_PORT PORT\n");
+        return 64;
+    }
+    signal(SIGTERM, on_signal);
+    signal(SIGINT, on_signal);
+    signal(SIGPIPE, SIG_IGN);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    int src = socket(AF_INET, SOCK_STREAM, 0);
+    a.sin_port = htons((uint16_t)atoi(argv[1]));
+    if (connect(src, (struct sockaddr *)&a, sizeof a) < 0) {
+        perror("relay: connect");
+        return 69;
+    }
+    int lfd = socket(AF_INET, SOCK_STREAM, 0);
+    int one = 1;
+    setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    a.sin_port = htons((uint16_t)atoi(argv[2]));
+    socklen_t al = sizeof a;
+    if (bind(lfd, (struct sockaddr *)&a, sizeof a) < 0 || listen(lfd, 64) < 0 || getsockname(lfd, (struct sockaddr *)&a, &al) < 0) {
+        perror("relay: listen");
+        return 69;
+    }
+    fprintf(stderr, "serving tcp://127.0.0.1:%d\n", ntohs(a.sin_port));
+    struct client clients[MAX_CLIENTS];
+    for (int i = 0; i < MAX_CLIENTS; i++) clients[i] = (struct client){.fd = -1};
+    // buf[0..len): once in sync, from the delimiter of the access unit in progress on.
+    uint8_t *buf = malloc(BUF);
+    size_t len = 0, searched = 0;
+    int synced = 0;
+    long units = 0;
+    while (!stop) {
+        struct pollfd p[2] = {{.fd = src, .events = POLLIN}, {.fd = lfd, .events = POLLIN}};
+        if (poll(p, 2, -1) < 0) continue;
+        if (p[1].revents & POLLIN) {
+            int fd = accept(lfd, NULL, NULL);
+            int slot = 0;
+            while (slot < MAX_CLIENTS && clients[slot].fd >= 0) slot++;
+            if (fd >= 0 && slot < MAX_CLIENTS) clients[slot] = (struct client){.fd = fd};
+            else if (fd >= 0) close(fd);
+        }
+        if (!(p[0].revents & (POLLIN | POLLHUP))) continue;
+        if (len == BUF) len = searched = 0;  // no delimiter in 4 MiB: not this benchmark's stream
+        ssize_t r = read(src, buf + len, BUF - len);
+        if (r <= 0) {
+            fprintf(stderr, "relay: the source ended\n");
+            return 69;
+        }
+        len += (size_t)r;
+        if (!synced) {
+            long s = next_aud(buf, 0, len);
+            if (s < 0) continue;
+            memmove(buf, buf + s, len -= (size_t)s);
+            synced = 1;
+        }
+        // Every access unit whose successor's delimiter has arrived goes out. (From 2 on: the
+        // front access unit's own delimiter is not its end.)
+        for (long next; (next = next_aud(buf, searched > 6 ? searched - 4 : 2, len)) > 0;) {
+            size_t n = (size_t)next;
+            int idr = has_idr(buf, n);
+            for (int i = 0; i < MAX_CLIENTS; i++) {
+                struct client *c = &clients[i];
+                if (c->fd < 0 || (!c->started && !idr)) continue;
+                c->started = 1;
+                if (push(c, buf, n) < 0) drop(c, "backlog full or send failed");
+            }
+            units++;
+            memmove(buf, buf + n, len -= n);
+            searched = 0;
+        }
+        searched = len;
+    }
+    fprintf(stderr, "relayed %ld access units\n", units);
+    return 0;
+}
