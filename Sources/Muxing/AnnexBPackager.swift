@@ -1,6 +1,12 @@
 import H264
 import Media
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
 /// A demuxed H.264 packet back to nalcast's wire form, without re-encoding: one packet is one
 /// access unit, made here directly (no scan for start codes across packets, no waiting for
 /// the next picture to know this one ended).
@@ -236,26 +242,31 @@ public struct AnnexBPackager {
 
     /// NAL units of an Annex-B buffer, cut at each start code (`00 00 01`, after any zeros),
     /// bytes shared. Anything before the first start code is not a NAL unit and is left out.
+    /// Start codes are found with `memchr` for their 01 (as `AnnexBScanner` does): a byte
+    /// loop in Swift was a quarter of the CPU of demuxing an MPEG-TS file.
     static func splitAnnexB(_ bytes: ArraySlice<UInt8>) -> [NALUnit] {
+        let origin = bytes.startIndex
         var starts: [Int] = []  // index of the first zero of each start code
         var headers: [Int] = []
-        var i = bytes.startIndex
-        let end = bytes.endIndex
-        while i + 2 < end {
-            if bytes[i + 2] > 1 {
-                i += 3
-            } else if bytes[i] == 0 && bytes[i + 1] == 0 && bytes[i + 2] == 1 {
-                var first = i
-                let floor = headers.last ?? bytes.startIndex
-                while first > floor && bytes[first - 1] == 0 { first -= 1 }
-                starts.append(first)
-                headers.append(i + 3)
-                i += 3
-            } else {
-                i += 1
+        bytes.withUnsafeBufferPointer { buf in
+            guard let base = buf.baseAddress, buf.count >= 3 else { return }
+            let count = buf.count
+            var from = 2
+            while from < count, let hit = memchr(base + from, 1, count - from) {
+                let one = base.distance(to: hit.assumingMemoryBound(to: UInt8.self))
+                if buf[one - 1] == 0 && buf[one - 2] == 0 {
+                    var first = one - 2
+                    let floor = (headers.last ?? origin) - origin
+                    while first > floor && buf[first - 1] == 0 { first -= 1 }
+                    starts.append(origin + first)
+                    headers.append(origin + one + 1)
+                }
+                from = one + 1
             }
         }
+        let end = bytes.endIndex
         var nals: [NALUnit] = []
+        nals.reserveCapacity(headers.count)
         for (k, header) in headers.enumerated() where header < end {
             let stop = k + 1 < starts.count ? starts[k + 1] : end
             guard header < stop else { continue }

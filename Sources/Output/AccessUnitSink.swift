@@ -8,7 +8,8 @@
 /// `ContainerSink` is one more sink (timestamps from `mediaTime`, its header with the
 /// first entry point's parameter sets, its trailer in `close`).
 ///
-/// A sink is used by one thread only, its `SinkRunner`'s worker: it may block in `write`
+/// A sink is used by one thread at a time, its `SinkRunner`'s worker (or, for a runner
+/// `.onCaller`, the thread that pushes, then the one that finishes): it may block in `write`
 /// (that is what the runner's queue is for). It is handed to the runner and never touched
 /// by anyone else after that.
 public protocol AccessUnitSink: AnyObject {
@@ -17,7 +18,7 @@ public protocol AccessUnitSink: AnyObject {
     /// Writes a batch of items, in order, and says how many access units (and bytes) it
     /// really wrote. Throwing `SinkError` closes this sink (the others go on).
     func write(_ items: ArraySlice<SinkItem>) throws(SinkError) -> WriteReport
-    /// Flushes and closes (end of input or a stop). Called once, on the worker thread.
+    /// Flushes and closes (end of input or a stop). Called once, on the runner's thread.
     func close() throws(SinkError)
     /// True when the sink writes an audio track (`SinkItem.audioFormat`, `.audio`): the
     /// containers. Annex-B sinks say no, and their runner keeps audio out of their queue

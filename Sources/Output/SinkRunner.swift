@@ -7,17 +7,26 @@ import Glibc
 import Musl
 #endif
 
-/// One sink, its bounded queue and its worker thread.
+/// One sink, its bounded queue and its worker thread; or, `.onCaller`, the sink written by
+/// the thread that pushes, in batches, with no thread and no hand-off.
 ///
 /// Life: `init` (starts the thread) → `push` from the reader thread → `finish` (drain, close,
 /// join). The reader never waits for the sink unless the queue's policy is `.wait`. When the
 /// sink fails (EPIPE on stdout), it is closed, `onEvent` reports it once (`.closed`), and later items
 /// are dropped and counted.
+///
+/// `.onCaller` is for a reader that would wait for the sink anyway (a file read as fast as it
+/// goes, a `.wait` queue): handing each access unit to a worker thread then costs a futex wake
+/// and two context switches per unit and buys nothing, so the items gather into a batch
+/// (`callerBatchBytes`, `batchSize`) that the pushing thread writes itself; `finish` writes
+/// the rest and closes the sink on the thread that calls it. Events come from those threads.
 public final class SinkRunner: @unchecked Sendable {
     // @unchecked Sendable holds because: every mutable field below (`queue`, `finishing`,
     // `closed`, `done`, `thread`) is read and written only while `condition` is locked; `name`,
-    // `counters` and `onEvent` are immutable and Sendable. The sink itself is not stored here:
-    // it was given (`sending`) to the worker thread's closure and only that thread touches it.
+    // `counters` and `onEvent` are immutable and Sendable. In the thread placement the sink is
+    // not stored here: it was given (`sending`) to the worker thread's closure and only that
+    // thread touches it. In `.onCaller` it is `onCaller`'s, whose every use (`pending`, the
+    // sink, `stopped`) holds `callerLock`: one thread at a time, the pusher or the finisher.
     public let name: String
     public let counters: SinkCounters
     private let condition = ConditionLock()
@@ -28,6 +37,7 @@ public final class SinkRunner: @unchecked Sendable {
     private var thread: OSThread?
     /// The sink writes an audio track (`AccessUnitSink.carriesAudio`); immutable.
     public let carriesAudio: Bool
+    /// Under `condition` (under `callerLock` `.onCaller`).
     private var saidAudioNotCarried = false
     private let onEvent: @Sendable (Event) -> Void
 
@@ -44,14 +54,45 @@ public final class SinkRunner: @unchecked Sendable {
 
     /// Items handed to the sink per `write` call at most.
     static let batchSize = 512
+    /// `.onCaller`: the bytes of access units gathered before the pushing thread writes them
+    /// (one `writev` of a file sink, a few MP4 fragments).
+    static let callerBatchBytes = 256 << 10
 
-    /// Starts the worker thread for `sink`. `onEvent` is called without any lock held.
-    public init(sink: sending AccessUnitSink, queue: SinkQueue, counters: SinkCounters, onEvent: @escaping @Sendable (Event) -> Void = { _ in }) {
+    /// Where the sink's writes run.
+    public enum Placement: Sendable {
+        /// A worker thread of its own, behind the queue.
+        case ownThread
+        /// The thread that pushes, in batches; no queue, no thread (a file read as fast as
+        /// it goes, where the reader would wait for the sink anyway).
+        case onCaller
+    }
+
+    /// The sink of an `.onCaller` runner and what is gathered for it.
+    private final class CallerSide {
+        let sink: AccessUnitSink
+        var pending: [SinkItem] = []
+        var pendingBytes = 0
+        /// Closed (failed or finished): later items are dropped and counted.
+        var stopped = false
+        init(_ sink: AccessUnitSink) { self.sink = sink }
+    }
+    private let onCaller: CallerSide?
+    private let callerLock = ConditionLock()
+
+    /// Starts the worker thread for `sink` (none `.onCaller`). `onEvent` is called without
+    /// any lock held.
+    public init(sink: sending AccessUnitSink, queue: SinkQueue, counters: SinkCounters, placement: Placement = .ownThread,
+                onEvent: @escaping @Sendable (Event) -> Void = { _ in }) {
         self.name = sink.name
         self.carriesAudio = sink.carriesAudio
         self.queue = queue
         self.counters = counters
         self.onEvent = onEvent
+        if placement == .onCaller {
+            onCaller = CallerSide(sink)
+            return
+        }
+        onCaller = nil
         let thread = OSThread(name: "nalcast-sinkrunner") { [self] in self.work(sink) }
         condition.withLock { self.thread = thread }
     }
@@ -61,8 +102,31 @@ public final class SinkRunner: @unchecked Sendable {
         push(CollectionOfOne(item))
     }
 
+    /// Whether `item` goes to the sink: a sink without an audio track gets no audio (each
+    /// packet counted dropped, the format said once through `audioNotCarried`).
+    private func admits(_ item: SinkItem, _ audioNotCarried: inout Bool) -> Bool {
+        guard !carriesAudio else { return true }
+        switch item {
+        case .audio:
+            counters.droppedAudioPackets.increment()
+            return false
+        case .audioFormat:
+            if !saidAudioNotCarried {
+                saidAudioNotCarried = true
+                audioNotCarried = true
+            }
+            return false
+        case .unit, .discontinuity, .gap:
+            return true
+        }
+    }
+
     /// Hands items to the sink under one lock (the access units cut from one read).
     public func push(_ items: some Collection<SinkItem>) {
+        if let onCaller {
+            pushOnCaller(items, onCaller)
+            return
+        }
         var startedSkipping = false
         var audioNotCarried = false
         condition.lock()
@@ -73,28 +137,10 @@ public final class SinkRunner: @unchecked Sendable {
         }
         var wake = false
         for item in items {
-            if !carriesAudio {
-                switch item {
-                case .audio:
-                    counters.droppedAudioPackets.increment()
-                    continue
-                case .audioFormat:
-                    if !saidAudioNotCarried {
-                        saidAudioNotCarried = true
-                        audioNotCarried = true
-                    }
-                    continue
-                case .unit, .discontinuity, .gap:
-                    break
-                }
-            }
+            guard admits(item, &audioNotCarried) else { continue }
             while true {
                 if closed || finishing {
-                    switch item {
-                    case .unit: counters.droppedUnits.increment()
-                    case .audio: counters.droppedAudioPackets.increment()
-                    case .discontinuity, .gap, .audioFormat: break
-                    }
+                    countDropped(item)
                     break
                 }
                 if queue.isEmpty { wake = true }
@@ -125,6 +171,10 @@ public final class SinkRunner: @unchecked Sendable {
     /// Returns false when the sink did not finish in time (it is left behind).
     @discardableResult
     public func finish(timeout: Double) -> Bool {
+        if let onCaller {
+            finishOnCaller(onCaller)
+            return true
+        }
         let deadline = MonotonicClock.nanoseconds + UInt64(max(0, timeout) * 1e9)
         requestFinish()
         condition.lock()
@@ -159,12 +209,7 @@ public final class SinkRunner: @unchecked Sendable {
             condition.unlock()
             if !batch.isEmpty {
                 do {
-                    let report = try sink.write(batch)
-                    counters.writtenUnits.increment(by: UInt64(report.units))
-                    counters.writtenBytes.increment(by: UInt64(report.bytes))
-                    if report.dropped > 0 { counters.droppedUnits.increment(by: UInt64(report.dropped)) }
-                    if report.audioPackets > 0 { counters.writtenAudioPackets.increment(by: UInt64(report.audioPackets)) }
-                    if report.droppedAudio > 0 { counters.droppedAudioPackets.increment(by: UInt64(report.droppedAudio)) }
+                    count(try sink.write(batch))
                 } catch {
                     failure = error
                     break
@@ -172,14 +217,7 @@ public final class SinkRunner: @unchecked Sendable {
             }
             if last { break }
         }
-        if failure == nil {
-            do { try sink.close() } catch { failure = error }
-        } else {
-            try? sink.close()
-        }
-        let lateAudio = sink.audioCountsAfterLastWrite()
-        counters.writtenAudioPackets.increment(by: UInt64(lateAudio.written))
-        counters.droppedAudioPackets.increment(by: UInt64(lateAudio.dropped))
+        failure = close(sink, after: failure)
         condition.withLock {
             closed = true
             // What is still queued will never be written.
@@ -197,6 +235,103 @@ public final class SinkRunner: @unchecked Sendable {
         condition.withLock {
             done = true
             condition.broadcast()
+        }
+    }
+
+    private func count(_ report: WriteReport) {
+        counters.writtenUnits.increment(by: UInt64(report.units))
+        counters.writtenBytes.increment(by: UInt64(report.bytes))
+        if report.dropped > 0 { counters.droppedUnits.increment(by: UInt64(report.dropped)) }
+        if report.audioPackets > 0 { counters.writtenAudioPackets.increment(by: UInt64(report.audioPackets)) }
+        if report.droppedAudio > 0 { counters.droppedAudioPackets.increment(by: UInt64(report.droppedAudio)) }
+    }
+
+    /// Closes the sink (after a failed write too) and counts the audio its close wrote or
+    /// dropped; the failure to report.
+    private func close(_ sink: AccessUnitSink, after failure: SinkError?) -> SinkError? {
+        var failure = failure
+        if failure == nil {
+            do { try sink.close() } catch { failure = error }
+        } else {
+            try? sink.close()
+        }
+        let lateAudio = sink.audioCountsAfterLastWrite()
+        counters.writtenAudioPackets.increment(by: UInt64(lateAudio.written))
+        counters.droppedAudioPackets.increment(by: UInt64(lateAudio.dropped))
+        return failure
+    }
+
+    // MARK: .onCaller
+
+    /// Gathers `items`; writes the batch once it holds `callerBatchBytes` or `batchSize`
+    /// items. After a failure or `finish`, items are dropped and counted.
+    private func pushOnCaller(_ items: some Collection<SinkItem>, _ side: CallerSide) {
+        var audioNotCarried = false
+        var failure: SinkError?
+        callerLock.lock()
+        let finishing = condition.withLock { self.finishing }
+        for item in items {
+            guard admits(item, &audioNotCarried) else { continue }
+            if side.stopped || finishing {
+                countDropped(item)
+                continue
+            }
+            side.pending.append(item)
+            side.pendingBytes += item.byteCount
+            if side.pendingBytes >= Self.callerBatchBytes || side.pending.count >= Self.batchSize {
+                // After a failure the rest of `items` is dropped and counted (`stopped`).
+                failure = writePending(side)
+            }
+        }
+        callerLock.unlock()
+        if audioNotCarried { onEvent(.audioNotCarried(sink: name)) }
+        if let failure { onEvent(.closed(sink: name, error: failure)) }
+    }
+
+    /// Writes what is gathered; on a failure closes the sink and returns the failure.
+    private func writePending(_ side: CallerSide) -> SinkError? {
+        guard !side.pending.isEmpty else { return nil }
+        defer {
+            side.pending.removeAll(keepingCapacity: true)
+            side.pendingBytes = 0
+        }
+        do {
+            count(try side.sink.write(side.pending[...]))
+            return nil
+        } catch {
+            side.stopped = true
+            let failure = close(side.sink, after: error)
+            condition.withLock {
+                closed = true
+                done = true
+            }
+            return failure
+        }
+    }
+
+    /// Writes the rest and closes the sink, on the calling thread.
+    private func finishOnCaller(_ side: CallerSide) {
+        requestFinish()
+        callerLock.lock()
+        guard !side.stopped else { return callerLock.unlock() }
+        var failure = writePending(side)
+        if failure == nil {
+            side.stopped = true
+            failure = close(side.sink, after: nil)
+            condition.withLock {
+                closed = true
+                done = true
+            }
+        }
+        callerLock.unlock()
+        onEvent(.closed(sink: name, error: failure))
+    }
+
+    private func countDropped(_ item: SinkItem) {
+        switch item {
+        case .unit: counters.droppedUnits.increment()
+        case .audio: counters.droppedAudioPackets.increment()
+        case .discontinuity, .gap, .audioFormat: break
         }
     }
 }

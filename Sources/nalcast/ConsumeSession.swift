@@ -153,14 +153,20 @@ final class ConsumeSession {
 
     /// One runner per output (`-o`, `--segments`, `--forward`), fed together by the fan-out.
     /// Behind a live input a slow output skips to the next IDR; behind a file, reading waits.
+    /// A file read as fast as it goes (not live) writes its local outputs on the reader's
+    /// thread (`SinkRunner.Placement.onCaller`): the reader would wait for them anyway, and a
+    /// hand-off per access unit cost more than the writing. A `--forward` keeps a thread: a
+    /// remote that stalls must not hold up the end of the run past `--stop-timeout`.
     private func makeOutputs(_ ending: Ending) throws -> SinkFanout {
         let policy: SinkQueue.Policy = config.input.isNetwork ? .skipToEntry : .wait
         let registry = metrics.registry
         let queueBytes = config.sinkQueue
         let onRunnerEvent = runnerEvents(ending, sinkCount: (config.output != nil ? 1 : 0) + (config.segments != nil ? 1 : 0) + (config.hls != nil ? 1 : 0) + (config.replay != nil ? 1 : 0)
                                                      + config.forwards.count)
-        func runner(_ sink: sending AccessUnitSink, name: String) -> SinkRunner {
-            SinkRunner(sink: sink, queue: SinkQueue(policy: policy, highWater: queueBytes), counters: SinkCounters(registry: registry, sink: name), onEvent: onRunnerEvent)
+        let local: SinkRunner.Placement = isLive ? .ownThread : .onCaller
+        func runner(_ sink: sending AccessUnitSink, name: String, placement: SinkRunner.Placement = .ownThread) -> SinkRunner {
+            SinkRunner(sink: sink, queue: SinkQueue(policy: policy, highWater: queueBytes), counters: SinkCounters(registry: registry, sink: name),
+                       placement: placement, onEvent: onRunnerEvent)
         }
         var runners: [SinkRunner] = []
         if let output = config.output {
@@ -172,22 +178,22 @@ final class ConsumeSession {
                 throw CommandError.io(error.message)
             }
             let name = sink.name
-            runners.append(runner(sink, name: name))
+            runners.append(runner(sink, name: name, placement: local))
         }
         if let directory = config.segments {
             let sink = try makeSegmentSink(directory)
-            runners.append(runner(sink, name: sink.name))
+            runners.append(runner(sink, name: sink.name, placement: local))
         }
         if let hls = config.hls {
             let (sink, live) = try hls.makeSink(countedClock: config.input.timeIsCounted, log: log, events: events)
             hlsLive = live
-            hlsRunner = runner(sink, name: sink.name)
+            hlsRunner = runner(sink, name: sink.name, placement: local)
             runners.append(hlsRunner!)
         }
         if let choice = config.replay {
             let trigger = choice.makeTrigger()
             replay = trigger
-            runners.append(runner(choice.makeSink(trigger, log: log, events: events), name: "replay"))
+            runners.append(runner(choice.makeSink(trigger, log: log, events: events), name: "replay", placement: local))
         }
         for (index, target) in config.forwards.enumerated() {
             let sink = makeForwardSink(target, name: ForwardChoice.sinkName(index, of: config.forwards.count), ending)

@@ -78,6 +78,86 @@ import Testing
     }
 }
 
+/// A runner `.onCaller`: no thread; the pushing thread writes in batches, `finish` the rest.
+@Suite struct SinkRunnerOnCallerTests {
+    /// Counts its write calls and units, and notes whether every call ran on `thread`.
+    /// `@unchecked Sendable`: the runner `.onCaller` has no thread; the test's own thread is
+    /// the only one that writes to it, closes it and reads its counts.
+    final class Batches: AccessUnitSink, @unchecked Sendable {
+        let name = "batches"
+        let thread = pthread_self()
+        var calls = 0
+        var units = 0
+        var onOtherThread = false
+        var closes = 0
+        let failAt: Int?
+        init(failAt: Int? = nil) { self.failAt = failAt }
+        func write(_ items: ArraySlice<SinkItem>) throws(SinkError) -> WriteReport {
+            calls += 1
+            if pthread_self() != thread { onOtherThread = true }
+            var report = WriteReport()
+            for item in items {
+                guard case .unit(let u) = item else { continue }
+                if let failAt, units >= failAt { throw SinkError(sink: name, message: "write: No space left on device") }
+                units += 1
+                report.units += 1
+                report.bytes += u.unit.byteCount
+            }
+            return report
+        }
+        func close() throws(SinkError) { closes += 1 }
+    }
+
+    @Test func thePushingThreadWritesInBatchesAndFinishWritesTheRest() throws {
+        let units = try Fixtures.accessUnits("FRExt1_Panasonic.avc")
+        let sink = Batches()
+        let closed = Names()
+        let runner = SinkRunner(sink: sink, queue: SinkQueue(policy: .wait, highWater: 1 << 20), counters: SinkCounters(), placement: .onCaller) { event in
+            if case .closed(let name, let error) = event { closed.add(name + (error == nil ? "" : " failed")) }
+        }
+        let rounds = 40
+        for _ in 0..<rounds {
+            for u in units { runner.push(SinkItem.unit(TimedUnit(unit: u, mediaTime: .zero, arrivalNs: 0))) }
+        }
+        #expect(runner.finish(timeout: 1))
+        let total = rounds * units.count
+        #expect(sink.units == total)
+        #expect(runner.counters.writtenUnits.value == UInt64(total))
+        // One write per batch, not one per access unit; all on this thread.
+        #expect(sink.calls < total / 4)
+        #expect(!sink.onOtherThread)
+        #expect(sink.closes == 1)
+        #expect(closed.all == ["batches"])
+        #expect(runner.isClosed)
+        runner.push(SinkItem.unit(TimedUnit(unit: units[0], mediaTime: .zero, arrivalNs: 0)))
+        #expect(runner.counters.droppedUnits.value == 1)
+    }
+
+    @Test func aFailedWriteClosesTheSinkAndLaterUnitsAreCounted() throws {
+        let units = try Fixtures.accessUnits("FRExt1_Panasonic.avc")
+        let sink = Batches(failAt: 0)
+        let closed = Names()
+        let runner = SinkRunner(sink: sink, queue: SinkQueue(policy: .wait, highWater: 1 << 20), counters: SinkCounters(), placement: .onCaller) { event in
+            if case .closed(let name, let error) = event { closed.add(name + (error == nil ? "" : " failed")) }
+        }
+        let rounds = 40
+        for _ in 0..<rounds {
+            for u in units { runner.push(SinkItem.unit(TimedUnit(unit: u, mediaTime: .zero, arrivalNs: 0))) }
+        }
+        #expect(closed.all == ["batches failed"])
+        #expect(runner.isClosed)
+        #expect(runner.finish(timeout: 1))
+        #expect(closed.all == ["batches failed"])
+        #expect(sink.closes == 1)
+        #expect(runner.counters.writtenUnits.value == 0)
+        // The failed batch was the sink's to report; everything pushed after it is counted.
+        let failedBatch = UInt64(rounds * units.count) - runner.counters.droppedUnits.value
+        #expect(failedBatch > 0 && failedBatch <= UInt64(SinkRunnerBatch.size))
+    }
+}
+
+enum SinkRunnerBatch { static let size = 512 }
+
 final class Names: Sendable {
     private let list = Mutex<[String]>([])
     func add(_ s: String) { list.withLock { $0.append(s) } }

