@@ -79,7 +79,7 @@ final class ConsumeRelay {
     }
 
     /// After the loop: the page's HTTP server closes (the stream server closed its readers).
-    func close() { side.webServer?.close() }
+    func close() { side.close() }
 
     /// The input's audio to the MPEG-TS listeners (`RelayAudio`): through the server's mailbox
     /// when there is a TS listener; what it reports as log lines and events. `listeners` and

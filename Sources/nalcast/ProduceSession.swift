@@ -292,7 +292,7 @@ final class ProduceSession {
     private func drain(_ serving: LoopSide, _ writer: SinkFanout?) {
         serving.statusTimer.stop()
         serving.metricsServer?.close()
-        serving.webServer?.close()
+        serving.serving.close()
         let late = writer?.finish(timeout: 5) ?? []
         if !late.isEmpty { log.line("gave up waiting for: \(late.joined(separator: ", "))", force: true) }
         status.end()

@@ -1,0 +1,87 @@
+import Media
+import RTP
+
+/// What a WebRTC sender puts on the wire for one access unit, before SRTP: the NAL units a
+/// receiver decodes (no AUD, SEI, end of sequence or filler: WebRTC frames access units with
+/// the marker bit and timestamps), packetized (RFC 6184, mode 1), with abs-capture-time on
+/// the first packet when negotiated. Pure.
+public struct RTPSender: Sendable {
+    public let ssrc: UInt32
+    public let payloadType: UInt8
+    /// The one-byte header extension id of abs-capture-time; nil when not negotiated.
+    public let captureTimeExtension: Int?
+    public private(set) var sequenceNumber: UInt16
+    private let packetizer = H264Packetizer()
+    /// Added to every RTP timestamp (random, RFC 3550 §5.1).
+    private let timestampOffset: UInt32
+    /// The last access unit's RTP timestamp and the wall-clock time (ns) it stands for: what
+    /// sender reports map from.
+    public private(set) var last: (rtp: UInt32, wallNs: UInt64)?
+    public private(set) var packetsSent: UInt32 = 0
+    public private(set) var octetsSent: UInt32 = 0
+
+    public init(ssrc: UInt32, payloadType: UInt8, captureTimeExtension: Int?, firstSequence: UInt16, timestampOffset: UInt32) {
+        self.ssrc = ssrc
+        self.payloadType = payloadType
+        self.captureTimeExtension = captureTimeExtension
+        self.sequenceNumber = firstSequence
+        self.timestampOffset = timestampOffset
+    }
+
+    /// NAL unit types left out: AUD (9), SEI (6), end of sequence (10) and stream (11), filler (12).
+    static func carried(_ type: UInt8) -> Bool { ![6, 9, 10, 11, 12].contains(type) }
+
+    /// The RTP packets of one access unit at media time `pts90k` captured at `wallNs`
+    /// (CLOCK_REALTIME), in order, each with its sequence number.
+    public mutating func packets(_ nalUnits: [NALUnit], pts90k: UInt64, wallNs: UInt64) -> [(sequence: UInt16, bytes: [UInt8])] {
+        var timestamp = UInt32(truncatingIfNeeded: pts90k) &+ timestampOffset
+        // Never backwards (a relay's GOP sent again after a PLI carries old times).
+        if let previous = last?.rtp, !(timestamp == previous || rtpTimestamp(timestamp, isAfter: previous)) { timestamp = previous &+ 1 }
+        last = (timestamp, wallNs)
+        let bodies = nalUnits.compactMap { nal -> ArraySlice<UInt8>? in
+            let body = nal.body
+            guard let first = body.first, Self.carried(first & 0x1F) else { return nil }
+            return body
+        }
+        var out: [(UInt16, [UInt8])] = []
+        for (i, payload) in packetizer.payloads(for: bodies).enumerated() {
+            var packet = RTPPacket(marker: payload.marker, payloadType: payloadType, sequenceNumber: sequenceNumber,
+                                   timestamp: timestamp, ssrc: ssrc, payload: payload.bytes[...])
+            if i == 0, let id = captureTimeExtension {
+                packet.extensionProfile = 0xBEDE
+                packet.extensionData = Self.absCaptureTime(id: id, wallNs: wallNs)[...]
+            }
+            let bytes = packet.serialized()
+            out.append((sequenceNumber, bytes))
+            sequenceNumber &+= 1
+            packetsSent &+= 1
+            octetsSent &+= UInt32(payload.bytes.count)
+        }
+        return out
+    }
+
+    /// A sender report for `nowNs` (CLOCK_REALTIME): the RTP time of now on the last access
+    /// unit's line; nil before the first access unit.
+    public func senderReport(nowNs: UInt64) -> RTCP.SenderReport? {
+        guard let last else { return nil }
+        let elapsed = Int64(bitPattern: nowNs &- last.wallNs)
+        let rtp = last.rtp &+ UInt32(truncatingIfNeeded: elapsed * 9 / 100_000)
+        return RTCP.SenderReport(ssrc: ssrc, ntpTime: RTCP.SenderReport.ntpTime(unixSeconds: Double(nowNs) / 1e9),
+                                 rtpTimestamp: rtp, packetCount: packetsSent, octetCount: octetsSent)
+    }
+
+    /// The abs-capture-time element (one-byte form, 8 bytes of NTP time), padded to a word.
+    static func absCaptureTime(id: Int, wallNs: UInt64) -> [UInt8] {
+        let ntp = RTCP.SenderReport.ntpTime(unixSeconds: Double(wallNs) / 1e9)
+        var out: [UInt8] = [UInt8(id << 4 | 7)]
+        for shift in stride(from: 56, through: 0, by: -8) { out.append(UInt8(truncatingIfNeeded: ntp >> UInt64(shift))) }
+        out += [0, 0, 0]
+        return out
+    }
+}
+
+/// Whether an RTP timestamp comes after another, across the 32-bit wrap.
+func rtpTimestamp(_ b: UInt32, isAfter a: UInt32) -> Bool {
+    let d = b &- a
+    return d != 0 && d < 0x8000_0000
+}
