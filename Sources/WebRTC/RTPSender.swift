@@ -12,20 +12,24 @@ public struct RTPSender: Sendable {
     public let captureTimeExtension: Int?
     public private(set) var sequenceNumber: UInt16
     private let packetizer = H264Packetizer()
-    /// Added to every RTP timestamp (random, RFC 3550 §5.1).
-    private let timestampOffset: UInt32
+    /// Added to every media time to make its RTP timestamp: set at the first access unit so
+    /// that its RTP time is its capture time (CLOCK_REALTIME in 90 kHz ticks, modulo 2^32),
+    /// which the page reads back from `requestVideoFrameCallback`'s `rtpTimestamp` for its
+    /// capture → paint figure (Chromium gives no `captureTime` to a receive-only peer: it
+    /// needs a round-trip time). Not random as RFC 3550 §5.1 suggests: SRTP's AES counter
+    /// mode makes known timestamps no help to an attacker.
+    private var timestampOffset: UInt32?
     /// The last access unit's RTP timestamp and the wall-clock time (ns) it stands for: what
     /// sender reports map from.
     public private(set) var last: (rtp: UInt32, wallNs: UInt64)?
     public private(set) var packetsSent: UInt32 = 0
     public private(set) var octetsSent: UInt32 = 0
 
-    public init(ssrc: UInt32, payloadType: UInt8, captureTimeExtension: Int?, firstSequence: UInt16, timestampOffset: UInt32) {
+    public init(ssrc: UInt32, payloadType: UInt8, captureTimeExtension: Int?, firstSequence: UInt16) {
         self.ssrc = ssrc
         self.payloadType = payloadType
         self.captureTimeExtension = captureTimeExtension
         self.sequenceNumber = firstSequence
-        self.timestampOffset = timestampOffset
     }
 
     /// NAL unit types left out: AUD (9), SEI (6), end of sequence (10) and stream (11), filler (12).
@@ -34,7 +38,9 @@ public struct RTPSender: Sendable {
     /// The RTP packets of one access unit at media time `pts90k` captured at `wallNs`
     /// (CLOCK_REALTIME), in order, each with its sequence number.
     public mutating func packets(_ nalUnits: [NALUnit], pts90k: UInt64, wallNs: UInt64) -> [(sequence: UInt16, bytes: [UInt8])] {
-        var timestamp = UInt32(truncatingIfNeeded: pts90k) &+ timestampOffset
+        let offset = timestampOffset ?? UInt32(truncatingIfNeeded: wallNs / 100_000 * 9) &- UInt32(truncatingIfNeeded: pts90k)
+        timestampOffset = offset
+        var timestamp = UInt32(truncatingIfNeeded: pts90k) &+ offset
         // Never backwards (a relay's GOP sent again after a PLI carries old times).
         if let previous = last?.rtp, !(timestamp == previous || rtpTimestamp(timestamp, isAfter: previous)) { timestamp = previous &+ 1 }
         last = (timestamp, wallNs)
