@@ -125,6 +125,7 @@ extension ConsumeSession {
         ending.endsThrough.withLock { $0 = relay.endStream }
         relay.start()
         log.line("relaying \(config.input)\(config.realtime ? " at the pace of its media time" : ""); " + relay.side.places.joined(separator: ", "))
+        if let line = relay.side.whepLine { log.line(line) }
         return relay
     }
 }

@@ -252,6 +252,7 @@ final class ProduceSession {
         for target in plan.forwards { where_.append("pushing to \(target)") }
         if let hls = plan.hls { where_.append("writing HLS into \(hls.directory)") }
         log.line("capturing \(input); \(where_.joined(separator: ", "))")
+        if let line = serving.serving.whepLine { log.line(line) }
         for line in serving.serving.securityLines(metrics: serving.metricsServer) { log.line(line, force: true) }
     }
 

@@ -291,11 +291,16 @@ final class ServingSide {
         for listening in server?.boundListeners ?? [] {
             out.append("serving \(listening)" + (listening.format == .mpegTS ? " (MPEG-TS)" : ""))
         }
-        if let web = webServer?.boundEndpoint {
-            out.append("the page on \(security.pageURL(web))")
-            if let whep { out.append("WHEP at \(security.pageURL(web))whep (UDP \(whep.endpoint.candidateHosts.map { "\($0):\(whep.endpoint.port)" }.joined(separator: " ")))") }
-        }
+        if let web = webServer?.boundEndpoint { out.append("the page on \(security.pageURL(web))") }
         return out
+    }
+
+    /// Where WHEP viewers go, a line of its own (the page's address stays the one URL on the
+    /// line before): `WebRTC (WHEP): /whep beside the page; media on UDP 127.0.0.1:40000`.
+    var whepLine: String? {
+        guard let whep else { return nil }
+        let candidates = whep.endpoint.candidateHosts.map { ($0.contains(":") ? "[\($0)]" : $0) + ":\(whep.endpoint.port)" }
+        return "WebRTC (WHEP): POST an offer to /whep beside the page; media on UDP \(candidates.joined(separator: " "))"
     }
 
     /// The lines said once at start about TLS and tokens (`HTTPSecurity.startLines`).

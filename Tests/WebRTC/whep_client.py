@@ -2,12 +2,14 @@
 Chromium's), as a test's peer: offers to receive video, plays what comes and prints what it
 decoded, as JSON.
 
-    whep_client.py WHEP_URL FRAMES POINTS_JSON [--token TOKEN] [--pli N]
+    whep_client.py WHEP_URL FRAMES POINTS_JSON [--token TOKEN] [--pli N] [--nack N]
 
 POSTs its offer (application/sdp), takes the 201's answer and Location, decodes FRAMES
 frames (up to 60 s), reads the RGB colours at POINTS_JSON ([[x, y], ...]) of the last one,
-then DELETEs the session. With --pli N it sends a picture loss indication after frame N and
-reports the frames up to the next keyframe. Prints {"frames", "width", "height",
+then DELETEs the session. With --pli N it sends a picture loss indication after frame N
+and counts the keyframes decoded after it ("keyframesAfterPLI"); with --nack N, after frame
+N, a NACK of the two packets before the last one received and of one 2000 packets before
+it (never sent, or long out of any history: "nacked"). Prints {"frames", "width", "height",
 "keyframes", "pixels", "status", "location", "deleted", "answer"} or {"error": ...} (exit 1).
 """
 
@@ -32,7 +34,11 @@ def http(method, url, body=None, token=None):
         return error.code, dict(error.headers), error.read().decode()
 
 
-async def run(url, wanted, points, token):
+def is_key(frame):
+    return bool(getattr(frame, "key_frame", False)) or str(getattr(frame, "pict_type", "")).endswith("I")
+
+
+async def run(url, wanted, points, token, pli_at=None, nack_at=None):
     pc = RTCPeerConnection()
     pc.addTransceiver("video", direction="recvonly")
     got = asyncio.get_event_loop().create_future()
@@ -49,28 +55,43 @@ async def run(url, wanted, points, token):
     location = headers.get("Location", "")
     await pc.setRemoteDescription(RTCSessionDescription(sdp=answer, type="answer"))
     track = await asyncio.wait_for(got, 20)
-    frames, keyframes, last = 0, 0, None
+    receiver = pc.getTransceivers()[0].receiver
+    ssrc = int(next(line.split()[0].split(":")[1] for line in answer.splitlines() if line.startswith("a=ssrc:")))
+    frames, keyframes, after_pli, nacked, last = 0, 0, 0, [], None
     deadline = time.time() + 60
     while frames < wanted and time.time() < deadline:
         frame = await asyncio.wait_for(track.recv(), 20)
         frames += 1
-        if getattr(frame, "key_frame", False):
+        if is_key(frame):
             keyframes += 1
+            if pli_at is not None and frames > pli_at:
+                after_pli += 1
+        if frames == pli_at:
+            await receiver._send_rtcp_pli(ssrc)
+        if frames == nack_at:
+            newest = receiver._RTCRtpReceiver__remote_streams[ssrc].max_seq
+            nacked = [(newest - 2) % 65536, (newest - 1) % 65536, (newest - 2000) % 65536]
+            # Two NACKs: aiortc packs one's lost packets as a bitmask after the first.
+            await receiver._send_rtcp_nack(ssrc, nacked[:2])
+            await receiver._send_rtcp_nack(ssrc, nacked[2:])
         last = frame
     image = last.to_ndarray(format="rgb24") if last is not None else None
     pixels = [[int(v) for v in image[y][x]] for x, y in points] if image is not None else []
     base = url.split("/whep")[0]
     deleted, _, _ = await asyncio.to_thread(http, "DELETE", base + location, None, token)
     await pc.close()
-    return {"frames": frames, "width": last.width if last else 0, "height": last.height if last else 0,
-            "pixels": pixels, "status": status, "location": location, "deleted": deleted, "answer": answer}
+    return {"frames": frames, "width": last.width if last else 0, "height": last.height if last else 0, "keyframes": keyframes,
+            "keyframesAfterPLI": after_pli, "nacked": nacked, "pixels": pixels, "status": status, "location": location,
+            "deleted": deleted, "answer": answer}
 
 
 def main():
     url, wanted, points = sys.argv[1], int(sys.argv[2]), json.loads(sys.argv[3])
-    token = sys.argv[sys.argv.index("--token") + 1] if "--token" in sys.argv else None
+    def option(name):
+        return sys.argv[sys.argv.index(name) + 1] if name in sys.argv else None
+    token, pli, nack = option("--token"), option("--pli"), option("--nack")
     try:
-        result = asyncio.run(asyncio.wait_for(run(url, wanted, points, token), 90))
+        result = asyncio.run(asyncio.wait_for(run(url, wanted, points, token, pli and int(pli), nack and int(nack)), 90))
     except Exception as error:  # noqa: BLE001 - any failure is the test's answer
         result = {"error": f"{type(error).__name__}: {error}"}
     print(json.dumps(result))
