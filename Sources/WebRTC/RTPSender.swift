@@ -3,13 +3,15 @@ import RTP
 
 /// What a WebRTC sender puts on the wire for one access unit, before SRTP: the NAL units a
 /// receiver decodes (no AUD, SEI, end of sequence or filler: WebRTC frames access units with
-/// the marker bit and timestamps), packetized (RFC 6184, mode 1), with abs-capture-time on
-/// the first packet when negotiated. Pure.
+/// the marker bit and timestamps), packetized (RFC 6184, mode 1), with abs-send-time on every
+/// packet and abs-capture-time on the first when negotiated. Pure.
 public struct RTPSender: Sendable {
     public let ssrc: UInt32
     public let payloadType: UInt8
     /// The one-byte header extension id of abs-capture-time; nil when not negotiated.
     public let captureTimeExtension: Int?
+    /// The one-byte header extension id of abs-send-time; nil when not negotiated.
+    public let sendTimeExtension: Int?
     public private(set) var sequenceNumber: UInt16
     private let packetizer = H264Packetizer()
     /// Added to every media time to make its RTP timestamp: set at the first access unit so
@@ -25,10 +27,11 @@ public struct RTPSender: Sendable {
     public private(set) var packetsSent: UInt32 = 0
     public private(set) var octetsSent: UInt32 = 0
 
-    public init(ssrc: UInt32, payloadType: UInt8, captureTimeExtension: Int?, firstSequence: UInt16) {
+    public init(ssrc: UInt32, payloadType: UInt8, captureTimeExtension: Int?, sendTimeExtension: Int? = nil, firstSequence: UInt16) {
         self.ssrc = ssrc
         self.payloadType = payloadType
         self.captureTimeExtension = captureTimeExtension
+        self.sendTimeExtension = sendTimeExtension
         self.sequenceNumber = firstSequence
     }
 
@@ -36,8 +39,8 @@ public struct RTPSender: Sendable {
     static func carried(_ type: UInt8) -> Bool { ![6, 9, 10, 11, 12].contains(type) }
 
     /// The RTP packets of one access unit at media time `pts90k` captured at `wallNs`
-    /// (CLOCK_REALTIME), in order, each with its sequence number.
-    public mutating func packets(_ nalUnits: [NALUnit], pts90k: UInt64, wallNs: UInt64) -> [(sequence: UInt16, bytes: [UInt8])] {
+    /// (CLOCK_REALTIME) and sent at `sendNs` (any clock), in order, each with its sequence number.
+    public mutating func packets(_ nalUnits: [NALUnit], pts90k: UInt64, wallNs: UInt64, sendNs: UInt64 = 0) -> [(sequence: UInt16, bytes: [UInt8])] {
         let offset = timestampOffset ?? UInt32(truncatingIfNeeded: wallNs / 100_000 * 9) &- UInt32(truncatingIfNeeded: pts90k)
         timestampOffset = offset
         var timestamp = UInt32(truncatingIfNeeded: pts90k) &+ offset
@@ -53,9 +56,12 @@ public struct RTPSender: Sendable {
         for (i, payload) in packetizer.payloads(for: bodies).enumerated() {
             var packet = RTPPacket(marker: payload.marker, payloadType: payloadType, sequenceNumber: sequenceNumber,
                                    timestamp: timestamp, ssrc: ssrc, payload: payload.bytes[...])
-            if i == 0, let id = captureTimeExtension {
+            var elements: [UInt8] = []
+            if let id = sendTimeExtension { elements += Self.absSendTime(id: id, sendNs: sendNs) }
+            if i == 0, let id = captureTimeExtension { elements += Self.absCaptureTime(id: id, wallNs: wallNs) }
+            if !elements.isEmpty {
                 packet.extensionProfile = 0xBEDE
-                packet.extensionData = Self.absCaptureTime(id: id, wallNs: wallNs)[...]
+                packet.extensionData = (elements + [UInt8](repeating: 0, count: (4 - elements.count % 4) % 4))[...]
             }
             let bytes = packet.serialized()
             out.append((sequenceNumber, bytes))
@@ -76,13 +82,18 @@ public struct RTPSender: Sendable {
                                  rtpTimestamp: rtp, packetCount: packetsSent, octetCount: octetsSent)
     }
 
-    /// The abs-capture-time element (one-byte form, 8 bytes of NTP time), padded to a word.
+    /// The abs-capture-time element (one-byte form, 8 bytes of NTP time).
     static func absCaptureTime(id: Int, wallNs: UInt64) -> [UInt8] {
         let ntp = RTCP.SenderReport.ntpTime(unixSeconds: Double(wallNs) / 1e9)
         var out: [UInt8] = [UInt8(id << 4 | 7)]
         for shift in stride(from: 56, through: 0, by: -8) { out.append(UInt8(truncatingIfNeeded: ntp >> UInt64(shift))) }
-        out += [0, 0, 0]
         return out
+    }
+
+    /// The abs-send-time element (one-byte form, 3 bytes: seconds in 6.18 fixed point, 64 s wrap).
+    static func absSendTime(id: Int, sendNs: UInt64) -> [UInt8] {
+        let value = UInt32(truncatingIfNeeded: ((sendNs % 64_000_000_000) << 18) / 1_000_000_000) & 0xFF_FFFF
+        return [UInt8(id << 4 | 2), UInt8(value >> 16), UInt8(truncatingIfNeeded: value >> 8), UInt8(truncatingIfNeeded: value)]
     }
 }
 

@@ -3,6 +3,9 @@
 public struct SDPAnswer: Sendable {
     /// The abs-capture-time header extension (a frame's capture time, 64-bit NTP).
     public static let absCaptureTime = "http://www.webrtc.org/experiments/rtp-hdrext/abs-capture-time"
+    /// The abs-send-time header extension (when a packet left, 6.18 fixed-point seconds):
+    /// what receivers estimate the path's bitrate from for their REMB.
+    public static let absSendTime = "http://www.webrtc.org/experiments/rtp-hdrext/abs-send-time"
 
     /// The H.264 format chosen from the offer.
     public struct Format: Equatable, Sendable {
@@ -44,6 +47,8 @@ public struct SDPAnswer: Sendable {
     public let format: Format
     /// The id of abs-capture-time when the offer has it.
     public let captureTimeExtension: Int?
+    /// The id of abs-send-time when the offer has it.
+    public let sendTimeExtension: Int?
 
     /// Chooses what to send from `offer`; `profile` is the stream's profile_idc, when known.
     public init(offer: SDP.Offer, profile: UInt8?) throws(SDP.OfferError) {
@@ -56,6 +61,7 @@ public struct SDPAnswer: Sendable {
         self.videoIndex = index
         self.format = format
         self.captureTimeExtension = video.extensions[Self.absCaptureTime]
+        self.sendTimeExtension = video.extensions[Self.absSendTime]
     }
 
     /// What this side says of itself in the answer.
@@ -97,6 +103,7 @@ public struct SDPAnswer: Sendable {
         var lines = ["m=video 9 UDP/TLS/RTP/SAVPF \(pt)", "c=IN IP4 0.0.0.0", "a=rtcp:9 IN IP4 0.0.0.0"]
         lines += ["a=ice-ufrag:\(local.ufrag)", "a=ice-pwd:\(local.password)", "a=ice-options:ice2"]
         lines += ["a=fingerprint:sha-256 \(SDP.hex(local.fingerprint))", "a=setup:passive", "a=mid:\(mid)"]
+        if let id = sendTimeExtension { lines.append("a=extmap:\(id) \(Self.absSendTime)") }
         if let id = captureTimeExtension { lines.append("a=extmap:\(id) \(Self.absCaptureTime)") }
         lines += ["a=sendonly", "a=msid:nalcast video", "a=rtcp-mux"]
         if video.rtcpReducedSize { lines.append("a=rtcp-rsize") }

@@ -15,6 +15,11 @@ public final class WebRTCEndpoint {
     public let candidateHosts: [String]
     public var handshakeTimeout = 10.0
     public var consentTimeout = 30.0
+    /// Once a second: the lowest REMB of the connected viewers, the rate that viewer was sent
+    /// over the last second and the fraction it lost (its last receiver report's, of 256);
+    /// nil when none has an estimate. On the loop thread.
+    public var onLowestEstimate: ((estimate: UInt64, sent: UInt64, fractionLost: UInt8)?) -> Void = { _ in }
+    private var lastEstimateReportNs: UInt64 = 0
     let loop: EventLoop
     public let metrics: WebRTCMetrics
     private let context: DTLSContext
@@ -87,6 +92,7 @@ public final class WebRTCEndpoint {
                                     candidates: candidateHosts.map { ($0, socket.local.port) }, ssrc: ssrc,
                                     sessionID: UInt64(Self.random32()) << 20 | UInt64(Self.random32() & 0xFFFFF))
         let sender = RTPSender(ssrc: ssrc, payloadType: choice.format.payloadType, captureTimeExtension: choice.captureTimeExtension,
+                               sendTimeExtension: choice.sendTimeExtension,
                                firstSequence: UInt16(truncatingIfNeeded: Self.random32()))
         let peer = WebRTCPeer(id: Self.token(16), endpoint: self, dtls: dtls, local: (ufrag, password), remoteFingerprint: offer.fingerprint,
                               answer: choice.text(local), sender: sender, nowNs: MonotonicClock.nanoseconds)
@@ -151,10 +157,14 @@ public final class WebRTCEndpoint {
                 peer.close("no ICE check for \(consentTimeout) s (consent expired)", notify: true)
             } else {
                 peer.reportIfDue(nowNs: now, wallNs: wall)
+                peer.measureRate(nowNs: now)
             }
         }
-        let estimates = byID.values.compactMap(\.counters.lastEstimate)
-        metrics.estimatedBitrate.set(Double(estimates.min() ?? 0))
+        guard now - lastEstimateReportNs >= 1_000_000_000 else { return }
+        lastEstimateReportNs = now
+        let lowest = byID.values.filter { $0.isConnected && $0.counters.lastEstimate != nil }.min { $0.counters.lastEstimate! < $1.counters.lastEstimate! }
+        metrics.estimatedBitrate.set(Double(lowest?.counters.lastEstimate ?? 0))
+        onLowestEstimate(lowest.map { ($0.counters.lastEstimate!, $0.sentBitsPerSecond, $0.counters.fractionLost) })
     }
 
     // MARK: - Random

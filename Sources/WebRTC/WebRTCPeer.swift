@@ -61,6 +61,9 @@ public final class WebRTCPeer {
     let createdNs: UInt64
     var lastCheckNs: UInt64
     var lastReportNs: UInt64 = 0
+    /// What it was sent over the last whole second, bits per second (`measureRate`).
+    public private(set) var sentBitsPerSecond: UInt64 = 0
+    private var rateWindow: (startNs: UInt64, bytes: Int)?
 
     init(id: String, endpoint: WebRTCEndpoint, dtls: DTLSAssociation, local: (ufrag: String, password: String),
          remoteFingerprint: [UInt8], answer: String, sender: RTPSender, nowNs: UInt64) {
@@ -83,7 +86,7 @@ public final class WebRTCPeer {
     public func send(_ nalUnits: [NALUnit], pts90k: UInt64, wallNs: UInt64) -> Int {
         guard isConnected, !isClosed, let address, let srtpOut else { return 0 }
         var bytes = 0
-        for (sequence, packet) in sender.packets(nalUnits, pts90k: pts90k, wallNs: wallNs) {
+        for (sequence, packet) in sender.packets(nalUnits, pts90k: pts90k, wallNs: wallNs, sendNs: MonotonicClock.nanoseconds) {
             guard let protected = srtpOut.protect(packet) else { continue }
             remember(sequence, protected)
             if endpoint.socket.send(protected, to: address) {
@@ -105,6 +108,17 @@ public final class WebRTCPeer {
             for old in historyOrder.prefix(historyOrder.count - Self.historySize) { history[old] = nil }
             historyOrder.removeFirst(historyOrder.count - Self.historySize)
         }
+    }
+
+    /// Closes the rate window once a second.
+    func measureRate(nowNs: UInt64) {
+        guard let window = rateWindow else {
+            rateWindow = (nowNs, counters.bytesSent)
+            return
+        }
+        guard nowNs - window.startNs >= 1_000_000_000 else { return }
+        sentBitsPerSecond = UInt64(counters.bytesSent - window.bytes) * 8 * 1_000_000_000 / (nowNs - window.startNs)
+        rateWindow = (nowNs, counters.bytesSent)
     }
 
     /// A sender report, when one is due (every second once media flows).
