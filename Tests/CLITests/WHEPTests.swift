@@ -129,7 +129,7 @@ import Testing
         func curl(_ args: [String]) throws -> (status: String, body: String) {
             let r = try Run.program("curl", ["-s", "--max-time", "5", "-w", "\n%{http_code}"] + args)
             let lines = r.text.split(separator: "\n", omittingEmptySubsequences: false)
-            return (String(lines.last ?? ""), lines.dropLast().joined(separator: "\n"))
+            return (String(lines.last ?? ""), lines.dropLast().joined(separator: "\n").trimmingCharacters(in: .newlines))
         }
         #expect(try curl(["-X", "POST", "-H", "Content-Type: text/plain", "--data-binary", "v=0", url + "whep"]).status == "415")
         let notSDP = try curl(["-X", "POST", "-H", "Content-Type: application/sdp", "--data-binary", "hello", url + "whep"])
@@ -144,7 +144,7 @@ import Testing
         #expect(try Self.metric(url, "nalcast_webrtc_offers_refused_total") == 3)
 
         let tokens = dir.appendingPathComponent("tokens")
-        try "s3cretwatcher watch\n".write(to: tokens, atomically: true, encoding: .utf8)
+        try "s3cret-watcher-0123 watch\n".write(to: tokens, atomically: true, encoding: .utf8)
         try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: tokens.path)
         let (guarded, guardedURL, _) = try Self.producer(["--token-file", tokens.path], in: dir)
         defer {
@@ -153,7 +153,7 @@ import Testing
         }
         let page = String(guardedURL.split(separator: "?")[0])
         #expect(try curl(["-X", "POST", "-H", "Content-Type: application/sdp", "--data-binary", "v=0", page + "whep"]).status == "401")
-        let allowed = try curl(["-X", "POST", "-H", "Content-Type: application/sdp", "-H", "Authorization: Bearer s3cretwatcher", "--data-binary", "v=0", page + "whep"])
+        let allowed = try curl(["-X", "POST", "-H", "Content-Type: application/sdp", "-H", "Authorization: Bearer s3cret-watcher-0123", "--data-binary", "v=0", page + "whep"])
         #expect(allowed.status == "400", "\(allowed)")
     }
 }

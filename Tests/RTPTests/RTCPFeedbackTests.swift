@@ -9,11 +9,12 @@ final class RTCPFeedbackTests: XCTestCase {
         XCTAssertEqual(packets.compactMap(RTCPFeedback.init), [.pictureLoss(mediaSSRC: 0xABCD), .nack(mediaSSRC: 0xABCD, lost: [100, 65535])])
     }
 
-    /// A NACK's bitmask: bit i names PID + i + 1 (RFC 4585 §6.2.1), across the wrap.
+    /// A NACK's bitmask: bit i names PID + i + 1 (RFC 4585 §6.2.1), across the wrap: 0x8005
+    /// after 65534 names 65535, 1 and 14.
     func testNACKBitmaskNamesTheFollowingPackets() throws {
         let bytes: [UInt8] = [0x81, 205, 0, 3, 0, 0, 0, 1, 0, 0, 0, 2, 0xFF, 0xFE, 0x80, 0x05]
         let packet = try XCTUnwrap(RTCP.packets(in: bytes[...])?.first)
-        XCTAssertEqual(RTCPFeedback(packet), .nack(mediaSSRC: 2, lost: [65534, 65535, 1, 16]))
+        XCTAssertEqual(RTCPFeedback(packet), .nack(mediaSSRC: 2, lost: [65534, 65535, 1, 14]))
     }
 
     func testReadsFIRREMBAndReceiverReports() throws {

@@ -20,7 +20,7 @@ final class RTPSenderTests: XCTestCase {
         XCTAssertEqual(parsed.map(\.marker), [false, false, false, true])
         XCTAssertTrue(parsed.allSatisfy { $0.ssrc == 77 && $0.payloadType == 102 })
         // The STAP-A of SPS and PPS first: no AUD (9), no SEI (6).
-        XCTAssertEqual(parsed[0].payload.first, 24)
+        XCTAssertEqual(parsed[0].payload.first.map { $0 & 0x1F }, 24)
         XCTAssertEqual(Array(parsed[0].payload.dropFirst().prefix(3)), [0, 4, 0x67])
         XCTAssertEqual(parsed[0].extensionProfile, 0xBEDE)
         XCTAssertEqual(parsed[0].extensionData.first, 11 << 4 | 7)
