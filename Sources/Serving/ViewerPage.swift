@@ -30,10 +30,11 @@
 /// end: `code`, `reason`, `wasClean`; the last 20) and `problem` (the last problem stated; a
 /// stream's end is none).
 /// WebCodecs exists only in a secure context (https, or http from localhost/127.0.0.1):
-/// elsewhere the page plays over WebRTC instead, and says so, naming the fixes for the
-/// WebSocket path, `--tls` or a TLS reverse proxy, when it has neither.
+/// elsewhere the page says so and names the fixes, `--tls` or a TLS reverse proxy, or
+/// `?transport=webrtc` (WebRTC needs no secure context to receive).
 ///
-/// Over WebRTC (`?transport=webrtc`, or where WebCodecs is missing): a `recvonly` video
+/// Over WebRTC (`?transport=webrtc`, or by itself in a browser that has no WebCodecs even in
+/// a secure context): a `recvonly` video
 /// transceiver's offer POSTed to `whep` beside the page (WHEP, the token as `Authorization:
 /// Bearer`), the answer set, the track played by a muted `<video>` that stays out of sight;
 /// each frame it presents (`requestVideoFrameCallback`) is drawn to the same canvas, with
@@ -110,14 +111,18 @@ public enum ViewerPage {
           if (problem) viewer.problem = text;
         }
 
+        // WebRTC when asked, or in a browser without WebCodecs at all; a page without it for
+        // want of a secure context says why, and how to play over WebRTC instead.
         const asked = new URLSearchParams(location.search).get('transport');
-        if ('RTCPeerConnection' in window && (asked === 'webrtc' || !('VideoDecoder' in window))) {
+        const webrtc = 'RTCPeerConnection' in window;
+        if (webrtc && (asked === 'webrtc' || (window.isSecureContext && !('VideoDecoder' in window)))) {
           viewer.transport = 'webrtc';
           startWebRTC();
         } else if (!('VideoDecoder' in window)) {
           say('This browser cannot decode here: WebCodecs (VideoDecoder) needs a secure context. ' +
               'Open the page as http://localhost:PORT/ or http://127.0.0.1:PORT/ on this machine, ' +
-              'or serve it over https: nalcast --tls self-signed (or --tls-cert and --tls-key), or a TLS (https) reverse proxy.', true);
+              'or serve it over https: nalcast --tls self-signed (or --tls-cert and --tls-key), or a TLS (https) reverse proxy.' +
+              (webrtc ? ' Or play it over WebRTC here: add ?transport=webrtc to the address.' : ''), true);
         } else {
           viewer.transport = 'websocket';
           start();

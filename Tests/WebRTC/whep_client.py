@@ -2,14 +2,15 @@
 Chromium's), as a test's peer: offers to receive video, plays what comes and prints what it
 decoded, as JSON.
 
-    whep_client.py WHEP_URL FRAMES POINTS_JSON [--token TOKEN] [--pli N] [--nack N]
+    whep_client.py WHEP_URL FRAMES POINTS_JSON [--token TOKEN] [--pli N] [--nack N] [--drop N]
 
 POSTs its offer (application/sdp), takes the 201's answer and Location, decodes FRAMES
 frames (up to 60 s), reads the RGB colours at POINTS_JSON ([[x, y], ...]) of the last one,
 then DELETEs the session. With --pli N it sends a picture loss indication after frame N
 and counts the keyframes decoded after it ("keyframesAfterPLI"); with --nack N, after frame
 N, a NACK of the two packets before the last one received and of one 2000 packets before
-it (never sent, or long out of any history: "nacked"). Prints {"frames", "width", "height",
+it (never sent, or long out of any history: "nacked"); with --drop N it loses every Nth
+packet the first time it comes (aiortc then NACKs it: "dropped" counts them). Prints {"frames", "width", "height",
 "keyframes", "pixels", "status", "location", "deleted", "answer"} or {"error": ...} (exit 1).
 """
 
@@ -19,7 +20,29 @@ import sys
 import time
 import urllib.request
 
-from aiortc import RTCPeerConnection, RTCSessionDescription
+from aiortc import RTCDtlsTransport, RTCPeerConnection, RTCSessionDescription
+
+DROPPED = []
+
+
+def lose_every(nth):
+    """Every nth RTP packet after the first 100 is lost the first time it arrives, before SRTP
+    sees it (as on the path: its retransmission is then no replay), and gets through when
+    sent again."""
+    original = RTCDtlsTransport._handle_rtp_data
+    seen = set()
+
+    async def lossy(self, data, arrival_time_ms):
+        if len(data) >= 12 and not 192 <= data[1] <= 223:  # RTP, not RTCP (RFC 5761)
+            sequence = data[2] << 8 | data[3]
+            if sequence not in seen:
+                seen.add(sequence)
+                if len(seen) > 100 and len(seen) % nth == 0:
+                    DROPPED.append(sequence)
+                    return
+        await original(self, data, arrival_time_ms)
+
+    RTCDtlsTransport._handle_rtp_data = lossy
 
 
 def http(method, url, body=None, token=None):
@@ -81,7 +104,7 @@ async def run(url, wanted, points, token, pli_at=None, nack_at=None):
     deleted, _, _ = await asyncio.to_thread(http, "DELETE", base + location, None, token)
     await pc.close()
     return {"frames": frames, "width": last.width if last else 0, "height": last.height if last else 0, "keyframes": keyframes,
-            "keyframesAfterPLI": after_pli, "nacked": nacked, "pixels": pixels, "status": status, "location": location,
+            "keyframesAfterPLI": after_pli, "nacked": nacked, "dropped": len(DROPPED), "pixels": pixels, "status": status, "location": location,
             "deleted": deleted, "answer": answer}
 
 
@@ -90,6 +113,8 @@ def main():
     def option(name):
         return sys.argv[sys.argv.index(name) + 1] if name in sys.argv else None
     token, pli, nack = option("--token"), option("--pli"), option("--nack")
+    if option("--drop"):
+        lose_every(int(option("--drop")))
     try:
         result = asyncio.run(asyncio.wait_for(run(url, wanted, points, token, pli and int(pli), nack and int(nack)), 90))
     except Exception as error:  # noqa: BLE001 - any failure is the test's answer
