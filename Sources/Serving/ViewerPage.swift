@@ -171,6 +171,9 @@ public enum ViewerPage {
             const mine = pc = new RTCPeerConnection();
             mine.addTransceiver('video', { direction: 'recvonly' });
             mine.ontrack = event => {
+              // As little buffering as the browser allows: a live picture, not a smooth one.
+              if ('jitterBufferTarget' in event.receiver) event.receiver.jitterBufferTarget = 0;
+              if ('playoutDelayHint' in event.receiver) event.receiver.playoutDelayHint = 0;
               video.srcObject = new MediaStream([event.track]);
               video.play().catch(() => {});
             };

@@ -4,7 +4,7 @@ import RTP
 /// What a WebRTC sender puts on the wire for one access unit, before SRTP: the NAL units a
 /// receiver decodes (no AUD, SEI, end of sequence or filler: WebRTC frames access units with
 /// the marker bit and timestamps), packetized (RFC 6184, mode 1), with abs-send-time on every
-/// packet and abs-capture-time on the first when negotiated. Pure.
+/// packet and abs-capture-time and playout-delay (0, 0) on the first when negotiated. Pure.
 public struct RTPSender: Sendable {
     public let ssrc: UInt32
     public let payloadType: UInt8
@@ -12,6 +12,8 @@ public struct RTPSender: Sendable {
     public let captureTimeExtension: Int?
     /// The one-byte header extension id of abs-send-time; nil when not negotiated.
     public let sendTimeExtension: Int?
+    /// The one-byte header extension id of playout-delay; nil when not negotiated.
+    public let playoutDelayExtension: Int?
     public private(set) var sequenceNumber: UInt16
     private let packetizer = H264Packetizer()
     /// Added to every media time to make its RTP timestamp: set at the first access unit so
@@ -27,11 +29,13 @@ public struct RTPSender: Sendable {
     public private(set) var packetsSent: UInt32 = 0
     public private(set) var octetsSent: UInt32 = 0
 
-    public init(ssrc: UInt32, payloadType: UInt8, captureTimeExtension: Int?, sendTimeExtension: Int? = nil, firstSequence: UInt16) {
+    public init(ssrc: UInt32, payloadType: UInt8, captureTimeExtension: Int?, sendTimeExtension: Int? = nil,
+                playoutDelayExtension: Int? = nil, firstSequence: UInt16) {
         self.ssrc = ssrc
         self.payloadType = payloadType
         self.captureTimeExtension = captureTimeExtension
         self.sendTimeExtension = sendTimeExtension
+        self.playoutDelayExtension = playoutDelayExtension
         self.sequenceNumber = firstSequence
     }
 
@@ -59,6 +63,8 @@ public struct RTPSender: Sendable {
             var elements: [UInt8] = []
             if let id = sendTimeExtension { elements += Self.absSendTime(id: id, sendNs: sendNs) }
             if i == 0, let id = captureTimeExtension { elements += Self.absCaptureTime(id: id, wallNs: wallNs) }
+            // Minimum and maximum 0 (12 bits each, 10 ms units): no buffering to smooth the picture.
+            if i == 0, let id = playoutDelayExtension { elements += [UInt8(id << 4 | 2), 0, 0, 0] }
             if !elements.isEmpty {
                 packet.extensionProfile = 0xBEDE
                 packet.extensionData = (elements + [UInt8](repeating: 0, count: (4 - elements.count % 4) % 4))[...]

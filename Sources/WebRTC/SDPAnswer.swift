@@ -6,6 +6,9 @@ public struct SDPAnswer: Sendable {
     /// The abs-send-time header extension (when a packet left, 6.18 fixed-point seconds):
     /// what receivers estimate the path's bitrate from for their REMB.
     public static let absSendTime = "http://www.webrtc.org/experiments/rtp-hdrext/abs-send-time"
+    /// The playout-delay header extension: the sender's bounds on the receiver's buffering
+    /// (0 and 0: show each picture as soon as it is decoded).
+    public static let playoutDelay = "http://www.webrtc.org/experiments/rtp-hdrext/playout-delay"
 
     /// The H.264 format chosen from the offer.
     public struct Format: Equatable, Sendable {
@@ -49,6 +52,8 @@ public struct SDPAnswer: Sendable {
     public let captureTimeExtension: Int?
     /// The id of abs-send-time when the offer has it.
     public let sendTimeExtension: Int?
+    /// The id of playout-delay when the offer has it.
+    public let playoutDelayExtension: Int?
 
     /// Chooses what to send from `offer`; `profile` is the stream's profile_idc, when known.
     public init(offer: SDP.Offer, profile: UInt8?) throws(SDP.OfferError) {
@@ -62,6 +67,7 @@ public struct SDPAnswer: Sendable {
         self.format = format
         self.captureTimeExtension = video.extensions[Self.absCaptureTime]
         self.sendTimeExtension = video.extensions[Self.absSendTime]
+        self.playoutDelayExtension = video.extensions[Self.playoutDelay]
     }
 
     /// What this side says of itself in the answer.
@@ -105,6 +111,7 @@ public struct SDPAnswer: Sendable {
         lines += ["a=fingerprint:sha-256 \(SDP.hex(local.fingerprint))", "a=setup:passive", "a=mid:\(mid)"]
         if let id = sendTimeExtension { lines.append("a=extmap:\(id) \(Self.absSendTime)") }
         if let id = captureTimeExtension { lines.append("a=extmap:\(id) \(Self.absCaptureTime)") }
+        if let id = playoutDelayExtension { lines.append("a=extmap:\(id) \(Self.playoutDelay)") }
         lines += ["a=sendonly", "a=msid:nalcast video", "a=rtcp-mux"]
         if video.rtcpReducedSize { lines.append("a=rtcp-rsize") }
         lines.append("a=rtpmap:\(pt) H264/90000")

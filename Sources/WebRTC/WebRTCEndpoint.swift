@@ -92,7 +92,7 @@ public final class WebRTCEndpoint {
                                     candidates: candidateHosts.map { ($0, socket.local.port) }, ssrc: ssrc,
                                     sessionID: UInt64(Self.random32()) << 20 | UInt64(Self.random32() & 0xFFFFF))
         let sender = RTPSender(ssrc: ssrc, payloadType: choice.format.payloadType, captureTimeExtension: choice.captureTimeExtension,
-                               sendTimeExtension: choice.sendTimeExtension,
+                               sendTimeExtension: choice.sendTimeExtension, playoutDelayExtension: choice.playoutDelayExtension,
                                firstSequence: UInt16(truncatingIfNeeded: Self.random32()))
         let peer = WebRTCPeer(id: Self.token(16), endpoint: self, dtls: dtls, local: (ufrag, password), remoteFingerprint: offer.fingerprint,
                               answer: choice.text(local), sender: sender, nowNs: MonotonicClock.nanoseconds)

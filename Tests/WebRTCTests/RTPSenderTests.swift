@@ -36,6 +36,18 @@ final class RTPSenderTests: XCTestCase {
         XCTAssertEqual(try RTPPacket(parsing: again[0].bytes[...]).timestamp, parsed[0].timestamp &+ 3001)
     }
 
+    /// abs-send-time on every packet (6.18 fixed-point seconds), playout-delay 0/0 with
+    /// abs-capture-time on the first, in one-byte elements padded to a word.
+    func testHeaderExtensionsAsNegotiated() throws {
+        var sender = RTPSender(ssrc: 1, payloadType: 96, captureTimeExtension: nil, sendTimeExtension: 2, playoutDelayExtension: 6, firstSequence: 0)
+        let packets = sender.packets([Self.nal([0x65] + [UInt8](repeating: 1, count: 2000))], pts90k: 0, wallNs: 0, sendNs: 1_500_000_000)
+        let parsed = try packets.map { try RTPPacket(parsing: $0.bytes[...]) }
+        XCTAssertEqual(parsed.count, 2)
+        // 1.5 s = 0x18000 in 6.18.
+        XCTAssertEqual(Array(parsed[0].extensionData), [0x22, 0x06, 0x00, 0x00, 0x62, 0, 0, 0])
+        XCTAssertEqual(Array(parsed[1].extensionData), [0x22, 0x06, 0x00, 0x00])
+    }
+
     /// A sender report maps now onto the RTP line of the last access unit.
     func testSenderReportMapsWallClockToRTPTime() throws {
         var sender = RTPSender(ssrc: 5, payloadType: 96, captureTimeExtension: nil, firstSequence: 1)

@@ -23,6 +23,8 @@ final class SDPTests: XCTestCase {
     a=mid:0\r
     a=extmap:1 urn:ietf:params:rtp-hdrext:toffset\r
     a=extmap:3 http://www.ietf.org/id/draft-holmer-rmcat-transport-wide-cc-extensions-01\r
+    a=extmap:2 http://www.webrtc.org/experiments/rtp-hdrext/abs-send-time\r
+    a=extmap:6 http://www.webrtc.org/experiments/rtp-hdrext/playout-delay\r
     a=extmap:11 http://www.webrtc.org/experiments/rtp-hdrext/abs-capture-time\r
     a=recvonly\r
     a=rtcp-mux\r
@@ -95,7 +97,8 @@ final class SDPTests: XCTestCase {
                      "a=rtcp-rsize", "a=setup:passive", "a=ice-ufrag:ufra", "a=ice-pwd:p4ssw0rdp4ssw0rdp4ssw0rd",
                      "a=rtpmap:127 H264/90000", "a=rtcp-fb:127 nack", "a=rtcp-fb:127 nack pli",
                      "a=fmtp:127 level-asymmetry-allowed=1;packetization-mode=1;profile-level-id=640c1f",
-                     "a=extmap:11 \(SDPAnswer.absCaptureTime)", "a=ssrc:1234 cname:nalcast",
+                     "a=extmap:11 \(SDPAnswer.absCaptureTime)", "a=extmap:2 \(SDPAnswer.absSendTime)",
+                     "a=extmap:6 \(SDPAnswer.playoutDelay)", "a=ssrc:1234 cname:nalcast",
                      "a=candidate:1 1 udp 2130706431 127.0.0.1 40000 typ host",
                      "a=candidate:2 1 udp 2130706175 192.0.2.7 40000 typ host", "a=end-of-candidates",
                      "m=audio 0 UDP/TLS/RTP/SAVPF 111", "a=mid:1", "m=application 0 UDP/DTLS/SCTP webrtc-datachannel", "a=mid:2"] {
@@ -104,6 +107,7 @@ final class SDPTests: XCTestCase {
         XCTAssertTrue(lines.contains("a=fingerprint:sha-256 " + Array(repeating: "AB", count: 32).joined(separator: ":")))
         // Nothing of what was not taken: no transport-cc (no transport-wide sequence numbers are sent), no rtx.
         XCTAssertFalse(text.contains("transport-cc"))
+        XCTAssertFalse(text.contains("toffset"))
         XCTAssertFalse(text.contains("rtx"))
     }
 
