@@ -38,8 +38,8 @@
 /// transceiver's offer POSTed to `whep` beside the page (WHEP, the token as `Authorization:
 /// Bearer`), the answer set, the track played by a muted `<video>` that stays out of sight;
 /// each frame it presents (`requestVideoFrameCallback`) is drawn to the same canvas, with
-/// the same figures: latency is `Date.now()` against the frame's `rtpTimestamp`, which
-/// nalcast puts on the capture clock (`RTPSender`). A connection that fails or closes is
+/// the same figures: latency is `Date.now()` against the frame's `rtpTimestamp`, which is
+/// nalcast's capture time (`RTPSender`). A connection that fails or closes is
 /// DELETEd and offered again with the same backoff. `window.nalcastViewer.transport` says
 /// which (`websocket` or `webrtc`).
 public enum ViewerPage {
@@ -145,8 +145,9 @@ public enum ViewerPage {
           }
 
           // Capture to paint: nalcast's RTP timestamps are the capture time (CLOCK_REALTIME,
-          // 90 kHz, modulo 2^32: 13 h, read as the latest such time before now); Chromium's
-          // own captureTime when it has one.
+          // 90 kHz, modulo 2^32: 13 h, read as the latest such time before now, so a clock
+          // step backwards reads as 13 h, never as a negative figure); Chromium's own
+          // captureTime when it has none.
           function latency(frame) {
             if (frame.rtpTimestamp !== undefined) {
               const now = Date.now() * 90;

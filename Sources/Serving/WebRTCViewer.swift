@@ -29,12 +29,11 @@ final class WebRTCViewer: StreamReader {
     var isReady: Bool { webrtc.isConnected && !webrtc.isClosed }
     var isClosed: Bool { webrtc.isClosed }
 
-    /// Sends `unit` at its media time (the relay's, the SEI's, else its arrival's), captured
-    /// when its SEI says (else now), which the sender reports and abs-capture-time carry.
+    /// Sends `unit` timed by its capture (its SEI's time, else now), which its RTP timestamp,
+    /// the sender reports and abs-capture-time carry.
     func write(_ unit: QueuedAccessUnit) -> ReaderProgress {
-        let pts = unit.pts90k ?? unit.arrivalNs / 100_000 * 9
         let wall = unit.accessUnit.timestamp?.captureTimeNs ?? WallClock.nanoseconds
-        let bytes = webrtc.send(unit.nalUnits, pts90k: pts, wallNs: wall)
+        let bytes = webrtc.send(unit.nalUnits, wallNs: wall)
         return ReaderProgress(bytes: bytes, units: 1, items: 1)
     }
 

@@ -16,13 +16,6 @@ public struct RTPSender: Sendable {
     public let playoutDelayExtension: Int?
     public private(set) var sequenceNumber: UInt16
     private let packetizer = H264Packetizer()
-    /// Added to every media time to make its RTP timestamp: set at the first access unit so
-    /// that its RTP time is its capture time (CLOCK_REALTIME in 90 kHz ticks, modulo 2^32),
-    /// which the page reads back from `requestVideoFrameCallback`'s `rtpTimestamp` for its
-    /// capture → paint figure (Chromium gives no `captureTime` to a receive-only peer: it
-    /// needs a round-trip time). Not random as RFC 3550 §5.1 suggests: SRTP's AES counter
-    /// mode makes known timestamps no help to an attacker.
-    private var timestampOffset: UInt32?
     /// The last access unit's RTP timestamp and the wall-clock time (ns) it stands for: what
     /// sender reports map from.
     public private(set) var last: (rtp: UInt32, wallNs: UInt64)?
@@ -42,12 +35,18 @@ public struct RTPSender: Sendable {
     /// NAL unit types left out: AUD (9), SEI (6), end of sequence (10) and stream (11), filler (12).
     static func carried(_ type: UInt8) -> Bool { ![6, 9, 10, 11, 12].contains(type) }
 
-    /// The RTP packets of one access unit at media time `pts90k` captured at `wallNs`
-    /// (CLOCK_REALTIME) and sent at `sendNs` (any clock), in order, each with its sequence number.
-    public mutating func packets(_ nalUnits: [NALUnit], pts90k: UInt64, wallNs: UInt64, sendNs: UInt64 = 0) -> [(sequence: UInt16, bytes: [UInt8])] {
-        let offset = timestampOffset ?? UInt32(truncatingIfNeeded: wallNs / 100_000 * 9) &- UInt32(truncatingIfNeeded: pts90k)
-        timestampOffset = offset
-        var timestamp = UInt32(truncatingIfNeeded: pts90k) &+ offset
+    /// The RTP packets of one access unit captured at `wallNs` (CLOCK_REALTIME: the timestamp
+    /// SEI's, else when it came) and sent at `sendNs` (any clock), in order, each with its
+    /// sequence number.
+    ///
+    /// The RTP timestamp is the capture time itself, in 90 kHz ticks modulo 2^32, which the
+    /// page reads back from `requestVideoFrameCallback`'s `rtpTimestamp` for its capture →
+    /// paint figure (Chromium gives a receive-only peer no `captureTime`: it needs a round-trip
+    /// time). Not random as RFC 3550 §5.1 suggests: SRTP's AES counter mode makes known
+    /// timestamps no help to an attacker. A media time moved onto the capture clock would
+    /// carry the first picture's capture jitter into every figure.
+    public mutating func packets(_ nalUnits: [NALUnit], wallNs: UInt64, sendNs: UInt64 = 0) -> [(sequence: UInt16, bytes: [UInt8])] {
+        var timestamp = UInt32(truncatingIfNeeded: wallNs / 100_000 * 9)
         // Never backwards (a relay's GOP sent again after a PLI carries old times).
         if let previous = last?.rtp, !(timestamp == previous || rtpTimestamp(timestamp, isAfter: previous)) { timestamp = previous &+ 1 }
         last = (timestamp, wallNs)
