@@ -92,9 +92,10 @@ import Testing
         #expect(WebViewerTests.events(events).contains { $0["reason"] as? String == "ended by the viewer (DELETE)" }, "\(WebViewerTests.events(events))")
     }
 
-    /// One packet in 20 lost on its way (aiortc loses each the first time it comes): every
-    /// frame still decodes, the colour bars in place, because each loss is NACKed and sent
-    /// again from the viewer's history (counted).
+    /// One packet in 5 lost on its way (aiortc drops each datagram the first time it comes
+    /// off ICE, before SRTP): every frame still decodes, the colour bars in place, and no
+    /// picture had to be asked for again (no PLI): each loss was NACKed and sent again from
+    /// the viewer's history (counted).
     @Test(.enabled(if: aiortcMissing == nil, "\(aiortcMissing ?? "")"))
     func lostPacketsAreSentAgain() throws {
         let (producer, url) = try WebViewerTests.producer([])
@@ -102,13 +103,13 @@ import Testing
             producer.signal(SIGINT)
             producer.wait()
         }
-        let seen = try Self.play(url + "whep", frames: 60, ["--drop", "20"])
+        let seen = try Self.play(url + "whep", frames: 60, ["--drop", "5"])
         #expect(seen["frames"] as? Int == 60 && seen["width"] as? Int == 640, "\(seen)")
         WebViewerTests.checkBars(seen["pixels"] as? [[Int]] ?? [], "aiortc's last frame after losses")
-        let dropped = seen["dropped"] as? Int ?? 0
-        #expect(dropped >= 3, "\(seen)")
-        #expect(try Self.metric(url, "nalcast_webrtc_retransmitted_packets_total") >= 1)
+        #expect(seen["dropped"] as? Int ?? 0 >= 5, "\(seen)")
         #expect(try Self.metric(url, "nalcast_webrtc_nacked_packets_total") >= 1)
+        #expect(try Self.metric(url, "nalcast_webrtc_retransmitted_packets_total") >= 1)
+        #expect(try Self.metric(url, "nalcast_webrtc_keyframe_requests_total") == 0)
     }
 
     /// A relay (`consume --web`) serves WHEP too; a PLI, with no encoder to ask, starts the

@@ -10,7 +10,7 @@ then DELETEs the session. With --pli N it sends a picture loss indication after 
 and counts the keyframes decoded after it ("keyframesAfterPLI"); with --nack N, after frame
 N, a NACK of the two packets before the last one received and of one 2000 packets before
 it (never sent, or long out of any history: "nacked"); with --drop N it loses every Nth
-packet the first time it comes (aiortc then NACKs it: "dropped" counts them). Prints {"frames", "width", "height",
+packet the first time it comes off ICE (aiortc then NACKs it: "dropped" counts them). Prints {"frames", "width", "height",
 "keyframes", "pixels", "status", "location", "deleted", "answer"} or {"error": ...} (exit 1).
 """
 
@@ -20,29 +20,33 @@ import sys
 import time
 import urllib.request
 
-from aiortc import RTCDtlsTransport, RTCPeerConnection, RTCSessionDescription
+import aioice
+from aiortc import RTCPeerConnection, RTCSessionDescription
 
 DROPPED = []
 
 
 def lose_every(nth):
-    """Every nth RTP packet after the first 100 is lost the first time it arrives, before SRTP
-    sees it (as on the path: its retransmission is then no replay), and gets through when
-    sent again."""
-    original = RTCDtlsTransport._handle_rtp_data
+    """Every nth RTP packet is lost the first time it arrives: the datagram is dropped as it
+    comes off ICE (aioice), before SRTP sees it (as on the path: its retransmission is then
+    no replay), and gets through when sent again."""
+    original = aioice.Connection.recv
     seen = set()
 
-    async def lossy(self, data, arrival_time_ms):
-        if len(data) >= 12 and not 192 <= data[1] <= 223:  # RTP, not RTCP (RFC 5761)
-            sequence = data[2] << 8 | data[3]
-            if sequence not in seen:
-                seen.add(sequence)
-                if len(seen) > 100 and len(seen) % nth == 0:
-                    DROPPED.append(sequence)
-                    return
-        await original(self, data, arrival_time_ms)
+    async def lossy(self):
+        while True:
+            data = await original(self)
+            # SRTP (RFC 7983's 128-191), not SRTCP (RFC 5761's payload types 192-223)
+            if len(data) >= 12 and 127 < data[0] < 192 and not 192 <= data[1] <= 223:
+                sequence = data[2] << 8 | data[3]
+                if sequence not in seen:
+                    seen.add(sequence)
+                    if len(seen) % nth == 0:
+                        DROPPED.append(sequence)
+                        continue
+            return data
 
-    RTCDtlsTransport._handle_rtp_data = lossy
+    aioice.Connection.recv = lossy
 
 
 def http(method, url, body=None, token=None):
