@@ -47,6 +47,7 @@ public final class WHEPService {
     public func close() { endpoint.close(WebSocketViewer.streamEnded) }
 
     private func post(_ request: HTTPRequest) -> HTTPResponse {
+        server.loop.preconditionOnLoop()
         let metrics = endpoint.metrics
         metrics.offers.increment()
         func refuse(_ status: Int, _ line: String) -> HTTPResponse {
@@ -74,6 +75,7 @@ public final class WHEPService {
     }
 
     private func delete(_ request: HTTPRequest) -> HTTPResponse {
+        server.loop.preconditionOnLoop()
         let id = String(request.path.dropFirst(Self.path.count + 1))
         guard let peer = pending[id] ?? viewers[id]?.webrtc else { return HTTPResponse(status: 404, body: "no such WHEP session\n") }
         peer.close("ended by the viewer (DELETE)")

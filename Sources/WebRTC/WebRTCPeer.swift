@@ -84,6 +84,7 @@ public final class WebRTCPeer {
     /// Sends one access unit (SPS and PPS in front of an IDR, as queued) captured at `wallNs`;
     /// the bytes that went out.
     public func send(_ nalUnits: [NALUnit], wallNs: UInt64) -> Int {
+        endpoint.loop.preconditionOnLoop()
         guard isConnected, !isClosed, let address, let srtpOut else { return 0 }
         var bytes = 0
         for (sequence, packet) in sender.packets(nalUnits, wallNs: wallNs, sendNs: MonotonicClock.nanoseconds) {
@@ -138,7 +139,10 @@ public final class WebRTCPeer {
             return
         }
         lastCheckNs = nowNs
-        if address == nil || (request.useCandidate && address != from) { endpoint.move(self, to: from) ; address = from }
+        if address == nil || (request.useCandidate && address != from) {
+            endpoint.move(self, to: from)
+            address = from
+        }
         endpoint.socket.send(STUN.bindingSuccess(to: request, mapped: (from.ip, from.port), password: localPassword), to: from)
     }
 
@@ -238,6 +242,7 @@ public final class WebRTCPeer {
     /// on a later turn of the loop.
     public func close(_ reason: String, notify: Bool = true) {
         guard !isClosed else { return }
+        endpoint.loop.preconditionOnLoop()
         isClosed = true
         if !isConnected { metrics.handshakesFailed.increment() }
         if notify && isConnected {
