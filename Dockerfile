@@ -33,6 +33,7 @@ RUN apt-get update \
         libpipewire-0.3-dev=0.3.65-3+deb12u1 \
         libsystemd-dev=252.39-1~deb12u2 \
         libwayland-dev=1.21.0-1 \
+        libsrtp2-dev=2.5.0-3 \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY Package.swift ./
@@ -50,9 +51,10 @@ LABEL org.opencontainers.image.title="nalcast" \
 # libgcc-s1 and libstdc++6 are part of every bookworm base and follow its security updates),
 # then the packages of the libraries nalcast opens with dlopen only when it writes a
 # container (MP4, MPEG-TS, Matroska, FLV: Sources/CMedia/containers.h) or captures sound
-# (`produce --audio`: libswresample, libpulse; Sources/CMedia/audio.h), named on this line,
+# (`produce --audio`: libswresample, libpulse; Sources/CMedia/audio.h) or when a WebRTC
+# viewer comes (libsrtp2: Sources/CWebRTC/srtp.c), named on this line,
 # which DeployFilesTests reads and checks against the SONAMEs in the binary:
-# dlopen: libavformat.so.59 libavcodec.so.59 libavutil.so.57 libswresample.so.4 libpulse.so.0 libpulse-simple.so.0
+# dlopen: libavformat.so.59 libavcodec.so.59 libavutil.so.57 libswresample.so.4 libpulse.so.0 libpulse-simple.so.0 libsrtp2.so.1
 # libavformat59 pulls in some 110 more packages (Debian's libavcodec59 links every codec
 # library it was built with); acceptable for the image. Without them nalcast still serves
 # and writes Annex-B, and a container output exits 69 naming libavformat59.
@@ -78,6 +80,7 @@ RUN apt-get update \
         libswresample4=7:5.1.9-0+deb12u1 \
         libpulse0=16.1+dfsg1-2+b1 \
         libssl3=3.0.19-1~deb12u2 \
+        libsrtp2-1=2.5.0-3 \
     && rm -rf /var/lib/apt/lists/* \
     && useradd --system --uid 10001 --user-group --home-dir /var/lib/nalcast --create-home --shell /usr/sbin/nologin nalcast \
     && install -d -o nalcast -g nalcast /var/lib/nalcast/segments

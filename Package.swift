@@ -70,6 +70,10 @@ let package = Package(
             providers: [.apt(["libssl-dev"])]
         ),
 
+        // WebRTC's DTLS (OpenSSL, linked as for TLS) and SRTP (libsrtp2, opened with dlopen when
+        // the first WebRTC viewer comes: its header, libsrtp2-dev, at build time only).
+        .target(name: "CWebRTC", linkerSettings: [.linkedLibrary("ssl"), .linkedLibrary("crypto")]),
+
         .systemLibrary(name: "CLinux"),  // glibc's <malloc.h> (mallopt) and <sys/eventfd.h>: no library to link
 
         // Pure Swift layers.
@@ -89,6 +93,9 @@ let package = Package(
         // (authentication, keep-alive, TEARDOWN), RTP interleaved or over UDP, the SDP. The
         // packets go to the RTP module's depacketizers; libavformat is never loaded for it.
         .target(name: "RTSP", dependencies: ["Clocks", "IO", "Media", "RTP"]),
+        // WebRTC's sender: ICE-lite (STUN), SDP offers and answers, DTLS-SRTP, RTCP feedback,
+        // one UDP socket on the loop for every peer (WHEP viewers of the --web listener).
+        .target(name: "WebRTC", dependencies: ["CWebRTC", "IO", "RTP", "Media", "Clocks", "Metrics"]),
         // Prometheus metrics: counters, gauges, histograms and sampled series in one registry.
         .target(name: "Metrics"),
         .target(name: "Delivery", dependencies: ["Media", "Clocks", "FIFO"]),
@@ -116,7 +123,7 @@ let package = Package(
         // Wiring. Serving (the stream server and the HTTP endpoint) links no capture or encoder
         // library, so that a consumer can serve too.
         // Its MPEG-TS listener muxes through Muxing (libavformat, opened only when one is asked for).
-        .target(name: "Serving", dependencies: ["Clocks", "Media", "Delivery", "Metrics", "IO", "Output", "Muxing"]),
+        .target(name: "Serving", dependencies: ["Clocks", "Media", "Delivery", "Metrics", "IO", "Output", "Muxing", "WebRTC", "RTP"]),
         .target(name: "Pipeline", dependencies: ["Clocks", "Media", "Delivery", "Metrics", "IO", "Capture", "Encoder"]),
         // Where access units go (files, stdout, segments, a forward endpoint), for produce and consume.
         .target(name: "Output", dependencies: ["Clocks", "FIFO", "Media", "Delivery", "Metrics", "IO"]),
@@ -129,7 +136,7 @@ let package = Package(
         // Sound for produce: PulseAudio, WAV/raw PCM and a test tone mixed into one 48 kHz
         // stereo track, encoded to AAC-LC (libavcodec), timed on the video's clock.
         .target(name: "Audio", dependencies: ["Clocks", "CMedia", "Media", "Output", "Delivery", "Metrics", "IO"]),
-        .executableTarget(name: "nalcast", dependencies: ["Clocks", "CLinux", "CommandOptions", "CaptureSources", "Audio", "Media", "H264", "Delivery", "Metrics", "IO", "Capture", "X11Capture", "Encoder", "Serving", "Pipeline", "Consumer", "Output", "Muxing", "TLS"]),
+        .executableTarget(name: "nalcast", dependencies: ["Clocks", "CLinux", "CommandOptions", "CaptureSources", "Audio", "Media", "H264", "Delivery", "Metrics", "IO", "Capture", "X11Capture", "Encoder", "Serving", "Pipeline", "Consumer", "Output", "Muxing", "TLS", "WebRTC"]),
 
         // Helpers the tests share: running ffmpeg, ffprobe and friends; the conformance streams
         // (Tests/Fixtures/h264/) and their facts.
@@ -142,6 +149,7 @@ let package = Package(
         .testTarget(name: "H264Tests", dependencies: ["Media", "H264", "TestSupport"]),
         .testTarget(name: "RTPTests", dependencies: ["RTP", "Media"]),
         .testTarget(name: "RTSPTests", dependencies: ["RTSP", "RTP"]),
+        .testTarget(name: "WebRTCTests", dependencies: ["WebRTC", "RTP", "Media", "IO", "LoopTestSupport"]),
         .testTarget(name: "DeliveryTests", dependencies: ["Delivery", "Metrics", "Clocks", "FIFO", "Media", "H264"]),
         .testTarget(name: "IOTests", dependencies: ["IO", "Media", "H264", "LoopTestSupport"]),
         .testTarget(name: "ServingTests", dependencies: ["Serving", "IO", "Media", "H264", "Output", "Delivery", "Metrics", "LoopTestSupport", "TestSupport"]),

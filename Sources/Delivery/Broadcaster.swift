@@ -220,6 +220,24 @@ public struct Broadcaster: Sendable {
         readers[id]!.queue.didWrite(bytes: bytes, finished: finished, now: clock.nowNanoseconds)
     }
 
+    /// A reader lost its picture and asks for an entry point (a WebRTC viewer's PLI or FIR):
+    /// an IDR of the encoder, through the same coalescing and `idrMinIntervalNs` as joins.
+    public mutating func requestKeyframe() -> [BroadcastEvent] {
+        requestIDR(now: clock.nowNanoseconds)
+    }
+
+    /// The same for a relay, which has no encoder to ask: the reader's queue starts again at
+    /// the cached GOP's IDR (what it had queued is dropped). False when there is no cached GOP,
+    /// or an access unit of the reader is being written.
+    public mutating func restartAtCachedGOP(_ id: ReaderID) -> Bool {
+        guard let reader = readers[id], !reader.queue.isHeadInFlight else { return false }
+        let now = clock.nowNanoseconds
+        var queue = ReaderQueue(limits: config.readerLimits, now: now)
+        guard queue.enqueueBacklog(gop, now: now) else { return false }
+        readers[id]!.queue = queue
+        return true
+    }
+
     /// When `tick` next has something to do beyond timeouts (a deferred IDR request).
     public var nextDeadlineNs: UInt64? {
         guard idrRequestDeferred, let last = lastIDRRequestNs else { return nil }

@@ -169,6 +169,7 @@ public struct HTTPResponse: Sendable {
     public static func reason(_ status: Int) -> String {
         switch status {
         case 200: "OK"
+        case 201: "Created"
         case 202: "Accepted"
         case 400: "Bad Request"
         case 401: "Unauthorized"
@@ -177,6 +178,7 @@ public struct HTTPResponse: Sendable {
         case 405: "Method Not Allowed"
         case 411: "Length Required"
         case 413: "Content Too Large"
+        case 415: "Unsupported Media Type"
         case 426: "Upgrade Required"
         case 431: "Request Header Fields Too Large"
         case 503: "Service Unavailable"

@@ -114,6 +114,9 @@ public final class StreamServer {
 
     /// Called on the loop thread when the encoder should make an IDR.
     public var onRequestIDR: () -> Void = {}
+    /// There is an encoder behind `onRequestIDR` (`produce`): a WebRTC viewer's picture loss
+    /// asks it for an IDR; else (a relay) the viewer gets the cached GOP again.
+    public var makesIDRs = false
     public var onEvent: (Event) -> Void = { _ in }
     /// Called on the loop thread once capture ended and the readers are drained or closed.
     public var onFinished: () -> Void = {}
@@ -335,6 +338,25 @@ public final class StreamServer {
         let stalled = "no progress for \(Double(config.broadcaster.readerTimeoutNs) / 1e9) s"
         endNow(reader, .stalled(reason: stalled))
         onEvent(.readerClosed(id, reason: reader.closeReason.map { "\($0), then \(stalled)" } ?? stalled))
+    }
+
+    /// A reader lost its picture (a WebRTC viewer's PLI or FIR): the encoder's next IDR,
+    /// coalesced and rate-limited like joins; a relay's reader starts again at the cached GOP.
+    func keyframeWanted(by id: ReaderID) {
+        if makesIDRs { return handle(broadcaster.requestKeyframe()) }
+        if broadcaster.restartAtCachedGOP(id) { pump(id) }
+    }
+
+    /// The id a reader was admitted as.
+    func readerID(of reader: any StreamReader) -> ReaderID? {
+        readers.first { $0.value === reader }?.key
+    }
+
+    /// The profile_idc of the stream's SPS (the cached GOP's), for a WHEP answer's payload type.
+    var streamProfile: UInt8? {
+        guard let idr = broadcaster.cachedGOP.first else { return nil }
+        let sps = (idr.parameterSets + idr.nalUnits).first { $0.body.first.map { $0 & 0x1F == 7 } ?? false }
+        return sps.flatMap { $0.body.dropFirst().first }
     }
 
     // MARK: - Ending

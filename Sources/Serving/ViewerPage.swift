@@ -30,7 +30,18 @@
 /// end: `code`, `reason`, `wasClean`; the last 20) and `problem` (the last problem stated; a
 /// stream's end is none).
 /// WebCodecs exists only in a secure context (https, or http from localhost/127.0.0.1):
-/// elsewhere the page says so and names the fixes, `--tls` or a TLS reverse proxy.
+/// elsewhere the page says so and names the fixes, `--tls` or a TLS reverse proxy, or
+/// `?transport=webrtc` (WebRTC needs no secure context to receive).
+///
+/// Over WebRTC (`?transport=webrtc`, or by itself in a browser that has no WebCodecs even in
+/// a secure context): a `recvonly` video
+/// transceiver's offer POSTed to `whep` beside the page (WHEP, the token as `Authorization:
+/// Bearer`), the answer set, the track played by a muted `<video>` that stays out of sight;
+/// each frame it presents (`requestVideoFrameCallback`) is drawn to the same canvas, with
+/// the same figures: latency is `Date.now()` against the frame's `rtpTimestamp`, which is
+/// nalcast's capture time (`RTPSender`). A connection that fails or closes is
+/// DELETEd and offered again with the same backoff. `window.nalcastViewer.transport` says
+/// which (`websocket` or `webrtc`).
 public enum ViewerPage {
     public static let html = """
         <!doctype html>
@@ -48,6 +59,7 @@ public enum ViewerPage {
         </head>
         <body>
         <canvas id="picture" width="640" height="360"></canvas>
+        <video id="remote" muted playsinline autoplay style="position: fixed; left: 0; top: 0; width: 2px; height: 2px; opacity: 0.01; pointer-events: none"></video>
         <div id="line">connecting…</div>
         <script>
         'use strict';
@@ -71,8 +83,27 @@ public enum ViewerPage {
         const viewer = window.nalcastViewer = {
           connected: false, connects: 0, messages: 0, painted: 0, width: 0, height: 0,
           fps: 0, latencyMs: null, codec: null, errors: 0, problem: null,
-          state: 'connecting', closes: [],
+          state: 'connecting', closes: [], transport: null,
         };
+        let paintedThisSecond = 0, second = performance.now();
+
+        // A picture is on the canvas: the figures, and the line under it.
+        function counted(latencyMs) {
+          viewer.painted++;
+          viewer.width = canvas.width;
+          viewer.height = canvas.height;
+          if (latencyMs !== null) viewer.latencyMs = latencyMs;
+          paintedThisSecond++;
+          const now = performance.now();
+          if (now - second >= 1000) {
+            viewer.fps = paintedThisSecond * 1000 / (now - second);
+            paintedThisSecond = 0;
+            second = now;
+          }
+          say(`${viewer.width}x${viewer.height}  ${viewer.fps.toFixed(1)} fps  ` +
+              (viewer.latencyMs === null ? 'latency unknown' : `latency ${viewer.latencyMs.toFixed(1)} ms (capture to paint)`) +
+              (viewer.transport === 'webrtc' ? '  WebRTC' : ''));
+        }
 
         function say(text, problem) {
           line.textContent = text;
@@ -80,12 +111,103 @@ public enum ViewerPage {
           if (problem) viewer.problem = text;
         }
 
-        if (!('VideoDecoder' in window)) {
+        // WebRTC when asked, or in a browser without WebCodecs at all; a page without it for
+        // want of a secure context says why, and how to play over WebRTC instead.
+        const asked = new URLSearchParams(location.search).get('transport');
+        const webrtc = 'RTCPeerConnection' in window;
+        if (webrtc && (asked === 'webrtc' || (window.isSecureContext && !('VideoDecoder' in window)))) {
+          viewer.transport = 'webrtc';
+          startWebRTC();
+        } else if (!('VideoDecoder' in window)) {
           say('This browser cannot decode here: WebCodecs (VideoDecoder) needs a secure context. ' +
               'Open the page as http://localhost:PORT/ or http://127.0.0.1:PORT/ on this machine, ' +
-              'or serve it over https: nalcast --tls self-signed (or --tls-cert and --tls-key), or a TLS (https) reverse proxy.', true);
+              'or serve it over https: nalcast --tls self-signed (or --tls-cert and --tls-key), or a TLS (https) reverse proxy.' +
+              (webrtc ? ' Or play it over WebRTC here: add ?transport=webrtc to the address.' : ''), true);
         } else {
+          viewer.transport = 'websocket';
           start();
+        }
+
+        // WebRTC: WHEP at `whep` beside the page; the video's frames drawn to the canvas.
+        function startWebRTC() {
+          const video = document.getElementById('remote');
+          let backoff = 250, session = null, pc = null;
+          const headers = token ? { Authorization: 'Bearer ' + token } : {};
+
+          function draw(now, frame) {
+            if (canvas.width !== video.videoWidth || canvas.height !== video.videoHeight) {
+              canvas.width = video.videoWidth;
+              canvas.height = video.videoHeight;
+            }
+            context.drawImage(video, 0, 0);
+            counted(latency(frame));
+            video.requestVideoFrameCallback(draw);
+          }
+
+          // Capture to paint: nalcast's RTP timestamps are the capture time (CLOCK_REALTIME,
+          // 90 kHz, modulo 2^32: 13 h, read as the latest such time before now, so a clock
+          // step backwards reads as 13 h, never as a negative figure); Chromium's own
+          // captureTime when it has none.
+          function latency(frame) {
+            if (frame.rtpTimestamp !== undefined) {
+              const now = Date.now() * 90;
+              const ticks = (now - frame.rtpTimestamp) % 4294967296;
+              return (ticks < 0 ? ticks + 4294967296 : ticks) / 90;
+            }
+            return frame.captureTime ? performance.now() - frame.captureTime : null;
+          }
+
+          function retry(text) {
+            viewer.connected = false;
+            if (pc) pc.close();
+            pc = null;
+            if (session) fetch(session, { method: 'DELETE', headers, keepalive: true }).catch(() => {});
+            session = null;
+            say(`${text}; trying again in ${backoff / 1000} s`, true);
+            setTimeout(offer, backoff);
+            backoff = Math.min(backoff * 2, 5000);
+          }
+
+          async function offer() {
+            const mine = pc = new RTCPeerConnection();
+            mine.addTransceiver('video', { direction: 'recvonly' });
+            mine.ontrack = event => {
+              // As little buffering as the browser allows: a live picture, not a smooth one.
+              if ('jitterBufferTarget' in event.receiver) event.receiver.jitterBufferTarget = 0;
+              if ('playoutDelayHint' in event.receiver) event.receiver.playoutDelayHint = 0;
+              video.srcObject = new MediaStream([event.track]);
+              video.play().catch(() => {});
+            };
+            mine.onconnectionstatechange = () => {
+              if (pc !== mine) return;
+              if (mine.connectionState === 'connected') {
+                viewer.connected = true;
+                viewer.connects++;
+                viewer.state = 'playing';
+                backoff = 250;
+                say('connected (WebRTC), waiting for a picture…');
+              } else if (mine.connectionState === 'failed' || mine.connectionState === 'closed') {
+                viewer.state = 'lost';
+                retry(`the WebRTC connection ${mine.connectionState}`);
+              }
+            };
+            try {
+              await mine.setLocalDescription(await mine.createOffer());
+              const response = await fetch('whep', {
+                method: 'POST', headers: Object.assign({ 'Content-Type': 'application/sdp' }, headers), body: mine.localDescription.sdp,
+              });
+              const text = await response.text();
+              if (response.status !== 201) return retry(`WHEP answered ${response.status}: ${text.trim()}`);
+              session = new URL(response.headers.get('Location'), location.href).href;
+              await mine.setRemoteDescription({ type: 'answer', sdp: text });
+            } catch (error) {
+              retry(`WHEP failed: ${error.message}`);
+            }
+          }
+
+          addEventListener('pagehide', () => { if (session) fetch(session, { method: 'DELETE', headers, keepalive: true }); });
+          video.requestVideoFrameCallback(draw);
+          offer();
         }
 
         function start() {
@@ -93,7 +215,6 @@ public enum ViewerPage {
           let sps = null;            // the SPS bytes the decoder is configured with, as text
           let waitingForKey = true;  // pictures are skipped up to the next keyframe
           const captureTimes = new Map();  // chunk timestamp (µs) -> capture time (ms)
-          let paintedThisSecond = 0, second = performance.now();
           let backoff = 250;
 
           function makeDecoder() {
@@ -111,19 +232,7 @@ public enum ViewerPage {
             const captured = captureTimes.get(frame.timestamp);
             captureTimes.delete(frame.timestamp);
             frame.close();
-            viewer.painted++;
-            viewer.width = canvas.width;
-            viewer.height = canvas.height;
-            if (captured !== undefined) viewer.latencyMs = Date.now() - captured;
-            paintedThisSecond++;
-            const now = performance.now();
-            if (now - second >= 1000) {
-              viewer.fps = paintedThisSecond * 1000 / (now - second);
-              paintedThisSecond = 0;
-              second = now;
-            }
-            say(`${viewer.width}x${viewer.height}  ${viewer.fps.toFixed(1)} fps  ` +
-                (viewer.latencyMs === null ? 'latency unknown' : `latency ${viewer.latencyMs.toFixed(1)} ms (capture to paint)`));
+            counted(captured !== undefined ? Date.now() - captured : null);
           }
 
           function failed(error) {

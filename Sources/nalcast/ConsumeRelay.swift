@@ -79,7 +79,7 @@ final class ConsumeRelay {
     }
 
     /// After the loop: the page's HTTP server closes (the stream server closed its readers).
-    func close() { side.webServer?.close() }
+    func close() { side.close() }
 
     /// The input's audio to the MPEG-TS listeners (`RelayAudio`): through the server's mailbox
     /// when there is a TS listener; what it reports as log lines and events. `listeners` and
@@ -125,6 +125,7 @@ extension ConsumeSession {
         ending.endsThrough.withLock { $0 = relay.endStream }
         relay.start()
         log.line("relaying \(config.input)\(config.realtime ? " at the pace of its media time" : ""); " + relay.side.places.joined(separator: ", "))
+        if let line = relay.side.whepLine { log.line(line) }
         return relay
     }
 }

@@ -46,6 +46,8 @@ final class ProduceSession {
         var server: StreamServer? { serving.server }
         var webServer: HTTPServer? { serving.webServer }
         let metricsServer: HTTPServer?
+        /// With `--web`: the live bitrate following the WebRTC viewers' estimates.
+        let adaptive: AdaptiveBitrate?
         /// Without a server, the end of capture stops the loop through this.
         let captureEnded: Mailbox<Int>
         let signals: [SignalWatcher]
@@ -86,7 +88,8 @@ final class ProduceSession {
             audio.delivery.add { output.deliver(audio: $0) }
         }
         let loop = EventLoop()
-        let serving = try wireServing(loop, control, registry, events, audio)
+        let ceiling = plan.capture.encoder.bitrate ?? source.width * source.height * 3
+        let serving = try wireServing(loop, control, registry, events, audio, ceiling: ceiling)
         serving.serving.serveHLS(hlsLive, runner: hlsRunner, loop: loop)
         replay?.addRoute(to: serving.metricsServer)
         let replaySignal = replay?.watchSignal(loop)
@@ -165,7 +168,7 @@ final class ProduceSession {
 
     /// The stream server (`--listen`), `--metrics`, the signals and the status line, on the loop.
     private func wireServing(_ loop: EventLoop, _ control: CaptureControl, _ registry: MetricsRegistry, _ events: EventLog?,
-                             _ audio: ProduceAudio?) throws -> LoopSide {
+                             _ audio: ProduceAudio?, ceiling: Int) throws -> LoopSide {
         let security = try HTTPSecurity(plan.serving.access, registry: registry, prefix: "")
         let serving = try ServingSide(loop: loop, choice: plan.serving, .encoder, registry: registry, events: events, security: security,
                                       audio: audio?.capture.format,
@@ -177,18 +180,26 @@ final class ProduceSession {
             audio.capture.registerMetrics(in: registry, delivery: audio.delivery)
             serving.carry(audio.delivery)
         }
-        let metricsServer = try makeMetricsServer(loop, control, registry, events, security: security)
+        let adaptive = serving.whep.map { whep in
+            let adaptive = AdaptiveBitrate(loop: loop, ceiling: ceiling) { bits, estimate in
+                control.requestBitrate(bits)
+                events?.emit("bitrate-adapted", [("bitsPerSecond", bits), ("estimate", Int(estimate ?? 0))])
+            }
+            whep.endpoint.onLowestEstimate = { adaptive.report($0) }
+            return adaptive
+        }
+        let metricsServer = try makeMetricsServer(loop, control, registry, events, security: security, adaptive: adaptive)
         let captureEnded = Mailbox<Int>(loop: loop) { _ in if server == nil { loop.stop() } }
         let signals = watchSignals(loop, control, server, events) + [security.watchReload(loop, log: log)].compactMap { $0 }
         serving.start()
         metricsServer?.start()
         let statusTimer = startStatusLine(loop, control, server, audio)
-        return LoopSide(serving: serving, metricsServer: metricsServer, captureEnded: captureEnded, signals: signals, statusTimer: statusTimer)
+        return LoopSide(serving: serving, metricsServer: metricsServer, adaptive: adaptive, captureEnded: captureEnded, signals: signals, statusTimer: statusTimer)
     }
 
     /// `--metrics`: `/metrics`, `/healthz`, and `POST /bitrate` for a live bitrate change.
     private func makeMetricsServer(_ loop: EventLoop, _ control: CaptureControl, _ registry: MetricsRegistry, _ events: EventLog?,
-                                   security: HTTPSecurity) throws -> HTTPServer? {
+                                   security: HTTPSecurity, adaptive: AdaptiveBitrate?) throws -> HTTPServer? {
         guard let endpoint = plan.metrics else { return nil }
         let server: HTTPServer
         do {
@@ -199,7 +210,8 @@ final class ProduceSession {
         security.protect(server)
         server.routes.add("POST", "/bitrate", maxBody: BitrateRoute.maxBody, needs: .control) { request in
             BitrateRoute.respond(to: request) { bits in
-                control.requestBitrate(bits)
+                // With WebRTC viewers, the new ceiling of what their estimates allow.
+                control.requestBitrate(adaptive?.ceiling(bits) ?? bits)
                 events?.emit("bitrate-requested", [("bitsPerSecond", bits)])
             }
         }
@@ -252,6 +264,7 @@ final class ProduceSession {
         for target in plan.forwards { where_.append("pushing to \(target)") }
         if let hls = plan.hls { where_.append("writing HLS into \(hls.directory)") }
         log.line("capturing \(input); \(where_.joined(separator: ", "))")
+        if let line = serving.serving.whepLine { log.line(line) }
         for line in serving.serving.securityLines(metrics: serving.metricsServer) { log.line(line, force: true) }
     }
 
@@ -292,7 +305,7 @@ final class ProduceSession {
     private func drain(_ serving: LoopSide, _ writer: SinkFanout?) {
         serving.statusTimer.stop()
         serving.metricsServer?.close()
-        serving.webServer?.close()
+        serving.serving.close()
         let late = writer?.finish(timeout: 5) ?? []
         if !late.isEmpty { log.line("gave up waiting for: \(late.joined(separator: ", "))", force: true) }
         status.end()

@@ -6,6 +6,7 @@ import Output
 import Delivery
 import Metrics
 import Serving
+import WebRTC
 
 /// What `produce` and `consume` share to serve their stream: the options (`--listen`, repeatable,
 /// each address Annex-B or `ts:` MPEG-TS; `--web`,
@@ -21,8 +22,10 @@ struct ServingChoice {
     /// Where readers connect (`--listen`, repeatable): each address Annex-B (`tcp://…`,
     /// `unix:…`) or MPEG-TS (`ts:tcp://…`, `ts:unix:…`).
     var listeners: [Listening] = []
-    /// `--web`: the browser page, its WebSocket stream, /metrics and /healthz.
+    /// `--web`: the browser page, its WebSocket stream, WHEP at /whep, /metrics and /healthz.
     var web: Endpoint?
+    /// `--webrtc-host`: more host candidates for WHEP viewers (names or addresses seen from outside).
+    var webrtcHosts: [String] = []
     var broadcaster = BroadcasterConfig()
     /// Who may use `--web` and `--metrics`: tokens, or nothing checked.
     var access = AccessChoice()
@@ -50,7 +53,8 @@ struct ServingChoice {
         case .encoder:
             specs += [
                 OptionSpec(name: "listen", value: "ADDR", help: "serve readers on tcp://HOST:PORT or unix:PATH (raw H.264 Annex-B, video only), or on ts:tcp://HOST:PORT or ts:unix:PATH (MPEG-TS: video and audio with timestamps, for ffplay, VLC, mpv); repeatable, each listener its own format", defaultText: "tcp://127.0.0.1:7264 unless -o, --forward or --web is given", repeatable: true),
-                OptionSpec(name: "web", value: "ADDR", help: "serve a page that plays the stream in a browser on ADDR (open http://HOST:PORT/; the stream at /ws, also /metrics and /healthz)"),
+                OptionSpec(name: "web", value: "ADDR", help: "serve a page that plays the stream in a browser on ADDR (open http://HOST:PORT/; the stream at /ws, WebRTC viewers at /whep (WHEP), also /metrics and /healthz)"),
+                webrtcHostSpec,
                 OptionSpec(name: "allow-remote", value: nil, help: "allow --listen, --web or --metrics on a non-loopback address (the stream may show your screen)"),
             ] + AccessChoice.specs + [
                 OptionSpec(name: "join", value: "POLICY", help: "where a new reader starts: idr (fresh IDR at once), gop (cached GOP), next (next IDR)", defaultText: "idr"),
@@ -59,7 +63,8 @@ struct ServingChoice {
         case .relay:
             specs += [
                 OptionSpec(name: "listen", value: "ADDR", help: "relay: serve what is read to readers on tcp://HOST:PORT or unix:PATH (Annex-B), or ts:tcp://HOST:PORT or ts:unix:PATH (MPEG-TS: video and the input's AAC audio); repeatable; on the machine of the --from producer, another port than its 7264, e.g. tcp://127.0.0.1:7265", repeatable: true),
-                OptionSpec(name: "web", value: "ADDR", help: "relay: serve a page that plays what is read in a browser on ADDR (open http://HOST:PORT/; the stream at /ws, also /metrics and /healthz)"),
+                OptionSpec(name: "web", value: "ADDR", help: "relay: serve a page that plays what is read in a browser on ADDR (open http://HOST:PORT/; the stream at /ws, WebRTC viewers at /whep (WHEP), also /metrics and /healthz)"),
+                webrtcHostSpec,
                 OptionSpec(name: "allow-remote", value: nil, help: "allow --listen, --web or --metrics on a non-loopback address"),
             ] + AccessChoice.specs + [
                 OptionSpec(name: "join", value: "POLICY", help: "where a new reader starts: gop (the cached GOP from its IDR at once, then live), next (the next IDR); no idr: there is no encoder to ask", defaultText: "gop"),
@@ -73,6 +78,8 @@ struct ServingChoice {
         ]
         return specs
     }
+
+    static let webrtcHostSpec = OptionSpec(name: "webrtc-host", value: "NAME|IP", help: "with --web: also offer WHEP viewers this address (the one they reach this machine by: NAT, a container) as a host candidate; repeatable", repeatable: true)
 
     /// Reads the serving options. `defaultListen`: listen on 127.0.0.1:7264 when neither
     /// `--listen` nor `--web` is given (`produce` without another output).
@@ -103,6 +110,10 @@ struct ServingChoice {
                 throw CommandError.usage("\(prefix)--web \(web) is not a loopback address: add --allow-remote to serve other machines")
             }
         }
+        choice.webrtcHosts = o.strings("webrtc-host")
+        if !choice.webrtcHosts.isEmpty && choice.web == nil {
+            throw CommandError.usage("\(prefix)--webrtc-host: WebRTC viewers come through --web; give --web ADDR too")
+        }
         var b = BroadcasterConfig()
         if role == .relay, o.string("join") == JoinPolicy.idr.rawValue {
             throw CommandError.usage("consume: \(o.label("join").trimmed): there is no encoder to ask for an IDR when relaying; use --join gop (the cached GOP at once) or --join next (the next IDR)")
@@ -132,6 +143,7 @@ struct ServingChoice {
     func lines(_ role: Role) -> [String] {
         let listen = listeners.isEmpty ? "none" : listeners.map { "\($0) (\($0.format == .mpegTS ? "MPEG-TS" : "Annex-B"))" }.joined(separator: ", ")
         var out = ["listen: \(listen)", "web: \(web?.description ?? "none")"]
+        if !webrtcHosts.isEmpty { out.append("webrtc-host: \(webrtcHosts.joined(separator: ", "))") }
         guard isServing else { return out }
         let b = broadcaster
         var join = "join: \(b.joinPolicy.rawValue)"
@@ -157,6 +169,8 @@ final class ServingSide {
     let webServer: HTTPServer?
     /// The tokens and TLS of `--web` and `--metrics`.
     let security: HTTPSecurity
+    /// WHEP on `--web`: WebRTC viewers on a UDP socket of the listener's address.
+    let whep: WHEPService?
 
     /// - Parameters:
     ///   - metricsText: the body of /metrics (the registry, and whatever the command adds).
@@ -172,6 +186,7 @@ final class ServingSide {
         guard choice.isServing else {
             server = nil
             webServer = nil
+            whep = nil
             return
         }
         let server: StreamServer
@@ -187,7 +202,10 @@ final class ServingSide {
             let ts = choice.listeners.filter { $0.format == .mpegTS }.map(\.description).joined(separator: " ")
             throw CommandError.unavailable("\(prefix)--listen \(ts): \(error)")
         }
-        if let onRequestIDR { server.onRequestIDR = onRequestIDR }
+        if let onRequestIDR {
+            server.onRequestIDR = onRequestIDR
+            server.makesIDRs = true
+        }
         server.onEvent = { event in ServingSide.report(event, to: events) }
         server.onFinished = onFinished
         self.server = server
@@ -211,8 +229,30 @@ final class ServingSide {
             server.viewersOnlyFromLoopbackHosts = endpoint.isLoopback
             web.routes.add("GET", "/ws", needs: .watch, handler: server.webSocketRoute)
             webServer = web
+            let whep = try ServingSide.whep(loop, endpoint, choice.webrtcHosts, server, registry, prefix)
+            whep.install(on: web)
+            self.whep = whep
         } else {
             webServer = nil
+            whep = nil
+        }
+    }
+
+    /// WHEP for the page at `endpoint`: a UDP socket on its address (any address for a unix
+    /// socket's page, behind a proxy), its candidates that address (every interface's for a
+    /// wildcard) and `hosts`.
+    static func whep(_ loop: EventLoop, _ endpoint: Endpoint, _ hosts: [String], _ server: StreamServer, _ registry: MetricsRegistry, _ prefix: String) throws -> WHEPService {
+        var bind = "0.0.0.0"
+        if case .tcp = endpoint, let address = try? SocketAddress.resolve(endpoint, passive: true).first { bind = address.host }
+        do {
+            // Behind a proxy (a unix socket's page), the hosts given, when given, are all.
+            var unix = false
+            if case .unix = endpoint { unix = true }
+            let candidates = try HostCandidates.list(bound: unix && !hosts.isEmpty ? nil : bind, extra: hosts)
+            let udp = try WebRTCEndpoint(loop: loop, host: bind, candidates: candidates, metrics: WebRTCMetrics(registry: registry))
+            return WHEPService(server: server, endpoint: udp)
+        } catch {
+            throw CommandError.unavailable("\(prefix)--web \(endpoint): WebRTC: \(error)")
         }
     }
 
@@ -224,6 +264,13 @@ final class ServingSide {
     func start() {
         server?.start()
         webServer?.start()
+        whep?.start()
+    }
+
+    /// After the loop: the page's HTTP server and WHEP's socket close.
+    func close() {
+        webServer?.close()
+        whep?.close()
     }
 
     /// `produce --audio` with a `ts:` listener: every audio packet goes to the stream server's
@@ -246,6 +293,14 @@ final class ServingSide {
         }
         if let web = webServer?.boundEndpoint { out.append("the page on \(security.pageURL(web))") }
         return out
+    }
+
+    /// Where WHEP viewers go, a line of its own (the page's address stays the one URL on the
+    /// line before): `WebRTC (WHEP): /whep beside the page; media on UDP 127.0.0.1:40000`.
+    var whepLine: String? {
+        guard let whep else { return nil }
+        let candidates = whep.endpoint.candidateHosts.map { ($0.contains(":") ? "[\($0)]" : $0) + ":\(whep.endpoint.port)" }
+        return "WebRTC (WHEP): POST an offer to /whep beside the page; media on UDP \(candidates.joined(separator: " "))"
     }
 
     /// The lines said once at start about TLS and tokens (`HTTPSecurity.startLines`).

@@ -1,16 +1,21 @@
 """web: nalcast's browser page (produce --web) measured as a viewer sees it.
 
-- paint: capture -> painted in headless Chromium, per frame, at 720p30 and 1080p30. The
+- paint: capture -> painted in headless Chromium, per frame, at 720p30 and 1080p30, over the
+  page's WebSocket (WebCodecs) and over WebRTC (WHEP, `?transport=webrtc`), in one run. The
   producer is `nalcast produce --source testsrc --size WxH --fps 30 --web
   tcp://127.0.0.1:0` (its defaults otherwise: veryfast, as a user would run it); the
   page (Sources/Serving ViewerPage.swift) computes each painted frame's latency itself,
   Date.now() against the capture time in the message's header, and `web_paint.py` (run by
   the venv python of scripts/setup, which has selenium) records every value over a window.
   Both clocks are this machine's CLOCK_REALTIME. Chromium decodes in software here
-  (--disable-gpu) and shares the 2 cores with the producer.
+  (--disable-gpu) and shares the 2 cores with the producer. Over WebRTC the page takes the
+  capture time from the frame's RTP timestamp, which nalcast puts on the capture clock, at
+  requestVideoFrameCallback (the frame about to be composited).
 - viewers: the producer's CPU (from /proc, over a window) at 720p30 with 16 WebSocket
   viewers (`ws_readers.py`: upgrade, then read and discard) against none, and with 16 TCP
-  readers of --listen (`c/readers.c`, as the serve benchmark) for comparison. Every row
+  readers of --listen (`c/readers.c`, as the serve benchmark) for comparison, and 16 WebRTC
+  viewers over WHEP (`webrtc_readers.py`: aiortc peers that depacketize and count, decoding
+  nothing). Every row
   runs the same producer (--web and --listen both open), so only the readers differ. Over
   TLS: the producer's own (`--tls self-signed`), and nginx in front of its plain --web
   (`web_nginx.py`, the repository's recipe), counted as nalcast's CPU plus nginx's.
@@ -62,6 +67,15 @@ def chromium_missing() -> str | None:
     return None
 
 
+def aiortc_missing() -> str | None:
+    """Why the WebRTC viewers' row cannot run here, or None."""
+    try:
+        ok = subprocess.run([str(VENV_PYTHON), "-c", "import aiortc"], capture_output=True, timeout=30).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        ok = False
+    return None if ok else f"skipped (no aiortc in {VENV_PYTHON}: scripts/setup installs it)"
+
+
 def _wait_for(pattern: str, proc, log: Path, timeout: float = 10) -> re.Match:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -94,15 +108,16 @@ def _start(ctx: Context, procs: Procs, size: tuple, log: Path, listen: bool, tls
 # capture -> paint
 
 
-def _paint_measure(p: dict, size: tuple):
+def _paint_measure(p: dict, size: tuple, webrtc: bool = False):
     @_guard
     def measure(ctx: Context) -> Sample:
-        tag = f"{size[0]}x{size[1]}"
+        tag = f"{size[0]}x{size[1]}" + ("-webrtc" if webrtc else "")
         log = ctx.dir("logs") / f"web-paint-{tag}.stderr"
         with Procs() as procs:
             proc, port, _ = _start(ctx, procs, size, log, listen=False)
             c0, t0 = cpu_s(proc.pid), time.monotonic()
-            browser = procs.start([VENV_PYTHON, LIB / "web_paint.py", f"http://127.0.0.1:{port}/",
+            page = f"http://127.0.0.1:{port}/" + ("?transport=webrtc" if webrtc else "")
+            browser = procs.start([VENV_PYTHON, LIB / "web_paint.py", page,
                                    p["warm_frames"], p["paint_window"]],
                                   stdout=subprocess.PIPE, stderr=ctx.dir("logs") / f"web-paint-{tag}-chromium.stderr")
             try:
@@ -123,6 +138,8 @@ def _paint_measure(p: dict, size: tuple):
             raise BenchError(f"the page says: {r['problem']}")
         if r["width"] != size[0] or r["height"] != size[1]:
             raise BenchError(f"the page painted {r['width']}x{r['height']}, not {tag}")
+        if r.get("transport") != ("webrtc" if webrtc else "websocket"):
+            raise BenchError(f"the page played over {r.get('transport')}")
         # at live pace the window holds FPS * seconds frames: most of them must be painted
         if len(lat) < p["painted"] * FPS * p["paint_window"]:
             raise BenchError(f"{len(lat)} frames painted in {p['paint_window']:g} s")
@@ -135,12 +152,18 @@ def _paint_measure(p: dict, size: tuple):
 
 
 def _paint_notes(case: Case) -> list:
+    notes, medians = [], {}
     for c in case.contenders:
         if c.samples:
             every = [v for s in c.samples for v in s.extra["values"]]
-            return [f"{case.label}: all {len(every)} frames of {len(c.samples)} run(s): median "
-                    f"{median(every):.1f} ms, p99 {pct(every, 0.99):.1f} ms (target at 720p30: median <= 40 ms)"]
-    return []
+            medians[c.name] = median(every)
+            target = "WebRTC median <= 50 ms" if "webrtc" in c.name else "median <= 40 ms"
+            notes.append(f"{case.label}: {c.name}: all {len(every)} frames of {len(c.samples)} run(s): median "
+                         f"{median(every):.1f} ms, p99 {pct(every, 0.99):.1f} ms (target at 720p30: {target})")
+    ws, rtc = medians.get("nalcast --web + chromium"), medians.get("nalcast --web + chromium over webrtc")
+    if ws and rtc:
+        notes.append(f"{case.label}: WebRTC against the WebSocket page, medians of every frame: {rtc / ws:.2f}x")
+    return notes
 
 
 # ---------------------------------------------------------------------------
@@ -160,8 +183,12 @@ def _viewers_measure(p: dict, kind: str, n: int):
             time.sleep(p["warm"])
             readers = None
             if n:
-                argv = ([sys.executable, LIB / "ws_readers.py", port, n, span] + (["--tls"] if kind != "ws" else []) if kind != "tcp"
-                        else [ctx.tool("readers"), tcp, n, span])
+                if kind == "webrtc":
+                    argv = [VENV_PYTHON, LIB / "webrtc_readers.py", f"http://127.0.0.1:{port}/whep", n, span]
+                elif kind == "tcp":
+                    argv = [ctx.tool("readers"), tcp, n, span]
+                else:
+                    argv = [sys.executable, LIB / "ws_readers.py", port, n, span] + (["--tls"] if kind != "ws" else [])
                 readers = procs.start(argv, stdout=subprocess.PIPE,
                                       stderr=ctx.dir("logs") / f"web-viewers-{kind}-readers.stderr")
             time.sleep(p["settle"])
@@ -210,7 +237,7 @@ def _viewers_notes(case: Case) -> list:
     ratios = [f"{name.split(' ', 1)[1]} {v / by[base]:.3f}x" for name, v in by.items() if base and name != base]
     if ratios:
         notes.append(f"{case.label}: producer CPU against no viewer (medians of the runs): " + ", ".join(ratios)
-                     + " (target for WebSocket viewers: <= 1.05x)")
+                     + " (target for WebSocket viewers: <= 1.05x; for WebRTC viewers: <= 1.15x)")
     plain, tls, nginx = named(" websocket viewers"), named(" websocket viewers over tls"), named(" behind nginx's tls")
     for a, b, what, target in ((tls, plain, "over TLS against plain", "1.10"),
                                (tls, nginx, "the built-in TLS against nginx in front (nalcast + nginx)", "1.00")):
@@ -239,7 +266,8 @@ def cases(ctx: Context) -> list:
     for size in p["sizes"]:
         tag = f"{size[0]}x{size[1]}"
         case = Case(NAME, f"web paint {tag} {FPS} fps",
-                    "", 1, [row("nalcast --web + chromium", _paint_measure(p, size), skip_c)],
+                    "", 1, [row("nalcast --web + chromium", _paint_measure(p, size), skip_c),
+                            row("nalcast --web + chromium over webrtc", _paint_measure(p, size, webrtc=True), skip_c)],
                     runs=ctx.runs_for(p["runs"]), after=_paint_notes,
                     figures=[("p50", "capture->paint median", "{:.1f} ms"), ("p99", "p99", "{:.1f} ms"),
                              ("max", "max", "{:.0f} ms"), ("frames", "frames", "{:.0f}"),
@@ -255,6 +283,7 @@ def cases(ctx: Context) -> list:
         row("nalcast 0 viewers", _viewers_measure(p, "ws", 0), skip_n),
         row(f"nalcast {n} websocket viewers", _viewers_measure(p, "ws", n), skip_n),
         row(f"nalcast {n} tcp readers", _viewers_measure(p, "tcp", n), skip_n),
+        row(f"nalcast {n} webrtc viewers", _viewers_measure(p, "webrtc", n), skip_n or aiortc_missing()),
         row(f"nalcast {n} websocket viewers over tls", _viewers_measure(p, "wss", n), skip_n),
         row(f"nalcast {n} websocket viewers behind nginx's tls", _viewers_measure(p, "nginx", n),
             skip_n or nginx_missing()),

@@ -6,7 +6,9 @@ headless Chromium, for the web benchmark. Run by the venv python that has seleni
 Opens the page, waits until it has painted WARM_FRAMES frames, then records the page's
 capture -> paint latency of each frame painted in the next SECONDS and prints one JSON
 object: {"latency_ms": [...], "painted": N, "messages": N, "errors": N, "fps": F,
-"width": W, "height": H}, or {"error": ...} with exit 1.
+"width": W, "height": H, "transport": "websocket"|"webrtc"}, or {"error": ...} with exit 1.
+With PAGE_URL ending in ?transport=webrtc the page plays over WebRTC (WHEP), and its
+latency is the frame's RTP timestamp (the capture clock) against Date.now().
 
 The page keeps only the last value (window.nalcastViewer.latencyMs = Date.now() - the
 capture time in the message's header, set once per painted frame); a setter put on that
@@ -68,7 +70,7 @@ def main() -> int:
     print(json.dumps({"latency_ms": values, "painted": end["painted"] - start["painted"],
                       "messages": end["messages"] - start["messages"], "errors": end["errors"] - start["errors"],
                       "fps": end.get("fps"), "width": end.get("width"), "height": end.get("height"),
-                      "problem": end.get("problem")}))
+                      "problem": end.get("problem"), "transport": end.get("transport")}))
     return 0
 
 

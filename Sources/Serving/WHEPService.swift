@@ -1,0 +1,110 @@
+import Clocks
+import Delivery
+import IO
+import WebRTC
+
+/// WHEP (WebRTC-HTTP egress, draft-ietf-wish-whep) on the `--web` listener: `POST /whep`
+/// with an SDP offer (`application/sdp`) is answered `201` with the SDP answer and a
+/// `Location` (`/whep/ID`) that `DELETE` ends; `PATCH` (trickle ICE, ICE restarts) is not
+/// taken: `405` with `Allow: DELETE`, as RFC 9725 §4.3.1 lets a server answer (every
+/// candidate is in the answer, ICE-lite). Each offer gets a `WebRTCPeer` of the one
+/// `WebRTCEndpoint`; once its ICE check and DTLS-SRTP handshake are done it is admitted as a
+/// reader of the `StreamServer` (`WebRTCViewer`), counted in `--max-readers` with the others.
+///
+/// A viewer's PLI or FIR asks the encoder for an IDR through the same rate limit as joins
+/// (`StreamServer.keyframeWanted`); a relay, which has no encoder, starts the viewer's queue
+/// again at the cached GOP.
+///
+/// Loop-owned.
+public final class WHEPService {
+    public static let path = "/whep"
+    /// The largest offer taken (Chromium's are 4 to 8 kB).
+    static let maxOffer = 64 << 10
+
+    private unowned let server: StreamServer
+    public let endpoint: WebRTCEndpoint
+    /// Peers answered and not yet connected, by resource id.
+    private var pending: [String: WebRTCPeer] = [:]
+    /// Viewers admitted, by resource id.
+    private var viewers: [String: WebRTCViewer] = [:]
+    /// When each viewer last had its queue started again at the cached GOP (a relay's PLI).
+    private var lastRestartNs: [String: UInt64] = [:]
+
+    public init(server: StreamServer, endpoint: WebRTCEndpoint) {
+        self.server = server
+        self.endpoint = endpoint
+    }
+
+    /// Adds `POST /whep` and `DELETE /whep/ID` to `web` (both behind the watch permission).
+    public func install(on web: HTTPServer) {
+        web.routes.add("POST", Self.path, maxBody: Self.maxOffer, needs: .watch) { [unowned self] request in self.post(request) }
+        web.routes.addPrefix("DELETE", Self.path + "/", needs: .watch, handler: .respond { [unowned self] request in self.delete(request) })
+    }
+
+    public func start() { endpoint.start() }
+
+    /// Every peer ends, the socket closes (the run is over).
+    public func close() { endpoint.close(WebSocketViewer.streamEnded) }
+
+    private func post(_ request: HTTPRequest) -> HTTPResponse {
+        server.loop.preconditionOnLoop()
+        let metrics = endpoint.metrics
+        metrics.offers.increment()
+        func refuse(_ status: Int, _ line: String) -> HTTPResponse {
+            metrics.offersRefused.increment()
+            return HTTPResponse(status: status, body: line + "\n")
+        }
+        let type = request.header("content-type")?.split(separator: ";").first.map { String($0.filter { $0 != " " && $0 != "\t" }).lowercased() }
+        guard type == "application/sdp" else { return refuse(415, "WHEP: the offer must be sent as Content-Type: application/sdp") }
+        guard !server.draining else { return refuse(503, "the stream has ended") }
+        guard server.readerCount + pending.count < server.config.broadcaster.maxReaders else { return refuse(503, "too many readers") }
+        let peer: WebRTCPeer
+        do {
+            peer = try endpoint.offer(String(decoding: request.body, as: UTF8.self), profile: server.streamProfile)
+        } catch {
+            if case .unavailable = error { return refuse(503, "WHEP: \(error)") }
+            return refuse(400, "WHEP: \(error)")
+        }
+        pending[peer.id] = peer
+        peer.onConnected = { [unowned self, unowned peer] in self.connected(peer) }
+        peer.onClosed = { [unowned self, unowned peer] _ in self.pending[peer.id] = nil }
+        var response = HTTPResponse(status: 201, contentType: "application/sdp", body: peer.answer)
+        response.headers.append(("Location", "\(Self.path)/\(peer.id)"))
+        response.headers.append(("Cache-Control", "no-store"))
+        return response
+    }
+
+    private func delete(_ request: HTTPRequest) -> HTTPResponse {
+        server.loop.preconditionOnLoop()
+        let id = String(request.path.dropFirst(Self.path.count + 1))
+        guard let peer = pending[id] ?? viewers[id]?.webrtc else { return HTTPResponse(status: 404, body: "no such WHEP session\n") }
+        peer.close("ended by the viewer (DELETE)")
+        return HTTPResponse(status: 200, body: "ended\n")
+    }
+
+    /// The handshake is done: the peer becomes a reader, or ends (no room, the stream ended).
+    private func connected(_ peer: WebRTCPeer) {
+        pending[peer.id] = nil
+        let name = (peer.address?.description ?? "?") + " (webrtc)"
+        guard !server.draining else { return peer.close(WebSocketViewer.streamEnded) }
+        let viewer = WebRTCViewer(peer, peer: name)
+        let id = peer.id
+        let admitted = server.admit(peer: name) { viewer }
+        guard admitted, let reader = server.readerID(of: viewer) else { return peer.close("too many readers") }
+        viewers[id] = viewer
+        peer.onKeyframeRequest = { [unowned self] in self.keyframeWanted(id, reader) }
+        peer.onClosed = { [unowned self, weak viewer] reason in
+            self.viewers[id] = nil
+            self.lastRestartNs[id] = nil
+            viewer?.onClose?(reason)
+        }
+    }
+
+    private func keyframeWanted(_ id: String, _ reader: ReaderID) {
+        if server.makesIDRs { return server.keyframeWanted(by: reader) }
+        let now = MonotonicClock.nanoseconds
+        if let last = lastRestartNs[id], now - last < server.config.broadcaster.idrMinIntervalNs { return }
+        lastRestartNs[id] = now
+        server.keyframeWanted(by: reader)
+    }
+}

@@ -1,0 +1,133 @@
+import CWebRTC
+
+/// The DTLS server side of WebRTC's DTLS-SRTP (RFC 5764), over OpenSSL (`CWebRTC`): one
+/// certificate for the process, made at start (ECDSA P-256, its SHA-256 fingerprint in every
+/// answer), and an association per peer fed the datagrams that arrive and giving back the
+/// ones to send. Loop-owned.
+public final class DTLSContext {
+    let raw: OpaquePointer
+    /// The certificate's SHA-256 fingerprint (32 bytes), for `a=fingerprint`.
+    public let fingerprint: [UInt8]
+
+    public struct Failure: Error, CustomStringConvertible {
+        public let description: String
+    }
+
+    public init() throws(Failure) {
+        var error = [CChar](repeating: 0, count: 256)
+        guard let made = nc_dtls_context_new(&error, Int32(error.count)) else {
+            throw Failure(description: "DTLS: " + String(decoding: error.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self))
+        }
+        raw = made
+        var print = [UInt8](repeating: 0, count: 32)
+        nc_dtls_context_fingerprint(made, &print)
+        fingerprint = print
+    }
+
+    deinit { nc_dtls_context_free(raw) }
+}
+
+/// One peer's DTLS association. Loop-owned.
+final class DTLSAssociation {
+    enum State { case handshaking, connected, open, closed, failed(String) }
+
+    private let raw: OpaquePointer
+    /// Keeps the context (and its SSL_CTX) alive as long as the association.
+    private let context: DTLSContext
+
+    init?(_ context: DTLSContext) {
+        guard let made = nc_dtls_new(context.raw) else { return nil }
+        raw = made
+        self.context = context
+    }
+
+    deinit { nc_dtls_free(raw) }
+
+    func receive(_ datagram: [UInt8]) -> State { state(datagram.withUnsafeBufferPointer { nc_dtls_receive(raw, $0.baseAddress, $0.count) }) }
+
+    func handleTimeout() -> State { state(nc_dtls_handle_timeout(raw)) }
+
+    /// Seconds until the retransmission timer is due; nil when none runs.
+    var timeout: Double? {
+        let ms = nc_dtls_timeout_ms(raw)
+        return ms < 0 ? nil : Double(ms) / 1000
+    }
+
+    /// The datagrams OpenSSL wrote since the last call, oldest first.
+    func outgoing() -> [[UInt8]] {
+        var out: [[UInt8]] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = nc_dtls_next_datagram(raw, &buffer, buffer.count)
+            if n == 0 { return out }
+            if n > 0 { out.append(Array(buffer[0..<Int(n)])) }
+        }
+    }
+
+    var peerFingerprint: [UInt8]? {
+        var print = [UInt8](repeating: 0, count: 32)
+        return nc_dtls_peer_fingerprint(raw, &print) == 1 ? print : nil
+    }
+
+    /// (client key, client salt, server key, server salt), or nil when the profile is not
+    /// SRTP_AES128_CM_SHA1_80.
+    var srtpKeys: (clientKey: [UInt8], clientSalt: [UInt8], serverKey: [UInt8], serverSalt: [UInt8])? {
+        var material = [UInt8](repeating: 0, count: 60)
+        guard nc_dtls_srtp_keys(raw, &material) == 1 else { return nil }
+        return (Array(material[0..<16]), Array(material[32..<46]), Array(material[16..<32]), Array(material[46..<60]))
+    }
+
+    func shutdown() { nc_dtls_shutdown(raw) }
+
+    private func state(_ code: Int32) -> State {
+        switch code {
+        case Int32(NC_DTLS_HANDSHAKING): return .handshaking
+        case Int32(NC_DTLS_CONNECTED): return .connected
+        case Int32(NC_DTLS_OPEN): return .open
+        case Int32(NC_DTLS_CLOSED): return .closed
+        default: return .failed(String(cString: nc_dtls_error(raw)))
+        }
+    }
+}
+
+/// An SRTP session of libsrtp2 (opened with dlopen: `SRTPSession.load()` first). Loop-owned.
+final class SRTPSession {
+    private let raw: OpaquePointer
+
+    /// Opens libsrtp2 once; nil when it opened, else why not (one line).
+    static func load() -> String? {
+        var why = [CChar](repeating: 0, count: 256)
+        if nc_srtp_load(&why, Int32(why.count)) == 1 { return nil }
+        return "libsrtp2: " + String(decoding: why.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    init?(key: [UInt8], salt: [UInt8], outbound: Bool) {
+        guard let made = nc_srtp_new(key, salt, outbound ? 1 : 0) else { return nil }
+        raw = made
+    }
+
+    deinit { nc_srtp_free(raw) }
+
+    /// `packet` protected (RTP, or RTCP when `rtcp`), nil when libsrtp2 refused it.
+    func protect(_ packet: [UInt8], rtcp: Bool = false) -> [UInt8]? {
+        var buffer = packet + [UInt8](repeating: 0, count: Int(NC_SRTP_TRAILER))
+        let length = buffer.withUnsafeMutableBufferPointer { b in
+            rtcp ? nc_srtp_protect_rtcp(raw, b.baseAddress, Int32(packet.count), Int32(b.count))
+                : nc_srtp_protect(raw, b.baseAddress, Int32(packet.count), Int32(b.count))
+        }
+        guard length > 0 else { return nil }
+        buffer.removeLast(buffer.count - Int(length))
+        return buffer
+    }
+
+    /// `packet` checked and decrypted (RTCP, or RTP when not `rtcp`), nil when it does not check.
+    func unprotect(_ packet: [UInt8], rtcp: Bool = true) -> [UInt8]? {
+        var buffer = packet
+        let length = buffer.withUnsafeMutableBufferPointer { b in
+            rtcp ? nc_srtp_unprotect_rtcp(raw, b.baseAddress, Int32(b.count)) : nc_srtp_unprotect(raw, b.baseAddress, Int32(b.count))
+        }
+        guard length > 0 else { return nil }
+        buffer.removeLast(buffer.count - Int(length))
+        return buffer
+    }
+}

@@ -1,0 +1,137 @@
+/// The answer to a WHEP offer: the first video section accepted, sending H.264 as it is
+/// encoded on the payload type the offer gave it; every other section rejected (port 0).
+public struct SDPAnswer: Sendable {
+    /// The abs-capture-time header extension (a frame's capture time, 64-bit NTP).
+    public static let absCaptureTime = "http://www.webrtc.org/experiments/rtp-hdrext/abs-capture-time"
+    /// The abs-send-time header extension (when a packet left, 6.18 fixed-point seconds):
+    /// what receivers estimate the path's bitrate from for their REMB.
+    public static let absSendTime = "http://www.webrtc.org/experiments/rtp-hdrext/abs-send-time"
+    /// The playout-delay header extension: the sender's bounds on the receiver's buffering
+    /// (0 and 0: show each picture as soon as it is decoded).
+    public static let playoutDelay = "http://www.webrtc.org/experiments/rtp-hdrext/playout-delay"
+
+    /// The H.264 format chosen from the offer.
+    public struct Format: Equatable, Sendable {
+        public let payloadType: UInt8
+        /// The offer's fmtp for it, repeated in the answer (profile-level-id as offered).
+        public let fmtp: String
+        /// The offer's rtcp-fb values that the answer keeps: nack, nack pli, ccm fir, goog-remb.
+        public let feedback: [String]
+    }
+
+    /// The feedback a sender here answers.
+    static let feedbackKept: Set<String> = ["nack", "nack pli", "ccm fir", "goog-remb"]
+
+    /// The H.264 payload type of `media` with packetization-mode=1: the one whose
+    /// profile-level-id names `profile` (the stream's SPS profile_idc, when known), else the
+    /// first offered.
+    public static func h264Format(in media: SDP.Media, profile: UInt8?) -> Format? {
+        var candidates: [(UInt8, String)] = []
+        for type in media.formats.compactMap({ UInt8($0) }) {
+            guard let map = media.rtpmap[type], map.lowercased().hasPrefix("h264/90000") else { continue }
+            let fmtp = media.fmtp[type] ?? ""
+            let parameters = fmtp.split(separator: ";").map { $0.trimmingSpaces.lowercased() }
+            guard parameters.contains("packetization-mode=1") else { continue }
+            candidates.append((type, fmtp))
+        }
+        func profileIDC(_ fmtp: String) -> UInt8? {
+            let id = fmtp.split(separator: ";").map { $0.trimmingSpaces }.first { $0.lowercased().hasPrefix("profile-level-id=") }
+            return id.flatMap { UInt8($0.dropFirst(17).prefix(2), radix: 16) }
+        }
+        let chosen = candidates.first { profile != nil && profileIDC($0.1) == profile } ?? candidates.first
+        guard let (type, fmtp) = chosen else { return nil }
+        let feedback = (media.feedback[type] ?? []).filter { feedbackKept.contains($0) }
+        return Format(payloadType: type, fmtp: fmtp, feedback: feedback)
+    }
+
+    public let offer: SDP.Offer
+    /// The index of the video section accepted in `offer.media`.
+    public let videoIndex: Int
+    public let format: Format
+    /// The id of abs-capture-time when the offer has it.
+    public let captureTimeExtension: Int?
+    /// The id of abs-send-time when the offer has it.
+    public let sendTimeExtension: Int?
+    /// The id of playout-delay when the offer has it.
+    public let playoutDelayExtension: Int?
+
+    /// Chooses what to send from `offer`; `profile` is the stream's profile_idc, when known.
+    public init(offer: SDP.Offer, profile: UInt8?) throws(SDP.OfferError) {
+        guard let index = offer.media.firstIndex(where: { $0.kind == "video" && $0.port != 0 }) else { throw .noVideo }
+        let video = offer.media[index]
+        guard video.direction == "recvonly" || video.direction == "sendrecv" else { throw .notReceiving }
+        guard let format = Self.h264Format(in: video, profile: profile) else { throw .noH264 }
+        guard offer.setup != "passive" else { throw .setupPassive }
+        self.offer = offer
+        self.videoIndex = index
+        self.format = format
+        self.captureTimeExtension = video.extensions[Self.absCaptureTime]
+        self.sendTimeExtension = video.extensions[Self.absSendTime]
+        self.playoutDelayExtension = video.extensions[Self.playoutDelay]
+    }
+
+    /// What this side says of itself in the answer.
+    public struct Local: Sendable {
+        public var ufrag: String
+        public var password: String
+        public var fingerprint: [UInt8]
+        /// Host candidates: address and UDP port.
+        public var candidates: [(host: String, port: UInt16)]
+        public var ssrc: UInt32
+        public var sessionID: UInt64
+        public init(ufrag: String, password: String, fingerprint: [UInt8], candidates: [(host: String, port: UInt16)], ssrc: UInt32, sessionID: UInt64) {
+            self.ufrag = ufrag
+            self.password = password
+            self.fingerprint = fingerprint
+            self.candidates = candidates
+            self.ssrc = ssrc
+            self.sessionID = sessionID
+        }
+    }
+
+    /// The answer's text (CRLF line ends).
+    public func text(_ local: Local) -> String {
+        let video = offer.media[videoIndex]
+        let mid = video.mid ?? "\(videoIndex)"
+        var lines = ["v=0", "o=- \(local.sessionID) 2 IN IP4 127.0.0.1", "s=nalcast", "t=0 0"]
+        lines.append("a=group:BUNDLE \(mid)")
+        lines.append("a=ice-lite")
+        lines.append("a=msid-semantic: WMS nalcast")
+        for (index, media) in offer.media.enumerated() {
+            lines += index == videoIndex ? videoSection(mid, local) : rejected(media, index)
+        }
+        return lines.joined(separator: "\r\n") + "\r\n"
+    }
+
+    private func videoSection(_ mid: String, _ local: Local) -> [String] {
+        let pt = format.payloadType
+        let video = offer.media[videoIndex]
+        var lines = ["m=video 9 UDP/TLS/RTP/SAVPF \(pt)", "c=IN IP4 0.0.0.0", "a=rtcp:9 IN IP4 0.0.0.0"]
+        lines += ["a=ice-ufrag:\(local.ufrag)", "a=ice-pwd:\(local.password)", "a=ice-options:ice2"]
+        lines += ["a=fingerprint:sha-256 \(SDP.hex(local.fingerprint))", "a=setup:passive", "a=mid:\(mid)"]
+        if let id = sendTimeExtension { lines.append("a=extmap:\(id) \(Self.absSendTime)") }
+        if let id = captureTimeExtension { lines.append("a=extmap:\(id) \(Self.absCaptureTime)") }
+        if let id = playoutDelayExtension { lines.append("a=extmap:\(id) \(Self.playoutDelay)") }
+        lines += ["a=sendonly", "a=msid:nalcast video", "a=rtcp-mux"]
+        if video.rtcpReducedSize { lines.append("a=rtcp-rsize") }
+        lines.append("a=rtpmap:\(pt) H264/90000")
+        for value in format.feedback { lines.append("a=rtcp-fb:\(pt) \(value)") }
+        if !format.fmtp.isEmpty { lines.append("a=fmtp:\(pt) \(format.fmtp)") }
+        lines += ["a=ssrc:\(local.ssrc) cname:nalcast", "a=ssrc:\(local.ssrc) msid:nalcast video"]
+        for (i, candidate) in local.candidates.enumerated() {
+            // Host candidates only (ICE-lite): type preference 126, local preference by order.
+            let priority = (126 << 24) | ((65535 - i) << 8) | 255
+            lines.append("a=candidate:\(i + 1) 1 udp \(priority) \(candidate.host) \(candidate.port) typ host")
+        }
+        lines.append("a=end-of-candidates")
+        return lines
+    }
+
+    /// A section not taken: port 0, its mid kept (RFC 8843: outside the bundle).
+    private func rejected(_ media: SDP.Media, _ index: Int) -> [String] {
+        var lines = ["m=\(media.kind) 0 \(media.proto) \(media.formats.first ?? "0")", "c=IN IP4 0.0.0.0"]
+        lines.append("a=mid:\(media.mid ?? "\(index)")")
+        lines.append("a=inactive")
+        return lines
+    }
+}

@@ -1,0 +1,37 @@
+import Metrics
+
+/// What the WebRTC viewers of a `--web` listener did, for `/metrics` (`nalcast_webrtc_*`).
+public struct WebRTCMetrics: Sendable {
+    public let offers: Counter
+    public let offersRefused: Counter
+    public let connected: Counter
+    public let handshakesFailed: Counter
+    public let packetsSent: Counter
+    public let sendFailures: Counter
+    public let nackedPackets: Counter
+    public let retransmittedPackets: Counter
+    public let nackedNotInHistory: Counter
+    public let keyframeRequests: Counter
+    public let badRTCP: Counter
+    public let strayDatagrams: Counter
+    public let peers: Gauge
+    /// The lowest REMB of the viewers now, bits per second (0: none sent one).
+    public let estimatedBitrate: Gauge
+
+    public init(registry: MetricsRegistry) {
+        offers = registry.counter("nalcast_webrtc_offers_total", help: "WHEP offers (POST /whep) received.")
+        offersRefused = registry.counter("nalcast_webrtc_offers_refused_total", help: "WHEP offers answered with an error (not SDP, no H.264, no room, the stream ended).")
+        connected = registry.counter("nalcast_webrtc_connected_total", help: "WebRTC viewers whose ICE and DTLS-SRTP handshake completed.")
+        handshakesFailed = registry.counter("nalcast_webrtc_handshakes_failed_total", help: "WebRTC viewers that ended before their handshake completed (DTLS failure, wrong certificate, timeout).")
+        packetsSent = registry.counter("nalcast_webrtc_rtp_packets_sent_total", help: "SRTP video packets sent to WebRTC viewers (retransmissions not included).")
+        sendFailures = registry.counter("nalcast_webrtc_send_failures_total", help: "Datagrams to WebRTC viewers the kernel did not take (send buffer full).")
+        nackedPackets = registry.counter("nalcast_webrtc_nacked_packets_total", help: "Packets WebRTC viewers reported lost (RTCP NACK).")
+        retransmittedPackets = registry.counter("nalcast_webrtc_retransmitted_packets_total", help: "NACKed packets sent again from a viewer's history.")
+        nackedNotInHistory = registry.counter("nalcast_webrtc_nacked_not_in_history_total", help: "NACKed packets no longer in the viewer's history (512 packets), not sent again.")
+        keyframeRequests = registry.counter("nalcast_webrtc_keyframe_requests_total", help: "Picture loss indications and full intra requests from WebRTC viewers.")
+        badRTCP = registry.counter("nalcast_webrtc_bad_rtcp_total", help: "SRTCP packets from WebRTC viewers that did not authenticate or parse, dropped.")
+        strayDatagrams = registry.counter("nalcast_webrtc_stray_datagrams_total", help: "Datagrams on the WebRTC socket from no known viewer (unknown ufrag or address), dropped.")
+        peers = registry.gauge("nalcast_webrtc_viewers", help: "WebRTC viewers now, connected or still in their handshake.")
+        estimatedBitrate = registry.gauge("nalcast_webrtc_estimated_bitrate_bps", help: "The lowest receiver estimate (REMB) of the WebRTC viewers now, bits per second; 0 when none sent one.")
+    }
+}

@@ -1,0 +1,255 @@
+import Clocks
+import IO
+import Media
+import RTP
+
+/// One WebRTC viewer of a `WebRTCEndpoint`: its ICE credentials and the address its checks
+/// came from, its DTLS association, SRTP both ways, the RTP it is sent and a short history of
+/// the packets as protected, which answers its NACKs. Made by `WebRTCEndpoint.offer`; the
+/// endpoint hands it what arrives from its address or for its ufrag.
+///
+/// Loop-owned.
+public final class WebRTCPeer {
+    /// The WHEP resource's id (in its `Location`).
+    public let id: String
+    let localUfrag: String
+    let localPassword: String
+    let remoteFingerprint: [UInt8]
+    /// The address its checks came from and its media goes to (nil before the first check).
+    public private(set) var address: UDPAddress?
+    public private(set) var isConnected = false
+    public private(set) var isClosed = false
+    /// The answer to its offer.
+    public let answer: String
+    var sender: RTPSender
+
+    /// The handshake is done and SRTP keyed: media may go.
+    public var onConnected: () -> Void = {}
+    /// Ended, with why; called once, on a later turn of the loop.
+    public var onClosed: (String) -> Void = { _ in }
+    /// A PLI or FIR: the viewer wants an entry point.
+    public var onKeyframeRequest: () -> Void = {}
+    /// A REMB: the viewer's estimate of the bitrate its path takes, in bits per second.
+    public var onBitrateEstimate: (UInt64) -> Void = { _ in }
+
+    /// This viewer's share of the endpoint's metrics, for its `reader-closed` line.
+    public struct Counters: Sendable {
+        public var packetsSent = 0
+        public var bytesSent = 0
+        public var nackedPackets = 0
+        /// NACKed packets sent again from the history.
+        public var retransmitted = 0
+        /// NACKed packets no longer (or never) in the history.
+        public var notInHistory = 0
+        public var keyframeRequests = 0
+        /// The viewer's last REMB, bits per second.
+        public var lastEstimate: UInt64?
+        /// The fraction lost of its last receiver report (0 to 255).
+        public var fractionLost: UInt8 = 0
+    }
+    public private(set) var counters = Counters()
+    private var metrics: WebRTCMetrics { endpoint.metrics }
+
+    private unowned let endpoint: WebRTCEndpoint
+    private let dtls: DTLSAssociation
+    private var srtpOut: SRTPSession?
+    private var srtpIn: SRTPSession?
+    /// Protected packets by sequence number, the last `historySize`.
+    private var history: [UInt16: [UInt8]] = [:]
+    private var historyOrder: [UInt16] = []
+    static let historySize = 512
+    let createdNs: UInt64
+    var lastCheckNs: UInt64
+    var lastReportNs: UInt64 = 0
+    /// What it was sent over the last whole second, bits per second (`measureRate`).
+    public private(set) var sentBitsPerSecond: UInt64 = 0
+    private var rateWindow: (startNs: UInt64, bytes: Int)?
+
+    init(id: String, endpoint: WebRTCEndpoint, dtls: DTLSAssociation, local: (ufrag: String, password: String),
+         remoteFingerprint: [UInt8], answer: String, sender: RTPSender, nowNs: UInt64) {
+        self.id = id
+        self.endpoint = endpoint
+        self.dtls = dtls
+        self.localUfrag = local.ufrag
+        self.localPassword = local.password
+        self.remoteFingerprint = remoteFingerprint
+        self.answer = answer
+        self.sender = sender
+        self.createdNs = nowNs
+        self.lastCheckNs = nowNs
+    }
+
+    // MARK: - Sending
+
+    /// Sends one access unit (SPS and PPS in front of an IDR, as queued) captured at `wallNs`;
+    /// the bytes that went out.
+    public func send(_ nalUnits: [NALUnit], wallNs: UInt64) -> Int {
+        endpoint.loop.preconditionOnLoop()
+        guard isConnected, !isClosed, let address, let srtpOut else { return 0 }
+        var bytes = 0
+        for (sequence, packet) in sender.packets(nalUnits, wallNs: wallNs, sendNs: MonotonicClock.nanoseconds) {
+            guard let protected = srtpOut.protect(packet) else { continue }
+            remember(sequence, protected)
+            if endpoint.socket.send(protected, to: address) {
+                bytes += protected.count
+                counters.packetsSent += 1
+                metrics.packetsSent.increment()
+            } else {
+                metrics.sendFailures.increment()
+            }
+        }
+        counters.bytesSent += bytes
+        return bytes
+    }
+
+    private func remember(_ sequence: UInt16, _ packet: [UInt8]) {
+        history[sequence] = packet
+        historyOrder.append(sequence)
+        if historyOrder.count > Self.historySize * 2 {
+            for old in historyOrder.prefix(historyOrder.count - Self.historySize) { history[old] = nil }
+            historyOrder.removeFirst(historyOrder.count - Self.historySize)
+        }
+    }
+
+    /// Closes the rate window once a second.
+    func measureRate(nowNs: UInt64) {
+        guard let window = rateWindow else {
+            rateWindow = (nowNs, counters.bytesSent)
+            return
+        }
+        guard nowNs - window.startNs >= 1_000_000_000 else { return }
+        sentBitsPerSecond = UInt64(counters.bytesSent - window.bytes) * 8 * 1_000_000_000 / (nowNs - window.startNs)
+        rateWindow = (nowNs, counters.bytesSent)
+    }
+
+    /// A sender report, when one is due (every second once media flows).
+    func reportIfDue(nowNs: UInt64, wallNs: UInt64) {
+        guard isConnected, let address, let srtpOut, nowNs - lastReportNs >= 1_000_000_000,
+              let report = sender.senderReport(nowNs: wallNs), let protected = srtpOut.protect(report.serialized(), rtcp: true) else { return }
+        lastReportNs = nowNs
+        endpoint.socket.send(protected, to: address)
+    }
+
+    // MARK: - Receiving
+
+    /// A binding request for this peer's ufrag from `from`, already parsed.
+    func check(_ request: STUN.BindingRequest, from: UDPAddress, nowNs: UInt64) {
+        guard request.isAuthentic(password: localPassword) else {
+            endpoint.socket.send(STUN.unauthorized(to: request), to: from)
+            return
+        }
+        lastCheckNs = nowNs
+        if address == nil || (request.useCandidate && address != from) {
+            endpoint.move(self, to: from)
+            address = from
+        }
+        endpoint.socket.send(STUN.bindingSuccess(to: request, mapped: (from.ip, from.port), password: localPassword), to: from)
+    }
+
+    /// A datagram from the peer's address that is not STUN: DTLS or SRTCP (RFC 7983).
+    func receive(_ datagram: [UInt8]) {
+        guard let first = datagram.first, !isClosed else { return }
+        if first >= 20 && first <= 63 {
+            handle(dtls.receive(datagram))
+        } else if first >= 128 && first <= 191, datagram.count >= 8, (192...223).contains(datagram[1]) {
+            receiveRTCP(datagram)
+        }
+    }
+
+    private func receiveRTCP(_ datagram: [UInt8]) {
+        guard let srtpIn, let plain = srtpIn.unprotect(datagram), let packets = RTCP.packets(in: plain[...]) else {
+            metrics.badRTCP.increment()
+            return
+        }
+        for packet in packets {
+            switch RTCPFeedback(packet) {
+            case .pictureLoss, .fullIntraRequest:
+                counters.keyframeRequests += 1
+                metrics.keyframeRequests.increment()
+                onKeyframeRequest()
+            case .nack(_, let lost):
+                resend(lost)
+            case .estimatedBitrate(let bps, _):
+                counters.lastEstimate = bps
+                onBitrateEstimate(bps)
+            case .receiverReport(let fraction, _, _):
+                counters.fractionLost = fraction
+            case .transportWide, nil:
+                break
+            }
+        }
+    }
+
+    private func resend(_ lost: [UInt16]) {
+        guard let address else { return }
+        for sequence in lost {
+            counters.nackedPackets += 1
+            metrics.nackedPackets.increment()
+            guard let packet = history[sequence] else {
+                counters.notInHistory += 1
+                metrics.nackedNotInHistory.increment()
+                continue
+            }
+            if endpoint.socket.send(packet, to: address) {
+                counters.retransmitted += 1
+                metrics.retransmittedPackets.increment()
+            } else {
+                metrics.sendFailures.increment()
+            }
+        }
+    }
+
+    /// The retransmission timer of the handshake.
+    func tick() {
+        guard !isConnected, !isClosed, dtls.timeout == 0 else { return }
+        handle(dtls.handleTimeout())
+    }
+
+    private func handle(_ state: DTLSAssociation.State) {
+        flush()
+        switch state {
+        case .handshaking, .open: break
+        case .connected: connected()
+        case .closed: close("closed by the viewer (DTLS close_notify)", notify: false)
+        case .failed(let why): close("DTLS: \(why)", notify: false)
+        }
+    }
+
+    private func connected() {
+        guard dtls.peerFingerprint == remoteFingerprint else {
+            return close("DTLS: the viewer's certificate is not the one its offer named", notify: true)
+        }
+        guard let keys = dtls.srtpKeys,
+              let outbound = SRTPSession(key: keys.serverKey, salt: keys.serverSalt, outbound: true),
+              let inbound = SRTPSession(key: keys.clientKey, salt: keys.clientSalt, outbound: false) else {
+            return close("DTLS: no SRTP_AES128_CM_SHA1_80 keys", notify: true)
+        }
+        srtpOut = outbound
+        srtpIn = inbound
+        isConnected = true
+        metrics.connected.increment()
+        onConnected()
+    }
+
+    private func flush() {
+        guard let address else { return }
+        for datagram in dtls.outgoing() { endpoint.socket.send(datagram, to: address) }
+    }
+
+    // MARK: - Ending
+
+    /// Ends the peer: a DTLS close_notify when `notify` and connected, then `onClosed(reason)`
+    /// on a later turn of the loop.
+    public func close(_ reason: String, notify: Bool = true) {
+        guard !isClosed else { return }
+        endpoint.loop.preconditionOnLoop()
+        isClosed = true
+        if !isConnected { metrics.handshakesFailed.increment() }
+        if notify && isConnected {
+            dtls.shutdown()
+            flush()
+        }
+        endpoint.forget(self)
+        endpoint.later { [self] in onClosed(reason) }
+    }
+}

@@ -1,0 +1,179 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// WHEP on `--web`: real WebRTC peers play `produce`'s and a relay's stream over nalcast's
+/// own ICE-lite, DTLS-SRTP and RTP: headless Chromium through the page (`?transport=webrtc`,
+/// Tests/Browser/web_check.py), and aiortc, an independent implementation, as a bare WHEP
+/// client (Tests/WebRTC/whep_client.py, in the venv of scripts/setup) that also sends a PLI
+/// and NACKs. And the HTTP side as RFC 9725 and the WHEP draft have it.
+@Suite(.serialized) struct WHEPTests {
+    static let client = Run.root.appendingPathComponent("Tests/WebRTC/whep_client.py").path
+    static let aiortcMissing: String? = {
+        guard FileManager.default.isExecutableFile(atPath: PlaybackTests.venvPython) else { return "no venv (scripts/setup)" }
+        let r = try? Run.program(PlaybackTests.venvPython, ["-c", "import aiortc, numpy"], timeout: 30)
+        return r?.status == 0 ? nil : "aiortc is not in the venv (scripts/setup installs it)"
+    }()
+
+    /// A producer of the test pattern at 640x360 with `--web` on a port of the kernel's; the
+    /// page's URL and the events file.
+    static func producer(_ extra: [String], in dir: URL) throws -> (Background, String, URL) {
+        let events = dir.appendingPathComponent("events.jsonl")
+        let (p, url) = try WebViewerTests.producer(["--events", events.path] + extra)
+        return (p, url, events)
+    }
+
+    static func metric(_ page: String, _ name: String) throws -> Double {
+        let text = try Run.program("curl", ["-s", "--max-time", "5", page + "metrics"]).text
+        let line = text.split(separator: "\n").first { $0.hasPrefix(name + " ") }
+        return line.flatMap { Double($0.split(separator: " ")[1]) } ?? -1
+    }
+
+    static func play(_ whep: String, frames: Int, _ extra: [String] = []) throws -> [String: Any] {
+        let points = String(decoding: try JSONSerialization.data(withJSONObject: WebViewerTests.yellow.points + WebViewerTests.blue.points), as: UTF8.self)
+        let r = try Run.program(PlaybackTests.venvPython, [client, whep, String(frames), points] + extra, timeout: 120)
+        let seen = try #require(try JSONSerialization.jsonObject(with: r.stdout) as? [String: Any], "\(r.text) \(r.stderr)")
+        #expect(r.status == 0 && seen["error"] == nil, "\(seen) \(r.stderr)")
+        return seen
+    }
+
+    /// Chromium plays `produce`'s stream over WebRTC through the page: frames painted at
+    /// 640x360, the colour bars where the test pattern draws them, a capture → paint latency
+    /// read from the RTP timestamps, and the viewer a reader of the fan-out.
+    @Test(.enabled(if: PlaybackTests.chromiumMissing == nil, "\(PlaybackTests.chromiumMissing ?? "")"))
+    func chromiumPlaysTheStreamOverWebRTC() throws {
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let (producer, url, events) = try Self.producer([], in: dir)
+        defer {
+            producer.signal(SIGINT)
+            producer.wait()
+        }
+        let r = try Run.program(PlaybackTests.venvPython, [PlaybackTests.browserTools.appendingPathComponent("web_check.py").path, url + "?transport=webrtc", WebViewerTests.points], timeout: 120)
+        #expect(r.status == 0, "\(r.text) \(r.stderr)")
+        let seen = try #require(try JSONSerialization.jsonObject(with: r.stdout) as? [String: Any], "\(r.text) \(r.stderr)")
+        #expect(seen["transport"] as? String == "webrtc", "\(seen)")
+        #expect((seen["painted"] as? Int ?? 0) >= 30, "\(seen)")
+        #expect(seen["width"] as? Int == 640 && seen["height"] as? Int == 360, "\(seen)")
+        let latency = seen["latencyMs"] as? Double ?? -1
+        #expect(latency > 0 && latency < 2000, "\(seen)")
+        #expect(seen["problem"] is NSNull, "\(seen)")
+        WebViewerTests.checkBars(seen["pixels"] as? [[Int]] ?? [], "the canvas over WebRTC")
+        #expect(WebViewerTests.events(events).contains { ($0["peer"] as? String)?.hasSuffix("(webrtc)") == true }, "\(WebViewerTests.events(events))")
+        #expect(try Self.metric(url, "nalcast_webrtc_connected_total") == 1)
+    }
+
+    /// aiortc decodes `produce`'s stream (the colours of the bars), asks for a picture (PLI:
+    /// the encoder makes an IDR, with an IDR every 20 s otherwise) and for packets again
+    /// (NACK: two answered from the history, one never sent counted), then ends its session
+    /// with DELETE.
+    @Test(.enabled(if: aiortcMissing == nil, "\(aiortcMissing ?? "")"))
+    func aiortcPlaysAsksForAPictureAndForPackets() throws {
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let (producer, url, events) = try Self.producer(["--keyint", "600"], in: dir)
+        defer {
+            producer.signal(SIGINT)
+            producer.wait()
+        }
+        let seen = try Self.play(url + "whep", frames: 60, ["--nack", "10", "--pli", "20"])
+        #expect(seen["frames"] as? Int == 60 && seen["width"] as? Int == 640 && seen["height"] as? Int == 360, "\(seen)")
+        #expect(seen["status"] as? Int == 201 && (seen["location"] as? String)?.hasPrefix("/whep/") == true && seen["deleted"] as? Int == 200, "\(seen)")
+        #expect(seen["keyframesAfterPLI"] as? Int ?? 0 >= 1, "\(seen)")
+        WebViewerTests.checkBars(seen["pixels"] as? [[Int]] ?? [], "aiortc's last frame")
+        #expect(try Self.metric(url, "nalcast_webrtc_keyframe_requests_total") == 1)
+        #expect(try Self.metric(url, "nalcast_webrtc_nacked_packets_total") == 3)
+        #expect(try Self.metric(url, "nalcast_webrtc_retransmitted_packets_total") == 2)
+        #expect(try Self.metric(url, "nalcast_webrtc_nacked_not_in_history_total") == 1)
+        let all = WebViewerTests.events(events)
+        #expect(all.filter { $0["event"] as? String == "idr-forced" }.count >= 2, "the join's IDR and the PLI's: \(all)")
+        let deadline = Date().addingTimeInterval(5)
+        while !WebViewerTests.events(events).contains(where: { $0["reason"] as? String == "ended by the viewer (DELETE)" }) && Date() < deadline { usleep(50_000) }
+        #expect(WebViewerTests.events(events).contains { $0["reason"] as? String == "ended by the viewer (DELETE)" }, "\(WebViewerTests.events(events))")
+    }
+
+    /// One packet in 5 lost on its way (aiortc drops each datagram the first time it comes
+    /// off ICE, before SRTP): every frame still decodes, the colour bars in place, and no
+    /// picture had to be asked for again (no PLI): each loss was NACKed and sent again from
+    /// the viewer's history (counted).
+    @Test(.enabled(if: aiortcMissing == nil, "\(aiortcMissing ?? "")"))
+    func lostPacketsAreSentAgain() throws {
+        let (producer, url) = try WebViewerTests.producer([])
+        defer {
+            producer.signal(SIGINT)
+            producer.wait()
+        }
+        let seen = try Self.play(url + "whep", frames: 60, ["--drop", "5"])
+        #expect(seen["frames"] as? Int == 60 && seen["width"] as? Int == 640, "\(seen)")
+        WebViewerTests.checkBars(seen["pixels"] as? [[Int]] ?? [], "aiortc's last frame after losses")
+        #expect(seen["dropped"] as? Int ?? 0 >= 5, "\(seen)")
+        #expect(try Self.metric(url, "nalcast_webrtc_nacked_packets_total") >= 1)
+        #expect(try Self.metric(url, "nalcast_webrtc_retransmitted_packets_total") >= 1)
+        #expect(try Self.metric(url, "nalcast_webrtc_keyframe_requests_total") == 0)
+    }
+
+    /// A relay (`consume --web`) serves WHEP too; a PLI, with no encoder to ask, starts the
+    /// viewer again at the cached GOP's IDR.
+    @Test(.enabled(if: aiortcMissing == nil, "\(aiortcMissing ?? "")"))
+    func aRelayServesWHEP() throws {
+        let port = try freePort()
+        let producer = try Background(Run.nalcast, ["produce", "--source", "testsrc", "--size", "640x360", "--keyint", "600", "--listen", "tcp://127.0.0.1:\(port)"])
+        defer {
+            producer.signal(SIGINT)
+            producer.wait()
+        }
+        let webPort = try freePort()
+        let relay = try Background(Run.nalcast, ["consume", "--from", "tcp://127.0.0.1:\(port)", "--web", "tcp://127.0.0.1:\(webPort)"])
+        defer {
+            relay.signal(SIGINT)
+            relay.wait()
+        }
+        #expect(relay.waitFor("WebRTC (WHEP): POST an offer to /whep"), "\(relay.stderr)")
+        let seen = try Self.play("http://127.0.0.1:\(webPort)/whep", frames: 45, ["--pli", "15"])
+        #expect(seen["frames"] as? Int == 45 && seen["width"] as? Int == 640, "\(seen)")
+        #expect(seen["keyframesAfterPLI"] as? Int ?? 0 >= 1, "\(seen)")
+        WebViewerTests.checkBars(seen["pixels"] as? [[Int]] ?? [], "aiortc's last frame from the relay")
+    }
+
+    /// The HTTP side: an offer that is not `application/sdp` is 415, one that is no SDP or
+    /// has no H.264 is 400 with one line, `PATCH` (trickle ICE) is 405 with `Allow: DELETE`,
+    /// an unknown session's `DELETE` 404; with a token file, an offer without a token is 401.
+    @Test func whepAnswersAsTheRFCSays() throws {
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let (producer, url, _) = try Self.producer([], in: dir)
+        defer {
+            producer.signal(SIGINT)
+            producer.wait()
+        }
+        func curl(_ args: [String]) throws -> (status: String, body: String) {
+            let r = try Run.program("curl", ["-s", "--max-time", "5", "-w", "\n%{http_code}"] + args)
+            let lines = r.text.split(separator: "\n", omittingEmptySubsequences: false)
+            return (String(lines.last ?? ""), lines.dropLast().joined(separator: "\n").trimmingCharacters(in: .newlines))
+        }
+        #expect(try curl(["-X", "POST", "-H", "Content-Type: text/plain", "--data-binary", "v=0", url + "whep"]).status == "415")
+        let notSDP = try curl(["-X", "POST", "-H", "Content-Type: application/sdp", "--data-binary", "hello", url + "whep"])
+        #expect(notSDP.status == "400" && notSDP.body == "WHEP: the body is not an SDP offer (no v=0)", "\(notSDP)")
+        let vp8Only = "v=0\r\no=- 1 2 IN IP4 127.0.0.1\r\ns=-\r\nt=0 0\r\nm=video 9 UDP/TLS/RTP/SAVPF 96\r\na=ice-ufrag:abcd\r\na=ice-pwd:abcdefghijklmnopqrstuvwx\r\n"
+            + "a=fingerprint:sha-256 " + Array(repeating: "AB", count: 32).joined(separator: ":") + "\r\na=setup:actpass\r\na=mid:0\r\na=recvonly\r\na=rtpmap:96 VP8/90000\r\n"
+        let noH264 = try curl(["-X", "POST", "-H", "Content-Type: application/sdp", "--data-binary", vp8Only, url + "whep"])
+        #expect(noH264.status == "400" && noH264.body.hasPrefix("WHEP: the offer has no H.264 with packetization-mode=1"), "\(noH264)")
+        let patch = try Run.program("curl", ["-s", "-i", "--max-time", "5", "-X", "PATCH", "-H", "Content-Type: application/trickle-ice-sdpfrag", "--data-binary", "a=x", url + "whep/abc"])
+        #expect(patch.text.hasPrefix("HTTP/1.1 405") && patch.text.contains("Allow: DELETE"), "\(patch.text)")
+        #expect(try curl(["-X", "DELETE", url + "whep/nosuchsession"]).status == "404")
+        #expect(try Self.metric(url, "nalcast_webrtc_offers_refused_total") == 3)
+
+        let tokens = dir.appendingPathComponent("tokens")
+        try "s3cret-watcher-0123 watch\n".write(to: tokens, atomically: true, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: tokens.path)
+        let (guarded, guardedURL, _) = try Self.producer(["--token-file", tokens.path], in: dir)
+        defer {
+            guarded.signal(SIGINT)
+            guarded.wait()
+        }
+        let page = String(guardedURL.split(separator: "?")[0])
+        #expect(try curl(["-X", "POST", "-H", "Content-Type: application/sdp", "--data-binary", "v=0", page + "whep"]).status == "401")
+        let allowed = try curl(["-X", "POST", "-H", "Content-Type: application/sdp", "-H", "Authorization: Bearer s3cret-watcher-0123", "--data-binary", "v=0", page + "whep"])
+        #expect(allowed.status == "400", "\(allowed)")
+    }
+}
