@@ -131,9 +131,11 @@ public final class CapturePipeline {
             if au.isIDR { lastIDRPTS = frame.pts90k }
             let finished = Int64(MonotonicClock.nanoseconds)
             let latency = Int64(WallClock.nanoseconds) - Int64(frame.captureTimeNs)
+            let end = frame.pts90k &+ UInt64(90_000 / max(1, encoderFrameRate.framesPerSecond))
             control.state.withLock {
                 $0.counters.framesEncoded += 1
                 $0.counters.bytesEncoded += UInt64(au.byteCount)
+                $0.counters.videoEnd90k = max($0.counters.videoEnd90k, end)
                 if frame.isRepeat { $0.counters.keepAliveFrames += 1 }
                 $0.encodeTotalNs += finished - started
                 $0.counters.lastEncodeMs = Double(finished - started) / 1e6

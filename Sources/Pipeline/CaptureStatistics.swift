@@ -16,6 +16,9 @@ public struct CaptureStatistics: Sendable, Hashable {
     public var droppedHandOff: UInt64 = 0
     /// Bytes of encoded access units.
     public var bytesEncoded: UInt64 = 0
+    /// Media time (90 kHz) where the last picture encoded ends: its pts plus a frame interval.
+    /// The sound of a run stops there (a live audio thread is ahead of a late encoder).
+    public var videoEnd90k: UInt64 = 0
     /// Conversion and encode time of the last frame, and its mean.
     public var lastEncodeMs: Double = 0
     public var meanEncodeMs: Double = 0

@@ -100,6 +100,7 @@ final class ProduceSession {
         withExtendedLifetime((serving, replaySignal)) { loop.run() }
 
         captureThread.join()
+        audio?.delivery.endVideo(at: MediaTime(ticks: Int64(clamping: control.statistics().videoEnd90k)))
         audio?.capture.stop()
         if let audio { log.line(audio.summary) }
         drain(serving, output)

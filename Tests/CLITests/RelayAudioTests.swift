@@ -128,8 +128,10 @@ import TestSupport
         defer { try? FileManager.default.removeItem(at: dir) }
         let sock = dir.appendingPathComponent("p.sock").path
         let produce = ["produce", "--source", "testsrc", "--flash", "--size", "320x240", "--audio", "tone", "--preset", "ultrafast",
-                       "--duration", "3s", "--listen", "ts:unix:\(sock)"]
-        let first = try Background(Run.nalcast, produce)
+                       "--listen", "ts:unix:\(sock)"]
+        // The first source runs until the reader has about 2 s of it (a loaded machine may take
+        // seconds to start FFmpeg), then stops; the second runs 3 s.
+        let first = try Background(Run.nalcast, produce + ["--duration", "60s"])
         defer { first.signal(SIGTERM); first.wait() }
         #expect(first.waitFor("capturing"), "\(first.stderr)")
         let relay = try Background(Run.nalcast, ["consume", "--from", "ts:unix:\(sock)", "--listen", "ts:tcp://127.0.0.1:0", "--reconnect-timeout", "2s"])
@@ -137,8 +139,12 @@ import TestSupport
         #expect(relay.waitFor("relaying the input's audio"), "\(relay.stderr)")
         let out = dir.appendingPathComponent("relayed.ts").path
         let reader = try Background("ffmpeg", ["-nostdin", "-v", "error", "-i", try Self.tsAddress(relay), "-c", "copy", "-y", out])
+        let deadline = Date().addingTimeInterval(30)
+        func written() -> Int { ((try? FileManager.default.attributesOfItem(atPath: out))?[.size] as? Int) ?? 0 }
+        while written() < 100_000 && Date() < deadline { usleep(50_000) }
+        first.signal(SIGINT)
         #expect(first.wait(timeout: 20) == 0)
-        let second = try Background(Run.nalcast, produce)
+        let second = try Background(Run.nalcast, produce + ["--duration", "3s"])
         defer { second.signal(SIGTERM); second.wait() }
         #expect(second.wait(timeout: 20) == 0, "\(second.stderr)")
         // The relay gives the source up 2 s later and ends its readers' stream.

@@ -137,7 +137,7 @@ import Testing
     @Test func aKindReadsTheOptionsItSharesWithAnotherWithoutAWarning() throws {
         // --idle-fps and --cursor are X11's options, and mean the same for PipeWire and the portal.
         let pipewire = try plan(["--source", "pipewire:42", "--idle-fps", "5", "--region", "0,0,64x64"])
-        #expect(pipewire.source.dryRunLines == ["pipewire: node=42 capture: on change idle-fps=5"])
+        #expect(pipewire.source.dryRunLines == ["pipewire: node=42 cursor=from metadata capture: on change idle-fps=5"])
         #expect(pipewire.warnings == ["produce: warning: --region 0,0,64x64 is ignored: it is for --source x11, not pipewire:42"])
         let portal = try plan(["--source", "portal", "--no-cursor", "--portal-token", "none", "--portal-sources", "window"])
         #expect(portal.warnings.isEmpty)
