@@ -136,7 +136,9 @@ let package = Package(
 
         // Helpers the tests share: running ffmpeg, ffprobe and friends; the conformance streams
         // (Tests/Fixtures/h264/) and their facts.
-        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        // Optimised even in the debug build: its analyses of decoded sound and pictures
+        // (millions of samples) take minutes unoptimised, seconds optimised.
+        .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: [.unsafeFlags(["-O"])]),
         // Blocking client sockets for the tests that talk to a server on a real event loop.
         .target(name: "LoopTestSupport", dependencies: ["IO"], path: "Tests/LoopTestSupport"),
         .testTarget(name: "CommandOptionsTests", dependencies: ["CommandOptions", "CaptureSources", "Capture"]),

@@ -1,6 +1,7 @@
 #ifndef CMEDIA_AUDIO_H
 #define CMEDIA_AUDIO_H
 #include "libraries.h"
+#include "containers.h"  // av_mallocz, av_opt_set
 // Sound for `produce --audio`: PulseAudio capture (pa_simple: PipeWire's pulse server speaks
 // the same protocol), libswresample for rate/format conversion and clock-drift correction,
 // libavcodec's native AAC encoder.
@@ -267,6 +268,71 @@ static inline int CMedia_swr_convert_interleaved(SwrContext *s, void *out, int o
     uint8_t *outs[1] = { (uint8_t *)out };
     const uint8_t *ins[1] = { (const uint8_t *)in };
     return CMedia_swr_convert(s, outs, out_count, in ? ins : NULL, in_count);
+}
+
+// Decoding, and the Opus encoder: what turns the AAC track into Opus for WebRTC viewers
+// (Opus is the one codec every browser takes over WebRTC; AAC is what containers take).
+static inline const AVCodec *CMedia_avcodec_find_decoder_by_name(const char *name) { CMEDIA_FN(CMEDIA_AVCODEC, avcodec_find_decoder_by_name); return f_ ? f_(name) : NULL; }
+static inline int CMedia_avcodec_send_packet(AVCodecContext *ctx, const AVPacket *pkt) { CMEDIA_FN(CMEDIA_AVCODEC, avcodec_send_packet); return f_ ? f_(ctx, pkt) : AVERROR(ENOSYS); }
+static inline int CMedia_avcodec_receive_frame(AVCodecContext *ctx, AVFrame *frame) { CMEDIA_FN(CMEDIA_AVCODEC, avcodec_receive_frame); return f_ ? f_(ctx, frame) : AVERROR(ENOSYS); }
+static inline void CMedia_av_frame_unref(AVFrame *frame) { CMEDIA_FN(CMEDIA_AVUTIL, av_frame_unref); if (f_) f_(frame); }
+
+// A decoder by name (aac, opus) for `channels` at `rate` with the codec's configuration
+// (AudioSpecificConfig for AAC; none for Opus); NULL with the AVERROR in *error.
+static inline AVCodecContext *CMedia_open_decoder(const char *name, int rate, int channels, const uint8_t *config, int size, int *error) {
+    const AVCodec *codec = CMedia_avcodec_find_decoder_by_name(name);
+    if (!codec) { *error = AVERROR_DECODER_NOT_FOUND; return NULL; }
+    AVCodecContext *ctx = CMedia_avcodec_alloc_context3(codec);
+    if (!ctx) { *error = AVERROR(ENOMEM); return NULL; }
+    ctx->sample_rate = rate;
+    CMedia_av_channel_layout_default(&ctx->ch_layout, channels);
+    if (size > 0) {
+        ctx->extradata = CMedia_av_mallocz((size_t)size + AV_INPUT_BUFFER_PADDING_SIZE);
+        if (!ctx->extradata) { *error = AVERROR(ENOMEM); CMedia_avcodec_free_context(&ctx); return NULL; }
+        memcpy(ctx->extradata, config, (size_t)size);
+        ctx->extradata_size = size;
+    }
+    int r = CMedia_avcodec_open2(ctx, codec, NULL);
+    if (r < 0) { *error = r; CMedia_avcodec_free_context(&ctx); return NULL; }
+    *error = 0;
+    return ctx;
+}
+
+// libopus through libavcodec: 48 kHz interleaved float, 20 ms frames (960 samples), tuned for
+// low delay (what WebRTC receivers expect: opus/48000/2).
+static inline AVCodecContext *CMedia_open_opus(int channels, int64_t bitrate, int *error) {
+    const AVCodec *codec = CMedia_avcodec_find_encoder_by_name("libopus");
+    if (!codec) { *error = AVERROR_ENCODER_NOT_FOUND; return NULL; }
+    AVCodecContext *ctx = CMedia_avcodec_alloc_context3(codec);
+    if (!ctx) { *error = AVERROR(ENOMEM); return NULL; }
+    ctx->sample_fmt = AV_SAMPLE_FMT_FLT;
+    ctx->sample_rate = 48000;
+    CMedia_av_channel_layout_default(&ctx->ch_layout, channels);
+    ctx->bit_rate = bitrate;
+    ctx->time_base.num = 1;
+    ctx->time_base.den = 48000;
+    CMedia_av_opt_set(ctx->priv_data, "application", "lowdelay", 0);
+    CMedia_av_opt_set(ctx->priv_data, "frame_duration", "20", 0);
+    int r = CMedia_avcodec_open2(ctx, codec, NULL);
+    if (r < 0) { *error = r; CMedia_avcodec_free_context(&ctx); return NULL; }
+    *error = 0;
+    return ctx;
+}
+
+// swr_convert from a decoded frame's planes (planar or not) into one interleaved buffer.
+static inline int CMedia_swr_convert_frame_planes(SwrContext *s, void *out, int out_count, const AVFrame *frame) {
+    uint8_t *outs[1] = { (uint8_t *)out };
+    return CMedia_swr_convert(s, outs, out_count, frame ? (const uint8_t **)frame->extended_data : NULL, frame ? frame->nb_samples : 0);
+}
+
+// 1 when the decoding and Opus functions above are there (after CMedia_load_audio).
+static inline int CMedia_load_transcoding(char *why, int size) {
+    static const CMedia_symbol needed[] = {
+        { CMEDIA_AVCODEC, "avcodec_find_decoder_by_name" }, { CMEDIA_AVCODEC, "avcodec_send_packet" },
+        { CMEDIA_AVCODEC, "avcodec_receive_frame" }, { CMEDIA_AVUTIL, "av_frame_unref" }, { CMEDIA_AVUTIL, "av_mallocz" },
+        { CMEDIA_AVUTIL, "av_opt_set" },
+    };
+    return CMedia_require(1 << CMEDIA_AVUTIL | 1 << CMEDIA_AVCODEC, needed, sizeof needed / sizeof needed[0], why, size);
 }
 
 static inline int CMedia_sample_fmt_s16(void) { return AV_SAMPLE_FMT_S16; }

@@ -1,10 +1,12 @@
 /// The audio track of a stream, fixed for a run: what a muxer needs to declare it.
 ///
 /// nalcast's audio is AAC-LC (what MP4, MPEG-TS, Matroska, FLV and RTMP all take), encoded by
-/// `produce` or read from a container by `consume`.
+/// `produce` or read from a container by `consume`; WebRTC viewers get it as Opus (48 kHz,
+/// 20 ms packets), transcoded from the AAC.
 public struct AudioFormat: Sendable, Hashable {
     public enum Codec: String, Sendable, Hashable {
         case aac
+        case opus
     }
 
     public var codec: Codec
@@ -12,7 +14,7 @@ public struct AudioFormat: Sendable, Hashable {
     public var channels: Int
     /// Target bits per second (0 when unknown, e.g. read from a container).
     public var bitrate: Int
-    /// Samples per channel in one packet: 1024 for AAC-LC.
+    /// Samples per channel in one packet: 1024 for AAC-LC, 960 for Opus (20 ms).
     public var samplesPerPacket: Int
     /// The codec's configuration as containers carry it: for AAC the AudioSpecificConfig
     /// (ISO/IEC 14496-3), the `esds` of MP4, `CodecPrivate` of Matroska.

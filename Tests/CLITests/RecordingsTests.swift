@@ -6,12 +6,13 @@ import Testing
 /// `/recordings` lists the segments' time ranges, `/recordings/get` stitches the ones that
 /// cover a range into one MP4 from the IDR before its start (FFmpeg decodes it, picture and
 /// sound), with byte ranges. One producer (MPEG-TS with the sound, an IDR a second) and one
-/// recorder (2 s segments) for the suite.
+/// recorder (2 s segments) for the suite; the producer runs until the test is done with the
+/// recorder (a producer of fixed length would end the recording under a slow test).
 @Suite(.serialized) struct RecordingsTests {
     @Test func recordingsAreListedAndServedByTimeWithByteRanges() throws {
         let dir = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let producer = try Background(Run.nalcast, ["produce", "--size", "320x240", "--duration", "8s", "--keyint", "1s", "--audio", "tone",
+        let producer = try Background(Run.nalcast, ["produce", "--size", "320x240", "--keyint", "1s", "--audio", "tone",
                                                     "--listen", "ts:tcp://127.0.0.1:0"])
         let ts = try #require(producer.servingEndpoint(), "\(producer.stderr)")
         let recorder = try Background(Run.nalcast, ["consume", "--from", String(ts.dropFirst(3)), "--segments", dir.appendingPathComponent("rec").path,
@@ -64,6 +65,7 @@ import Testing
         // Stopped while its input runs (an MPEG-TS input that closes is a lost one, exit 69).
         recorder.signal(SIGTERM)
         #expect(recorder.wait(timeout: 20) == 0, "\(recorder.stderr)")
-        #expect(producer.wait(timeout: 20) == 0)
+        producer.signal(SIGTERM)
+        #expect(producer.wait(timeout: 20) == 0, "\(producer.stderr)")
     }
 }

@@ -25,25 +25,31 @@ extension RelaySourceTests {
         /// it began must not end while the browser is still starting (which takes seconds on
         /// a loaded machine). `open` gives it the page; `finish` waits for the stream's end.
         static func launchBeforeAShortStream(in dir: URL, _ context: String) throws -> PageCheck? {
-            guard var check = try launch(in: dir, context, page: nil) else { return nil }
-            check.untilEnded = true
+            try launchBeforeTheSource(in: dir, context, untilEnded: true)
+        }
+
+        /// The browser alone, started before a source of a few seconds is: `open` gives it the
+        /// page once the browser is up, then the source may start.
+        static func launchBeforeTheSource(in dir: URL, _ context: String, untilEnded: Bool = false) throws -> PageCheck? {
+            guard let check = try launch(in: dir, context, page: nil, untilEnded: untilEnded) else { return nil }
             #expect(check.process.waitForLog("browser started", timeout: 90), "\(context): \(check.process.logTail())")
             return check
         }
 
-        /// web_check.py on `page`, or without one (nil) on the URL `open` writes.
-        private static func launch(in dir: URL, _ context: String, page given: String?) throws -> PageCheck? {
+        /// web_check.py on `page`, or without one (nil) on the URL `open` writes; with
+        /// `untilEnded`, it watches until the stream's end.
+        private static func launch(in dir: URL, _ context: String, page given: String?, untilEnded: Bool = false) throws -> PageCheck? {
             guard PlaybackTests.chromiumMissing == nil else { return nil }
             let urlFile = dir.appendingPathComponent("page-url")
             let output = dir.appendingPathComponent("page-check.json")
             let process = ServerProcess(name: "web_check", logURL: dir.appendingPathComponent("page-check.log"))
-            let goal = given == nil ? [#"{"state": "ended"}"#] : []
+            let goal = untilEnded ? [#"{"state": "ended"}"#] : []
             try process.start(PlaybackTests.venvPython, [PlaybackTests.browserTools.appendingPathComponent("web_check.py").path,
                                                          given ?? "@" + urlFile.path, "[]"] + goal, stdout: output)
-            return PageCheck(process: process, output: output, context: context, urlFile: given == nil ? urlFile : nil)
+            return PageCheck(process: process, output: output, context: context, urlFile: given == nil ? urlFile : nil, untilEnded: untilEnded)
         }
 
-        /// Gives a browser started by `launchBeforeAShortStream` the relay's page.
+        /// Gives a browser started by `launchBeforeTheSource` (or `launchBeforeAShortStream`) the relay's page.
         mutating func open(_ consumer: ServerProcess) throws {
             guard let urlFile else { return }
             let page = try #require(RelaySourceTests.pageURL(consumer), "\(consumer.logTail())")

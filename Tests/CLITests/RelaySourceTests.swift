@@ -288,6 +288,8 @@ import TestSupport
         defer { MediaServerDirectory.discard(dir) }
         let port = try FreePort.udp()
         let url = "srt://127.0.0.1:\(port)?mode=listener&latency=200000"
+        // The sender's 8 s must not pass while a loaded machine is still starting the browser.
+        var page = try PageCheck.launchBeforeTheSource(in: dir, "SRT")
         var sender = try Self.sender(url, format: "mpegts", frames: 240, in: dir)
         try sender.waitUntilListening(port: port, .udp)
         let out = dir.appendingPathComponent("out.ts")
@@ -296,7 +298,7 @@ import TestSupport
         defer { consumer.stop() }
         #expect(consumer.waitForLog("opened srt://127.0.0.1:\(port)", timeout: 30), "\(consumer.logTail())\n\(sender.logTail())")
         let endpoint = try #require(Self.servingEndpoint(consumer))
-        let page = try PageCheck.start(consumer, in: dir, "SRT")
+        try page?.open(consumer)
         try Self.sixteenReadersDecode(endpoint, in: dir, "srt")
         try page?.finish()
         _ = sender.waitForExit(timeout: 30)
@@ -341,6 +343,8 @@ import TestSupport
         let server = try RTMPServer()
         let dir = try MediaServerDirectory.make("relay-rtmp")
         defer { MediaServerDirectory.discard(dir) }
+        // The publisher's 8 s must not pass while a loaded machine is still starting the browser.
+        var page = try PageCheck.launchBeforeTheSource(in: dir, "RTMP")
         let publisher = try Self.sender(server.url("cam1"), format: "flv", frames: 240, in: dir, name: "publisher")
         defer { publisher.stop() }
         #expect(server.waitForPublish("cam1"), "\(server.log)\n\(publisher.logTail())")
@@ -349,7 +353,7 @@ import TestSupport
         defer { consumer.stop() }
         #expect(consumer.waitForLog("opened rtmp://127.0.0.1:\(server.port)/live/****", timeout: 30), "\(consumer.logTail())\n\(server.log)")
         let endpoint = try #require(Self.servingEndpoint(consumer))
-        let page = try PageCheck.start(consumer, in: dir, "RTMP")
+        try page?.open(consumer)
         try Self.sixteenReadersDecode(endpoint, in: dir, "rtmp")
         try page?.finish()
         _ = publisher.waitForExit(timeout: 30)
@@ -373,10 +377,12 @@ import TestSupport
                                           "--listen", "tcp://127.0.0.1:0", "--web", "tcp://127.0.0.1:0", "--max-readers", Self.readersWithThePage], in: dir)
         defer { consumer.stop() }
         try consumer.waitUntilListening(port: port, .udp, timeout: 30)
+        // The sender's 8 s must not pass while a loaded machine is still starting the browser.
+        var page = try PageCheck.launchBeforeTheSource(in: dir, "UDP")
+        try page?.open(consumer)
         let sender = try Self.sender("udp://127.0.0.1:\(port)?pkt_size=1316", format: "mpegts", frames: 240, in: dir)
         #expect(consumer.waitForLog("opened udp://", timeout: 30), "\(consumer.logTail())")
         let endpoint = try #require(Self.servingEndpoint(consumer))
-        let page = try PageCheck.start(consumer, in: dir, "UDP")
         try Self.sixteenReadersDecode(endpoint, in: dir, "udp")
         try page?.finish()
         #expect(sender.waitForExit(timeout: 30) == 0, "\(sender.logTail())")
