@@ -24,6 +24,10 @@ public struct RTPSender: Sendable {
     /// The last access unit's RTP timestamp and the wall-clock time (ns) it stands for: what
     /// sender reports map from.
     public private(set) var last: (rtp: UInt32, wallNs: UInt64)?
+    /// The same clock unwrapped, for the sound (`OpusRTPSender`): media time + `origin90k` is
+    /// the capture clock in 90 kHz ticks (the RTP timestamp before its 32-bit wrap); the last
+    /// access unit's media time and capture time, which sender reports extrapolate from.
+    public private(set) var clock: (origin90k: Int64, pts90k: Int64, wallNs: UInt64)?
     public private(set) var packetsSent: UInt32 = 0
     public private(set) var octetsSent: UInt32 = 0
 
@@ -43,6 +47,8 @@ public struct RTPSender: Sendable {
     public mutating func packets(_ nalUnits: [NALUnit], pts90k: UInt64, wallNs: UInt64, sendNs: UInt64 = 0) -> [(sequence: UInt16, bytes: [UInt8])] {
         let offset = timestampOffset ?? UInt32(truncatingIfNeeded: wallNs / 100_000 * 9) &- UInt32(truncatingIfNeeded: pts90k)
         timestampOffset = offset
+        let origin = clock?.origin90k ?? Int64(wallNs / 100_000 * 9) - Int64(truncatingIfNeeded: pts90k)
+        clock = (origin, Int64(truncatingIfNeeded: pts90k), wallNs)
         var timestamp = UInt32(truncatingIfNeeded: pts90k) &+ offset
         // Never backwards (a relay's GOP sent again after a PLI carries old times).
         if let previous = last?.rtp, !(timestamp == previous || rtpTimestamp(timestamp, isAfter: previous)) { timestamp = previous &+ 1 }
