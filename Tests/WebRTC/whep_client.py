@@ -5,7 +5,7 @@ decoded, as JSON.
     whep_client.py WHEP_URL FRAMES POINTS_JSON [--token TOKEN] [--pli N] [--nack N] [--audio SECONDS]
 
 POSTs its offer (application/sdp), takes the 201's answer and Location, decodes FRAMES
-frames (up to 60 s), reads the RGB colours at POINTS_JSON ([[x, y], ...]) of the last one,
+frames (up to 60 s; with --audio, also until the sound is decoded), reads the RGB colours at POINTS_JSON ([[x, y], ...]) of the last one,
 then DELETEs the session. With --pli N it sends a picture loss indication after frame N
 and counts the keyframes decoded after it ("keyframesAfterPLI"); with --nack N, after frame
 N, a NACK of the two packets before the last one received and of one 2000 packets before
@@ -131,7 +131,8 @@ async def run(url, wanted, points, token, pli_at=None, nack_at=None, audio=None)
         audio_clock = Clock(pc.getTransceivers()[1].receiver, 48000)
         listening = asyncio.ensure_future(hear(await asyncio.wait_for(heard, 20), audio_clock, audio))
     deadline = time.time() + 60
-    while frames < wanted and time.time() < deadline:
+    # With sound, the pictures until the sound is heard too (a relay's first are its cached GOP's, older).
+    while (frames < wanted or (listening and not listening.done())) and time.time() < deadline:
         frame = await asyncio.wait_for(track.recv(), 20)
         frames += 1
         if is_key(frame):
