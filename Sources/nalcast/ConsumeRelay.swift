@@ -103,7 +103,8 @@ final class ConsumeRelay {
             case .relaying(let track):
                 log.line("relaying the input's audio (\(track)) to " + places.joined(separator: " and "))
             case .videoOnly(let place, let why, let carried):
-                let elsewhere = carried ? "served on the ts: listeners only" : "not served (a ts:tcp:// or ts:unix: listener would carry it)"
+                let elsewhere = carried ? "served on the ts: listeners" + (sound == nil ? " only" : " and to the WHEP viewers")
+                    : sound != nil ? "served to the WHEP viewers only" : "not served (a ts:tcp:// or ts:unix: listener would carry it)"
                 log.line("\(place): \(why); the input's audio is \(elsewhere)")
                 events?.emit("audio-not-carried", [("sink", place)])
             case .trackChanged(let track):
