@@ -63,6 +63,28 @@ import Testing
         #expect(try Self.metric(url, "nalcast_webrtc_connected_total") == 1)
     }
 
+    /// The page over WebRTC offers to receive audio too: with `--audio`, Chromium gets the
+    /// Opus packets beside the pictures (its getStats' packetsReceived; what headless Chromium
+    /// does not play out it does not measure, so the sound itself is aiortc's test below).
+    @Test(.enabled(if: PlaybackTests.chromiumMissing == nil, "\(PlaybackTests.chromiumMissing ?? "")"))
+    func chromiumGetsTheSoundOverWebRTC() throws {
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let (producer, url, _) = try Self.producer(["--audio", "tone"], in: dir)
+        defer {
+            producer.signal(SIGINT)
+            producer.wait()
+        }
+        let r = try Run.program(PlaybackTests.venvPython, [PlaybackTests.browserTools.appendingPathComponent("web_check.py").path, url + "?transport=webrtc",
+                                                           WebViewerTests.points, #"{"audioPackets": 50}"#], timeout: 120)
+        #expect(r.status == 0, "\(r.text) \(r.stderr)")
+        let last = r.stdout.split(separator: UInt8(ascii: "\n")).last.map { Data($0) } ?? Data()
+        let seen = try #require(try JSONSerialization.jsonObject(with: last) as? [String: Any], "\(r.text) \(r.stderr)")
+        #expect(seen["transport"] as? String == "webrtc" && (seen["painted"] as? Int ?? 0) >= 30, "\(seen)")
+        #expect((seen["audioPackets"] as? Int ?? 0) >= 50, "\(seen)")
+        #expect(try Self.metric(url, "nalcast_webrtc_audio_packets_sent_total") >= 50)
+    }
+
     /// aiortc decodes `produce`'s stream (the colours of the bars), asks for a picture (PLI:
     /// the encoder makes an IDR, with an IDR every 20 s otherwise) and for packets again
     /// (NACK: two answered from the history, one never sent counted), then ends its session
