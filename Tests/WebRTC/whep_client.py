@@ -93,9 +93,10 @@ def analyse(sound, audio_clock, flashes, video_clock):
     tone = numpy.concatenate([left[i + 240: i + 4560] for i in starts if i + 4560 <= len(left)] or [numpy.zeros(1)])
     rms = float(numpy.sqrt(numpy.mean(tone ** 2)))
     crossings = int(numpy.sum((tone[:-1] < 0) & (tone[1:] >= 0))) / (len(tone) / 48000)
-    # The flashes the sound heard covers (a beep lasts 100 ms).
+    # The flashes whose beep the sound heard can count: an onset needs 100 ms of sound
+    # before it (above), and a beep lasts 100 ms.
     first, last = audio_clock.wall(int(rtps[0])), audio_clock.wall(int(rtps[-1]))
-    walls = [w for w in (video_clock.wall(rtp) for rtp in flashes) if first + 0.05 < w < last - 0.15]
+    walls = [w for w in (video_clock.wall(rtp) for rtp in flashes) if first + 0.15 < w < last - 0.15]
     offsets = [round((min(onsets, key=lambda b: abs(b - f)) - f) * 1000, 1) for f in walls] if onsets else []
     return {"seconds": len(left) / 48000, "beeps": len(onsets), "flashes": len(walls), "rms": rms,
             "crossingsPerSecond": crossings, "offsetsMs": offsets}
