@@ -17,7 +17,8 @@ public final class OpusTranscoder {
     private var packet: UnsafeMutablePointer<AVPacket>?
     /// Decoded samples waiting for a whole Opus frame (interleaved stereo).
     private var pending: [Float] = []
-    /// The media time of the track's sample 0, and the samples (48 kHz) handed to the encoder.
+    /// The media time of the encoder's sample 0 (moved at a jump), and the samples (48 kHz)
+    /// handed to the encoder.
     private var origin: MediaTime?
     private var position: Int64 = 0
     /// Where the next AAC packet should begin; one further off starts the time line again.
@@ -59,8 +60,10 @@ public final class OpusTranscoder {
             origin = nil
         }
         if origin == nil {
-            origin = aac.mediaTime
-            position = 0
+            // The encoder's sample count goes on (what it still holds keeps its place, just
+            // before the new sound): the time line is moved under it, not started at 0, or a
+            // packet it held would come out as far ahead as the time before the jump lasted.
+            origin = MediaTime(ticks: aac.mediaTime.ticks - position * MediaTime.ticksPerSecond / 48_000)
         }
         expected = MediaTime(ticks: aac.mediaTime.ticks + decoderPacketTicks)
         do {

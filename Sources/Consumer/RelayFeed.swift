@@ -46,6 +46,8 @@ public final class RelayAudio: Sendable {
     }
 
     private let carrier: Carrier?
+    /// The WHEP viewers' sound (the track, then each packet), when `--web` serves WHEP.
+    private let webrtc: (declare: @Sendable (AudioFormat) -> Void, send: @Sendable (AudioPacket) -> Void)?
     private let firstFormat = Mutex<AudioFormat?>(nil)
     private let report: @Sendable (Report) -> Void
     /// The places that get no sound, as shown on the command line, each with why.
@@ -55,8 +57,11 @@ public final class RelayAudio: Sendable {
     ///   - carrier: nil without an MPEG-TS listener.
     ///   - videoOnly: the listeners and the page that carry no sound (as bound: the kernel's
     ///     port for port 0), each with why.
-    public init(carrier: Carrier?, videoOnly: [(place: String, why: String)], report: @escaping @Sendable (Report) -> Void) {
+    ///   - webrtc: the WHEP viewers' sound, which takes every track and packet.
+    public init(carrier: Carrier?, webrtc: (declare: @Sendable (AudioFormat) -> Void, send: @Sendable (AudioPacket) -> Void)? = nil,
+                videoOnly: [(place: String, why: String)], report: @escaping @Sendable (Report) -> Void) {
         self.carrier = carrier
+        self.webrtc = webrtc
         self.videoOnly = videoOnly
         self.report = report
     }
@@ -64,6 +69,7 @@ public final class RelayAudio: Sendable {
     /// The input has this audio track from now.
     public func declare(_ format: AudioFormat) {
         carrier?.declare(format)
+        webrtc?.declare(format)
         let first = firstFormat.withLock { first -> AudioFormat? in
             defer { if first == nil { first = format } }
             return first
@@ -74,12 +80,13 @@ public final class RelayAudio: Sendable {
             report(.trackChanged(track: shown))
             return
         }
-        if carrier != nil { report(.relaying(track: shown)) }
+        if carrier != nil || webrtc != nil { report(.relaying(track: shown)) }
         for place in videoOnly { report(.videoOnly(place: place.place, why: place.why, carried: carrier != nil)) }
     }
 
     /// One packet, at its time for the readers.
     public func send(_ packet: AudioPacket) {
+        webrtc?.send(packet)
         guard let carrier else { return }
         if !carrier.send(packet) { carrier.dropped.increment() }
     }

@@ -41,7 +41,10 @@
 /// the same figures: latency is `Date.now()` against the frame's `rtpTimestamp`, which is
 /// nalcast's capture time (`RTPSender`). A connection that fails or closes is
 /// DELETEd and offered again with the same backoff. `window.nalcastViewer.transport` says
-/// which (`websocket` or `webrtc`).
+/// which (`websocket` or `webrtc`). The offer receives audio too: a stream with sound sends
+/// it as Opus, played by an `<audio>` element (a click on the page starts it where the
+/// browser refuses to play sound unasked); `audioPackets` (getStats' packetsReceived, once a
+/// second) says how much came.
 public enum ViewerPage {
     public static let html = """
         <!doctype html>
@@ -131,6 +134,11 @@ public enum ViewerPage {
         // WebRTC: WHEP at `whep` beside the page; the video's frames drawn to the canvas.
         function startWebRTC() {
           const video = document.getElementById('remote');
+          const sound = new Audio();
+          setInterval(() => pc && pc.getStats().then(report => report.forEach(s => {
+            if (s.type !== 'inbound-rtp' || s.kind !== 'audio') return;
+            viewer.audioPackets = s.packetsReceived;
+          })).catch(() => {}), 1000);
           let backoff = 250, session = null, pc = null;
           const headers = token ? { Authorization: 'Bearer ' + token } : {};
 
@@ -171,7 +179,13 @@ public enum ViewerPage {
           async function offer() {
             const mine = pc = new RTCPeerConnection();
             mine.addTransceiver('video', { direction: 'recvonly' });
+            mine.addTransceiver('audio', { direction: 'recvonly' });
             mine.ontrack = event => {
+              if (event.track.kind === 'audio') {
+                sound.srcObject = new MediaStream([event.track]);
+                sound.play().catch(() => addEventListener('click', () => sound.play(), { once: true }));
+                return;
+              }
               // As little buffering as the browser allows: a live picture, not a smooth one.
               if ('jitterBufferTarget' in event.receiver) event.receiver.jitterBufferTarget = 0;
               if ('playoutDelayHint' in event.receiver) event.receiver.playoutDelayHint = 0;

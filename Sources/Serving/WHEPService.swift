@@ -1,6 +1,7 @@
 import Clocks
 import Delivery
 import IO
+import Media
 import WebRTC
 
 /// WHEP (WebRTC-HTTP egress, draft-ietf-wish-whep) on the `--web` listener: `POST /whep`
@@ -14,6 +15,10 @@ import WebRTC
 /// A viewer's PLI or FIR asks the encoder for an IDR through the same rate limit as joins
 /// (`StreamServer.keyframeWanted`); a relay, which has no encoder, starts the viewer's queue
 /// again at the cached GOP.
+///
+/// Sound: when the stream has some (`hasSound`, asked at each offer), the answer takes the
+/// offer's Opus too; `onSoundViewers` says how many viewers get it (the transcoder runs,
+/// off this thread, while there are some), and `sendSound` hands each Opus packet to them.
 ///
 /// Loop-owned.
 public final class WHEPService {
@@ -29,6 +34,12 @@ public final class WHEPService {
     private var viewers: [String: WebRTCViewer] = [:]
     /// When each viewer last had its queue started again at the cached GOP (a relay's PLI).
     private var lastRestartNs: [String: UInt64] = [:]
+    /// Whether the stream has sound now (`produce --audio`, a relay's input with AAC).
+    public var hasSound: () -> Bool = { false }
+    /// The viewers that get the sound, when it changes (on the loop thread): the transcoder
+    /// runs while there are some.
+    public var onSoundViewers: (Int) -> Void = { _ in }
+    private var soundViewers = 0
 
     public init(server: StreamServer, endpoint: WebRTCEndpoint) {
         self.server = server
@@ -60,7 +71,7 @@ public final class WHEPService {
         guard server.readerCount + pending.count < server.config.broadcaster.maxReaders else { return refuse(503, "too many readers") }
         let peer: WebRTCPeer
         do {
-            peer = try endpoint.offer(String(decoding: request.body, as: UTF8.self), profile: server.streamProfile)
+            peer = try endpoint.offer(String(decoding: request.body, as: UTF8.self), profile: server.streamProfile, sound: hasSound())
         } catch {
             if case .unavailable = error { return refuse(503, "WHEP: \(error)") }
             return refuse(400, "WHEP: \(error)")
@@ -92,11 +103,30 @@ public final class WHEPService {
         let admitted = server.admit(peer: name) { viewer }
         guard admitted, let reader = server.readerID(of: viewer) else { return peer.close("too many readers") }
         viewers[id] = viewer
+        if peer.hasAudio {
+            soundViewers += 1
+            onSoundViewers(soundViewers)
+        }
         peer.onKeyframeRequest = { [unowned self] in self.keyframeWanted(id, reader) }
+        let hears = peer.hasAudio
         peer.onClosed = { [unowned self, weak viewer] reason in
             self.viewers[id] = nil
             self.lastRestartNs[id] = nil
+            if hears {
+                self.soundViewers -= 1
+                self.onSoundViewers(self.soundViewers)
+            }
             viewer?.onClose?(reason)
+        }
+    }
+
+    /// The stream's sound as Opus, to every viewer that takes it; a packet before a viewer's
+    /// first picture is counted and left out (its timestamps follow the pictures' clock).
+    public func sendSound(_ packets: [AudioPacket]) {
+        for viewer in viewers.values where viewer.webrtc.hasAudio {
+            for packet in packets where viewer.webrtc.sendAudio(packet.data, mediaTime90k: packet.mediaTime.ticks) == .beforeVideo {
+                endpoint.metrics.audioBeforeVideo.increment()
+            }
         }
     }
 

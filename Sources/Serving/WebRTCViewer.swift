@@ -30,10 +30,12 @@ final class WebRTCViewer: StreamReader {
     var isClosed: Bool { webrtc.isClosed }
 
     /// Sends `unit` timed by its capture (its SEI's time, else now), which its RTP timestamp,
-    /// the sender reports and abs-capture-time carry.
+    /// the sender reports and abs-capture-time carry; its media time (the relay's, the SEI's,
+    /// else its arrival's) places the sound beside it.
     func write(_ unit: QueuedAccessUnit) -> ReaderProgress {
+        let pts = unit.pts90k ?? unit.arrivalNs / 100_000 * 9
         let wall = unit.accessUnit.timestamp?.captureTimeNs ?? WallClock.nanoseconds
-        let bytes = webrtc.send(unit.nalUnits, wallNs: wall)
+        let bytes = webrtc.send(unit.nalUnits, pts90k: pts, wallNs: wall)
         return ReaderProgress(bytes: bytes, units: 1, items: 1)
     }
 

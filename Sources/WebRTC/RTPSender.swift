@@ -19,6 +19,10 @@ public struct RTPSender: Sendable {
     /// The last access unit's RTP timestamp and the wall-clock time (ns) it stands for: what
     /// sender reports map from.
     public private(set) var last: (rtp: UInt32, wallNs: UInt64)?
+    /// The same clock unwrapped, for the sound (`OpusRTPSender`): media time + `origin90k` is
+    /// the capture clock in 90 kHz ticks (the RTP timestamp before its 32-bit wrap); the last
+    /// access unit's media time and capture time, which sender reports extrapolate from.
+    public private(set) var clock: (origin90k: Int64, pts90k: Int64, wallNs: UInt64)?
     public private(set) var packetsSent: UInt32 = 0
     public private(set) var octetsSent: UInt32 = 0
 
@@ -35,17 +39,22 @@ public struct RTPSender: Sendable {
     /// NAL unit types left out: AUD (9), SEI (6), end of sequence (10) and stream (11), filler (12).
     static func carried(_ type: UInt8) -> Bool { ![6, 9, 10, 11, 12].contains(type) }
 
-    /// The RTP packets of one access unit captured at `wallNs` (CLOCK_REALTIME: the timestamp
-    /// SEI's, else when it came) and sent at `sendNs` (any clock), in order, each with its
-    /// sequence number.
+    /// The RTP packets of one access unit at media time `pts90k` (nil: unknown) captured at
+    /// `wallNs` (CLOCK_REALTIME: the timestamp SEI's, else when it came) and sent at `sendNs`
+    /// (any clock), in order, each with its sequence number.
     ///
     /// The RTP timestamp is the capture time itself, in 90 kHz ticks modulo 2^32, which the
     /// page reads back from `requestVideoFrameCallback`'s `rtpTimestamp` for its capture →
     /// paint figure (Chromium gives a receive-only peer no `captureTime`: it needs a round-trip
     /// time). Not random as RFC 3550 §5.1 suggests: SRTP's AES counter mode makes known
     /// timestamps no help to an attacker. A media time moved onto the capture clock would
-    /// carry the first picture's capture jitter into every figure.
-    public mutating func packets(_ nalUnits: [NALUnit], wallNs: UInt64, sendNs: UInt64 = 0) -> [(sequence: UInt16, bytes: [UInt8])] {
+    /// carry the first picture's capture jitter into every figure. The sound (`clock`) is
+    /// placed by media time, on the origin the first picture gave.
+    public mutating func packets(_ nalUnits: [NALUnit], pts90k: UInt64? = nil, wallNs: UInt64, sendNs: UInt64 = 0) -> [(sequence: UInt16, bytes: [UInt8])] {
+        if let pts90k {
+            let origin = clock?.origin90k ?? Int64(wallNs / 100_000 * 9) - Int64(truncatingIfNeeded: pts90k)
+            clock = (origin, Int64(truncatingIfNeeded: pts90k), wallNs)
+        }
         var timestamp = UInt32(truncatingIfNeeded: wallNs / 100_000 * 9)
         // Never backwards (a relay's GOP sent again after a PLI carries old times).
         if let previous = last?.rtp, !(timestamp == previous || rtpTimestamp(timestamp, isAfter: previous)) { timestamp = previous &+ 1 }

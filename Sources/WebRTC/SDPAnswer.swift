@@ -1,5 +1,8 @@
 /// The answer to a WHEP offer: the first video section accepted, sending H.264 as it is
-/// encoded on the payload type the offer gave it; every other section rejected (port 0).
+/// encoded on the payload type the offer gave it; when the stream has sound, the first audio
+/// section that receives Opus (opus/48000/2) too, bundled with the video on the same ICE and
+/// DTLS transport, its own SSRC, in the same media stream (`a=msid`) so that the browser
+/// syncs the two; every other section rejected (port 0).
 public struct SDPAnswer: Sendable {
     /// The abs-capture-time header extension (a frame's capture time, 64-bit NTP).
     public static let absCaptureTime = "http://www.webrtc.org/experiments/rtp-hdrext/abs-capture-time"
@@ -54,9 +57,19 @@ public struct SDPAnswer: Sendable {
     public let sendTimeExtension: Int?
     /// The id of playout-delay when the offer has it.
     public let playoutDelayExtension: Int?
+    /// The audio section accepted (its index in `offer.media`, Opus's payload type and the
+    /// offer's fmtp for it); nil when the stream has no sound or the offer no Opus to receive.
+    public let audio: (index: Int, payloadType: UInt8, fmtp: String)?
 
-    /// Chooses what to send from `offer`; `profile` is the stream's profile_idc, when known.
-    public init(offer: SDP.Offer, profile: UInt8?) throws(SDP.OfferError) {
+    /// The Opus payload type of `media` (opus/48000/2), when it receives.
+    public static func opusPayloadType(in media: SDP.Media) -> UInt8? {
+        guard media.kind == "audio", media.port != 0, media.direction == "recvonly" || media.direction == "sendrecv" else { return nil }
+        return media.formats.compactMap { UInt8($0) }.first { media.rtpmap[$0]?.lowercased() == "opus/48000/2" }
+    }
+
+    /// Chooses what to send from `offer`; `profile` is the stream's profile_idc, when known;
+    /// `sound`: the stream has sound to send as Opus.
+    public init(offer: SDP.Offer, profile: UInt8?, sound: Bool = false) throws(SDP.OfferError) {
         guard let index = offer.media.firstIndex(where: { $0.kind == "video" && $0.port != 0 }) else { throw .noVideo }
         let video = offer.media[index]
         guard video.direction == "recvonly" || video.direction == "sendrecv" else { throw .notReceiving }
@@ -68,6 +81,13 @@ public struct SDPAnswer: Sendable {
         self.captureTimeExtension = video.extensions[Self.absCaptureTime]
         self.sendTimeExtension = video.extensions[Self.absSendTime]
         self.playoutDelayExtension = video.extensions[Self.playoutDelay]
+        // Bundled with the video: in the offer's BUNDLE group (or no group at all).
+        let bundled = { (media: SDP.Media) in offer.bundle.isEmpty || media.mid.map(offer.bundle.contains) == true }
+        audio = sound ? offer.media.indices.lazy.compactMap { i -> (Int, UInt8, String)? in
+            let media = offer.media[i]
+            guard bundled(media), let pt = Self.opusPayloadType(in: media) else { return nil }
+            return (i, pt, media.fmtp[pt] ?? "")
+        }.first : nil
     }
 
     /// What this side says of itself in the answer.
@@ -78,8 +98,12 @@ public struct SDPAnswer: Sendable {
         /// Host candidates: address and UDP port.
         public var candidates: [(host: String, port: UInt16)]
         public var ssrc: UInt32
+        /// The SSRC of the sound (used when `audio` is not nil).
+        public var audioSSRC: UInt32
         public var sessionID: UInt64
-        public init(ufrag: String, password: String, fingerprint: [UInt8], candidates: [(host: String, port: UInt16)], ssrc: UInt32, sessionID: UInt64) {
+        public init(ufrag: String, password: String, fingerprint: [UInt8], candidates: [(host: String, port: UInt16)], ssrc: UInt32,
+                    audioSSRC: UInt32 = 0, sessionID: UInt64) {
+            self.audioSSRC = audioSSRC
             self.ufrag = ufrag
             self.password = password
             self.fingerprint = fingerprint
@@ -91,14 +115,20 @@ public struct SDPAnswer: Sendable {
 
     /// The answer's text (CRLF line ends).
     public func text(_ local: Local) -> String {
-        let video = offer.media[videoIndex]
-        let mid = video.mid ?? "\(videoIndex)"
+        let mid = { (index: Int) in offer.media[index].mid ?? "\(index)" }
+        let taken = [videoIndex, audio?.index].compactMap { $0 }.sorted()
         var lines = ["v=0", "o=- \(local.sessionID) 2 IN IP4 127.0.0.1", "s=nalcast", "t=0 0"]
-        lines.append("a=group:BUNDLE \(mid)")
+        lines.append("a=group:BUNDLE " + taken.map(mid).joined(separator: " "))
         lines.append("a=ice-lite")
         lines.append("a=msid-semantic: WMS nalcast")
         for (index, media) in offer.media.enumerated() {
-            lines += index == videoIndex ? videoSection(mid, local) : rejected(media, index)
+            if index == videoIndex {
+                lines += videoSection(mid(index), local)
+            } else if let audio, index == audio.index {
+                lines += audioSection(mid(index), audio.payloadType, audio.fmtp, local)
+            } else {
+                lines += rejected(media, index)
+            }
         }
         return lines.joined(separator: "\r\n") + "\r\n"
     }
@@ -107,8 +137,7 @@ public struct SDPAnswer: Sendable {
         let pt = format.payloadType
         let video = offer.media[videoIndex]
         var lines = ["m=video 9 UDP/TLS/RTP/SAVPF \(pt)", "c=IN IP4 0.0.0.0", "a=rtcp:9 IN IP4 0.0.0.0"]
-        lines += ["a=ice-ufrag:\(local.ufrag)", "a=ice-pwd:\(local.password)", "a=ice-options:ice2"]
-        lines += ["a=fingerprint:sha-256 \(SDP.hex(local.fingerprint))", "a=setup:passive", "a=mid:\(mid)"]
+        lines += transport(mid, local)
         if let id = sendTimeExtension { lines.append("a=extmap:\(id) \(Self.absSendTime)") }
         if let id = captureTimeExtension { lines.append("a=extmap:\(id) \(Self.absCaptureTime)") }
         if let id = playoutDelayExtension { lines.append("a=extmap:\(id) \(Self.playoutDelay)") }
@@ -118,6 +147,29 @@ public struct SDPAnswer: Sendable {
         for value in format.feedback { lines.append("a=rtcp-fb:\(pt) \(value)") }
         if !format.fmtp.isEmpty { lines.append("a=fmtp:\(pt) \(format.fmtp)") }
         lines += ["a=ssrc:\(local.ssrc) cname:nalcast", "a=ssrc:\(local.ssrc) msid:nalcast video"]
+        return lines + candidates(local)
+    }
+
+    /// Opus (RFC 7587) on the offer's payload type, sendonly, in the video's media stream
+    /// (`nalcast`) and transport (the same ICE credentials, fingerprint and candidates).
+    private func audioSection(_ mid: String, _ pt: UInt8, _ fmtp: String, _ local: Local) -> [String] {
+        var lines = ["m=audio 9 UDP/TLS/RTP/SAVPF \(pt)", "c=IN IP4 0.0.0.0", "a=rtcp:9 IN IP4 0.0.0.0"]
+        lines += transport(mid, local)
+        lines += ["a=sendonly", "a=msid:nalcast audio", "a=rtcp-mux"]
+        if offer.media[audio!.index].rtcpReducedSize { lines.append("a=rtcp-rsize") }
+        lines.append("a=rtpmap:\(pt) opus/48000/2")
+        lines.append("a=fmtp:\(pt) " + (fmtp.isEmpty ? "minptime=10;useinbandfec=1" : fmtp))
+        lines += ["a=ssrc:\(local.audioSSRC) cname:nalcast", "a=ssrc:\(local.audioSSRC) msid:nalcast audio"]
+        return lines + candidates(local)
+    }
+
+    private func transport(_ mid: String, _ local: Local) -> [String] {
+        ["a=ice-ufrag:\(local.ufrag)", "a=ice-pwd:\(local.password)", "a=ice-options:ice2",
+         "a=fingerprint:sha-256 \(SDP.hex(local.fingerprint))", "a=setup:passive", "a=mid:\(mid)"]
+    }
+
+    private func candidates(_ local: Local) -> [String] {
+        var lines: [String] = []
         for (i, candidate) in local.candidates.enumerated() {
             // Host candidates only (ICE-lite): type preference 126, local preference by order.
             let priority = (126 << 24) | ((65535 - i) << 8) | 255

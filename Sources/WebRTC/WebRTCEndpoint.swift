@@ -74,28 +74,31 @@ public final class WebRTCEndpoint {
     }
 
     /// A peer for `offerText` with its answer: H.264 on the offer's payload type whose profile
-    /// is `profile` (the stream's profile_idc, when known).
-    public func offer(_ offerText: String, profile: UInt8?) throws(OfferFailure) -> WebRTCPeer {
+    /// is `profile` (the stream's profile_idc, when known); with `sound`, Opus too when the
+    /// offer receives it.
+    public func offer(_ offerText: String, profile: UInt8?, sound: Bool = false) throws(OfferFailure) -> WebRTCPeer {
         loop.preconditionOnLoop()
         if let why = SRTPSession.load() { throw .unavailable(why) }
         let offer: SDP.Offer
         let choice: SDPAnswer
         do {
             offer = try SDP.parseOffer(offerText)
-            choice = try SDPAnswer(offer: offer, profile: profile)
+            choice = try SDPAnswer(offer: offer, profile: profile, sound: sound)
         } catch { throw .offer(error) }
         guard let dtls = DTLSAssociation(context) else { throw .unavailable("DTLS: could not make an association") }
         let ufrag = Self.token(8)
         let password = Self.token(24)
         let ssrc = Self.random32() | 1
+        let audioSSRC = Self.random32() & ~1 | 2  // even and not 0: never the video's (odd)
         let local = SDPAnswer.Local(ufrag: ufrag, password: password, fingerprint: context.fingerprint,
-                                    candidates: candidateHosts.map { ($0, socket.local.port) }, ssrc: ssrc,
+                                    candidates: candidateHosts.map { ($0, socket.local.port) }, ssrc: ssrc, audioSSRC: audioSSRC,
                                     sessionID: UInt64(Self.random32()) << 20 | UInt64(Self.random32() & 0xFFFFF))
         let sender = RTPSender(ssrc: ssrc, payloadType: choice.format.payloadType, captureTimeExtension: choice.captureTimeExtension,
                                sendTimeExtension: choice.sendTimeExtension, playoutDelayExtension: choice.playoutDelayExtension,
                                firstSequence: UInt16(truncatingIfNeeded: Self.random32()))
+        let audio = choice.audio.map { OpusRTPSender(ssrc: audioSSRC, payloadType: $0.payloadType, firstSequence: UInt16(truncatingIfNeeded: Self.random32())) }
         let peer = WebRTCPeer(id: Self.token(16), endpoint: self, dtls: dtls, local: (ufrag, password), remoteFingerprint: offer.fingerprint,
-                              answer: choice.text(local), sender: sender, nowNs: MonotonicClock.nanoseconds)
+                              answer: choice.text(local), sender: sender, audioSender: audio, nowNs: MonotonicClock.nanoseconds)
         byUfrag[ufrag] = peer
         byID[peer.id] = peer
         metrics.peers.set(Double(byID.count))

@@ -15,6 +15,13 @@ public struct WebRTCMetrics: Sendable {
     public let badRTCP: Counter
     public let strayDatagrams: Counter
     public let peers: Gauge
+    /// The sound: Opus packets made once for every viewer, SRTP packets sent, and packets
+    /// left out by reason.
+    public let opusPackets: Counter
+    public let audioPacketsSent: Counter
+    public let audioUndecodable: Counter
+    public let audioMailboxFull: Counter
+    public let audioBeforeVideo: Counter
     /// The lowest REMB of the viewers now, bits per second (0: none sent one).
     public let estimatedBitrate: Gauge
 
@@ -31,6 +38,12 @@ public struct WebRTCMetrics: Sendable {
         keyframeRequests = registry.counter("nalcast_webrtc_keyframe_requests_total", help: "Picture loss indications and full intra requests from WebRTC viewers.")
         badRTCP = registry.counter("nalcast_webrtc_bad_rtcp_total", help: "SRTCP packets from WebRTC viewers that did not authenticate or parse, dropped.")
         strayDatagrams = registry.counter("nalcast_webrtc_stray_datagrams_total", help: "Datagrams on the WebRTC socket from no known viewer (unknown ufrag or address), dropped.")
+        opusPackets = registry.counter("nalcast_webrtc_opus_packets_total", help: "Opus packets transcoded from the stream's AAC for the WebRTC viewers (once for all of them).")
+        audioPacketsSent = registry.counter("nalcast_webrtc_audio_packets_sent_total", help: "SRTP Opus packets sent to WebRTC viewers (retransmissions not included).")
+        let dropped = "Sound left out for WebRTC viewers, by reason: undecodable (AAC packets the decoder refused), loop-behind (Opus packets the serving thread had no room for), before-video (a viewer's packets before its first picture, whose clock the sound follows)."
+        audioUndecodable = registry.counter("nalcast_webrtc_audio_dropped_packets_total", help: dropped, labels: [("reason", "undecodable")])
+        audioMailboxFull = registry.counter("nalcast_webrtc_audio_dropped_packets_total", help: dropped, labels: [("reason", "loop-behind")])
+        audioBeforeVideo = registry.counter("nalcast_webrtc_audio_dropped_packets_total", help: dropped, labels: [("reason", "before-video")])
         peers = registry.gauge("nalcast_webrtc_viewers", help: "WebRTC viewers now, connected or still in their handshake.")
         estimatedBitrate = registry.gauge("nalcast_webrtc_estimated_bitrate_bps", help: "The lowest receiver estimate (REMB) of the WebRTC viewers now, bits per second; 0 when none sent one.")
     }

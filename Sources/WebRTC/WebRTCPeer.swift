@@ -22,6 +22,10 @@ public final class WebRTCPeer {
     /// The answer to its offer.
     public let answer: String
     var sender: RTPSender
+    /// The sound's sender, when the answer took the offer's audio (the stream has sound).
+    var audioSender: OpusRTPSender?
+    /// The viewer gets the stream's sound.
+    public var hasAudio: Bool { audioSender != nil }
 
     /// The handshake is done and SRTP keyed: media may go.
     public var onConnected: () -> Void = {}
@@ -57,6 +61,8 @@ public final class WebRTCPeer {
     /// Protected packets by sequence number, the last `historySize`.
     private var history: [UInt16: [UInt8]] = [:]
     private var historyOrder: [UInt16] = []
+    /// The sound's packets as protected (about 10 s of 20 ms packets).
+    private var audioHistory = PacketHistory(size: historySize)
     static let historySize = 512
     let createdNs: UInt64
     var lastCheckNs: UInt64
@@ -66,7 +72,8 @@ public final class WebRTCPeer {
     private var rateWindow: (startNs: UInt64, bytes: Int)?
 
     init(id: String, endpoint: WebRTCEndpoint, dtls: DTLSAssociation, local: (ufrag: String, password: String),
-         remoteFingerprint: [UInt8], answer: String, sender: RTPSender, nowNs: UInt64) {
+         remoteFingerprint: [UInt8], answer: String, sender: RTPSender, audioSender: OpusRTPSender? = nil, nowNs: UInt64) {
+        self.audioSender = audioSender
         self.id = id
         self.endpoint = endpoint
         self.dtls = dtls
@@ -81,13 +88,13 @@ public final class WebRTCPeer {
 
     // MARK: - Sending
 
-    /// Sends one access unit (SPS and PPS in front of an IDR, as queued) captured at `wallNs`;
-    /// the bytes that went out.
-    public func send(_ nalUnits: [NALUnit], wallNs: UInt64) -> Int {
+    /// Sends one access unit (SPS and PPS in front of an IDR, as queued) at media time `pts90k`
+    /// captured at `wallNs`; the bytes that went out.
+    public func send(_ nalUnits: [NALUnit], pts90k: UInt64, wallNs: UInt64) -> Int {
         endpoint.loop.preconditionOnLoop()
         guard isConnected, !isClosed, let address, let srtpOut else { return 0 }
         var bytes = 0
-        for (sequence, packet) in sender.packets(nalUnits, wallNs: wallNs, sendNs: MonotonicClock.nanoseconds) {
+        for (sequence, packet) in sender.packets(nalUnits, pts90k: pts90k, wallNs: wallNs, sendNs: MonotonicClock.nanoseconds) {
             guard let protected = srtpOut.protect(packet) else { continue }
             remember(sequence, protected)
             if endpoint.socket.send(protected, to: address) {
@@ -100,6 +107,25 @@ public final class WebRTCPeer {
         }
         counters.bytesSent += bytes
         return bytes
+    }
+
+    /// What became of one Opus packet sent to this viewer.
+    public enum AudioOutcome { case sent, notConnected, beforeVideo, failed }
+
+    /// Sends one Opus packet at media time `mediaTime90k` (the pictures' time line): only once
+    /// the viewer has had a picture, whose capture clock the sound's timestamps follow.
+    public func sendAudio(_ opus: [UInt8], mediaTime90k: Int64) -> AudioOutcome {
+        guard isConnected, !isClosed, let address, let srtpOut, audioSender != nil else { return .notConnected }
+        guard let (sequence, packet) = audioSender!.packet(opus, mediaTime90k: mediaTime90k, video: sender) else { return .beforeVideo }
+        guard let protected = srtpOut.protect(packet) else { return .failed }
+        audioHistory.remember(sequence, protected)
+        guard endpoint.socket.send(protected, to: address) else {
+            metrics.sendFailures.increment()
+            return .failed
+        }
+        counters.bytesSent += protected.count
+        metrics.audioPacketsSent.increment()
+        return .sent
     }
 
     private func remember(_ sequence: UInt16, _ packet: [UInt8]) {
@@ -128,6 +154,9 @@ public final class WebRTCPeer {
               let report = sender.senderReport(nowNs: wallNs), let protected = srtpOut.protect(report.serialized(), rtcp: true) else { return }
         lastReportNs = nowNs
         endpoint.socket.send(protected, to: address)
+        if let audio = audioSender?.senderReport(nowNs: wallNs, video: sender), let protected = srtpOut.protect(audio.serialized(), rtcp: true) {
+            endpoint.socket.send(protected, to: address)
+        }
     }
 
     // MARK: - Receiving
@@ -167,8 +196,8 @@ public final class WebRTCPeer {
                 counters.keyframeRequests += 1
                 metrics.keyframeRequests.increment()
                 onKeyframeRequest()
-            case .nack(_, let lost):
-                resend(lost)
+            case .nack(let ssrc, let lost):
+                resend(lost, audio: audioSender != nil && ssrc == audioSender?.ssrc)
             case .estimatedBitrate(let bps, _):
                 counters.lastEstimate = bps
                 onBitrateEstimate(bps)
@@ -180,12 +209,13 @@ public final class WebRTCPeer {
         }
     }
 
-    private func resend(_ lost: [UInt16]) {
+    /// Sends NACKed packets again, the video's or (`audio`) the sound's.
+    private func resend(_ lost: [UInt16], audio: Bool) {
         guard let address else { return }
         for sequence in lost {
             counters.nackedPackets += 1
             metrics.nackedPackets.increment()
-            guard let packet = history[sequence] else {
+            guard let packet = audio ? audioHistory[sequence] : history[sequence] else {
                 counters.notInHistory += 1
                 metrics.nackedNotInHistory.increment()
                 continue

@@ -66,7 +66,8 @@ final class ConsumeRelay {
         self.dropped = dropped
         self.endStream = { handOff.close { _ = mailbox.send(.captureEnded, pastCapacity: true) } }
         self.sourceLost = { _ = mailbox.send(.sourceLost, pastCapacity: true) }
-        audio = ConsumeRelay.audio(listeners: server.boundListeners, web: side.webServer?.boundEndpoint, mailbox: mailbox,
+        let sound = side.whep.map { WebRTCSound(whep: $0, loop: loop, track: nil, log: log) }
+        audio = ConsumeRelay.audio(listeners: server.boundListeners, web: side.webServer?.boundEndpoint, sound: sound, mailbox: mailbox,
                                    dropped: server.metrics.tsAudioDropped, log: log, events: events)
     }
 
@@ -82,23 +83,28 @@ final class ConsumeRelay {
     func close() { side.close() }
 
     /// The input's audio to the MPEG-TS listeners (`RelayAudio`): through the server's mailbox
-    /// when there is a TS listener; what it reports as log lines and events. `listeners` and
-    /// `web` as bound (the kernel's port for port 0), for the lines.
-    static func audio(listeners: [Listening], web: Endpoint?, mailbox: Mailbox<StreamServer.Message>, dropped: Counter?,
+    /// when there is a TS listener; to the WHEP viewers of `--web` as Opus (`sound`); what it
+    /// reports as log lines and events. `listeners` and `web` as bound (the kernel's port for
+    /// port 0), for the lines.
+    static func audio(listeners: [Listening], web: Endpoint?, sound: WebRTCSound?, mailbox: Mailbox<StreamServer.Message>, dropped: Counter?,
                       log: Log, events: EventLog?) -> RelayAudio {
         var carrier: RelayAudio.Carrier?
         if let dropped, listeners.contains(where: { $0.format == .mpegTS }) {
             carrier = RelayAudio.Carrier(declare: { _ = mailbox.send(.audioFormat($0), pastCapacity: true) },
                                          send: { mailbox.send(.audio($0)) }, dropped: dropped, isSameTrack: { $0.isSameTrack(as: $1) })
         }
+        // The page plays video only, but WHEP on the same listener carries the sound.
         let videoOnly = listeners.filter { $0.format == .annexB }.map { (place: $0.description, why: "raw H.264 carries video only") }
-            + (web.map { [(place: "--web \($0)", why: "the page plays video only")] } ?? [])
-        return RelayAudio(carrier: carrier, videoOnly: videoOnly) { report in
+            + (sound == nil ? web.map { [(place: "--web \($0)", why: "the page plays video only")] } ?? [] : [])
+        let webrtc = sound.map { sound in (declare: { @Sendable in sound.declare($0) }, send: { @Sendable in sound.take($0) }) }
+        let places = [carrier.map { _ in "the MPEG-TS listeners" }, sound.map { _ in "the WHEP viewers (as Opus)" }].compactMap { $0 }
+        return RelayAudio(carrier: carrier, webrtc: webrtc, videoOnly: videoOnly) { report in
             switch report {
             case .relaying(let track):
-                log.line("relaying the input's audio (\(track)) to the MPEG-TS listeners")
+                log.line("relaying the input's audio (\(track)) to " + places.joined(separator: " and "))
             case .videoOnly(let place, let why, let carried):
-                let elsewhere = carried ? "served on the ts: listeners only" : "not served (a ts:tcp:// or ts:unix: listener would carry it)"
+                let elsewhere = carried ? "served on the ts: listeners" + (sound == nil ? " only" : " and to the WHEP viewers")
+                    : sound != nil ? "served to the WHEP viewers only" : "not served (a ts:tcp:// or ts:unix: listener would carry it)"
                 log.line("\(place): \(why); the input's audio is \(elsewhere)")
                 events?.emit("audio-not-carried", [("sink", place)])
             case .trackChanged(let track):

@@ -180,6 +180,10 @@ final class ProduceSession {
         if let audio {
             audio.capture.registerMetrics(in: registry, delivery: audio.delivery)
             serving.carry(audio.delivery)
+            if let whep = serving.whep {
+                let sound = WebRTCSound(whep: whep, loop: loop, track: audio.capture.format, log: log)
+                sound.whenWanted { [delivery = audio.delivery] in delivery.add { sound.take($0) } }
+            }
         }
         let adaptive = serving.whep.map { whep in
             let adaptive = AdaptiveBitrate(loop: loop, ceiling: ceiling) { bits, estimate in

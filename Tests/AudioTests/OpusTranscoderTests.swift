@@ -62,6 +62,10 @@ import Testing
         let after = second.prefix(20).flatMap { transcoder.transcode($0) }
         #expect(!before.isEmpty && !after.isEmpty)
         #expect(after.allSatisfy { $0.mediaTime.ticks >= 90_000 * 60 - 90 * 60 }, "\(after.map(\.mediaTime.ticks))")
+        // And none ahead of the sound (the encoder's held samples kept their place).
+        #expect(after.allSatisfy { $0.mediaTime.ticks <= 90_000 * 60 + 20 * 1920 }, "\(after.map(\.mediaTime.ticks))")
+        let steps = Set(zip(after.dropFirst(), after).map { $0.mediaTime.ticks - $1.mediaTime.ticks })
+        #expect(steps == [1800], "\(steps)")
     }
 
     @Test func aPacketTheDecoderRefusesIsCountedAndSkipped() throws {

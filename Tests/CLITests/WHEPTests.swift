@@ -63,6 +63,28 @@ import Testing
         #expect(try Self.metric(url, "nalcast_webrtc_connected_total") == 1)
     }
 
+    /// The page over WebRTC offers to receive audio too: with `--audio`, Chromium gets the
+    /// Opus packets beside the pictures (its getStats' packetsReceived; what headless Chromium
+    /// does not play out it does not measure, so the sound itself is aiortc's test below).
+    @Test(.enabled(if: PlaybackTests.chromiumMissing == nil, "\(PlaybackTests.chromiumMissing ?? "")"))
+    func chromiumGetsTheSoundOverWebRTC() throws {
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let (producer, url, _) = try Self.producer(["--audio", "tone"], in: dir)
+        defer {
+            producer.signal(SIGINT)
+            producer.wait()
+        }
+        let r = try Run.program(PlaybackTests.venvPython, [PlaybackTests.browserTools.appendingPathComponent("web_check.py").path, url + "?transport=webrtc",
+                                                           WebViewerTests.points, #"{"audioPackets": 50}"#], timeout: 120)
+        #expect(r.status == 0, "\(r.text) \(r.stderr)")
+        let last = r.stdout.split(separator: UInt8(ascii: "\n")).last.map { Data($0) } ?? Data()
+        let seen = try #require(try JSONSerialization.jsonObject(with: last) as? [String: Any], "\(r.text) \(r.stderr)")
+        #expect(seen["transport"] as? String == "webrtc" && (seen["painted"] as? Int ?? 0) >= 30, "\(seen)")
+        #expect((seen["audioPackets"] as? Int ?? 0) >= 50, "\(seen)")
+        #expect(try Self.metric(url, "nalcast_webrtc_audio_packets_sent_total") >= 50)
+    }
+
     /// aiortc decodes `produce`'s stream (the colours of the bars), asks for a picture (PLI:
     /// the encoder makes an IDR, with an IDR every 20 s otherwise) and for packets again
     /// (NACK: two answered from the history, one never sent counted), then ends its session
@@ -133,6 +155,63 @@ import Testing
         #expect(seen["frames"] as? Int == 45 && seen["width"] as? Int == 640, "\(seen)")
         #expect(seen["keyframesAfterPLI"] as? Int ?? 0 >= 1, "\(seen)")
         WebViewerTests.checkBars(seen["pixels"] as? [[Int]] ?? [], "aiortc's last frame from the relay")
+    }
+
+    /// The sound as a WHEP viewer hears it, checked by aiortc's Opus decoder: the test pattern's
+    /// beeps (1 kHz, -6 dBFS, on each whole second) at their level and pitch, and each placed
+    /// on the wall clock by the audio's sender reports as the flash beside it by the video's,
+    /// which is how a browser lines the two up: in step within 20 ms, as for the containers
+    /// (AVSyncTests).
+    static func checkSound(_ seen: [String: Any], _ what: String) {
+        let audio = seen["audio"] as? [String: Any] ?? [:]
+        #expect((audio["seconds"] as? Double ?? 0) >= 2.5 && (audio["beeps"] as? Int ?? 0) >= 2, "\(what): \(audio)")
+        #expect(abs((audio["rms"] as? Double ?? 0) - 0.354) < 0.05, "\(what): RMS \(audio), a -6 dBFS sine is 0.354")
+        #expect(abs((audio["crossingsPerSecond"] as? Double ?? 0) - 1000) < 10, "\(what): \(audio)")
+        let offsets = audio["offsetsMs"] as? [Double] ?? []
+        #expect(offsets.count >= 2 && offsets.allSatisfy { abs($0) <= 20 }, "\(what): A/V offsets (ms) \(audio)")
+    }
+
+    /// `produce --audio tone`: aiortc gets Opus beside the pictures, bundled on the same
+    /// transport, and hears the tone in step with the flashes.
+    @Test(.enabled(if: aiortcMissing == nil, "\(aiortcMissing ?? "")"))
+    func aiortcHearsTheToneInStepWithThePicture() throws {
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let (producer, url, _) = try Self.producer(["--audio", "tone"], in: dir)
+        defer {
+            producer.signal(SIGINT)
+            producer.wait()
+        }
+        let seen = try Self.play(url + "whep", frames: 100, ["--audio", "3"])
+        #expect(seen["frames"] as? Int ?? 0 >= 100, "\(seen)")
+        let answer = seen["answer"] as? String ?? ""
+        #expect(answer.contains("a=group:BUNDLE 0 1\r\n") && answer.contains("a=msid:nalcast audio") && answer.contains("opus/48000/2"), "\(answer)")
+        Self.checkSound(seen, "produce")
+        #expect(try Self.metric(url, "nalcast_webrtc_audio_packets_sent_total") >= 140)
+        #expect(try Self.metric(url, "nalcast_webrtc_audio_dropped_packets_total{reason=\"undecodable\"}") == 0)
+    }
+
+    /// A relay of an MPEG-TS stream with sound serves it over WHEP too: its input's AAC as Opus.
+    @Test(.enabled(if: aiortcMissing == nil, "\(aiortcMissing ?? "")"))
+    func aRelayServesTheInputsSound() throws {
+        let port = try freePort()
+        let producer = try Background(Run.nalcast, ["produce", "--source", "testsrc", "--size", "640x360", "--audio", "tone",
+                                                    "--listen", "ts:tcp://127.0.0.1:\(port)"])
+        defer {
+            producer.signal(SIGINT)
+            producer.wait()
+        }
+        #expect(producer.waitFor("capturing"), "\(producer.stderr)")
+        let webPort = try freePort()
+        let relay = try Background(Run.nalcast, ["consume", "--from", "ts:tcp://127.0.0.1:\(port)", "--web", "tcp://127.0.0.1:\(webPort)"])
+        defer {
+            relay.signal(SIGINT)
+            relay.wait()
+        }
+        #expect(relay.waitFor("to the WHEP viewers (as Opus)"), "\(relay.stderr)")
+        let seen = try Self.play("http://127.0.0.1:\(webPort)/whep", frames: 100, ["--audio", "3"])
+        #expect(seen["frames"] as? Int ?? 0 >= 100, "\(seen)")
+        Self.checkSound(seen, "the relay")
     }
 
     /// The HTTP side: an offer that is not `application/sdp` is 415, one that is no SDP or

@@ -2,16 +2,23 @@
 Chromium's), as a test's peer: offers to receive video, plays what comes and prints what it
 decoded, as JSON.
 
-    whep_client.py WHEP_URL FRAMES POINTS_JSON [--token TOKEN] [--pli N] [--nack N] [--drop N]
+    whep_client.py WHEP_URL FRAMES POINTS_JSON [--token TOKEN] [--pli N] [--nack N] [--drop N] [--audio SECONDS]
 
 POSTs its offer (application/sdp), takes the 201's answer and Location, decodes FRAMES
-frames (up to 60 s), reads the RGB colours at POINTS_JSON ([[x, y], ...]) of the last one,
+frames (up to 60 s; with --audio, also until the sound is decoded), reads the RGB colours at POINTS_JSON ([[x, y], ...]) of the last one,
 then DELETEs the session. With --pli N it sends a picture loss indication after frame N
 and counts the keyframes decoded after it ("keyframesAfterPLI"); with --nack N, after frame
 N, a NACK of the two packets before the last one received and of one 2000 packets before
 it (never sent, or long out of any history: "nacked"); with --drop N it loses every Nth
 packet the first time it comes off ICE (aiortc then NACKs it: "dropped" counts them). Prints {"frames", "width", "height",
 "keyframes", "pixels", "status", "location", "deleted", "answer"} or {"error": ...} (exit 1).
+
+With --audio SECONDS it offers to receive audio too and, beside the frames, decodes that
+much sound (Opus, aiortc's decoder) and reports "audio": the seconds decoded, the RMS and
+the rising zero crossings a second of the sound that is not silence (the test pattern's
+beeps), and the A/V offsets: each beep's onset and each white frame (the flashes of
+`--source testsrc` with `--audio tone`) placed on the wall clock by its track's last RTCP
+sender report, as a browser lines the two up, and the beep nearest each flash, in ms.
 """
 
 import asyncio
@@ -22,6 +29,7 @@ import urllib.request
 
 import aioice
 from aiortc import RTCPeerConnection, RTCSessionDescription
+from aiortc.rtp import RtcpSrPacket
 
 DROPPED = []
 
@@ -65,15 +73,75 @@ def is_key(frame):
     return bool(getattr(frame, "key_frame", False)) or str(getattr(frame, "pict_type", "")).endswith("I")
 
 
-async def run(url, wanted, points, token, pli_at=None, nack_at=None):
+class Clock:
+    """A receiver's RTP timestamps unwrapped from its frames' pts, and its last sender report."""
+
+    def __init__(self, receiver, rate):
+        self.receiver, self.rate, self.report = receiver, rate, None
+        handle = receiver._handle_rtcp_packet
+
+        async def spy(packet):
+            if isinstance(packet, RtcpSrPacket):
+                info = packet.sender_info
+                self.report = (info.ntp_timestamp / 2**32, info.rtp_timestamp)
+            await handle(packet)
+        receiver._handle_rtcp_packet = spy
+
+    def rtp(self, pts):
+        return (pts + self.receiver._RTCRtpReceiver__timestamp_mapper._origin) % 2**32
+
+    def wall(self, rtp):
+        """The sender's wall clock (NTP seconds) of an RTP time, by its last report."""
+        ntp, at = self.report
+        delta = (rtp - at) % 2**32
+        return ntp + (delta - 2**32 if delta >= 2**31 else delta) / self.rate
+
+
+async def hear(track, clock, seconds):
+    """Decodes `seconds` of sound: the left channel as floats with each frame's RTP time."""
+    samples, frames = 0, []
+    while samples < seconds * 48000:
+        frame = await asyncio.wait_for(track.recv(), 20)
+        left = frame.to_ndarray().reshape(-1)[0::2] / 32768.0
+        frames.append((clock.rtp(frame.pts), left))
+        samples += len(left)
+    return frames
+
+
+def analyse(sound, audio_clock, flashes, video_clock):
+    import numpy
+    left = numpy.concatenate([samples for _, samples in sound])
+    rtps = numpy.concatenate([rtp + numpy.arange(len(samples)) for rtp, samples in sound]) % 2**32
+    loud = numpy.flatnonzero(numpy.abs(left) > 0.1)
+    # An onset: loud after half a second of quiet (or after 100 ms of it at the start).
+    starts = [int(i) for k, i in enumerate(loud) if (k == 0 and i >= 4800) or (k > 0 and i - loud[k - 1] >= 24000)]
+    onsets = [audio_clock.wall(int(rtps[i])) for i in starts]
+    # The beeps' sound, from 5 ms after each onset to 95 ms.
+    tone = numpy.concatenate([left[i + 240: i + 4560] for i in starts if i + 4560 <= len(left)] or [numpy.zeros(1)])
+    rms = float(numpy.sqrt(numpy.mean(tone ** 2)))
+    crossings = int(numpy.sum((tone[:-1] < 0) & (tone[1:] >= 0))) / (len(tone) / 48000)
+    # The flashes whose beep the sound heard can count: an onset needs 100 ms of sound
+    # before it (above), and a beep lasts 100 ms.
+    first, last = audio_clock.wall(int(rtps[0])), audio_clock.wall(int(rtps[-1]))
+    walls = [w for w in (video_clock.wall(rtp) for rtp in flashes) if first + 0.15 < w < last - 0.15]
+    offsets = [round((min(onsets, key=lambda b: abs(b - f)) - f) * 1000, 1) for f in walls] if onsets else []
+    return {"seconds": len(left) / 48000, "beeps": len(onsets), "flashes": len(walls), "rms": rms,
+            "crossingsPerSecond": crossings, "offsetsMs": offsets}
+
+
+async def run(url, wanted, points, token, pli_at=None, nack_at=None, audio=None):
     pc = RTCPeerConnection()
     pc.addTransceiver("video", direction="recvonly")
+    if audio:
+        pc.addTransceiver("audio", direction="recvonly")
     got = asyncio.get_event_loop().create_future()
+    heard = asyncio.get_event_loop().create_future()
 
     @pc.on("track")
     def on_track(track):
-        if not got.done():
-            got.set_result(track)
+        future = heard if track.kind == "audio" else got
+        if not future.done():
+            future.set_result(track)
 
     await pc.setLocalDescription(await pc.createOffer())
     status, headers, answer = await asyncio.to_thread(http, "POST", url, pc.localDescription.sdp, token)
@@ -85,8 +153,14 @@ async def run(url, wanted, points, token, pli_at=None, nack_at=None):
     receiver = pc.getTransceivers()[0].receiver
     ssrc = int(next(line.split()[0].split(":")[1] for line in answer.splitlines() if line.startswith("a=ssrc:")))
     frames, keyframes, after_pli, nacked, last = 0, 0, 0, [], None
+    listening, flashes = None, []
+    if audio:
+        video_clock = Clock(receiver, 90000)
+        audio_clock = Clock(pc.getTransceivers()[1].receiver, 48000)
+        listening = asyncio.ensure_future(hear(await asyncio.wait_for(heard, 20), audio_clock, audio))
     deadline = time.time() + 60
-    while frames < wanted and time.time() < deadline:
+    # With sound, the pictures until the sound is heard too (a relay's first are its cached GOP's, older).
+    while (frames < wanted or (listening and not listening.done())) and time.time() < deadline:
         frame = await asyncio.wait_for(track.recv(), 20)
         frames += 1
         if is_key(frame):
@@ -102,6 +176,9 @@ async def run(url, wanted, points, token, pli_at=None, nack_at=None):
             await receiver._send_rtcp_nack(ssrc, nacked[:2])
             await receiver._send_rtcp_nack(ssrc, nacked[2:])
         last = frame
+        if audio and frame.to_ndarray(format="gray").mean() > 220:
+            flashes.append(video_clock.rtp(frame.pts))
+    sound = analyse(await listening, audio_clock, flashes, video_clock) if listening else None
     image = last.to_ndarray(format="rgb24") if last is not None else None
     pixels = [[int(v) for v in image[y][x]] for x, y in points] if image is not None else []
     base = url.split("/whep")[0]
@@ -109,18 +186,18 @@ async def run(url, wanted, points, token, pli_at=None, nack_at=None):
     await pc.close()
     return {"frames": frames, "width": last.width if last else 0, "height": last.height if last else 0, "keyframes": keyframes,
             "keyframesAfterPLI": after_pli, "nacked": nacked, "dropped": len(DROPPED), "pixels": pixels, "status": status, "location": location,
-            "deleted": deleted, "answer": answer}
+            "deleted": deleted, "answer": answer, "audio": sound}
 
 
 def main():
     url, wanted, points = sys.argv[1], int(sys.argv[2]), json.loads(sys.argv[3])
     def option(name):
         return sys.argv[sys.argv.index(name) + 1] if name in sys.argv else None
-    token, pli, nack = option("--token"), option("--pli"), option("--nack")
+    token, pli, nack, audio = option("--token"), option("--pli"), option("--nack"), option("--audio")
     if option("--drop"):
         lose_every(int(option("--drop")))
     try:
-        result = asyncio.run(asyncio.wait_for(run(url, wanted, points, token, pli and int(pli), nack and int(nack)), 90))
+        result = asyncio.run(asyncio.wait_for(run(url, wanted, points, token, pli and int(pli), nack and int(nack), audio and float(audio)), 90))
     except Exception as error:  # noqa: BLE001 - any failure is the test's answer
         result = {"error": f"{type(error).__name__}: {error}"}
     print(json.dumps(result))

@@ -1,5 +1,7 @@
 import XCTest
 @testable import WebRTC
+import Media
+import RTP
 
 final class SDPTests: XCTestCase {
     /// What Chromium offers for `addTransceiver('video', {direction: 'recvonly'})` plus audio
@@ -109,6 +111,61 @@ final class SDPTests: XCTestCase {
         XCTAssertFalse(text.contains("transport-cc"))
         XCTAssertFalse(text.contains("toffset"))
         XCTAssertFalse(text.contains("rtx"))
+    }
+
+    func testTakesTheOffersOpusWhenTheStreamHasSoundBundledInTheVideosStream() throws {
+        let offer = try SDP.parseOffer(Self.chromiumOffer)
+        XCTAssertNil(try SDPAnswer(offer: offer, profile: 100).audio, "no sound: the audio section is rejected")
+        let answer = try SDPAnswer(offer: offer, profile: 100, sound: true)
+        XCTAssertEqual(answer.audio?.index, 1)
+        XCTAssertEqual(answer.audio?.payloadType, 111)
+        let local = SDPAnswer.Local(ufrag: "ufra", password: "p4ssw0rdp4ssw0rdp4ssw0rd", fingerprint: [UInt8](repeating: 0xAB, count: 32),
+                                    candidates: [("127.0.0.1", 40000)], ssrc: 1235, audioSSRC: 5678, sessionID: 99)
+        let text = answer.text(local)
+        let sections = text.components(separatedBy: "m=")
+        XCTAssertEqual(sections.count, 4, text)
+        let audio = sections[2].components(separatedBy: "\r\n")
+        XCTAssertTrue(text.contains("a=group:BUNDLE 0 1\r\n"), text)
+        for line in ["audio 9 UDP/TLS/RTP/SAVPF 111", "a=mid:1", "a=sendonly", "a=rtcp-mux", "a=rtpmap:111 opus/48000/2",
+                     "a=fmtp:111 minptime=10;useinbandfec=1", "a=msid:nalcast audio", "a=ssrc:5678 cname:nalcast",
+                     "a=ssrc:5678 msid:nalcast audio", "a=ice-ufrag:ufra", "a=setup:passive",
+                     "a=candidate:1 1 udp 2130706431 127.0.0.1 40000 typ host"] {
+            XCTAssertTrue(audio.contains(line), "missing \(line) in\n\(sections[2])")
+        }
+        XCTAssertTrue(sections[1].contains("a=msid:nalcast video"), "the same stream, nalcast: the browser syncs the two")
+        XCTAssertTrue(sections[3].hasPrefix("application 0 "))
+        // Opus not offered, or not received: rejected even with sound.
+        let noOpus = try SDP.parseOffer(Self.chromiumOffer.replacingOccurrences(of: "opus/48000/2", with: "PCMU/8000"))
+        XCTAssertNil(try SDPAnswer(offer: noOpus, profile: nil, sound: true).audio)
+        let sending = try SDP.parseOffer(Self.chromiumOffer.replacingOccurrences(of: "a=mid:1\r\na=recvonly", with: "a=mid:1\r\na=sendonly"))
+        XCTAssertNil(try SDPAnswer(offer: sending, profile: nil, sound: true).audio)
+    }
+
+    func testOpusTimestampsFollowTheVideosCaptureClock() throws {
+        var video = RTPSender(ssrc: 1, payloadType: 102, captureTimeExtension: nil, firstSequence: 0)
+        var audio = OpusRTPSender(ssrc: 2, payloadType: 111, firstSequence: 7)
+        XCTAssertNil(audio.packet([1, 2, 3], mediaTime90k: 0, video: video), "no clock before the first picture")
+        // The picture at media time 9000 (0.1 s) was captured at 1,700,000,000.1 s.
+        let wall: UInt64 = 1_700_000_000_100_000_000
+        _ = video.packets([NALUnit(escapedBody: [0x65, 0x88, 0x80])], pts90k: 9000, wallNs: wall)
+        // The sound at the same media time has the same instant, in 48 kHz ticks.
+        let (sequence, bytes) = audio.packet([0xFC, 1, 2], mediaTime90k: 9000, video: video)!
+        let packet = try RTPPacket(parsing: bytes[...])
+        XCTAssertEqual(sequence, 7)
+        XCTAssertEqual(packet.ssrc, 2)
+        XCTAssertTrue(packet.marker)
+        XCTAssertEqual(packet.timestamp, UInt32(truncatingIfNeeded: wall / 1_000_000 * 48))
+        XCTAssertEqual(Array(packet.payload), [0xFC, 1, 2])
+        let next = try RTPPacket(parsing: audio.packet([0xFC], mediaTime90k: 9000 + 1800, video: video)!.bytes[...])
+        XCTAssertEqual(next.timestamp &- packet.timestamp, 960)
+        XCTAssertFalse(next.marker)
+        // Both reports map the same instant to the same media time.
+        let now = wall + 500_000_000
+        let videoReport = video.senderReport(nowNs: now)!, audioReport = audio.senderReport(nowNs: now, video: video)!
+        XCTAssertEqual(videoReport.ntpTime, audioReport.ntpTime)
+        XCTAssertEqual(audioReport.rtpTimestamp, UInt32(truncatingIfNeeded: now / 1_000_000 * 48))
+        XCTAssertEqual(videoReport.rtpTimestamp, UInt32(truncatingIfNeeded: now / 100_000 * 9))
+        XCTAssertEqual(audioReport.packetCount, 2)
     }
 
     func testRefusesOffersItCannotServeWithOneLine() {
