@@ -140,7 +140,7 @@ import Testing
     }
 
     @Test func operationsMetricTablesMatchRunningProcesses() throws {
-        // Two ports the kernel just gave out: a random pick collided with other tests' listeners.
+        // Two free ports (FreePort: checked by binding them, outside the ephemeral range).
         let port = try freePort(), consumePort = try freePort()
         let dir = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }

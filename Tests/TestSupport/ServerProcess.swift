@@ -9,28 +9,35 @@ public struct MediaServerError: Error, CustomStringConvertible {
     public init(_ description: String) { self.description = description }
 }
 
-/// Free loopback ports for the servers the tests start: the kernel picks one for a socket
-/// bound to 127.0.0.1:0, which is closed again before the server binds it.
+/// Free loopback ports for the servers the tests start, picked at random below Linux's
+/// ephemeral range (32768-60999) and checked by binding them: the kernel's own pick
+/// (`bind` to port 0) comes from the ephemeral range, which every outgoing connection of the
+/// suites running beside this one draws from too, so the port could be taken by a client's
+/// connection between the pick and the server's bind (seen with three suites at once).
 public enum FreePort {
     public static func tcp() throws -> UInt16 { try pick(Int32(SOCK_STREAM.rawValue)) }
     public static func udp() throws -> UInt16 { try pick(Int32(SOCK_DGRAM.rawValue)) }
 
     static func pick(_ type: Int32) throws -> UInt16 {
+        for _ in 0..<200 {
+            let port = UInt16.random(in: 20_000..<32_768)
+            if try bindable(port, type) { return port }
+        }
+        throw MediaServerError("no free loopback port in 20000-32767")
+    }
+
+    /// Whether `port` on 127.0.0.1 can be bound now (a socket of `type`, closed again).
+    static func bindable(_ port: UInt16, _ type: Int32) throws -> Bool {
         let fd = socket(AF_INET, type, 0)
         guard fd >= 0 else { throw MediaServerError("socket: \(String(cString: strerror(errno)))") }
         defer { close(fd) }
         var addr = sockaddr_in()
         addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_port = 0
+        addr.sin_port = port.bigEndian
         addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &addr) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { address in
-                bind(fd, address, length) == 0 && getsockname(fd, address, &length) == 0
-            }
+        return withUnsafePointer(to: &addr) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
         }
-        guard bound else { throw MediaServerError("bind 127.0.0.1:0: \(String(cString: strerror(errno)))") }
-        return UInt16(bigEndian: addr.sin_port)
     }
 }
 
