@@ -47,15 +47,7 @@ extension ConsumeSession {
         let reader = DemuxReader(source: source, timing: timing)
         let reporter = inputReporter(ending)
         reader.start(intake: makeIntake(fanout, source.live ? .arrival : .counted), onEvent: { reporter.report($0) }) { end in
-            switch end {
-            case .ended: ending.end(.inputEnded)
-            case .failed(let message): ending.end(.inputFailed(message))
-            case .invalid(let message): ending.end(.notAnnexB(message))
-            case .refused(let message): ending.end(.refused(message))
-            case .missing(let message): ending.end(.missing(message))
-            case .gaveUp(let reason, let everOpened, let endedCleanly):
-                reporter.report(InputEvent(.demuxed, source.shown, .gaveUp(reason: reason, everOpened: everOpened, endedCleanly: endedCleanly)))
-            }
+            Self.inputEnded(end, source.shown, ending, reporter)
         }
         if !source.live { log.line("reading \(source.shown) through libavformat") }
         return reader
@@ -71,16 +63,21 @@ extension ConsumeSession {
         let reader = RTSPReader(source: source, timing: timing)
         let reporter = inputReporter(ending)
         reader.start(intake: makeIntake(fanout, .arrival), onEvent: { reporter.report($0) }) { end in
-            switch end {
-            case .ended: ending.end(.inputEnded)
-            case .failed(let message): ending.end(.inputFailed(message))
-            case .invalid(let message): ending.end(.notAnnexB(message))
-            case .refused(let message): ending.end(.refused(message))
-            case .missing(let message): ending.end(.missing(message))
-            case .gaveUp(let reason, let everOpened, let endedCleanly):
-                reporter.report(InputEvent(.demuxed, source.shown, .gaveUp(reason: reason, everOpened: everOpened, endedCleanly: endedCleanly)))
-            }
+            Self.inputEnded(end, source.shown, ending, reporter)
         }
         return reader
+    }
+
+    /// What the end of an input thread (the demuxer's or the RTSP client's) means for the run.
+    static func inputEnded(_ end: DemuxReader.End, _ shown: String, _ ending: Ending, _ reporter: InputReporter) {
+        switch end {
+        case .ended: ending.end(.inputEnded)
+        case .failed(let message): ending.end(.inputFailed(message))
+        case .invalid(let message): ending.end(.notAnnexB(message))
+        case .refused(let message): ending.end(.refused(message))
+        case .missing(let message): ending.end(.missing(message))
+        case .gaveUp(let reason, let everOpened, let endedCleanly):
+            reporter.report(InputEvent(.demuxed, shown, .gaveUp(reason: reason, everOpened: everOpened, endedCleanly: endedCleanly)))
+        }
     }
 }
