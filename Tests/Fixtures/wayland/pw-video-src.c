@@ -34,9 +34,9 @@ struct source {
     struct pw_stream *stream;
     struct spa_hook listener;
     uint32_t width, height, stride;
-    int dmabuf, said_node;
+    int dmabuf, said_node, streaming;
     uint32_t color;             // 0xRRGGBB
-    int pending_frame, pending_pointer, pointer_shape_sent;
+    int pending_frame, pending_pointer;
     int32_t pointer_x, pointer_y;
 };
 
@@ -49,8 +49,12 @@ static const struct spa_pod *enum_format(struct spa_pod_builder *b, uint32_t wid
         SPA_FORMAT_VIDEO_framerate, SPA_POD_Fraction(&SPA_FRACTION(0, 1)));
 }
 
-/// The pointer: position always, its bitmap the first time.
-static void put_cursor(struct source *s, struct spa_buffer *buf) {
+/// The pointer: its position always; its bitmap with every picture, never with a pointer
+/// move alone (which keeps the bitmap last sent). A buffer can be lost while the link
+/// starts (one sent as the stream turns to streaming may never reach the consumer), so the
+/// bitmap rides on the pictures, each of which the tests see arrive, not on the first
+/// buffer only.
+static void put_cursor(struct source *s, struct spa_buffer *buf, int bitmap) {
     struct spa_meta_cursor *mc = spa_buffer_find_meta_data(buf, SPA_META_Cursor, sizeof *mc);
     if (mc == NULL) return;
     mc->id = 1;
@@ -59,7 +63,7 @@ static void put_cursor(struct source *s, struct spa_buffer *buf) {
     mc->hotspot.x = 0;
     mc->hotspot.y = 0;
     mc->bitmap_offset = 0;
-    if (s->pointer_shape_sent) return;
+    if (!bitmap) return;
     mc->bitmap_offset = sizeof *mc;
     struct spa_meta_bitmap *bm = SPA_PTROFF(mc, mc->bitmap_offset, struct spa_meta_bitmap);
     bm->format = SPA_VIDEO_FORMAT_RGBA;
@@ -69,17 +73,18 @@ static void put_cursor(struct source *s, struct spa_buffer *buf) {
     bm->offset = sizeof *bm;
     uint8_t *pixels = SPA_PTROFF(bm, bm->offset, uint8_t);
     for (int i = 0; i < CURSOR * CURSOR; i++) { pixels[i * 4] = 0; pixels[i * 4 + 1] = 0; pixels[i * 4 + 2] = 0; pixels[i * 4 + 3] = 255; }
-    s->pointer_shape_sent = 1;
 }
 
+/// Sends what is pending, once the stream is streaming (as mutter records only then): a
+/// buffer queued while it is still paused never reaches the consumer.
 static void on_process(void *data) {
     struct source *s = data;
-    if (!s->pending_frame && !s->pending_pointer) return;
+    if (!s->streaming || (!s->pending_frame && !s->pending_pointer)) return;
     struct pw_buffer *b = pw_stream_dequeue_buffer(s->stream);
     if (b == NULL) return;
     struct spa_buffer *buf = b->buffer;
     struct spa_data *d = &buf->datas[0];
-    put_cursor(s, buf);
+    put_cursor(s, buf, s->pending_frame && d->data != NULL);
     if (s->pending_frame && d->data != NULL) {
         for (uint32_t y = 0; y < s->height; y++) {
             uint32_t *row = SPA_PTROFF(d->data, y * s->stride, uint32_t);
@@ -104,7 +109,8 @@ static void on_state_changed(void *data, enum pw_stream_state old, enum pw_strea
         printf("node %u\n", pw_stream_get_node_id(s->stream));
         fflush(stdout);
     }
-    if (state == PW_STREAM_STATE_STREAMING && s->pending_frame) pw_stream_trigger_process(s->stream);
+    s->streaming = state == PW_STREAM_STATE_STREAMING;
+    if (s->streaming && (s->pending_frame || s->pending_pointer)) pw_stream_trigger_process(s->stream);
 }
 
 static void on_param_changed(void *data, uint32_t id, const struct spa_pod *param) {
@@ -129,7 +135,6 @@ static void on_param_changed(void *data, uint32_t id, const struct spa_pod *para
         SPA_PARAM_META_type, SPA_POD_Id(SPA_META_Cursor), SPA_PARAM_META_size, SPA_POD_Int(CURSOR_META_SIZE));
     pw_stream_update_params(s->stream, params, 3);
     s->pending_frame = 1;
-    s->pointer_shape_sent = 0;
     printf("format %u %u\n", s->width, s->height);
     fflush(stdout);
 }
@@ -160,6 +165,7 @@ static void command(struct source *s, const char *line) {
 
 /// What is pending goes out at the next cycle this source drives; a trigger that found no
 /// buffer (one renegotiating, or all with the consumer) is tried again 20 times a second.
+/// Before the stream streams, the move to streaming sends it (on_state_changed).
 static void on_timer(void *data, uint64_t expirations) {
     struct source *s = data;
     (void)expirations;
