@@ -214,6 +214,12 @@ public final class HLSSink: AccessUnitSink {
                 }
             }
             packetsTaken += 1
+            // A picture that lasted longer than a part (the source stalled, or a loaded
+            // machine skipped pictures) is cut to a part's length, so that no part outlasts
+            // PART-TARGET; the rest is a hole in the time line, which the next part's decode
+            // time says. It is then alone in its part (cut before and after it below).
+            var packet = packet
+            packet.duration = min(packet.duration, config.partTarget.ticks)
             try place(packet, newHeader: header)
         }
     }
