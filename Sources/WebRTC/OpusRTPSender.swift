@@ -47,23 +47,3 @@ public struct OpusRTPSender: Sendable {
                                  rtpTimestamp: rtp, packetCount: packetsSent, octetCount: octetsSent)
     }
 }
-
-/// The last packets sent on one SSRC as protected, by sequence number: what answers NACKs.
-struct PacketHistory {
-    let size: Int
-    private var packets: [UInt16: [UInt8]] = [:]
-    private var order: [UInt16] = []
-
-    init(size: Int) { self.size = size }
-
-    mutating func remember(_ sequence: UInt16, _ packet: [UInt8]) {
-        packets[sequence] = packet
-        order.append(sequence)
-        if order.count > size * 2 {
-            for old in order.prefix(order.count - size) { packets[old] = nil }
-            order.removeFirst(order.count - size)
-        }
-    }
-
-    subscript(sequence: UInt16) -> [UInt8]? { packets[sequence] }
-}

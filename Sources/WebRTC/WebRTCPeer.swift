@@ -58,9 +58,8 @@ public final class WebRTCPeer {
     private let dtls: DTLSAssociation
     private var srtpOut: SRTPSession?
     private var srtpIn: SRTPSession?
-    /// Protected packets by sequence number, the last `historySize`.
-    private var history: [UInt16: [UInt8]] = [:]
-    private var historyOrder: [UInt16] = []
+    /// The video's packets as protected, the last `historySize`.
+    private var history = PacketHistory(size: historySize)
     /// The sound's packets as protected (about 10 s of 20 ms packets).
     private var audioHistory = PacketHistory(size: historySize)
     static let historySize = 512
@@ -96,7 +95,7 @@ public final class WebRTCPeer {
         var bytes = 0
         for (sequence, packet) in sender.packets(nalUnits, pts90k: pts90k, wallNs: wallNs, sendNs: MonotonicClock.nanoseconds) {
             guard let protected = srtpOut.protect(packet) else { continue }
-            remember(sequence, protected)
+            history.remember(sequence, protected)
             if endpoint.socket.send(protected, to: address) {
                 bytes += protected.count
                 counters.packetsSent += 1
@@ -126,15 +125,6 @@ public final class WebRTCPeer {
         counters.bytesSent += protected.count
         metrics.audioPacketsSent.increment()
         return .sent
-    }
-
-    private func remember(_ sequence: UInt16, _ packet: [UInt8]) {
-        history[sequence] = packet
-        historyOrder.append(sequence)
-        if historyOrder.count > Self.historySize * 2 {
-            for old in historyOrder.prefix(historyOrder.count - Self.historySize) { history[old] = nil }
-            historyOrder.removeFirst(historyOrder.count - Self.historySize)
-        }
     }
 
     /// Closes the rate window once a second.
