@@ -161,6 +161,10 @@ public final class StreamServer {
         self.mailbox = Mailbox(loop: loop, capacity: 256) { [unowned self] messages in self.receive(messages) }
     }
 
+    /// Makes `packager`'s form of each access unit published from now on, beside the
+    /// listeners' (WHEP's RTP payloads); on the loop's owner thread, before the loop runs or on it.
+    func add(packager: any UnitPackager) { packagers.append(packager) }
+
     /// Starts accepting readers and the timer for timeouts and deferred IDR requests.
     public func start() {
         loop.preconditionOnLoop()

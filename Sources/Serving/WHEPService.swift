@@ -12,6 +12,9 @@ import WebRTC
 /// `WebRTCEndpoint`; once its ICE check and DTLS-SRTP handshake are done it is admitted as a
 /// reader of the `StreamServer` (`WebRTCViewer`), counted in `--max-readers` with the others.
 ///
+/// Each access unit is packetized once for every viewer (`package`, a `UnitPackager` of the
+/// server's): a viewer adds only its RTP headers and SRTP.
+///
 /// A viewer's PLI or FIR asks the encoder for an IDR through the same rate limit as joins
 /// (`StreamServer.keyframeWanted`); a relay, which has no encoder, starts the viewer's queue
 /// again at the cached GOP.
@@ -21,7 +24,7 @@ import WebRTC
 /// off this thread, while there are some), and `sendSound` hands each Opus packet to them.
 ///
 /// Loop-owned.
-public final class WHEPService {
+public final class WHEPService: UnitPackager {
     public static let path = "/whep"
     /// The largest offer taken (Chromium's are 4 to 8 kB).
     static let maxOffer = 64 << 10
@@ -44,6 +47,14 @@ public final class WHEPService {
     public init(server: StreamServer, endpoint: WebRTCEndpoint) {
         self.server = server
         self.endpoint = endpoint
+        server.add(packager: self)
+    }
+
+    /// Each published access unit's RTP payloads, made once for every viewer (`RTPPayloads`;
+    /// each adds its own headers and SRTP); nothing while there is none.
+    func package(_ unit: AccessUnit, pts90k: UInt64?, into forms: inout WireForms) {
+        guard !viewers.isEmpty else { return }
+        forms.add(RTPPayloads(unit.isIDR ? unit.nalUnitsForEntry : unit.nalUnits))
     }
 
     /// Adds `POST /whep` and `DELETE /whep/ID` to `web` (both behind the watch permission).

@@ -3,7 +3,8 @@ import Delivery
 import WebRTC
 
 /// One WHEP viewer of a `StreamServer`, a `StreamReader` over a connected `WebRTCPeer`: each
-/// access unit goes out as SRTP packets on the endpoint's UDP socket (`WebRTCPeer.send`),
+/// access unit goes out as SRTP packets on the endpoint's UDP socket (`WebRTCPeer.send`), its
+/// RTP payloads the ones `WHEPService` made once for every viewer (`RTPPayloads`),
 /// whole and at once: UDP has no back-pressure to wait on, so a write always finishes and
 /// the reader never lags in its queue; what the path loses, the viewer NACKs (answered from
 /// the peer's history) or, when a picture is lost, asks a new one for (PLI, FIR:
@@ -35,7 +36,10 @@ final class WebRTCViewer: StreamReader {
     func write(_ unit: QueuedAccessUnit) -> ReaderProgress {
         let pts = unit.pts90k ?? unit.arrivalNs / 100_000 * 9
         let wall = unit.accessUnit.timestamp?.captureTimeNs ?? WallClock.nanoseconds
-        let bytes = webrtc.send(unit.nalUnits, pts90k: pts, wallNs: wall)
+        // Made once by `WHEPService` for every viewer; a unit published before there was one
+        // (a relay's cached GOP at a join) is packetized here.
+        let payloads = unit.forms[RTPPayloads.self] ?? RTPPayloads(unit.nalUnits)
+        let bytes = webrtc.send(payloads, pts90k: pts, wallNs: wall)
         return ReaderProgress(bytes: bytes, units: 1, items: 1)
     }
 

@@ -15,7 +15,6 @@ public struct RTPSender: Sendable {
     /// The one-byte header extension id of playout-delay; nil when not negotiated.
     public let playoutDelayExtension: Int?
     public private(set) var sequenceNumber: UInt16
-    private let packetizer = H264Packetizer()
     /// The last access unit's RTP timestamp and the wall-clock time (ns) it stands for: what
     /// sender reports map from.
     public private(set) var last: (rtp: UInt32, wallNs: UInt64)?
@@ -39,7 +38,24 @@ public struct RTPSender: Sendable {
     /// NAL unit types left out: AUD (9), SEI (6), end of sequence (10) and stream (11), filler (12).
     static func carried(_ type: UInt8) -> Bool { ![6, 9, 10, 11, 12].contains(type) }
 
-    /// The RTP packets of one access unit at media time `pts90k` (nil: unknown) captured at
+    /// The RTP payloads of one access unit, the same for every viewer (only the headers and
+    /// SRTP differ): the NAL units a receiver decodes, packetized. Made once per unit
+    /// (`RTPPayloads`) and handed to each viewer's `packets(payloads:)`.
+    public static func payloads(_ nalUnits: [NALUnit]) -> [H264Packetizer.Payload] {
+        let bodies = nalUnits.compactMap { nal -> ArraySlice<UInt8>? in
+            let body = nal.body
+            guard let first = body.first, carried(first & 0x1F) else { return nil }
+            return body
+        }
+        return H264Packetizer().payloads(for: bodies)
+    }
+
+    /// `packets(payloads:)` of `nalUnits`.
+    public mutating func packets(_ nalUnits: [NALUnit], pts90k: UInt64? = nil, wallNs: UInt64, sendNs: UInt64 = 0) -> [(sequence: UInt16, bytes: [UInt8])] {
+        packets(payloads: Self.payloads(nalUnits), pts90k: pts90k, wallNs: wallNs, sendNs: sendNs)
+    }
+
+    /// The RTP packets of one access unit (its `payloads`) at media time `pts90k` (nil: unknown) captured at
     /// `wallNs` (CLOCK_REALTIME: the timestamp SEI's, else when it came) and sent at `sendNs`
     /// (any clock), in order, each with its sequence number.
     ///
@@ -50,7 +66,8 @@ public struct RTPSender: Sendable {
     /// timestamps no help to an attacker. A media time moved onto the capture clock would
     /// carry the first picture's capture jitter into every figure. The sound (`clock`) is
     /// placed by media time, on the origin the first picture gave.
-    public mutating func packets(_ nalUnits: [NALUnit], pts90k: UInt64? = nil, wallNs: UInt64, sendNs: UInt64 = 0) -> [(sequence: UInt16, bytes: [UInt8])] {
+    public mutating func packets(payloads: [H264Packetizer.Payload], pts90k: UInt64? = nil, wallNs: UInt64, sendNs: UInt64 = 0)
+        -> [(sequence: UInt16, bytes: [UInt8])] {
         if let pts90k {
             let origin = clock?.origin90k ?? Int64(wallNs / 100_000 * 9) - Int64(truncatingIfNeeded: pts90k)
             clock = (origin, Int64(truncatingIfNeeded: pts90k), wallNs)
@@ -59,13 +76,8 @@ public struct RTPSender: Sendable {
         // Never backwards (a relay's GOP sent again after a PLI carries old times).
         if let previous = last?.rtp, !(timestamp == previous || rtpTimestamp(timestamp, isAfter: previous)) { timestamp = previous &+ 1 }
         last = (timestamp, wallNs)
-        let bodies = nalUnits.compactMap { nal -> ArraySlice<UInt8>? in
-            let body = nal.body
-            guard let first = body.first, Self.carried(first & 0x1F) else { return nil }
-            return body
-        }
         var out: [(UInt16, [UInt8])] = []
-        for (i, payload) in packetizer.payloads(for: bodies).enumerated() {
+        for (i, payload) in payloads.enumerated() {
             var packet = RTPPacket(marker: payload.marker, payloadType: payloadType, sequenceNumber: sequenceNumber,
                                    timestamp: timestamp, ssrc: ssrc, payload: payload.bytes[...])
             var elements: [UInt8] = []
@@ -115,4 +127,11 @@ public struct RTPSender: Sendable {
 func rtpTimestamp(_ b: UInt32, isAfter a: UInt32) -> Bool {
     let d = b &- a
     return d != 0 && d < 0x8000_0000
+}
+
+/// The RTP payloads of one published access unit (`RTPSender.payloads`), made once for every
+/// WHEP viewer and carried with the unit in its `WireForms`.
+public struct RTPPayloads: Sendable {
+    public let payloads: [H264Packetizer.Payload]
+    public init(_ nalUnits: [NALUnit]) { payloads = RTPSender.payloads(nalUnits) }
 }

@@ -87,13 +87,13 @@ public final class WebRTCPeer {
 
     // MARK: - Sending
 
-    /// Sends one access unit (SPS and PPS in front of an IDR, as queued) at media time `pts90k`
-    /// captured at `wallNs`; the bytes that went out.
-    public func send(_ nalUnits: [NALUnit], pts90k: UInt64, wallNs: UInt64) -> Int {
+    /// Sends one access unit (its RTP payloads, made once for every viewer) at media time
+    /// `pts90k` captured at `wallNs`; the bytes that went out.
+    public func send(_ unit: RTPPayloads, pts90k: UInt64, wallNs: UInt64) -> Int {
         endpoint.loop.preconditionOnLoop()
         guard isConnected, !isClosed, let address, let srtpOut else { return 0 }
         var bytes = 0
-        for (sequence, packet) in sender.packets(nalUnits, pts90k: pts90k, wallNs: wallNs, sendNs: MonotonicClock.nanoseconds) {
+        for (sequence, packet) in sender.packets(payloads: unit.payloads, pts90k: pts90k, wallNs: wallNs, sendNs: MonotonicClock.nanoseconds) {
             guard let protected = srtpOut.protect(packet) else { continue }
             history.remember(sequence, protected)
             if endpoint.socket.send(protected, to: address) {

@@ -48,6 +48,28 @@ final class RTPSenderTests: XCTestCase {
         XCTAssertEqual(Array(parsed[1].extensionData), [0x22, 0x06, 0x00, 0x00])
     }
 
+    /// One unit's payloads, made once, serve two viewers' senders: the same payloads under
+    /// each one's own SSRC, sequence numbers and header extensions.
+    func testSharedPayloadsUnderEachSendersHeaders() throws {
+        let unit = RTPPayloads([Self.nal([0x09, 0xF0]), Self.nal([0x65] + [UInt8](repeating: 7, count: 2500))])
+        XCTAssertEqual(unit.payloads.count, 3, "the AUD left out, the IDR in three FU-A fragments")
+        var a = RTPSender(ssrc: 11, payloadType: 102, captureTimeExtension: 3, firstSequence: 100)
+        var b = RTPSender(ssrc: 22, payloadType: 96, captureTimeExtension: nil, sendTimeExtension: 2, firstSequence: 9)
+        let sentA = a.packets(payloads: unit.payloads, wallNs: 1_000_000_000)
+        let fromA = try sentA.map { try RTPPacket(parsing: $0.bytes[...]) }
+        let fromB = try b.packets(payloads: unit.payloads, wallNs: 1_000_000_000).map { try RTPPacket(parsing: $0.bytes[...]) }
+        XCTAssertEqual(fromA.map { Array($0.payload) }, unit.payloads.map(\.bytes))
+        XCTAssertEqual(fromB.map { Array($0.payload) }, unit.payloads.map(\.bytes))
+        XCTAssertEqual(fromA.map(\.ssrc), [11, 11, 11])
+        XCTAssertEqual(fromB.map(\.sequenceNumber), [9, 10, 11])
+        XCTAssertEqual(fromA.map { $0.extensionData.count }, [12, 0, 0], "abs-capture-time on the first only")
+        XCTAssertEqual(fromB.map { $0.extensionData.count }, [4, 4, 4], "abs-send-time on every packet")
+        var alone = RTPSender(ssrc: 11, payloadType: 102, captureTimeExtension: 3, firstSequence: 100)
+        XCTAssertEqual(alone.packets([Self.nal([0x09, 0xF0]), Self.nal([0x65] + [UInt8](repeating: 7, count: 2500))], wallNs: 1_000_000_000).map(\.bytes),
+                       sentA.map(\.bytes),
+                       "the same bytes as a unit packetized by its own sender")
+    }
+
     /// A sender report maps now onto the RTP line of the last access unit.
     func testSenderReportMapsWallClockToRTPTime() throws {
         var sender = RTPSender(ssrc: 5, payloadType: 96, captureTimeExtension: nil, firstSequence: 1)
