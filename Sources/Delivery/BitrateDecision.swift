@@ -49,7 +49,7 @@ public struct BitrateDecision: Sendable, Equatable {
     public var target: Int {
         guard isLimiting, let estimate else { return ceiling }
         let allowed = Int(min(Double(estimate) * Self.headroom, Double(Int.max / 2)))
-        return max(min(ceiling, Self.floor), min(ceiling, max(Self.floor, allowed)))
+        return min(ceiling, max(Self.floor, allowed))
     }
 
     /// The target, when it differs enough from the current bitrate and the last change is

@@ -1,6 +1,5 @@
 import Clocks
 import Delivery
-import IO
 
 /// `produce`'s live bitrate following its WebRTC viewers (REMB: each viewer's estimate of
 /// what its path takes) within a ceiling: `--bitrate` (or width × height × 3), or the last
@@ -10,26 +9,22 @@ import IO
 /// 85 % of it (room for the packets' headers and the retransmissions), never under
 /// 100 kbit/s nor over the ceiling; back to the ceiling when no viewer has an estimate. A change goes to the encoder (`CaptureControl.requestBitrate`:
 /// x264 reconfigured in place, no IDR) when it moves the target by 10 % or more, at most
-/// once a second (what waits is applied by a timer). The decisions are `BitrateDecision`'s
-/// (Delivery).
+/// once a second (what waits goes at a later report: the endpoint reports every second,
+/// with or without viewers). The decisions are `BitrateDecision`'s (Delivery).
 ///
 /// Loop-owned.
 final class AdaptiveBitrate {
     private var decision: BitrateDecision
     private let apply: (Int, UInt64?) -> Void
-    private var timer: LoopTimer?
 
     /// `apply(bits, estimate)`: ask the encoder (and say so).
-    init(loop: EventLoop, ceiling: Int, apply: @escaping (Int, UInt64?) -> Void) {
+    init(ceiling: Int, apply: @escaping (Int, UInt64?) -> Void) {
         decision = BitrateDecision(ceiling: ceiling)
         self.apply = apply
-        let timer = LoopTimer(loop: loop) { [unowned self] in self.update() }
-        timer.start(after: 1, repeating: 1)
-        self.timer = timer
     }
 
     /// The lowest estimate of the viewers now, what that viewer was sent and the fraction it
-    /// lost (nil: none has an estimate).
+    /// lost (nil: none has an estimate); once a second (`WebRTCEndpoint.onLowestEstimate`).
     func report(_ lowest: (estimate: UInt64, sent: UInt64, fractionLost: UInt8)?) {
         decision.report(estimate: lowest?.estimate, sent: lowest?.sent ?? 0, fractionLost: lowest?.fractionLost ?? 0)
         update()

@@ -186,7 +186,7 @@ final class ProduceSession {
             }
         }
         let adaptive = serving.whep.map { whep in
-            let adaptive = AdaptiveBitrate(loop: loop, ceiling: ceiling) { bits, estimate in
+            let adaptive = AdaptiveBitrate(ceiling: ceiling) { bits, estimate in
                 control.requestBitrate(bits)
                 events?.emit("bitrate-adapted", [("bitsPerSecond", bits), ("estimate", Int(estimate ?? 0))])
             }
