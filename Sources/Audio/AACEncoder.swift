@@ -7,41 +7,22 @@ import Output
 ///
 /// Used by one thread (the audio thread) only.
 final class AACEncoder {
-    private var context: UnsafeMutablePointer<AVCodecContext>?
-    private var frame: UnsafeMutablePointer<AVFrame>?
-    private var packet: UnsafeMutablePointer<AVPacket>?
+    private let codec: AudioEncoding
     let format: AudioFormat
 
     init(sampleRate: Int, channels: Int, bitrate: Int) throws(AudioError) {
-        var error: Int32 = 0
-        guard let context = CMedia_open_aac(Int32(sampleRate), Int32(channels), Int64(bitrate), &error) else {
-            throw AudioError(.software, "the AAC encoder: \(AudioLibraries.averror(error))")
-        }
-        self.context = context
-        let samples = Int(context.pointee.frame_size)
-        guard samples > 0, let frame = CMedia_audio_frame(context, Int32(samples)), let packet = CMedia_av_packet_alloc() else {
-            var c: UnsafeMutablePointer<AVCodecContext>? = context
-            CMedia_avcodec_free_context(&c)
-            throw AudioError(.software, "the AAC encoder: no frame buffers")
-        }
-        self.frame = frame
-        self.packet = packet
+        codec = try AudioEncoding("the AAC encoder", unopened: .software) { CMedia_open_aac(Int32(sampleRate), Int32(channels), Int64(bitrate), &$0) }
+        let context = codec.context
         let extradata = context.pointee.extradata.map { Array(UnsafeBufferPointer(start: $0, count: Int(context.pointee.extradata_size))) } ?? []
         format = AudioFormat(codec: .aac, sampleRate: sampleRate, channels: channels, bitrate: bitrate,
-                             samplesPerPacket: samples, extradata: extradata)
-    }
-
-    deinit {
-        CMedia_av_frame_free(&frame)
-        CMedia_av_packet_free(&packet)
-        CMedia_avcodec_free_context(&context)
+                             samplesPerPacket: codec.samplesPerFrame, extradata: extradata)
     }
 
     /// Encodes one frame of `format.samplesPerPacket` interleaved samples whose first sample
     /// is number `position` of the track; nil flushes. Hands each packet out with its pts
     /// (in samples: the first packets' is negative, the encoder's priming).
     func encode(interleaved: UnsafeBufferPointer<Float>?, position: Int64, _ emit: (UnsafeBufferPointer<UInt8>, Int64) -> Void) throws(AudioError) {
-        guard let context, let frame, let packet else { return }
+        let (context, frame, packet) = (codec.context, codec.frame, codec.packet)
         var status: Int32
         if let interleaved {
             _ = CMedia_av_frame_make_writable(frame)

@@ -12,9 +12,7 @@ public final class OpusTranscoder {
     /// The Opus track: 48 kHz, 2 channels, 960 samples a packet.
     public let format: AudioFormat
     private let decoder: AudioDecoder
-    private var encoder: UnsafeMutablePointer<AVCodecContext>?
-    private var frame: UnsafeMutablePointer<AVFrame>?
-    private var packet: UnsafeMutablePointer<AVPacket>?
+    private let encoder: AudioEncoding
     /// Decoded samples waiting for a whole Opus frame (interleaved stereo).
     private var pending: [Float] = []
     /// The media time of the encoder's sample 0 (moved at a jump), and the samples (48 kHz)
@@ -28,26 +26,8 @@ public final class OpusTranscoder {
 
     public init(from source: AudioFormat, bitrate: Int = 96_000) throws(AudioError) {
         decoder = try AudioDecoder(source)
-        var error: Int32 = 0
-        guard let encoder = CMedia_open_opus(2, Int64(bitrate), &error) else {
-            throw AudioError(.unavailable, "the Opus encoder (libopus through libavcodec): \(AudioLibraries.averror(error))")
-        }
-        self.encoder = encoder
-        let samples = Int(encoder.pointee.frame_size)
-        guard samples > 0, let frame = CMedia_audio_frame(encoder, Int32(samples)), let packet = CMedia_av_packet_alloc() else {
-            var c: UnsafeMutablePointer<AVCodecContext>? = encoder
-            CMedia_avcodec_free_context(&c)
-            throw AudioError(.software, "the Opus encoder: no frame buffers")
-        }
-        self.frame = frame
-        self.packet = packet
-        format = AudioFormat(codec: .opus, sampleRate: 48_000, channels: 2, bitrate: bitrate, samplesPerPacket: samples, extradata: [])
-    }
-
-    deinit {
-        CMedia_av_frame_free(&frame)
-        CMedia_av_packet_free(&packet)
-        CMedia_avcodec_free_context(&encoder)
+        encoder = try AudioEncoding("the Opus encoder (libopus through libavcodec)", unopened: .unavailable) { CMedia_open_opus(2, Int64(bitrate), &$0) }
+        format = AudioFormat(codec: .opus, sampleRate: 48_000, channels: 2, bitrate: bitrate, samplesPerPacket: encoder.samplesPerFrame, extradata: [])
     }
 
     /// Takes one AAC packet; returns the Opus packets it completed (about one per 20 ms), each
@@ -82,7 +62,8 @@ public final class OpusTranscoder {
     private var decoderPacketTicks: Int64 { 1024 * MediaTime.ticksPerSecond / 48_000 }
 
     private func encode(count: Int, captureTimeNs: UInt64, into out: inout [AudioPacket]) {
-        guard let encoder, let frame, let packet, let origin else { return }
+        guard let origin else { return }
+        let (frame, packet) = (encoder.frame, encoder.packet)
         _ = CMedia_av_frame_make_writable(frame)
         if let plane = frame.pointee.data.0 {
             pending.withUnsafeBufferPointer { source in
@@ -92,8 +73,8 @@ public final class OpusTranscoder {
         pending.removeFirst(count * 2)
         frame.pointee.pts = position
         position += Int64(count)
-        guard CMedia_avcodec_send_frame(encoder, frame) >= 0 else { return }
-        while CMedia_avcodec_receive_packet(encoder, packet) >= 0 {
+        guard CMedia_avcodec_send_frame(encoder.context, frame) >= 0 else { return }
+        while CMedia_avcodec_receive_packet(encoder.context, packet) >= 0 {
             let ticks = origin.ticks + packet.pointee.pts * MediaTime.ticksPerSecond / 48_000
             out.append(AudioPacket(data: Array(UnsafeBufferPointer(start: packet.pointee.data, count: Int(packet.pointee.size))),
                                    mediaTime: MediaTime(ticks: ticks), captureTimeNs: captureTimeNs))
