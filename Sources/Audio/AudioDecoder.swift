@@ -10,8 +10,7 @@ final class AudioDecoder {
     private var context: UnsafeMutablePointer<AVCodecContext>?
     private var frame: UnsafeMutablePointer<AVFrame>?
     private var packet: UnsafeMutablePointer<AVPacket>?
-    private var resampler: OpaquePointer?
-    private var output: [Float] = []
+    private var resampler: Resampler?
     let outRate: Int
     let outChannels: Int
     private let codecName: String
@@ -39,7 +38,6 @@ final class AudioDecoder {
     }
 
     deinit {
-        CMedia_swr_free(&resampler)
         CMedia_av_frame_free(&frame)
         CMedia_av_packet_free(&packet)
         CMedia_avcodec_free_context(&context)
@@ -73,15 +71,9 @@ final class AudioDecoder {
 
     private func resample(_ frame: UnsafeMutablePointer<AVFrame>, _ body: (UnsafeBufferPointer<Float>) -> Void) throws(AudioError) {
         if resampler == nil {
-            var error: Int32 = 0
-            resampler = CMedia_resampler(frame.pointee.format, frame.pointee.sample_rate, frame.pointee.ch_layout.nb_channels,
-                                         Int32(outRate), Int32(outChannels), &error)
-            guard resampler != nil else { throw AudioError(.software, "the resampler after the \(codecName) decoder: \(AudioLibraries.averror(error))") }
+            resampler = try Resampler(avFormat: frame.pointee.format, rate: Int(frame.pointee.sample_rate), channels: Int(frame.pointee.ch_layout.nb_channels),
+                                      outRate: outRate, outChannels: outChannels)
         }
-        let room = Int(frame.pointee.nb_samples) * max(1, outRate / max(1, Int(frame.pointee.sample_rate)) + 1) + 256
-        if output.count < room * outChannels { output = [Float](repeating: 0, count: room * outChannels) }
-        let made = output.withUnsafeMutableBytes { CMedia_swr_convert_frame_planes(resampler, $0.baseAddress, Int32(room), frame) }
-        guard made > 0 else { return }
-        output.withUnsafeBufferPointer { body(UnsafeBufferPointer(rebasing: $0[0..<Int(made) * outChannels])) }
+        resampler?.convert(frame: frame, body)
     }
 }
