@@ -15,12 +15,29 @@ import Testing
         return r?.status == 0 ? nil : "aiortc is not in the venv (scripts/setup installs it)"
     }()
 
-    /// A producer of the test pattern at 640x360 with `--web` on a port of the kernel's; the
-    /// page's URL and the events file.
-    static func producer(_ extra: [String], in dir: URL) throws -> (Background, String, URL) {
+    /// Runs `body` beside a producer of the test pattern at 640x360 with `--web` on a port of
+    /// the kernel's and `extra`: the page's URL, its events file and a directory of the
+    /// test's; the producer is stopped (SIGINT) and the directory removed when `body` returns.
+    static func withProducer(_ extra: [String], _ body: (_ url: String, _ events: URL, _ dir: URL) throws -> Void) throws {
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
         let events = dir.appendingPathComponent("events.jsonl")
-        let (p, url) = try WebViewerTests.producer(["--events", events.path] + extra)
-        return (p, url, events)
+        let (producer, url) = try WebViewerTests.producer(["--events", events.path] + extra)
+        defer {
+            producer.signal(SIGINT)
+            producer.wait()
+        }
+        try body(url, events, dir)
+    }
+
+    /// Whether the events file holds an event that `matches`, waiting for it (up to 20 s).
+    static func waitForEvent(_ events: URL, _ matches: ([String: Any]) -> Bool) -> Bool {
+        let deadline = Date().addingTimeInterval(20)
+        while !WebViewerTests.events(events).contains(where: matches) {
+            guard Date() < deadline else { return false }
+            usleep(50_000)
+        }
+        return true
     }
 
     static func metric(_ page: String, _ name: String) throws -> Double {
@@ -42,25 +59,20 @@ import Testing
     /// read from the RTP timestamps, and the viewer a reader of the fan-out.
     @Test(.enabled(if: PlaybackTests.chromiumMissing == nil, "\(PlaybackTests.chromiumMissing ?? "")"))
     func chromiumPlaysTheStreamOverWebRTC() throws {
-        let dir = try temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: dir) }
-        let (producer, url, events) = try Self.producer([], in: dir)
-        defer {
-            producer.signal(SIGINT)
-            producer.wait()
+        try Self.withProducer([]) { url, events, _ in
+            let r = try Run.program(PlaybackTests.venvPython, [PlaybackTests.browserTools.appendingPathComponent("web_check.py").path, url + "?transport=webrtc", WebViewerTests.points], timeout: 120)
+            #expect(r.status == 0, "\(r.text) \(r.stderr)")
+            let seen = try #require(try JSONSerialization.jsonObject(with: r.stdout) as? [String: Any], "\(r.text) \(r.stderr)")
+            #expect(seen["transport"] as? String == "webrtc", "\(seen)")
+            #expect((seen["painted"] as? Int ?? 0) >= 30, "\(seen)")
+            #expect(seen["width"] as? Int == 640 && seen["height"] as? Int == 360, "\(seen)")
+            let latency = seen["latencyMs"] as? Double ?? -1
+            #expect(latency > 0 && latency < 2000, "\(seen)")
+            #expect(seen["problem"] is NSNull, "\(seen)")
+            WebViewerTests.checkBars(seen["pixels"] as? [[Int]] ?? [], "the canvas over WebRTC")
+            #expect(WebViewerTests.events(events).contains { ($0["peer"] as? String)?.hasSuffix("(webrtc)") == true }, "\(WebViewerTests.events(events))")
+            #expect(try Self.metric(url, "nalcast_webrtc_connected_total") == 1)
         }
-        let r = try Run.program(PlaybackTests.venvPython, [PlaybackTests.browserTools.appendingPathComponent("web_check.py").path, url + "?transport=webrtc", WebViewerTests.points], timeout: 120)
-        #expect(r.status == 0, "\(r.text) \(r.stderr)")
-        let seen = try #require(try JSONSerialization.jsonObject(with: r.stdout) as? [String: Any], "\(r.text) \(r.stderr)")
-        #expect(seen["transport"] as? String == "webrtc", "\(seen)")
-        #expect((seen["painted"] as? Int ?? 0) >= 30, "\(seen)")
-        #expect(seen["width"] as? Int == 640 && seen["height"] as? Int == 360, "\(seen)")
-        let latency = seen["latencyMs"] as? Double ?? -1
-        #expect(latency > 0 && latency < 2000, "\(seen)")
-        #expect(seen["problem"] is NSNull, "\(seen)")
-        WebViewerTests.checkBars(seen["pixels"] as? [[Int]] ?? [], "the canvas over WebRTC")
-        #expect(WebViewerTests.events(events).contains { ($0["peer"] as? String)?.hasSuffix("(webrtc)") == true }, "\(WebViewerTests.events(events))")
-        #expect(try Self.metric(url, "nalcast_webrtc_connected_total") == 1)
     }
 
     /// The page over WebRTC offers to receive audio too: with `--audio`, Chromium gets the
@@ -68,21 +80,16 @@ import Testing
     /// does not play out it does not measure, so the sound itself is aiortc's test below).
     @Test(.enabled(if: PlaybackTests.chromiumMissing == nil, "\(PlaybackTests.chromiumMissing ?? "")"))
     func chromiumGetsTheSoundOverWebRTC() throws {
-        let dir = try temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: dir) }
-        let (producer, url, _) = try Self.producer(["--audio", "tone"], in: dir)
-        defer {
-            producer.signal(SIGINT)
-            producer.wait()
+        try Self.withProducer(["--audio", "tone"]) { url, _, _ in
+            let r = try Run.program(PlaybackTests.venvPython, [PlaybackTests.browserTools.appendingPathComponent("web_check.py").path, url + "?transport=webrtc",
+                                                               WebViewerTests.points, #"{"audioPackets": 50}"#], timeout: 120)
+            #expect(r.status == 0, "\(r.text) \(r.stderr)")
+            let last = r.stdout.split(separator: UInt8(ascii: "\n")).last.map { Data($0) } ?? Data()
+            let seen = try #require(try JSONSerialization.jsonObject(with: last) as? [String: Any], "\(r.text) \(r.stderr)")
+            #expect(seen["transport"] as? String == "webrtc" && (seen["painted"] as? Int ?? 0) >= 30, "\(seen)")
+            #expect((seen["audioPackets"] as? Int ?? 0) >= 50, "\(seen)")
+            #expect(try Self.metric(url, "nalcast_webrtc_audio_packets_sent_total") >= 50)
         }
-        let r = try Run.program(PlaybackTests.venvPython, [PlaybackTests.browserTools.appendingPathComponent("web_check.py").path, url + "?transport=webrtc",
-                                                           WebViewerTests.points, #"{"audioPackets": 50}"#], timeout: 120)
-        #expect(r.status == 0, "\(r.text) \(r.stderr)")
-        let last = r.stdout.split(separator: UInt8(ascii: "\n")).last.map { Data($0) } ?? Data()
-        let seen = try #require(try JSONSerialization.jsonObject(with: last) as? [String: Any], "\(r.text) \(r.stderr)")
-        #expect(seen["transport"] as? String == "webrtc" && (seen["painted"] as? Int ?? 0) >= 30, "\(seen)")
-        #expect((seen["audioPackets"] as? Int ?? 0) >= 50, "\(seen)")
-        #expect(try Self.metric(url, "nalcast_webrtc_audio_packets_sent_total") >= 50)
     }
 
     /// aiortc decodes `produce`'s stream (the colours of the bars), asks for a picture (PLI:
@@ -91,27 +98,21 @@ import Testing
     /// with DELETE.
     @Test(.enabled(if: aiortcMissing == nil, "\(aiortcMissing ?? "")"))
     func aiortcPlaysAsksForAPictureAndForPackets() throws {
-        let dir = try temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: dir) }
-        let (producer, url, events) = try Self.producer(["--keyint", "600"], in: dir)
-        defer {
-            producer.signal(SIGINT)
-            producer.wait()
+        try Self.withProducer(["--keyint", "600"]) { url, events, _ in
+            let seen = try Self.play(url + "whep", frames: 60, ["--nack", "10", "--pli", "20"])
+            #expect(seen["frames"] as? Int == 60 && seen["width"] as? Int == 640 && seen["height"] as? Int == 360, "\(seen)")
+            #expect(seen["status"] as? Int == 201 && (seen["location"] as? String)?.hasPrefix("/whep/") == true && seen["deleted"] as? Int == 200, "\(seen)")
+            #expect(seen["keyframesAfterPLI"] as? Int ?? 0 >= 1, "\(seen)")
+            WebViewerTests.checkBars(seen["pixels"] as? [[Int]] ?? [], "aiortc's last frame")
+            #expect(try Self.metric(url, "nalcast_webrtc_keyframe_requests_total") == 1)
+            #expect(try Self.metric(url, "nalcast_webrtc_nacked_packets_total") == 3)
+            #expect(try Self.metric(url, "nalcast_webrtc_retransmitted_packets_total") == 2)
+            #expect(try Self.metric(url, "nalcast_webrtc_nacked_not_in_history_total") == 1)
+            let all = WebViewerTests.events(events)
+            #expect(all.filter { $0["event"] as? String == "idr-forced" }.count >= 2, "the join's IDR and the PLI's: \(all)")
+            // The viewer's end is said on a later turn of the loop than the DELETE's answer.
+            #expect(Self.waitForEvent(events) { $0["reason"] as? String == "ended by the viewer (DELETE)" }, "\(WebViewerTests.events(events))")
         }
-        let seen = try Self.play(url + "whep", frames: 60, ["--nack", "10", "--pli", "20"])
-        #expect(seen["frames"] as? Int == 60 && seen["width"] as? Int == 640 && seen["height"] as? Int == 360, "\(seen)")
-        #expect(seen["status"] as? Int == 201 && (seen["location"] as? String)?.hasPrefix("/whep/") == true && seen["deleted"] as? Int == 200, "\(seen)")
-        #expect(seen["keyframesAfterPLI"] as? Int ?? 0 >= 1, "\(seen)")
-        WebViewerTests.checkBars(seen["pixels"] as? [[Int]] ?? [], "aiortc's last frame")
-        #expect(try Self.metric(url, "nalcast_webrtc_keyframe_requests_total") == 1)
-        #expect(try Self.metric(url, "nalcast_webrtc_nacked_packets_total") == 3)
-        #expect(try Self.metric(url, "nalcast_webrtc_retransmitted_packets_total") == 2)
-        #expect(try Self.metric(url, "nalcast_webrtc_nacked_not_in_history_total") == 1)
-        let all = WebViewerTests.events(events)
-        #expect(all.filter { $0["event"] as? String == "idr-forced" }.count >= 2, "the join's IDR and the PLI's: \(all)")
-        let deadline = Date().addingTimeInterval(5)
-        while !WebViewerTests.events(events).contains(where: { $0["reason"] as? String == "ended by the viewer (DELETE)" }) && Date() < deadline { usleep(50_000) }
-        #expect(WebViewerTests.events(events).contains { $0["reason"] as? String == "ended by the viewer (DELETE)" }, "\(WebViewerTests.events(events))")
     }
 
     /// One packet in 5 lost on its way (aiortc drops each datagram the first time it comes
@@ -120,18 +121,15 @@ import Testing
     /// the viewer's history (counted).
     @Test(.enabled(if: aiortcMissing == nil, "\(aiortcMissing ?? "")"))
     func lostPacketsAreSentAgain() throws {
-        let (producer, url) = try WebViewerTests.producer([])
-        defer {
-            producer.signal(SIGINT)
-            producer.wait()
+        try Self.withProducer([]) { url, _, _ in
+            let seen = try Self.play(url + "whep", frames: 60, ["--drop", "5"])
+            #expect(seen["frames"] as? Int == 60 && seen["width"] as? Int == 640, "\(seen)")
+            WebViewerTests.checkBars(seen["pixels"] as? [[Int]] ?? [], "aiortc's last frame after losses")
+            #expect(seen["dropped"] as? Int ?? 0 >= 5, "\(seen)")
+            #expect(try Self.metric(url, "nalcast_webrtc_nacked_packets_total") >= 1)
+            #expect(try Self.metric(url, "nalcast_webrtc_retransmitted_packets_total") >= 1)
+            #expect(try Self.metric(url, "nalcast_webrtc_keyframe_requests_total") == 0)
         }
-        let seen = try Self.play(url + "whep", frames: 60, ["--drop", "5"])
-        #expect(seen["frames"] as? Int == 60 && seen["width"] as? Int == 640, "\(seen)")
-        WebViewerTests.checkBars(seen["pixels"] as? [[Int]] ?? [], "aiortc's last frame after losses")
-        #expect(seen["dropped"] as? Int ?? 0 >= 5, "\(seen)")
-        #expect(try Self.metric(url, "nalcast_webrtc_nacked_packets_total") >= 1)
-        #expect(try Self.metric(url, "nalcast_webrtc_retransmitted_packets_total") >= 1)
-        #expect(try Self.metric(url, "nalcast_webrtc_keyframe_requests_total") == 0)
     }
 
     /// A relay (`consume --web`) serves WHEP too; a PLI, with no encoder to ask, starts the
@@ -175,20 +173,15 @@ import Testing
     /// transport, and hears the tone in step with the flashes.
     @Test(.enabled(if: aiortcMissing == nil, "\(aiortcMissing ?? "")"))
     func aiortcHearsTheToneInStepWithThePicture() throws {
-        let dir = try temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: dir) }
-        let (producer, url, _) = try Self.producer(["--audio", "tone"], in: dir)
-        defer {
-            producer.signal(SIGINT)
-            producer.wait()
+        try Self.withProducer(["--audio", "tone"]) { url, _, _ in
+            let seen = try Self.play(url + "whep", frames: 100, ["--audio", "3"])
+            #expect(seen["frames"] as? Int ?? 0 >= 100, "\(seen)")
+            let answer = seen["answer"] as? String ?? ""
+            #expect(answer.contains("a=group:BUNDLE 0 1\r\n") && answer.contains("a=msid:nalcast audio") && answer.contains("opus/48000/2"), "\(answer)")
+            Self.checkSound(seen, "produce")
+            #expect(try Self.metric(url, "nalcast_webrtc_audio_packets_sent_total") >= 140)
+            #expect(try Self.metric(url, "nalcast_webrtc_audio_dropped_packets_total{reason=\"undecodable\"}") == 0)
         }
-        let seen = try Self.play(url + "whep", frames: 100, ["--audio", "3"])
-        #expect(seen["frames"] as? Int ?? 0 >= 100, "\(seen)")
-        let answer = seen["answer"] as? String ?? ""
-        #expect(answer.contains("a=group:BUNDLE 0 1\r\n") && answer.contains("a=msid:nalcast audio") && answer.contains("opus/48000/2"), "\(answer)")
-        Self.checkSound(seen, "produce")
-        #expect(try Self.metric(url, "nalcast_webrtc_audio_packets_sent_total") >= 140)
-        #expect(try Self.metric(url, "nalcast_webrtc_audio_dropped_packets_total{reason=\"undecodable\"}") == 0)
     }
 
     /// A relay of an MPEG-TS stream with sound serves it over WHEP too: its input's AAC as Opus.
@@ -218,41 +211,33 @@ import Testing
     /// has no H.264 is 400 with one line, `PATCH` (trickle ICE) is 405 with `Allow: DELETE`,
     /// an unknown session's `DELETE` 404; with a token file, an offer without a token is 401.
     @Test func whepAnswersAsTheRFCSays() throws {
-        let dir = try temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: dir) }
-        let (producer, url, _) = try Self.producer([], in: dir)
-        defer {
-            producer.signal(SIGINT)
-            producer.wait()
-        }
-        func curl(_ args: [String]) throws -> (status: String, body: String) {
-            let r = try Run.program("curl", ["-s", "--max-time", "5", "-w", "\n%{http_code}"] + args)
-            let lines = r.text.split(separator: "\n", omittingEmptySubsequences: false)
-            return (String(lines.last ?? ""), lines.dropLast().joined(separator: "\n").trimmingCharacters(in: .newlines))
-        }
-        #expect(try curl(["-X", "POST", "-H", "Content-Type: text/plain", "--data-binary", "v=0", url + "whep"]).status == "415")
-        let notSDP = try curl(["-X", "POST", "-H", "Content-Type: application/sdp", "--data-binary", "hello", url + "whep"])
-        #expect(notSDP.status == "400" && notSDP.body == "WHEP: the body is not an SDP offer (no v=0)", "\(notSDP)")
-        let vp8Only = "v=0\r\no=- 1 2 IN IP4 127.0.0.1\r\ns=-\r\nt=0 0\r\nm=video 9 UDP/TLS/RTP/SAVPF 96\r\na=ice-ufrag:abcd\r\na=ice-pwd:abcdefghijklmnopqrstuvwx\r\n"
-            + "a=fingerprint:sha-256 " + Array(repeating: "AB", count: 32).joined(separator: ":") + "\r\na=setup:actpass\r\na=mid:0\r\na=recvonly\r\na=rtpmap:96 VP8/90000\r\n"
-        let noH264 = try curl(["-X", "POST", "-H", "Content-Type: application/sdp", "--data-binary", vp8Only, url + "whep"])
-        #expect(noH264.status == "400" && noH264.body.hasPrefix("WHEP: the offer has no H.264 with packetization-mode=1"), "\(noH264)")
-        let patch = try Run.program("curl", ["-s", "-i", "--max-time", "5", "-X", "PATCH", "-H", "Content-Type: application/trickle-ice-sdpfrag", "--data-binary", "a=x", url + "whep/abc"])
-        #expect(patch.text.hasPrefix("HTTP/1.1 405") && patch.text.contains("Allow: DELETE"), "\(patch.text)")
-        #expect(try curl(["-X", "DELETE", url + "whep/nosuchsession"]).status == "404")
-        #expect(try Self.metric(url, "nalcast_webrtc_offers_refused_total") == 3)
+        try Self.withProducer([]) { url, _, dir in
+            func curl(_ args: [String]) throws -> (status: String, body: String) {
+                let r = try Run.program("curl", ["-s", "--max-time", "5", "-w", "\n%{http_code}"] + args)
+                let lines = r.text.split(separator: "\n", omittingEmptySubsequences: false)
+                return (String(lines.last ?? ""), lines.dropLast().joined(separator: "\n").trimmingCharacters(in: .newlines))
+            }
+            #expect(try curl(["-X", "POST", "-H", "Content-Type: text/plain", "--data-binary", "v=0", url + "whep"]).status == "415")
+            let notSDP = try curl(["-X", "POST", "-H", "Content-Type: application/sdp", "--data-binary", "hello", url + "whep"])
+            #expect(notSDP.status == "400" && notSDP.body == "WHEP: the body is not an SDP offer (no v=0)", "\(notSDP)")
+            let vp8Only = "v=0\r\no=- 1 2 IN IP4 127.0.0.1\r\ns=-\r\nt=0 0\r\nm=video 9 UDP/TLS/RTP/SAVPF 96\r\na=ice-ufrag:abcd\r\na=ice-pwd:abcdefghijklmnopqrstuvwx\r\n"
+                + "a=fingerprint:sha-256 " + Array(repeating: "AB", count: 32).joined(separator: ":") + "\r\na=setup:actpass\r\na=mid:0\r\na=recvonly\r\na=rtpmap:96 VP8/90000\r\n"
+            let noH264 = try curl(["-X", "POST", "-H", "Content-Type: application/sdp", "--data-binary", vp8Only, url + "whep"])
+            #expect(noH264.status == "400" && noH264.body.hasPrefix("WHEP: the offer has no H.264 with packetization-mode=1"), "\(noH264)")
+            let patch = try Run.program("curl", ["-s", "-i", "--max-time", "5", "-X", "PATCH", "-H", "Content-Type: application/trickle-ice-sdpfrag", "--data-binary", "a=x", url + "whep/abc"])
+            #expect(patch.text.hasPrefix("HTTP/1.1 405") && patch.text.contains("Allow: DELETE"), "\(patch.text)")
+            #expect(try curl(["-X", "DELETE", url + "whep/nosuchsession"]).status == "404")
+            #expect(try Self.metric(url, "nalcast_webrtc_offers_refused_total") == 3)
 
-        let tokens = dir.appendingPathComponent("tokens")
-        try "s3cret-watcher-0123 watch\n".write(to: tokens, atomically: true, encoding: .utf8)
-        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: tokens.path)
-        let (guarded, guardedURL, _) = try Self.producer(["--token-file", tokens.path], in: dir)
-        defer {
-            guarded.signal(SIGINT)
-            guarded.wait()
+            let tokens = dir.appendingPathComponent("tokens")
+            try "s3cret-watcher-0123 watch\n".write(to: tokens, atomically: true, encoding: .utf8)
+            try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: tokens.path)
+            try Self.withProducer(["--token-file", tokens.path]) { guardedURL, _, _ in
+                let page = String(guardedURL.split(separator: "?")[0])
+                #expect(try curl(["-X", "POST", "-H", "Content-Type: application/sdp", "--data-binary", "v=0", page + "whep"]).status == "401")
+                let allowed = try curl(["-X", "POST", "-H", "Content-Type: application/sdp", "-H", "Authorization: Bearer s3cret-watcher-0123", "--data-binary", "v=0", page + "whep"])
+                #expect(allowed.status == "400", "\(allowed)")
+            }
         }
-        let page = String(guardedURL.split(separator: "?")[0])
-        #expect(try curl(["-X", "POST", "-H", "Content-Type: application/sdp", "--data-binary", "v=0", page + "whep"]).status == "401")
-        let allowed = try curl(["-X", "POST", "-H", "Content-Type: application/sdp", "-H", "Authorization: Bearer s3cret-watcher-0123", "--data-binary", "v=0", page + "whep"])
-        #expect(allowed.status == "400", "\(allowed)")
     }
 }
