@@ -86,6 +86,8 @@ public struct Broadcaster: Sendable {
         var queue: ReaderQueue
         let policy: JoinPolicy
         let joinedAtNs: UInt64
+        /// When it last asked to start again at the cached GOP (`restartAtCachedGOP`).
+        var lastRestartNs: UInt64?
     }
 
     private var readers: [ReaderID: Reader] = [:]
@@ -227,11 +229,15 @@ public struct Broadcaster: Sendable {
     }
 
     /// The same for a relay, which has no encoder to ask: the reader's queue starts again at
-    /// the cached GOP's IDR (what it had queued is dropped). False when there is no cached GOP,
-    /// or an access unit of the reader is being written.
+    /// the cached GOP's IDR (what it had queued is dropped), at most once every
+    /// `idrMinIntervalNs` for a reader (a viewer asks again while the GOP is on its way). False
+    /// when too soon, when there is no cached GOP, or an access unit of the reader is being written.
     public mutating func restartAtCachedGOP(_ id: ReaderID) -> Bool {
-        guard let reader = readers[id], !reader.queue.isHeadInFlight else { return false }
+        guard let reader = readers[id] else { return false }
         let now = clock.nowNanoseconds
+        if let last = reader.lastRestartNs, now - last < config.idrMinIntervalNs { return false }
+        readers[id]!.lastRestartNs = now
+        guard !reader.queue.isHeadInFlight else { return false }
         var queue = ReaderQueue(limits: config.readerLimits, now: now)
         guard queue.enqueueBacklog(gop, now: now) else { return false }
         readers[id]!.queue = queue

@@ -345,7 +345,8 @@ public final class StreamServer {
     }
 
     /// A reader lost its picture (a WebRTC viewer's PLI or FIR): the encoder's next IDR,
-    /// coalesced and rate-limited like joins; a relay's reader starts again at the cached GOP.
+    /// coalesced and rate-limited like joins; a relay's reader starts again at the cached GOP
+    /// (once per `idrMinIntervalNs` at most).
     func keyframeWanted(by id: ReaderID) {
         if makesIDRs { return handle(broadcaster.requestKeyframe()) }
         if broadcaster.restartAtCachedGOP(id) { pump(id) }

@@ -1,4 +1,3 @@
-import Clocks
 import Delivery
 import IO
 import Media
@@ -17,7 +16,7 @@ import WebRTC
 ///
 /// A viewer's PLI or FIR asks the encoder for an IDR through the same rate limit as joins
 /// (`StreamServer.keyframeWanted`); a relay, which has no encoder, starts the viewer's queue
-/// again at the cached GOP.
+/// again at the cached GOP, at most once per `--idr-min-interval` (`Broadcaster.restartAtCachedGOP`).
 ///
 /// Sound: when the stream has some (`hasSound`, asked at each offer), the answer takes the
 /// offer's Opus too; `onSoundViewers` says how many viewers get it (the transcoder runs,
@@ -35,8 +34,6 @@ public final class WHEPService: UnitPackager {
     private var pending: [String: WebRTCPeer] = [:]
     /// Viewers admitted, by resource id.
     private var viewers: [String: WebRTCViewer] = [:]
-    /// When each viewer last had its queue started again at the cached GOP (a relay's PLI).
-    private var lastRestartNs: [String: UInt64] = [:]
     /// Whether the stream has sound now (`produce --audio`, a relay's input with AAC).
     public var hasSound: () -> Bool = { false }
     /// The viewers that get the sound, when it changes (on the loop thread): the transcoder
@@ -118,11 +115,10 @@ public final class WHEPService: UnitPackager {
             soundViewers += 1
             onSoundViewers(soundViewers)
         }
-        peer.onKeyframeRequest = { [unowned self] in self.keyframeWanted(id, reader) }
+        peer.onKeyframeRequest = { [unowned self] in self.server.keyframeWanted(by: reader) }
         let hears = peer.hasAudio
         peer.onClosed = { [unowned self, weak viewer] reason in
             self.viewers[id] = nil
-            self.lastRestartNs[id] = nil
             if hears {
                 self.soundViewers -= 1
                 self.onSoundViewers(self.soundViewers)
@@ -139,13 +135,5 @@ public final class WHEPService: UnitPackager {
                 endpoint.metrics.audioBeforeVideo.increment()
             }
         }
-    }
-
-    private func keyframeWanted(_ id: String, _ reader: ReaderID) {
-        if server.makesIDRs { return server.keyframeWanted(by: reader) }
-        let now = MonotonicClock.nanoseconds
-        if let last = lastRestartNs[id], now - last < server.config.broadcaster.idrMinIntervalNs { return }
-        lastRestartNs[id] = now
-        server.keyframeWanted(by: reader)
     }
 }

@@ -77,6 +77,24 @@ final class BroadcasterTests: XCTestCase {
         XCTAssertEqual(drain(&b, id), Array(30...40))
     }
 
+    /// A reader that lost its picture on a relay starts again at the cached GOP, once per
+    /// `idrMinIntervalNs`: the asks in between (a viewer's PLIs while the GOP is on its way) do nothing.
+    func testARestartAtTheCachedGOPAtMostOncePerInterval() {
+        var b = makeBroadcaster(.gop)
+        for au in Fixture.stream(0..<35) { _ = b.publish(au) }
+        let id = try! XCTUnwrap(b.addReader().id)
+        XCTAssertEqual(drain(&b, id), Array(30...34))
+        XCTAssertTrue(b.restartAtCachedGOP(id))
+        XCTAssertEqual(b.queue(of: id)?.count, 5, "the cached GOP again, from its IDR")
+        XCTAssertEqual(drain(&b, id), Array(30...34))
+        clock.advance(milliseconds: 200)
+        XCTAssertFalse(b.restartAtCachedGOP(id), "within 250 ms of the last")
+        XCTAssertEqual(b.queue(of: id)?.count, 0)
+        clock.advance(milliseconds: 50)
+        XCTAssertTrue(b.restartAtCachedGOP(id))
+        XCTAssertEqual(drain(&b, id), Array(30...34))
+    }
+
     func testGOPJoinWithoutCacheWaitsForNextIDR() {
         var b = Broadcaster(config: BroadcasterConfig(joinPolicy: .gop, gopMaxBytes: 500), clock: clock)
         for au in Fixture.stream(0..<10) { _ = b.publish(au) }
