@@ -275,12 +275,8 @@ struct PictureJoiner {
     /// The pictures complete once a packet's NAL units are taken.
     mutating func take(_ nals: [NALUnit], _ time: MediaTime?, _ bytes: Int) -> [Picture] {
         if let w = waiting, !AnnexBPackager.beginsPicture(nals) {
-            // A payloader that repeats the SPS and PPS before every IDR slice (GStreamer's
-            // rtph264pay config-interval=-1) puts them between one picture's slices, which
-            // would end the picture there: copies of sets the picture has are left out.
-            let more = nals.filter { nal in
-                !((nal.type == .sps || nal.type == .pps) && w.nals.contains { $0.type == nal.type && $0.body.elementsEqual(nal.body) })
-            }
+            // Copies of the SPS and PPS the picture has (a payloader's between its slices) are left out.
+            let more = AnnexBPackager.droppingRepeatedParameterSets(nals, after: w.nals)
             waiting = (w.nals + more, w.time ?? time, w.bytes + bytes)
             return []
         }

@@ -121,6 +121,23 @@ public struct AnnexBPackager {
         return first & 0x80 != 0  // ue(v) 0 is the single bit 1
     }
 
+    /// `nals` without the SPS and PPS that repeat, byte for byte, one already in `kept` or
+    /// earlier in `nals`: a payloader that repeats the sets before every IDR slice
+    /// (GStreamer's rtph264pay config-interval=-1) puts copies between one picture's slices,
+    /// which would end the picture there.
+    public static func droppingRepeatedParameterSets(_ nals: [NALUnit], after kept: [NALUnit] = []) -> [NALUnit] {
+        var out: [NALUnit] = []
+        out.reserveCapacity(nals.count)
+        func repeats(_ nal: NALUnit, in list: [NALUnit]) -> Bool {
+            list.contains { $0.type == nal.type && $0.body.elementsEqual(nal.body) }
+        }
+        for nal in nals {
+            if (nal.type == .sps || nal.type == .pps) && (repeats(nal, in: out) || repeats(nal, in: kept)) { continue }
+            out.append(nal)
+        }
+        return out
+    }
+
     /// The NAL units of one picture (one packet, or several that continue it): AUD first,
     /// SPS/PPS before an IDR that lacks them, then through the assembler.
     public mutating func assemble(_ packetNALs: [NALUnit]) -> AccessUnit? {
