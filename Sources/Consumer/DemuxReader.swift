@@ -143,77 +143,50 @@ public final class DemuxReader: Sendable {
         case stopped, endOfInput, stalled, failed(String), invalid(String)
     }
 
-    private func run(_ intake: StreamIntake, _ onEvent: @Sendable (InputEvent) -> Void) -> End {
-        var backoff = ReconnectBackoff(config: timing.backoff)
-        var everOpened = false
-        var attempts = 0
+    private func run(_ intake: StreamIntake, _ onEvent: @escaping @Sendable (InputEvent) -> Void) -> End {
         let options = source.options.map { ($0.key, $0.value) }
-        while !stopped {
-            attempts += 1
+        let reopening = Reopening(backoff: timing.backoff, intake: intake, stopped: { self.stopped }, say: { onEvent(self.event($0)) })
+        return reopening.run { opened in
             deadline.arm(source.live && !source.waitsForSender ? timing.openTimeout : 0)
-            let began = MonotonicClock.nanoseconds
-            var reason: String
-            do {
+            do throws(DemuxError) {
                 let demuxer = try Demuxer(url: source.url, shown: source.shown, options: options, deadline: deadline)
-                let seconds = Double(MonotonicClock.nanoseconds - began) / 1e9
-                if everOpened { intake.metrics.reconnects.increment() }
                 let found = demuxer.formatName + (demuxer.width > 0 ? ", \(demuxer.width)x\(demuxer.height)" : "")
                     + (demuxer.audioFormat.map { ", audio aac \($0.sampleRate) Hz \($0.channels) ch" } ?? "")
-                onEvent(event(.opened(attempts: attempts, opening: InputEvent.Opening(seconds: seconds, found: found, ignored: everOpened ? [] : demuxer.ignoredTracks))))
-                everOpened = true
-                backoff.connected()
-                attempts = 0
+                opened(found, demuxer.ignoredTracks)
                 let loss = pump(demuxer, intake, onEvent)
                 // Closing says goodbye to a server (RTSP TEARDOWN): briefly.
                 deadline.arm(1)
                 switch loss {
                 case .stopped:
-                    return .ended
+                    return .end(.ended)
                 case .invalid(let message):
-                    return .invalid(message)
+                    return .end(.invalid(message))
                 case .endOfInput:
                     if !source.live || source.endsWithItsInput {
                         intake.finish()
-                        return .ended
+                        return .end(.ended)
                     }
                     intake.connectionClosed()
-                    reason = "the source ended the stream"
+                    return .lost("the source ended the stream")
                 case .stalled:
-                    intake.metrics.stalls.increment()
-                    intake.inputFailed()
-                    onEvent(event(.stalled(seconds: timing.stallTimeout)))
-                    reason = "no packet for \(timing.stallTimeout) s"
+                    return .lost(reopening.stalled(after: timing.stallTimeout))
                 case .failed(let message):
                     let dropped = intake.inputFailed()
-                    if !source.live { return .failed(message + (dropped > 0 ? "; an unfinished access unit dropped" : "")) }
-                    reason = message
+                    if !source.live { return .end(.failed(message + (dropped > 0 ? "; an unfinished access unit dropped" : ""))) }
+                    return .lost(message)
                 }
-                let now = MonotonicClock.nanoseconds
-                backoff.lost(at: now)
-                let retrying = !backoff.givesUp(now: now)
-                onEvent(event(.lost(reason: reason, retrying: retrying)))
             } catch {
-                if stopped { return .ended }
+                if stopped { return .end(.ended) }
                 switch error.kind {
-                case .notH264, .fatal: return .invalid(error.message)
-                case .refused: return .refused(error.message)
+                case .notH264, .fatal: return .end(.invalid(error.message))
+                case .refused: return .end(.refused(error.message))
                 case .unreachable, .timedOut, .read, .damaged, .noVideo:
                     // A file that exists but will not open is not a file to wait for.
-                    if !source.live { return .invalid(error.message) }
+                    if !source.live { return .end(.invalid(error.message)) }
                 }
-                reason = error.message
-                if attempts == 1 { onEvent(event(.unreachable(reason: reason))) }
+                return .notOpened(error.message)
             }
-            let now = MonotonicClock.nanoseconds
-            guard let delay = backoff.nextDelay(now: now, random: Double.random(in: 0...1)) else {
-                return .gaveUp(reason: reason, everOpened: everOpened, endedCleanly: intake.lastConnectionEndedCleanly)
-            }
-            if attempts > 1 && backoff.progressDue(now: now) {
-                onEvent(event(.retrying(attempt: attempts, reason: reason, downFor: backoff.downFor(now: now), nextIn: delay)))
-            }
-            sleep(seconds: delay)
         }
-        return .ended
     }
 
     /// An event of this source, as every input reports it.
@@ -290,11 +263,6 @@ public final class DemuxReader: Sendable {
             intake.push(audio: frame, packetTime: MediaTime(ticks: time))
         }
     }
-
-    /// Sleeps `seconds`, or less when stopped.
-    private func sleep(seconds: Double) {
-        OSThread.sleep(nanoseconds: UInt64(max(0, seconds) * 1e9), step: 50_000_000) { stopped }
-    }
 }
 
 /// Pictures whose slices may come in more than one packet (RTP: `picturesMaySpanPackets`):
@@ -307,12 +275,8 @@ struct PictureJoiner {
     /// The pictures complete once a packet's NAL units are taken.
     mutating func take(_ nals: [NALUnit], _ time: MediaTime?, _ bytes: Int) -> [Picture] {
         if let w = waiting, !AnnexBPackager.beginsPicture(nals) {
-            // A payloader that repeats the SPS and PPS before every IDR slice (GStreamer's
-            // rtph264pay config-interval=-1) puts them between one picture's slices, which
-            // would end the picture there: copies of sets the picture has are left out.
-            let more = nals.filter { nal in
-                !((nal.type == .sps || nal.type == .pps) && w.nals.contains { $0.type == nal.type && $0.body.elementsEqual(nal.body) })
-            }
+            // Copies of the SPS and PPS the picture has (a payloader's between its slices) are left out.
+            let more = AnnexBPackager.droppingRepeatedParameterSets(nals, after: w.nals)
             waiting = (w.nals + more, w.time ?? time, w.bytes + bytes)
             return []
         }

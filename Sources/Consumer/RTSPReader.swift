@@ -64,53 +64,32 @@ public final class RTSPReader: Sendable {
 
     private func event(_ what: InputEvent.What) -> InputEvent { InputEvent(.demuxed, source.shown, what) }
 
-    private func run(_ intake: StreamIntake, _ onEvent: @Sendable (InputEvent) -> Void) -> DemuxReader.End {
+    private func run(_ intake: StreamIntake, _ onEvent: @escaping @Sendable (InputEvent) -> Void) -> DemuxReader.End {
         let url: RTSPURL
         do { url = try RTSPURL(parsing: source.url) } catch { return .invalid("\(source.shown): \(error)") }
-        var backoff = ReconnectBackoff(config: timing.backoff)
-        var everOpened = false
-        var attempts = 0
-        while !stopped {
-            attempts += 1
-            let began = MonotonicClock.nanoseconds
-            var reason: String
+        let reopening = Reopening(backoff: timing.backoff, intake: intake, stopped: { self.stopped }, say: { onEvent(self.event($0)) })
+        return reopening.run { opened in
+            var isOpen = false
             do throws(RTSPError) {
                 let client = try RTSPClient(url: url, transport: source.transport, timeout: timing.openTimeout, stop: stopSignal)
                 defer { client.close() }
                 try client.open()
-                if everOpened { intake.metrics.reconnects.increment() }
-                let seconds = Double(MonotonicClock.nanoseconds - began) / 1e9
-                onEvent(event(.opened(attempts: attempts, opening: InputEvent.Opening(seconds: seconds, found: describe(client), ignored: everOpened ? [] : client.ignoredTracks))))
-                everOpened = true
-                backoff.connected()
-                attempts = 0
-                reason = try pump(client, intake, onEvent)
+                opened(describe(client), client.ignoredTracks)
+                isOpen = true
+                let reason = try pump(client, intake, reopening)
+                return stopped ? .end(.ended) : .lost(reason)
             } catch {
                 switch error.kind {
-                case .stopped: return .ended
-                case .refused: return .refused("\(source.shown): \(error.message)")
-                case .notFound: return .missing("\(source.shown): \(error.message)")
-                case .invalid: return .invalid("\(source.shown): \(error.message)")
+                case .stopped: return .end(.ended)
+                case .refused: return .end(.refused("\(source.shown): \(error.message)"))
+                case .notFound: return .end(.missing("\(source.shown): \(error.message)"))
+                case .invalid: return .end(.invalid("\(source.shown): \(error.message)"))
                 case .lost, .timedOut: break
                 }
-                reason = attempts == 0 ? error.message : "cannot open \(source.shown): \(error.message)"
-                if attempts == 1 { onEvent(event(.unreachable(reason: reason))) }
+                if stopped { return .end(.ended) }
+                return isOpen ? .lost(error.message) : .notOpened("cannot open \(source.shown): \(error.message)")
             }
-            if stopped { return .ended }
-            let now = MonotonicClock.nanoseconds
-            if attempts == 0 {  // it was open: lost
-                backoff.lost(at: now)
-                onEvent(event(.lost(reason: reason, retrying: !backoff.givesUp(now: now))))
-            }
-            guard let delay = backoff.nextDelay(now: now, random: Double.random(in: 0...1)) else {
-                return .gaveUp(reason: reason, everOpened: everOpened, endedCleanly: intake.lastConnectionEndedCleanly)
-            }
-            if attempts > 1 && backoff.progressDue(now: now) {
-                onEvent(event(.retrying(attempt: attempts, reason: reason, downFor: backoff.downFor(now: now), nextIn: delay)))
-            }
-            OSThread.sleep(nanoseconds: UInt64(max(0, delay) * 1e9), step: 50_000_000) { stopped }
         }
-        return .ended
     }
 
     /// `rtsp, 320x240 (sprop), audio aac 48000 Hz 2 ch`: what the opening found.
@@ -125,17 +104,14 @@ public final class RTSPReader: Sendable {
 
     /// Reads one opening's packets into the intake until it is lost: why, as a line. A
     /// stall is counted and said here; a stop throws.
-    private func pump(_ client: RTSPClient, _ intake: StreamIntake, _ onEvent: @Sendable (InputEvent) -> Void) throws(RTSPError) -> String {
+    private func pump(_ client: RTSPClient, _ intake: StreamIntake, _ reopening: Reopening) throws(RTSPError) -> String {
         var tracks = RTSPTracks(client: client)
         if let format = tracks.audioFormat { intake.declare(audio: format) }
         var lastPacket = MonotonicClock.seconds
         do throws(RTSPError) {
             while !stopped {
                 guard let received = try client.receive(until: lastPacket + timing.stallTimeout) else {
-                    intake.metrics.stalls.increment()
-                    intake.inputFailed()
-                    onEvent(event(.stalled(seconds: timing.stallTimeout)))
-                    return "no packet for \(timing.stallTimeout) s"
+                    return reopening.stalled(after: timing.stallTimeout)
                 }
                 lastPacket = MonotonicClock.seconds
                 switch received {
@@ -144,7 +120,7 @@ public final class RTSPReader: Sendable {
                 case .rtcp(let track, let bytes): tracks.takeRTCP(bytes, track: track)
                 }
                 tracks.reportIfDue()
-                count(&tracks, intake, onEvent)
+                count(&tracks, intake, reopening.say)
             }
             throw RTSPError(.stopped, "stopped")
         } catch {
@@ -155,7 +131,7 @@ public final class RTSPReader: Sendable {
 
     /// Losses and malformed packets into the metrics as they happen; the first malformed
     /// packet of an opening is said.
-    private func count(_ tracks: inout RTSPTracks, _ intake: StreamIntake, _ onEvent: @Sendable (InputEvent) -> Void) {
+    private func count(_ tracks: inout RTSPTracks, _ intake: StreamIntake, _ say: (InputEvent.What) -> Void) {
         let lost = tracks.lostPackets
         if lost > tracks.countedLoss {
             intake.metrics.lostPackets.increment(by: UInt64(lost - tracks.countedLoss))
@@ -164,7 +140,7 @@ public final class RTSPReader: Sendable {
         }
         let malformed = tracks.malformedPackets
         if malformed > tracks.countedMalformed {
-            if tracks.countedMalformed == 0 { onEvent(event(.malformed(packets: malformed))) }
+            if tracks.countedMalformed == 0 { say(.malformed(packets: malformed)) }
             intake.metrics.malformedPackets.increment(by: UInt64(malformed - tracks.countedMalformed))
             tracks.countedMalformed = malformed
         }

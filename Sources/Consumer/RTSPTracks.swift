@@ -103,14 +103,8 @@ struct RTSPTracks {
     }
 
     private mutating func deliver(_ unit: H264Depacketizer.Unit, ticks: Int64, _ intake: StreamIntake) {
-        // A payloader that repeats the SPS and PPS before every IDR slice puts copies between
-        // one picture's slices: a copy of a set the unit already has is left out.
-        var nals: [NALUnit] = []
-        nals.reserveCapacity(unit.nalUnits.count)
-        for nal in unit.nalUnits {
-            if (nal.type == .sps || nal.type == .pps) && nals.contains(where: { $0.type == nal.type && $0.body.elementsEqual(nal.body) }) { continue }
-            nals.append(nal)
-        }
+        // Copies of the SPS and PPS between one picture's slices are left out.
+        let nals = AnnexBPackager.droppingRepeatedParameterSets(unit.nalUnits)
         let time = ticks - Int64(Int32(bitPattern: UInt32(truncatingIfNeeded: ticks) &- unit.rtpTimestamp))
         if let au = packager.assemble(nals) {
             intake.push(unit: au, packetTime: MediaTime(ticks: time), byteCount: au.byteCount)

@@ -1,12 +1,6 @@
 import H264
 import Media
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
-
 /// A demuxed H.264 packet back to nalcast's wire form, without re-encoding: one packet is one
 /// access unit, made here directly (no scan for start codes across packets, no waiting for
 /// the next picture to know this one ended).
@@ -127,6 +121,23 @@ public struct AnnexBPackager {
         return first & 0x80 != 0  // ue(v) 0 is the single bit 1
     }
 
+    /// `nals` without the SPS and PPS that repeat, byte for byte, one already in `kept` or
+    /// earlier in `nals`: a payloader that repeats the sets before every IDR slice
+    /// (GStreamer's rtph264pay config-interval=-1) puts copies between one picture's slices,
+    /// which would end the picture there.
+    public static func droppingRepeatedParameterSets(_ nals: [NALUnit], after kept: [NALUnit] = []) -> [NALUnit] {
+        var out: [NALUnit] = []
+        out.reserveCapacity(nals.count)
+        func repeats(_ nal: NALUnit, in list: [NALUnit]) -> Bool {
+            list.contains { $0.type == nal.type && $0.body.elementsEqual(nal.body) }
+        }
+        for nal in nals {
+            if (nal.type == .sps || nal.type == .pps) && (repeats(nal, in: out) || repeats(nal, in: kept)) { continue }
+            out.append(nal)
+        }
+        return out
+    }
+
     /// The NAL units of one picture (one packet, or several that continue it): AUD first,
     /// SPS/PPS before an IDR that lacks them, then through the assembler.
     public mutating func assemble(_ packetNALs: [NALUnit]) -> AccessUnit? {
@@ -242,25 +253,21 @@ public struct AnnexBPackager {
 
     /// NAL units of an Annex-B buffer, cut at each start code (`00 00 01`, after any zeros),
     /// bytes shared. Anything before the first start code is not a NAL unit and is left out.
-    /// Start codes are found with `memchr` for their 01 (as `AnnexBScanner` does): a byte
+    /// Start codes are found by `StartCodeSearch` (as `AnnexBScanner` finds them): a byte
     /// loop in Swift was a quarter of the CPU of demuxing an MPEG-TS file.
     static func splitAnnexB(_ bytes: ArraySlice<UInt8>) -> [NALUnit] {
         let origin = bytes.startIndex
         var starts: [Int] = []  // index of the first zero of each start code
         var headers: [Int] = []
         bytes.withUnsafeBufferPointer { buf in
-            guard let base = buf.baseAddress, buf.count >= 3 else { return }
-            let count = buf.count
+            guard let base = buf.baseAddress else { return }
             var from = 2
-            while from < count, let hit = memchr(base + from, 1, count - from) {
-                let one = base.distance(to: hit.assumingMemoryBound(to: UInt8.self))
-                if buf[one - 1] == 0 && buf[one - 2] == 0 {
-                    var first = one - 2
-                    let floor = (headers.last ?? origin) - origin
-                    while first > floor && buf[first - 1] == 0 { first -= 1 }
-                    starts.append(origin + first)
-                    headers.append(origin + one + 1)
-                }
+            while let one = StartCodeSearch.next(in: base, from: from, count: buf.count) {
+                var first = one - 2
+                let floor = (headers.last ?? origin) - origin
+                while first > floor && buf[first - 1] == 0 { first -= 1 }
+                starts.append(origin + first)
+                headers.append(origin + one + 1)
                 from = one + 1
             }
         }

@@ -108,7 +108,13 @@ import TestSupport
         let consumer = try RelaySourceTests.consume(["--from", camera.url(), "-o", out.path], in: dir)
         defer { consumer.stop() }
         #expect(consumer.waitForLog("audio aac 48000 Hz 2 ch", timeout: 30), "\(consumer.logTail())\n\(camera.log)")
-        sleep(2)
+        // Until the file holds 60 pictures (two seconds of the camera's): not a fixed wait,
+        // which a loaded machine's slow camera would fill with fewer.
+        #expect(CleanEndTests.waitFor {
+            usleep(200_000)  // an ffprobe run at most five times a second
+            return (Int((try? Self.probe(out.path, "v:0", "nb_read_packets", count: true)) ?? "") ?? 0) >= 60
+        },
+                "\(consumer.logTail())")
         #expect(RelaySourceTests.interrupt(consumer) == 0, "\(consumer.logTail())")
         #expect(try Self.probe(out.path, "a:0", "codec_name,sample_rate,channels") == "aac,48000,2")
         let start = (video: Double(try Self.probe(out.path, "v:0", "start_time")) ?? -99, audio: Double(try Self.probe(out.path, "a:0", "start_time")) ?? 99)
