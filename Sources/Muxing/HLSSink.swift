@@ -75,7 +75,6 @@ public final class HLSSink: AccessUnitSink {
     /// Marks by the index of the packet they apply at (packets counted as the timer hands them out).
     private var marks = FIFO<(packet: Int, mark: Mark)>()
     private var packetsTaken = 0
-    private var reconnected = false
     private var awaitingAnchor = false
     private var discontinuityNext = false
     /// The open segment's `.part` file.

@@ -125,7 +125,9 @@ final class Muxer {
     init(fragmentedInMemory: Void, continuing: Bool = false) throws(MuxError) {
         fragmentedMP4 = true
         label = "mp4"
-        headerOptions = []
+        // A muxer that continues a time line keeps its first times as they are (libavformat
+        // would move them to 0).
+        headerOptions = continuing ? [("avoid_negative_ts", "disabled")] : []
         interrupt = nil
         ownIO = true
         movFlags = "frag_custom+empty_moov+default_base_moof" + (continuing ? "+frag_discont" : "")
@@ -274,9 +276,6 @@ final class Muxer {
             // an IDR's instant would play a B-frame delay early).
             if let movFlags {
                 CMedia_av_dict_set(&dictionary, "movflags", audioStream == nil ? movFlags : movFlags + "+delay_moov", 0)
-                // A muxer that continues a time line keeps its first times as they are
-                // (libavformat would move them to 0).
-                if movFlags.hasSuffix("+frag_discont") { CMedia_av_dict_set(&dictionary, "avoid_negative_ts", "disabled", 0) }
             } else {
                 CMedia_av_dict_set(&dictionary, "movflags", audioStream == nil ? "frag_keyframe+empty_moov+default_base_moof"
                                                                                   : "frag_keyframe+empty_moov+delay_moov+default_base_moof", 0)

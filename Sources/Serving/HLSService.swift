@@ -168,37 +168,45 @@ public final class HLSService {
                 reply.send(status: 404, contentType: "text/plain", body: Array("not yet written\n".utf8), headers: [("Cache-Control", "no-cache")])
                 return true
             }
-            var fd = open("\(live.directory)/\(name).part", O_RDONLY | O_CLOEXEC)
-            if fd < 0 { fd = open("\(live.directory)/\(name)", O_RDONLY | O_CLOEXEC) }  // renamed since
-            guard fd >= 0 else { return notFound(reply) }
-            let end = last ?? available - 1
-            reply.send(status: 206, contentType: type, files: [(fd, first, end - first + 1)],
-                       headers: [("Content-Range", "bytes \(first)-\(end)/*"), immutable],
-                       headOnly: headOnly)
+            let path = "\(live.directory)/\(name)", end = last ?? available - 1
+            // Opened on the files thread, as they are read; renamed since, if not found as `.part`.
+            reads.perform({ Self.open(path + ".part") ?? Self.open(path) }) { opened in
+                guard let (fd, _) = opened else { return Self.notFound(reply) }
+                reply.send(status: 206, contentType: type, files: [(fd, first, end - first + 1)],
+                           headers: [("Content-Range", "bytes \(first)-\(end)/*"), immutable],
+                           headOnly: headOnly)
+            }
             return true
         }
-        let fd = open("\(live.directory)/\(name)", O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return notFound(reply) }
-        var info = stat()
-        fstat(fd, &info)
-        let size = Int(info.st_size)
-        var headers = [("Accept-Ranges", "bytes"), immutable]
-        switch HTTPReply.range(range, length: size) {
-        case .whole:
-            reply.send(status: 200, contentType: type, files: [(fd, 0, size)], headers: headers, headOnly: headOnly)
-        case .range(let first, let last):
-            headers.append(("Content-Range", "bytes \(first)-\(last)/\(size)"))
-            reply.send(status: 206, contentType: type, files: [(fd, first, last - first + 1)], headers: headers, headOnly: headOnly)
-        case .invalid:
-            _ = Glibc.close(fd)
-            reply.send(status: 416, contentType: "text/plain", body: [], headers: [("Content-Range", "bytes */\(size)"), ("Cache-Control", "no-cache")])
+        reads.perform({ [directory = live.directory] in Self.open("\(directory)/\(name)") }) { opened in
+            guard let (fd, size) = opened else { return Self.notFound(reply) }
+            var headers = [("Accept-Ranges", "bytes"), immutable]
+            switch HTTPReply.range(range, length: size) {
+            case .whole:
+                reply.send(status: 200, contentType: type, files: [(fd, 0, size)], headers: headers, headOnly: headOnly)
+            case .range(let first, let last):
+                headers.append(("Content-Range", "bytes \(first)-\(last)/\(size)"))
+                reply.send(status: 206, contentType: type, files: [(fd, first, last - first + 1)], headers: headers, headOnly: headOnly)
+            case .invalid:
+                _ = Glibc.close(fd)
+                reply.send(status: 416, contentType: "text/plain", body: [], headers: [("Content-Range", "bytes */\(size)"), ("Cache-Control", "no-cache")])
+            }
         }
         return true
     }
 
-    private func notFound(_ reply: HTTPReply) -> Bool {
+    /// `path` opened for reading, and its size; nil when it is not there. Blocks on the disk:
+    /// run on the files thread.
+    private static func open(_ path: String) -> (fd: Int32, size: Int)? {
+        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        var info = stat()
+        fstat(fd, &info)
+        return (fd, Int(info.st_size))
+    }
+
+    private static func notFound(_ reply: HTTPReply) {
         reply.send(status: 404, contentType: "text/plain", body: Array("not found\n".utf8), headers: [("Cache-Control", "no-cache")])
-        return true
     }
 
     /// `.some(segment)` when `name` is the segment being written, `.some(nil)` when it is

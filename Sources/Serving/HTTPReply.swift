@@ -18,7 +18,7 @@ public final class HTTPReply {
     /// A chunk is being read: the files stay open until it is back.
     private var reading = false
     /// A part of a body: bytes in memory, or a range of a file (the descriptor owned here).
-    public enum Piece {
+    public enum Piece: Sendable {
         case bytes([UInt8])
         case file(fd: Int32, offset: Int, length: Int)
         var length: Int {

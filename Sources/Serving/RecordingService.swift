@@ -64,19 +64,40 @@ public final class RecordingService {
             return fail(400, "duration: expected a duration such as 30s, 500ms, 2m")
         }
         if let format = query["format"], format != "mp4" { return fail(400, "format: only mp4") }
-        guard let cut = RecordingCut.make(index, startNs: start, durationNs: duration) else {
-            return fail(404, "nothing recorded in that range")
+        // The cut reads the segments' fragment tables (the first time each is asked for) and
+        // opens their files: on the files thread, never on the loop.
+        let range = request.header("range"), headOnly = request.method == "HEAD"
+        reads.perform({ [index] in Self.answer(index, startNs: start, durationNs: duration, range: range) }) { answer in
+            switch answer {
+            case .failed(let status, let text): fail(status, text)
+            case .body(let status, let headers, let pieces):
+                reply.send(status: status, contentType: status == 416 ? nil : "video/mp4", pieces: pieces, headers: headers, headOnly: headOnly)
+            }
+        }
+    }
+
+    /// What `/recordings/get` answers: a failure's status and text, or the body's pieces with
+    /// their files open.
+    enum Answer: Sendable {
+        case failed(Int, String)
+        case body(status: Int, headers: [(String, String)], pieces: [HTTPReply.Piece])
+    }
+
+    /// The cut of `[startNs, startNs + durationNs)` (or the bytes of it `range` asks for),
+    /// its files opened. Blocks on the disk: run off the loop.
+    static func answer(_ index: RecordingIndex, startNs: UInt64, durationNs: UInt64, range: String?) -> Answer {
+        guard let cut = RecordingCut.make(index, startNs: startNs, durationNs: durationNs) else {
+            return .failed(404, "nothing recorded in that range")
         }
         var headers: [(String, String)] = [("Accept-Ranges", "bytes"), ("Cache-Control", "public, max-age=60"),
                                            ("X-Recording-Start", HLSPlaylist.iso8601(cut.startNs))]
         var status = 200
         var pieces = cut.pieces
         let total = cut.length
-        switch HTTPReply.range(request.header("range"), length: total) {
+        switch HTTPReply.range(range, length: total) {
         case .whole: break
         case .invalid:
-            headers = [("Content-Range", "bytes */\(total)")]
-            return reply.send(status: 416, contentType: nil, body: [], headers: headers)
+            return .body(status: 416, headers: [("Content-Range", "bytes */\(total)")], pieces: [])
         case .range(let first, let last):
             status = 206
             pieces = cut.slice(first: first, last: last)
@@ -91,13 +112,13 @@ public final class RecordingService {
                 let fd = opened[name] ?? open("\(index.directory)/\(name)", O_RDONLY | O_CLOEXEC)
                 guard fd >= 0 else {
                     for fd in opened.values { _ = close(fd) }
-                    return fail(404, "\(name) is gone")
+                    return .failed(404, "\(name) is gone")
                 }
                 opened[name] = fd
                 body.append(.file(fd: fd, offset: offset, length: length))
             }
         }
-        reply.send(status: status, contentType: "video/mp4", pieces: body, headers: headers, headOnly: request.method == "HEAD")
+        return .body(status: status, headers: headers, pieces: body)
     }
 
     /// `2026-12-01T18:11:13Z`, `…13.250Z`, `…13+02:00`: ns since the epoch.

@@ -305,22 +305,11 @@ import TestSupport
         try FileManager.default.copyItem(at: Self.browserTools.appendingPathComponent("player.html"), to: site.appendingPathComponent("player.html"))
         let middle = try Self.middleReference(path)
 
-        let portFile = dir.appendingPathComponent("port")
-        let server = try Background("/usr/bin/python3", [Self.browserTools.appendingPathComponent("serve.py").path, site.path], stdoutTo: portFile)
-        defer {
-            server.signal(SIGTERM)
-            server.wait()
-        }
-        var port = ""
-        for _ in 0..<200 where port.isEmpty {
-            let text = (try? String(contentsOf: portFile, encoding: .utf8)) ?? ""
-            port = text.hasPrefix("port ") ? text.dropFirst(5).trimmingCharacters(in: .whitespacesAndNewlines) : ""
-            if port.isEmpty { usleep(25_000) }
-        }
-        try #require(!port.isEmpty, "serve.py did not start: \(server.stderr)")
+        let server = try PageServer(site)
+        defer { server.stop() }
         let points = String(decoding: try JSONSerialization.data(withJSONObject: middle.points), as: UTF8.self)
         let r = try Run.program(Self.venvPython, [Self.browserTools.appendingPathComponent("video_check.py").path,
-                                                 "http://127.0.0.1:\(port)/player.html?src=recording.mp4", "-1", points], timeout: 120)
+                                                 "http://127.0.0.1:\(server.port)/player.html?src=recording.mp4", "-1", points], timeout: 120)
         #expect(r.status == 0, "\(r.text) \(r.stderr)")
         let result = try #require(try JSONSerialization.jsonObject(with: r.stdout) as? [String: Any], "\(r.text) \(r.stderr)")
         let seconds = Double(Recording.frames) / Recording.fps

@@ -22,8 +22,10 @@ import Testing
         let page = try #require(line.split(separator: " ").first { $0.hasPrefix("http://") }).trimmingCharacters(in: CharacterSet(charactersIn: ","))
 
         // Wait for three finished segments (each is listed as it finishes).
+        // Under a deadline: a count of polls is a time a loaded machine can outrun.
         var segments: [[String: Any]] = []
-        for _ in 0..<200 where segments.count < 3 {
+        let deadline = Date().addingTimeInterval(60)
+        while segments.count < 3 && Date() < deadline {
             let listing = try Run.program("curl", ["-s", page + "recordings"]).stdout
             segments = ((try? JSONSerialization.jsonObject(with: listing)) as? [String: Any])?["segments"] as? [[String: Any]] ?? []
             if segments.count < 3 { usleep(100_000) }
@@ -91,20 +93,9 @@ import Testing
         let site = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: site) }
         try FileManager.default.copyItem(at: PlaybackTests.browserTools.appendingPathComponent("player.html"), to: site.appendingPathComponent("player.html"))
-        let portFile = site.appendingPathComponent("port")
-        let server = try Background("/usr/bin/python3", [PlaybackTests.browserTools.appendingPathComponent("serve.py").path, site.path], stdoutTo: portFile)
-        defer {
-            server.signal(SIGTERM)
-            server.wait()
-        }
-        var port = ""
-        for _ in 0..<200 where port.isEmpty {
-            let text = (try? String(contentsOf: portFile, encoding: .utf8)) ?? ""
-            port = text.hasPrefix("port ") ? text.dropFirst(5).trimmingCharacters(in: .whitespacesAndNewlines) : ""
-            if port.isEmpty { usleep(25_000) }
-        }
-        try #require(!port.isEmpty, "serve.py did not start: \(server.stderr)")
-        let page = "http://127.0.0.1:\(port)/player.html?src=" + src
+        let server = try PageServer(site)
+        defer { server.stop() }
+        let page = "http://127.0.0.1:\(server.port)/player.html?src=" + src
         let r = try Run.program(PlaybackTests.venvPython, [PlaybackTests.browserTools.appendingPathComponent("video_check.py").path, page, "1.5", "--frame-time"],
                                 timeout: 120)
         #expect(r.status == 0, "\(r.text) \(r.stderr)")
