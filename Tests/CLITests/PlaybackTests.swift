@@ -312,10 +312,10 @@ import TestSupport
             server.wait()
         }
         var port = ""
-        for _ in 0..<200 where port.isEmpty {
+        Wait.until(every: 0.025) {
             let text = (try? String(contentsOf: portFile, encoding: .utf8)) ?? ""
-            port = text.hasPrefix("port ") ? text.dropFirst(5).trimmingCharacters(in: .whitespacesAndNewlines) : ""
-            if port.isEmpty { usleep(25_000) }
+            port = text.hasPrefix("port ") && text.hasSuffix("\n") ? text.dropFirst(5).trimmingCharacters(in: .whitespacesAndNewlines) : ""
+            return !port.isEmpty
         }
         try #require(!port.isEmpty, "serve.py did not start: \(server.stderr)")
         let points = String(decoding: try JSONSerialization.data(withJSONObject: middle.points), as: UTF8.self)

@@ -23,10 +23,10 @@ import Testing
 
         // Wait for three finished segments (each is listed as it finishes).
         var segments: [[String: Any]] = []
-        for _ in 0..<200 where segments.count < 3 {
+        try Wait.until(timeout: 30, every: 0.1) {
             let listing = try Run.program("curl", ["-s", page + "recordings"]).stdout
             segments = ((try? JSONSerialization.jsonObject(with: listing)) as? [String: Any])?["segments"] as? [[String: Any]] ?? []
-            if segments.count < 3 { usleep(100_000) }
+            return segments.count >= 3
         }
         try #require(segments.count >= 3, "\(recorder.stderr)")
         let starts = segments.map { HLSPlaylistRules.date($0["start"] as? String ?? "") }
@@ -98,10 +98,10 @@ import Testing
             server.wait()
         }
         var port = ""
-        for _ in 0..<200 where port.isEmpty {
+        Wait.until(every: 0.025) {
             let text = (try? String(contentsOf: portFile, encoding: .utf8)) ?? ""
-            port = text.hasPrefix("port ") ? text.dropFirst(5).trimmingCharacters(in: .whitespacesAndNewlines) : ""
-            if port.isEmpty { usleep(25_000) }
+            port = text.hasPrefix("port ") && text.hasSuffix("\n") ? text.dropFirst(5).trimmingCharacters(in: .whitespacesAndNewlines) : ""
+            return !port.isEmpty
         }
         try #require(!port.isEmpty, "serve.py did not start: \(server.stderr)")
         let page = "http://127.0.0.1:\(port)/player.html?src=" + src
