@@ -293,7 +293,6 @@ static void nc_pw_process(void *data) {
         }
         if (s->want_cursor && nc_pw_pointer_read(&s->pointer, b->buffer)) {
             s->info.cursor_updates += 1;
-            s->info.cursor_serial += 1;
             signal = 1;
         }
         if (d->data == NULL || !nc_pw_has_pixels(s, b)) {
@@ -449,7 +448,7 @@ long nc_pw_take(nc_pw *s, uint8_t *dst, size_t capacity, nc_pw_info *info) {
 void nc_pw_take_cursor(nc_pw *s, nc_pw_cursor *cursor, uint32_t *pixels, size_t capacity) {
     pw_thread_loop_lock(s->loop);
     *cursor = s->pointer.cursor;
-    cursor->serial = s->info.cursor_serial;
+    cursor->serial = s->info.cursor_updates;
     size_t words = (size_t)cursor->width * cursor->height;
     if (pixels && words <= capacity && words > 0) memcpy(pixels, s->pointer.pixels, words * 4);
     pw_thread_loop_unlock(s->loop);

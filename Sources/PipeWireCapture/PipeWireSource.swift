@@ -107,8 +107,6 @@ public final class PipeWireSource: FrameSource {
     private var pointerSaid = false
     private var frames: ChangeDrivenFrames
     private var lastGrab: Int64 = 0
-    /// Row bytes of the last picture (a pointer-only frame has them too).
-    private var pointerStride = 0
 
     /// Connects and waits for the node's format (its size). Throws `PipeWireError`.
     public init(options: PipeWireOptions, keeping owner: AnyObject? = nil, log: (@Sendable (String) -> Void)? = nil) throws(PipeWireError) {
@@ -177,9 +175,9 @@ public final class PipeWireSource: FrameSource {
                 waitForEvent(timeoutMs: milliseconds(until: lastGrab + interval, from: now), watchWakeUp: false)
                 continue
             }
-            if let pointer, frames.started, info.cursor_serial != pointer.drawnSerial {
+            if let pointer, frames.started, info.cursor_updates != pointer.drawnSerial {
                 if now >= lastGrab + interval, let buffer = pointer.redraw(stream: stream) {
-                    return frame(in: buffer, stride: pointerStride, at: now)
+                    return frame(in: buffer, stride: pointer.stride, at: now)
                 }
                 waitForEvent(timeoutMs: milliseconds(until: lastGrab + interval, from: now), watchWakeUp: false)
                 continue
@@ -215,8 +213,7 @@ public final class PipeWireSource: FrameSource {
         guard result > 0 else { return nil }
         take(info)
         if let pointer {
-            pointerStride = Int(info.stride)
-            pointer.drawInto(buffer, stride: pointerStride, bytes: pointerStride * Int(info.height), width: width, height: height,
+            pointer.drawInto(buffer, stride: Int(info.stride), bytes: Int(info.stride) * Int(info.height), width: width, height: height,
                              format: pixelFormat, stream: stream)
         }
         return frame(in: buffer, stride: Int(info.stride), at: now)

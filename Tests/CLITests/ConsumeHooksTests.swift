@@ -19,12 +19,11 @@ import Testing
         #expect(r.status == 0, "\(r.stderr)")
         let kept = try FileManager.default.contentsOfDirectory(atPath: segs).sorted()
         #expect(kept.count == 2, "\(kept)")
-        // Hooks run in the background: give the last one a moment.
+        // Hooks run in the background: wait for the last one's line.
         var lines: [Substring] = []
-        for _ in 0..<100 {
+        Wait.until {
             lines = ((try? String(contentsOfFile: script + ".log", encoding: .utf8)) ?? "").split(separator: "\n")
-            if lines.count == 5 { break }
-            usleep(50_000)
+            return lines.count == 5
         }
         #expect(lines.count == 5, "\(lines)")
         var frames = 0

@@ -155,9 +155,9 @@ import Testing
         let c = try Background(Run.nalcast, ["consume", "--from", "tcp://127.0.0.1:1", "--segments", dir.path, "--metrics", "tcp://127.0.0.1:\(free)"],
                                environment: Deploy.environment())
         var status: Int32 = -1
-        for _ in 0..<50 where status != 0 {
-            usleep(100_000)
+        try Wait.until(every: 0.1) {
             status = try Run.program("bash", ["-c", script], timeout: 10).status
+            return status == 0
         }
         #expect(status == 0, "health check against consume --metrics: \(c.stderr)")
         c.signal(SIGTERM)

@@ -150,10 +150,10 @@ import Testing
         let c = try Background(Run.nalcast, ["consume", "--from", "unix:\(sock)", "--segments", dir.path, "--forward", "unix:\(dir.path)/nobody.sock",
                                              "--metrics", "tcp://127.0.0.1:\(consumePort)"], environment: Deploy.environment())
         var produced: Set<String> = [], consumed: Set<String> = []
-        for _ in 0..<50 where produced.isEmpty || consumed.isEmpty {
-            usleep(100_000)
+        Wait.until(every: 0.1) {
             if produced.isEmpty { produced = Self.servedMetrics(port) }
             if consumed.isEmpty { consumed = Self.servedMetrics(consumePort) }
+            return !produced.isEmpty && !consumed.isEmpty
         }
         c.signal(SIGTERM)
         p.signal(SIGTERM)

@@ -17,14 +17,11 @@ final class PageServer {
         server = try Background("/usr/bin/python3", [PlaybackTests.browserTools.appendingPathComponent("serve.py").path, site.path],
                                 stdoutTo: portFile)
         var port = ""
-        let deadline = Date().addingTimeInterval(30)
-        repeat {
-            let running = server.process.isRunning
+        Wait.until(timeout: 30, every: 0.025) {
             let text = (try? String(contentsOf: portFile, encoding: .utf8)) ?? ""
             port = text.hasPrefix("port ") && text.hasSuffix("\n") ? text.dropFirst(5).trimmingCharacters(in: .whitespacesAndNewlines) : ""
-            if !port.isEmpty || !running { break }
-            usleep(25_000)
-        } while Date() < deadline
+            return !port.isEmpty || !server.process.isRunning
+        }
         self.port = port
         try #require(!port.isEmpty, "serve.py did not start: \(server.stderr)")
     }

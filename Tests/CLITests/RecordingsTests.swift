@@ -24,11 +24,10 @@ import Testing
         // Wait for three finished segments (each is listed as it finishes).
         // Under a deadline: a count of polls is a time a loaded machine can outrun.
         var segments: [[String: Any]] = []
-        let deadline = Date().addingTimeInterval(60)
-        while segments.count < 3 && Date() < deadline {
+        try Wait.until(timeout: 60, every: 0.1) {
             let listing = try Run.program("curl", ["-s", page + "recordings"]).stdout
             segments = ((try? JSONSerialization.jsonObject(with: listing)) as? [String: Any])?["segments"] as? [[String: Any]] ?? []
-            if segments.count < 3 { usleep(100_000) }
+            return segments.count >= 3
         }
         try #require(segments.count >= 3, "\(recorder.stderr)")
         let starts = segments.map { HLSPlaylistRules.date($0["start"] as? String ?? "") }

@@ -38,8 +38,10 @@ import TestSupport
     @Test func aRelaysTransportStreamReadersGetTheSoundInStepWithThePictures() throws {
         let dir = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
+        // The source runs until the readers are done (its --duration is a bound): a loaded
+        // machine may take seconds to start each ffmpeg reader.
         let producer = try Background(Run.nalcast, ["produce", "--source", "testsrc", "--flash", "--size", "320x240", "--audio", "tone",
-                                                    "--preset", "ultrafast", "--duration", "20s", "--listen", "ts:tcp://127.0.0.1:0"])
+                                                    "--preset", "ultrafast", "--duration", "120s", "--listen", "ts:tcp://127.0.0.1:0"])
         defer { producer.signal(SIGTERM); producer.wait() }
         #expect(producer.waitFor("capturing"), "\(producer.stderr)")
         let source = try Self.tsAddress(producer)

@@ -229,8 +229,8 @@ import TestSupport
         let early = try Self.units(reader.received).count
         #expect(early < 130, "\(early) of 150 access units in the first 2 s: not paced")
         #expect(relay.wait(timeout: 30) == 0, "\(relay.stderr)")
-        usleep(200_000)
-        #expect(reader.isClosedByPeer)
+        // The reader's thread sees the end when it reads it: wait for that, not a moment.
+        #expect(Self.waitUntil { reader.isClosedByPeer })
         let stream = reader.finish()
         #expect(endsWithEndOfStream([UInt8](stream)), "no end-of-stream NAL unit at the end")
         let units = try Self.units(stream)
@@ -342,10 +342,10 @@ import TestSupport
         let (relay, endpoint) = try Self.relay(from: source, ["--metrics", "tcp://127.0.0.1:\(metricsPort)", "--web", "tcp://127.0.0.1:\(webPort)", "--stats"])
         let reader = try StreamReaderClient(endpoint)
         var served: Set<String> = [], onWeb: Set<String> = []
-        for _ in 0..<50 where served.isEmpty || onWeb.isEmpty {
-            usleep(100_000)
+        Wait.until(every: 0.1) {
             if served.isEmpty { served = DocsTests.servedMetrics(metricsPort) }
             if onWeb.isEmpty { onWeb = DocsTests.servedMetrics(webPort) }
+            return !served.isEmpty && !onWeb.isEmpty
         }
         #expect(Self.waitUntil { relay.stderr.contains("readers=1") }, "\(relay.stderr)")
         _ = reader.finish()

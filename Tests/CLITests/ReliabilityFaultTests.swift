@@ -62,19 +62,24 @@ import Testing
             producer.signal(SIGKILL)
             producer.wait()
             // Wait until the consumer saw this loss, then bring the producer back.
-            for _ in 0..<200 where eventLines(eventsURL).filter({ $0["event"] as? String == "disconnected" }).count < round { usleep(50_000) }
+            Wait.until { eventLines(eventsURL).filter({ $0["event"] as? String == "disconnected" }).count >= round }
             producer = try Background(Run.nalcast, producerArgs)
             #expect(producer.servingEndpoint() != nil, "\(producer.stderr)")
-            for _ in 0..<300 where eventLines(eventsURL).filter({ $0["event"] as? String == "connected" }).count < round + 1 { usleep(50_000) }
+            Wait.until { eventLines(eventsURL).filter({ $0["event"] as? String == "connected" }).count >= round + 1 }
         }
         usleep(1_200_000)
         // Stop the source first, so that the counts hold still while they are read.
         producer.signal(SIGTERM)
         #expect(producer.wait() == 0)
-        for _ in 0..<200 where eventLines(eventsURL).filter({ $0["event"] as? String == "disconnected" }).count < 4 { usleep(50_000) }
-        usleep(300_000)
-        let received = try Self.metric(metricsPort, "nalcast_consumer_access_units_total")
-        let written = try Self.metric(metricsPort, "nalcast_sink_written_access_units_total{sink=\"segments\"}")
+        Wait.until { eventLines(eventsURL).filter({ $0["event"] as? String == "disconnected" }).count >= 4 }
+        // The source is gone, so what was received holds still; the segments sink writes on
+        // its own thread: wait until it has written all of it (or the deadline, and then say).
+        var received: Double?, written: Double?
+        try Wait.until(every: 0.1) {
+            received = try Self.metric(metricsPort, "nalcast_consumer_access_units_total")
+            written = try Self.metric(metricsPort, "nalcast_sink_written_access_units_total{sink=\"segments\"}")
+            return received != nil && written == received
+        }
         consumer.signal(SIGTERM)
         #expect(consumer.wait() == 0, "\(consumer.stderr)")
 

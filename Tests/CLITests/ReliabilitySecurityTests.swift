@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// Who can reach nalcast and what its inputs can make it do. Covered elsewhere (see
@@ -44,10 +45,9 @@ import Testing
                                             "--segments", "segs", "--segment-duration", "1s", "--segment-name", pattern, "--on-segment", hook])
         #expect(r.status == 0, "\(r.stderr)")
         var lines: [String] = []
-        for _ in 0..<100 {
+        Wait.until {
             lines = ((try? String(contentsOfFile: hook + ".log", encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
-            if lines.count == 2 { break }
-            usleep(50_000)
+            return lines.count == 2
         }
         let names = try FileManager.default.contentsOfDirectory(atPath: dir.appendingPathComponent("segs").path).sorted()
         #expect(names == ["a;touch inj1;$(touch inj2)`touch inj3`|touch inj4&&touch inj5 00001.h264",
@@ -93,10 +93,9 @@ import Testing
         let r = try Run.nalcast(["consume", "--from", input.path, "--segments", dir.appendingPathComponent("segs").path, "--on-segment", hook])
         #expect(r.status == 0, "\(r.stderr)")
         var line = ""
-        for _ in 0..<100 {
+        Wait.until {
             line = (try? String(contentsOfFile: hook + ".log", encoding: .utf8)) ?? ""
-            if !line.isEmpty { break }
-            usleep(50_000)
+            return line.hasSuffix("\n")
         }
         let mask = UInt64(line.split(separator: "\t").last?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "", radix: 16)
         #expect(mask != nil, "\(line)")

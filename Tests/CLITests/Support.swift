@@ -69,12 +69,17 @@ enum Run {
         }
         let deadline = Date().addingTimeInterval(timeout)
         while p.isRunning && Date() < deadline { usleep(10_000) }
-        if p.isRunning { p.terminate() }
+        // Foundation starts the child as the leader of its own process group: on a timeout the
+        // whole group is stopped, a script's background jobs (an ffmpeg holding a port and
+        // the output pipes) with it, not the script alone.
+        let processGroup = p.processIdentifier
+        let timedOut = p.isRunning
+        if timedOut { kill(-processGroup, SIGTERM) }
         // A child can inherit a signal mask with SIGTERM blocked from the test thread that
         // spawned it (tests that run an event loop block SIGINT and SIGTERM): after 2 s, kill it.
         let killAt = Date().addingTimeInterval(2)
         while p.isRunning && Date() < killAt { usleep(10_000) }
-        if p.isRunning { kill(p.processIdentifier, SIGKILL) }
+        if timedOut { kill(-processGroup, SIGKILL) }
         p.waitUntilExit()
         group.wait()
         return Result(status: p.terminationStatus, stdout: outData, stderr: String(decoding: errData, as: UTF8.self))

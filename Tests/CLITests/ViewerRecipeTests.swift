@@ -59,7 +59,9 @@ import Testing
         let dir = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let sock = dir.appendingPathComponent("live.sock").path
-        let producer = try Background(Run.nalcast, ["produce", "--size", "320x240", "--duration", "20s", "--keyint", "2s", "--listen", (transportStream ? "ts:" : "") + "unix:\(sock)"],
+        // Stopped once ffmpeg has its pictures (the --duration is a bound, not a race with a
+        // slow start of ffmpeg).
+        let producer = try Background(Run.nalcast, ["produce", "--size", "320x240", "--duration", "120s", "--keyint", "2s", "--listen", (transportStream ? "ts:" : "") + "unix:\(sock)"],
                                       environment: Deploy.environment())
         defer { producer.signal(SIGTERM); producer.wait() }
         #expect(producer.waitFor("serving "), "\(producer.stderr)")

@@ -267,7 +267,8 @@ extension WebViewerTests {
         let r = try Run.program("curl", ["-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "5", "-H", "Connection: Upgrade", "-H", "Upgrade: websocket",
                                          "-H", "Sec-WebSocket-Version: 13", "-H", "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==", url + "ws"])
         #expect(r.text == "503")
-        usleep(200_000)
+        // The event is written beside the answer: wait for it rather than a moment.
+        Wait.until(timeout: 10) { Self.events(events).contains { $0["event"] as? String == "reader-refused" } }
         let refused = Self.events(events).filter { $0["event"] as? String == "reader-refused" }
         #expect(refused.count == 1 && (refused.first?["peer"] as? String)?.hasSuffix("(websocket)") == true, "\(refused)")
         #expect(!reader.finish().isEmpty)

@@ -7,12 +7,7 @@ typealias RGB = (r: Int, g: Int, b: Int)
 
 /// Decodes the stream so far until its newest picture has these halves (20 s at most).
 func waitForPicture(_ file: URL, left: RGB, right: RGB, width: Int = 640, height: Int = 360) throws -> Bool {
-    let deadline = Date().addingTimeInterval(20)
-    while Date() < deadline {
-        if let last = try decode(file, width: width, height: height).last, matches(last, left, right) { return true }
-        usleep(200_000)
-    }
-    return false
+    try waitForLastPicture(file, width: width, height: height) { matches(halves($0, at: 0, width: width, height: height), left, right) }
 }
 
 /// Each picture's colour at the middle of its left half and of its right half.
@@ -20,14 +15,18 @@ func decode(_ file: URL, width: Int, height: Int) throws -> [(left: RGB, right: 
     let raw = file.deletingLastPathComponent().appendingPathComponent("frames.rgb")
     let run = try Tool.run(["ffmpeg", "-v", "error", "-y", "-i", file.path, "-f", "rawvideo", "-pix_fmt", "rgb24", raw.path])
     guard run.status == 0, let data = try? Data(contentsOf: raw) else { return [] }
-    let frame = width * height * 3
-    return (0..<(data.count / frame)).map { index in
-        func at(_ x: Int, _ y: Int) -> RGB {
-            let o = index * frame + (y * width + x) * 3
-            return (Int(data[o]), Int(data[o + 1]), Int(data[o + 2]))
-        }
-        return (at(width / 4, height / 2), at(width * 3 / 4, height / 2))
+    let bytes = [UInt8](data), frame = width * height * 3
+    return (0..<(bytes.count / frame)).map { halves(bytes, at: $0 * frame, width: width, height: height) }
+}
+
+/// The colour at the middle of the left half and of the right half of the RGB24 picture
+/// that starts at `offset`.
+func halves(_ pictures: [UInt8], at offset: Int, width: Int, height: Int) -> (left: RGB, right: RGB) {
+    func at(_ x: Int, _ y: Int) -> RGB {
+        let o = offset + (y * width + x) * 3
+        return (Int(pictures[o]), Int(pictures[o + 1]), Int(pictures[o + 2]))
     }
+    return (at(width / 4, height / 2), at(width * 3 / 4, height / 2))
 }
 
 func matches(_ picture: (left: RGB, right: RGB), _ left: RGB, _ right: RGB) -> Bool {

@@ -63,6 +63,8 @@ def main() -> None:
         time.sleep(0.5)
         Procs.stop(proc)
         reader.join(5)
+    if reader.error:
+        raise BenchError(f"reader: {reader.error}")
     pics = [q for q in reader.stream.pictures if q.capture_ns is not None and q.done_ns is not None]
     lat, taken = [], []
     for mark in marks:

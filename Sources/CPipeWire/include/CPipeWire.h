@@ -25,7 +25,7 @@ typedef struct {
     uint64_t damaged;          // buffers that carried damage rectangles
     uint64_t formats;          // formats negotiated (1, then one more per size change)
     uint64_t cursor_updates;   // buffers whose cursor metadata moved, showed, hid or reshaped the pointer
-    uint64_t cursor_serial;    // bumps at each of those (the pointer to draw changed)
+                               // (a serial too: a new count means the pointer to draw changed)
     uint32_t node;             // the node captured
     char node_name[128];
     char message[256];         // why it ended or failed
@@ -38,7 +38,7 @@ typedef struct {
     int32_t x, y;              // the hotspot's place in the frame, pixels
     int32_t hot_x, hot_y;      // the hotspot in the bitmap
     uint32_t width, height;    // the bitmap's size (0 before any)
-    uint64_t serial;           // as info.cursor_serial when this was taken
+    uint64_t serial;           // info.cursor_updates when this was taken
     uint64_t shape;            // bumps when the bitmap changed
 } nc_pw_cursor;
 
