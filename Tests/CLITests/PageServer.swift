@@ -17,6 +17,7 @@ final class PageServer {
         server = try Background("/usr/bin/python3", [PlaybackTests.browserTools.appendingPathComponent("serve.py").path, site.path],
                                 stdoutTo: portFile)
         var port = ""
+        let portFile = portFile, server = server
         Wait.until(timeout: 30, every: 0.025) {
             let text = (try? String(contentsOf: portFile, encoding: .utf8)) ?? ""
             port = text.hasPrefix("port ") && text.hasSuffix("\n") ? text.dropFirst(5).trimmingCharacters(in: .whitespacesAndNewlines) : ""
