@@ -92,7 +92,8 @@ let package = Package(
         // nalcast's own RTSP client (RFC 2326) for `consume --from rtsp://`: the session
         // (authentication, keep-alive, TEARDOWN), RTP interleaved or over UDP, the SDP. The
         // packets go to the RTP module's depacketizers; libavformat is never loaded for it.
-        .target(name: "RTSP", dependencies: ["Clocks", "IO", "Media", "RTP"]),
+        // Digest authentication's MD5 is OpenSSL's (CTLS, linked for TLS already).
+        .target(name: "RTSP", dependencies: ["Clocks", "CTLS", "IO", "Media", "RTP"]),
         // WebRTC's sender: ICE-lite (STUN), SDP offers and answers, DTLS-SRTP, RTCP feedback,
         // one UDP socket on the loop for every peer (WHEP viewers of the --web listener).
         .target(name: "WebRTC", dependencies: ["CWebRTC", "IO", "RTP", "Media", "Clocks", "Metrics"]),

@@ -134,6 +134,15 @@ public final class Socket {
         _ = try systemCall("shutdown") { Glibc.shutdown(fd, Int32(SHUT_WR)) }
     }
 
+    /// Sends one datagram to `address` (a UDP socket not connected); false when the kernel
+    /// did not take it whole (its buffer full, the peer unreachable). The corresponding C
+    /// function is `sendto`.
+    @discardableResult
+    public func send(datagram: UnsafeRawBufferPointer, to address: SocketAddress) -> Bool {
+        let n = address.withSockaddr { sendto(fd, datagram.baseAddress, datagram.count, Int32(MSG_NOSIGNAL), $0, $1) }
+        return n == datagram.count
+    }
+
     /// The bound address (with the port the kernel picked for port 0). The corresponding C
     /// function is `getsockname`.
     public func localAddress() throws(Errno) -> SocketAddress {

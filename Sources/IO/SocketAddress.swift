@@ -71,6 +71,26 @@ public struct SocketAddress: Sendable, CustomStringConvertible {
         }
     }
 
+    /// The same IPv4 or IPv6 host with another port (a unix address as it is): where a
+    /// peer's other sockets are, as a port pair from a negotiation names them.
+    public func with(port: UInt16) -> SocketAddress {
+        var copy = self
+        withUnsafeMutableBytes(of: &copy.storage) { raw in
+            switch family {
+            case AF_INET:
+                var a = raw.load(as: sockaddr_in.self)
+                a.sin_port = port.bigEndian
+                raw.storeBytes(of: a, as: sockaddr_in.self)
+            case AF_INET6:
+                var a = raw.load(as: sockaddr_in6.self)
+                a.sin6_port = port.bigEndian
+                raw.storeBytes(of: a, as: sockaddr_in6.self)
+            default: break
+            }
+        }
+        return copy
+    }
+
     /// The numeric host of an IPv4 or IPv6 address, or the path of a unix address.
     public var host: String {
         withUnsafeBytes(of: storage) { raw in

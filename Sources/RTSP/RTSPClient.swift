@@ -150,8 +150,8 @@ public final class RTSPClient {
         let transportAnswer = (answer.header("Transport") ?? "").lowercased()
         if transport == .udp, let ports = Self.field("server_port", in: transportAnswer)?.split(separator: "-").compactMap({ UInt16($0) }), let rtp = ports.first {
             let n = connection.datagrams.count
-            connection.datagrams[n - 2].peer = connection.serverAddress(port: rtp)
-            connection.datagrams[n - 1].peer = connection.serverAddress(port: ports.count > 1 ? ports[1] : rtp + 1)
+            connection.datagrams[n - 2].peer = connection.peer.with(port: rtp)
+            connection.datagrams[n - 1].peer = connection.peer.with(port: ports.count > 1 ? ports[1] : rtp + 1)
         }
         var rtpChannel = channel
         if transport == .tcp, let given = Self.field("interleaved", in: transportAnswer)?.split(separator: "-").first.flatMap({ UInt8($0) }) {

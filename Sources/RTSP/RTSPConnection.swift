@@ -18,7 +18,7 @@ final class RTSPConnection {
         let channel: UInt8
         /// The server's address and port for it (from SETUP's Transport), where receiver
         /// reports go.
-        var peer: (storage: sockaddr_storage, length: socklen_t)?
+        var peer: SocketAddress?
     }
 
     enum Item {
@@ -90,27 +90,7 @@ final class RTSPConnection {
     /// Sends one datagram to the server's port for `channel` (an RTCP receiver report).
     func sendDatagram(_ bytes: [UInt8], channel: UInt8) {
         guard let d = datagrams.first(where: { $0.channel == channel }), let peer = d.peer else { return }
-        var storage = peer.storage
-        _ = bytes.withUnsafeBytes { b in
-            withUnsafePointer(to: &storage) { p in
-                p.withMemoryRebound(to: sockaddr.self, capacity: 1) { sendto(d.socket.fd, b.baseAddress, b.count, Int32(MSG_NOSIGNAL), $0, peer.length) }
-            }
-        }
-    }
-
-    /// The TCP peer's address with another port: where a track's UDP packets go.
-    func serverAddress(port: UInt16) -> (storage: sockaddr_storage, length: socklen_t)? {
-        var storage = sockaddr_storage()
-        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
-        let rc = withUnsafeMutablePointer(to: &storage) { p in
-            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { getpeername(socket.fd, $0, &length) }
-        }
-        guard rc == 0 else { return nil }
-        withUnsafeMutableBytes(of: &storage) { raw in
-            // sin_port and sin6_port sit at the same offset, after the family.
-            raw.storeBytes(of: port.bigEndian, toByteOffset: 2, as: UInt16.self)
-        }
-        return (storage, length)
+        bytes.withUnsafeBytes { d.socket.send(datagram: $0, to: peer) }
     }
 
     /// The next message or packet, nil when `deadline` passed first.
