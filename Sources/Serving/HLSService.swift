@@ -133,16 +133,16 @@ public final class HLSService {
 
     /// Answers when it can (or `final`ly, with 404 or 503); false to wait.
     private func answer(_ reply: HTTPReply, _ want: Waiter.Want, headOnly: Bool, final: Bool) -> Bool {
-        let playlist = live.playlist
+        let published = live.published, playlist = published?.playlist
         switch want {
         case .anyPlaylist, .playlist:
             var ready = playlist?.isPlayable ?? false
             if case .playlist(let sequence, let part) = want, let playlist { ready = ready && playlist.has(sequence: sequence, part: part) }
-            guard let playlist, ready else {
+            guard let (playlist, text) = published, ready else {
                 if final { reply.send(status: 503, contentType: "text/plain", body: Array("not yet\n".utf8), headers: [("Cache-Control", "no-cache")]) }
                 return final
             }
-            reply.send(status: 200, contentType: "application/vnd.apple.mpegurl", body: Array(playlist.render().utf8),
+            reply.send(status: 200, contentType: "application/vnd.apple.mpegurl", body: text,
                        headers: [("Cache-Control", playlist.ended ? "max-age=60" : "max-age=1")], headOnly: headOnly)
             return true
         case .file(let name, let range):
