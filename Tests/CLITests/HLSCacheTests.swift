@@ -13,7 +13,9 @@ import Testing
         let dir = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let webPort = try freePort(), cachePort = try freePort()
-        let producer = try Background(Run.nalcast, ["produce", "--size", "320x240", "--duration", "5s", "--keyint", "1s", "--hls", dir.appendingPathComponent("hls").path,
+        // Stopped by the test once FFmpeg reads through the cache (its --duration is a bound): a
+        // stream of fixed length raced the 600 requests and FFmpeg's start on a loaded machine.
+        let producer = try Background(Run.nalcast, ["produce", "--size", "320x240", "--duration", "120s", "--keyint", "1s", "--hls", dir.appendingPathComponent("hls").path,
                                                     "--hls-segment", "1s", "--web", "tcp://127.0.0.1:\(webPort)"])
         #expect(producer.waitFor("HLS on "), "\(producer.stderr)")
         let cache = dir.appendingPathComponent("cache")
@@ -60,6 +62,14 @@ import Testing
         let probeOut = dir.appendingPathComponent("probe.txt")
         let ffprobe = try Background("ffprobe", ["-v", "error", "-count_frames", "-show_entries", "stream=nb_read_frames", "-of", "csv=p=0", base + "index.m3u8"],
                                      stdoutTo: probeOut)
+        // FFmpeg's first segment through the cache (the readers' 200 are there already), then the end.
+        let fetchDeadline = Date().addingTimeInterval(30)
+        func segmentsFetched() -> Int {
+            ((try? String(contentsOf: dir.appendingPathComponent("access.log"), encoding: .utf8)) ?? "")
+                .split(separator: "\n").filter { $0.contains("\"GET /hls/segment") }.count
+        }
+        while segmentsFetched() <= 200 && ffprobe.process.isRunning && Date() < fetchDeadline { usleep(50_000) }
+        producer.signal(SIGINT)
         #expect(producer.wait(timeout: 20) == 0, "\(producer.stderr)")
         #expect(ffprobe.wait(timeout: 20) == 0)
         let frames = Int((try? String(contentsOf: probeOut, encoding: .utf8))?.split(separator: "\n").first ?? "") ?? 0

@@ -5,7 +5,8 @@ import Testing
 /// `produce --hls DIR --web ADDR`: the live LL-HLS read by FFmpeg's HLS demuxer, GStreamer's
 /// `hlsdemux`, mpv and VLC while it is made (pictures decoded, sound present), its playlists checked
 /// against RFC 8216bis on every blocking reload, and the files it leaves. One producer for
-/// the suite: 1 s segments (an IDR a second), 200 ms parts, 5 s in all.
+/// the suite: 1 s segments (an IDR a second), 200 ms parts, 5 s at least: until every player
+/// has followed it two segments.
 @Suite(.serialized) struct HLSTests {
     /// `http://127.0.0.1:PORT/hls/` from the producer's "HLS on …" line.
     static func base(_ producer: Background) throws -> String {
@@ -34,7 +35,9 @@ import Testing
         let dir = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let hls = dir.appendingPathComponent("hls").path
-        let producer = try Background(Run.nalcast, ["produce", "--size", "320x240", "--duration", "5s", "--keyint", "1s", "--audio", "tone",
+        // Stopped by the test (its --duration is a bound): a stream of fixed length raced the
+        // players' start, and the reloads, on a loaded machine.
+        let producer = try Background(Run.nalcast, ["produce", "--size", "320x240", "--duration", "120s", "--keyint", "1s", "--audio", "tone",
                                                     "--hls", hls, "--hls-segment", "1s", "--web", "tcp://127.0.0.1:0"])
         let base = try Self.base(producer)
         // The first answer waits for the first complete segment.
@@ -65,12 +68,32 @@ import Testing
                                  "--video-filter=scene", "--scene-format=png", "--scene-ratio=1", "--scene-path=\(vlcDir.path)", "--scene-prefix=f",
                                  "--aout=afile", "--audiofile-file=\(vlcDir.path)/sound.wav", base + "index.m3u8"])
 
+        // The stream ends (SIGINT) once it ran 5 s and every player has followed it for two
+        // segments since its first picture (ffprobe, the quickest to start, says nothing before
+        // its end): what each decoded is then what it got live.
+        var allPlaying: Int?, stopped = false
+        func playing() -> Bool {
+            let gstText = (try? String(contentsOf: gstOut, encoding: .utf8)) ?? ""
+            let mpvBytes = (try? FileManager.default.attributesOfItem(atPath: mpvOut.path)[.size] as? Int) ?? 0
+            let shots = (try? FileManager.default.contentsOfDirectory(atPath: vlcDir.path))?.contains { $0.hasSuffix(".png") } ?? false
+            return gstText.contains("GstFakeSink:v") && mpvBytes > 320 * 240 * 3 / 2 && shots
+        }
+        func stopWhenFollowed(_ playlist: HLSPlaylistRules.Parsed) {
+            let complete = playlist.mediaSequence + playlist.segments.count
+            if allPlaying == nil && playing() { allPlaying = complete }
+            if !stopped, complete >= 5, let since = allPlaying, complete >= since + 2 {
+                producer.signal(SIGINT)
+                stopped = true
+            }
+        }
+
         // Blocking reloads, each for the part after the newest: every answer holds it and keeps the rules.
         var rules = HLSPlaylistRules()
         var playlist = HLSPlaylistRules.parse(first.body)
         #expect(rules.violations(first.body).isEmpty)
         var blocked = 0
         while !playlist.ended && blocked < 60 {
+            stopWhenFollowed(playlist)
             let sequence = playlist.mediaSequence + playlist.segments.count
             let part = playlist.parts.filter { $0.sequence == sequence }.count
             let reload = try Self.get(base + "index.m3u8?_HLS_msn=\(sequence)&_HLS_part=\(part)")
@@ -98,6 +121,13 @@ import Testing
             }
         }
         #expect(blocked >= 10, "only \(blocked) blocking reloads answered")
+        // Past the reloads' bound: the players still get their two segments (under a deadline).
+        let deadline = Date().addingTimeInterval(60)
+        while !stopped && Date() < deadline {
+            if let text = try? Self.get(base + "index.m3u8").body { stopWhenFollowed(HLSPlaylistRules.parse(text)) }
+            if !stopped { usleep(100_000) }
+        }
+        if !stopped { producer.signal(SIGINT) }
         #expect(producer.wait(timeout: 20) == 0, "\(producer.stderr)")
         #expect(ffprobe.wait(timeout: 20) == 0)
         #expect(gst.wait(timeout: 20) == 0)
