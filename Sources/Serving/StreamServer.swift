@@ -357,11 +357,12 @@ public final class StreamServer {
         readers.first { $0.value === reader }?.key
     }
 
-    /// The profile_idc of the stream's SPS (the cached GOP's), for a WHEP answer's payload type.
-    var streamProfile: UInt8? {
+    /// The stream's codec string (`avc1.64001f`, its codec's `codecString`) from the cached
+    /// GOP's parameter sets; nil before an IDR. A WHEP answer picks its payload type by it.
+    var streamCodecString: String? {
         guard let idr = broadcaster.cachedGOP.first else { return nil }
-        let sps = (idr.parameterSets + idr.nalUnits).first { $0.body.first.map { $0 & 0x1F == 7 } ?? false }
-        return sps.flatMap { $0.body.dropFirst().first }
+        let inline = idr.nalUnits.filter { if case .parameterSet = idr.codec.role(of: $0) { true } else { false } }
+        return idr.codec.codecString(idr.parameterSets + inline)
     }
 
     // MARK: - Ending

@@ -79,7 +79,7 @@ public final class WHEPService: UnitPackager {
         guard server.readerCount + pending.count < server.config.broadcaster.maxReaders else { return refuse(503, "too many readers") }
         let peer: WebRTCPeer
         do {
-            peer = try endpoint.offer(String(decoding: request.body, as: UTF8.self), profile: server.streamProfile, sound: hasSound())
+            peer = try endpoint.offer(String(decoding: request.body, as: UTF8.self), profile: server.streamCodecString.flatMap(SDPAnswer.profileIDC(codecString:)), sound: hasSound())
         } catch {
             if case .unavailable = error { return refuse(503, "WHEP: \(error)") }
             return refuse(400, "WHEP: \(error)")

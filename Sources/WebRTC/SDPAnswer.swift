@@ -47,6 +47,13 @@ public struct SDPAnswer: Sendable {
         return Format(payloadType: type, fmtp: fmtp, feedback: feedback)
     }
 
+    /// The profile_idc of an H.264 codec string (`avc1.64001f`: 0x64): the first of the
+    /// three bytes an SDP's profile-level-id names too.
+    public static func profileIDC(codecString: String) -> UInt8? {
+        guard codecString.hasPrefix("avc1."), codecString.count == 11 else { return nil }
+        return UInt8(codecString.dropFirst(5).prefix(2), radix: 16)
+    }
+
     public let offer: SDP.Offer
     /// The index of the video section accepted in `offer.media`.
     public let videoIndex: Int

@@ -87,6 +87,14 @@ final class SDPTests: XCTestCase {
         XCTAssertEqual(try SDPAnswer(offer: offer, profile: nil).format.feedback, ["goog-remb", "ccm fir", "nack", "nack pli"])
     }
 
+    /// The stream's profile comes to the answer as its codec string (the server knows no H.264).
+    func testTheProfileOfACodecString() {
+        XCTAssertEqual(SDPAnswer.profileIDC(codecString: "avc1.64001f"), 100)
+        XCTAssertEqual(SDPAnswer.profileIDC(codecString: "avc1.42e01e"), 66)
+        XCTAssertNil(SDPAnswer.profileIDC(codecString: "hvc1.1.6.L93.B0"))
+        XCTAssertNil(SDPAnswer.profileIDC(codecString: "avc1.64"))
+    }
+
     func testAnswersOneBundledSendOnlyVideoSectionAndRejectsTheRest() throws {
         let answer = try SDPAnswer(offer: SDP.parseOffer(Self.chromiumOffer), profile: 100)
         let local = SDPAnswer.Local(ufrag: "ufra", password: "p4ssw0rdp4ssw0rdp4ssw0rd", fingerprint: [UInt8](repeating: 0xAB, count: 32),
