@@ -251,7 +251,7 @@ def _container_case(ctx: Context, ext: str, p: dict, path: Path) -> Case:
     pictures = p["seconds"] * 30 * round(size / piece.stat().st_size)
     base = ctx.dir("segment")
     _, segment_format = FORMATS[ext]
-    keys = ["ffmpeg", "ffmpeg-frag", "nalcast", "nalcast-nofsync"] if ext == "mp4" else ["ffmpeg", "nalcast", "nalcast-nofsync"]
+    keys = ["c-fsync"] + (["ffmpeg", "ffmpeg-frag"] if ext == "mp4" else ["ffmpeg"]) + ["nalcast", "nalcast-nofsync"]
     dirs = {k: base / f"{ext}-{k}" for k in keys}
 
     def ffmpeg(key: str, extra: list) -> list:
@@ -259,7 +259,11 @@ def _container_case(ctx: Context, ext: str, p: dict, path: Path) -> Case:
                 "-f", "segment", "-segment_time", "5", "-segment_format", segment_format, *extra,
                 dirs[key] / f"seg%05d.{ext}"]
 
-    contenders = [Contender("ffmpeg", ffmpeg("ffmpeg", []), role="ffmpeg")]
+    # The floor: c/segmux.c hands each access unit, cut with memchr, to the same libavformat
+    # muxer and fsyncs each segment, as nalcast does; nothing else.
+    floor = Contender("C segmux --fsync", [ctx.tool("segmux", ("-lavformat", "-lavcodec", "-lavutil")), path, dirs["c-fsync"],
+                                          ext, "150", "--fsync"], role="limit", stdout=base / f"{ext}-c-fsync.txt")
+    contenders = [floor, Contender("ffmpeg", ffmpeg("ffmpeg", []), role="ffmpeg")]
     if ext == "mp4":
         contenders.append(Contender("ffmpeg fragmented", ffmpeg("ffmpeg-frag", ["-segment_format_options", FRAGMENTED])))
     contenders += [Contender("nalcast consume", None, usage_error_skips=True),
@@ -293,6 +297,11 @@ def _container_case(ctx: Context, ext: str, p: dict, path: Path) -> Case:
                       statistics.median(s.rss_kib for s in c.samples) / 1024,
                       statistics.median(s.extra.get("user_s", 0.0) for s in c.samples)) for name, c in ok.items()}
         for mine in ("nalcast consume", "nalcast consume --no-fsync"):
+            if mine == "nalcast consume" and mine in med and "C segmux --fsync" in med:
+                (_, ca, _, ua), (_, cb, _, ub) = med[mine], med["C segmux --fsync"]
+                user = f", user CPU {ua / ub:.2f}x" if ub > 0 else ""
+                out.append(f"{case.label}: {mine} against the C floor (c/segmux.c: the same muxer, each segment "
+                           f"fsync'ed): CPU {ca / cb:.2f}x ({ca:.2f} / {cb:.2f} s){user}")
             for theirs in ("ffmpeg", "ffmpeg fragmented"):
                 if mine in med and theirs in med:
                     (wa, ca, ra, ua), (wb, cb, rb, ub) = med[mine], med[theirs]
