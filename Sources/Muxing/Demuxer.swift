@@ -142,7 +142,9 @@ public final class Demuxer {
         if unparsed { CMedia_read_unparsed(opened) }
         packetsAreAccessUnits = formatName != "mpegts"
 
-        rc = CMedia_avformat_find_stream_info(opened, nil)
+        // Probing reads and decodes the first pictures; without the parser it reads 50 of an
+        // MP4's instead of 1. MP4's header describes every track itself: not probed.
+        rc = unparsed && Self.describedByHeader(opened) ? 0 : CMedia_avformat_find_stream_info(opened, nil)
         if rc < 0 {
             let fired = interrupt.pointee.fired != 0
             CMedia_avformat_close_input(&context)
@@ -206,6 +208,22 @@ public final class Demuxer {
     /// which stores presentation times only, and the others keep it.
     static func timesEveryPacket(_ formatName: String) -> Bool {
         formatName == "mpegts" || formatName.hasPrefix("mov,mp4,")
+    }
+
+    /// True when the header said all that nalcast reads off the streams, so that probing
+    /// (`avformat_find_stream_info`) has nothing to add: an MP4's moov (each track's codec,
+    /// extradata and picture size or sample rate), not MPEG-TS's PMT (codecs only).
+    static func describedByHeader(_ ctx: UnsafeMutablePointer<AVFormatContext>) -> Bool {
+        guard ctx.pointee.iformat.map({ String(cString: $0.pointee.name).hasPrefix("mov,mp4,") }) == true,
+              ctx.pointee.nb_streams > 0 else { return false }
+        return (0..<Int(ctx.pointee.nb_streams)).allSatisfy { i in
+            guard let par = ctx.pointee.streams[i]?.pointee.codecpar.pointee else { return false }
+            switch par.codec_type {
+            case AVMEDIA_TYPE_VIDEO: return par.codec_id != AV_CODEC_ID_H264 || (par.width > 0 && par.height > 0)
+            case AVMEDIA_TYPE_AUDIO: return par.codec_id != AV_CODEC_ID_AAC || (par.sample_rate > 0 && par.extradata_size > 0)
+            default: return true
+            }
+        }
     }
 
     /// `avformat_network_init`, once: TLS (rtsps, rtmps, https) wants it before the first
