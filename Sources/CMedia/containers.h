@@ -320,6 +320,11 @@ static inline int CMedia_open_input(AVFormatContext **ps, const char *url, CMedi
     return CMedia_avformat_open_input(ps, url, NULL, options);  // frees the context on failure
 }
 
+// Packets read as the container holds them, without libavcodec's parser (and without the
+// filling-in of missing times that works on the parser's frames): set after opening, before
+// the first packet is read (avformat_find_stream_info reads some).
+static inline void CMedia_read_unparsed(AVFormatContext *s) { s->flags |= AVFMT_FLAG_NOPARSE | AVFMT_FLAG_NOFILLIN; }
+
 // The new extradata (avcC or Annex-B parameter sets) a packet carries as side data when the
 // stream's parameters change mid-stream (FLV/RTMP after a new sequence header).
 static inline const uint8_t *CMedia_new_extradata(const AVPacket *pkt, int *size) {

@@ -109,20 +109,26 @@ public final class DemuxReader: Sendable {
 
     public let source: Source
     public let timing: Timing
-    private let deadline = DemuxDeadline()
+    private let deadline: DemuxDeadline
     private let stopping = Atomic<Bool>(false)
     private let thread = Mutex<OSThread?>(nil)
 
-    public init(source: Source, timing: Timing = Timing()) {
+    /// `deadline`: the one a demuxer handed to `start` as opened already was made with (it
+    /// bounds that demuxer's calls for its life); a new one by default.
+    public init(source: Source, timing: Timing = Timing(), deadline: DemuxDeadline = DemuxDeadline()) {
         self.source = source
         self.timing = timing
+        self.deadline = deadline
     }
 
     /// Starts reading into `intake`, which from now on belongs to the reader thread.
-    /// `onEvent` and `onEnd` run on that thread.
-    public func start(intake: sending StreamIntake, onEvent: @escaping @Sendable (InputEvent) -> Void, onEnd: @escaping @Sendable (End) -> Void) {
+    /// `onEvent` and `onEnd` run on that thread. `opened`: the source, opened already with this
+    /// reader's deadline (a file opened to check it before any output was made), read as the
+    /// first opening.
+    public func start(intake: sending StreamIntake, opened: sending Demuxer? = nil, onEvent: @escaping @Sendable (InputEvent) -> Void,
+                      onEnd: @escaping @Sendable (End) -> Void) {
         let t = OSThread(name: "nalcast-demux") { [self] in
-            onEnd(self.run(intake, onEvent))
+            onEnd(self.run(intake, opened, onEvent))
         }
         thread.withLock { $0 = t }
     }
@@ -143,16 +149,23 @@ public final class DemuxReader: Sendable {
         case stopped, endOfInput, stalled, failed(String), invalid(String)
     }
 
-    private func run(_ intake: StreamIntake, _ onEvent: @escaping @Sendable (InputEvent) -> Void) -> End {
+    private func run(_ intake: StreamIntake, _ checked: consuming Demuxer?, _ onEvent: @escaping @Sendable (InputEvent) -> Void) -> End {
+        var checked = checked
         let options = source.options.map { ($0.key, $0.value) }
         let reopening = Reopening(backoff: timing.backoff, intake: intake, stopped: { self.stopped }, say: { onEvent(self.event($0)) })
         return reopening.run { opened in
             deadline.arm(source.live && !source.waitsForSender ? timing.openTimeout : 0)
             do throws(DemuxError) {
-                let demuxer = try Demuxer(url: source.url, shown: source.shown, options: options, deadline: deadline)
+                // The first try reads the demuxer opened to check the source, when there is one.
+                let demuxer: Demuxer
+                if let first = checked.take(), first.deadline === deadline {
+                    demuxer = first
+                } else {
+                    demuxer = try Demuxer(url: source.url, shown: source.shown, options: options, deadline: deadline)
+                }
                 let found = demuxer.formatName + (demuxer.width > 0 ? ", \(demuxer.width)x\(demuxer.height)" : "")
                     + (demuxer.audioFormat.map { ", audio aac \($0.sampleRate) Hz \($0.channels) ch" } ?? "")
-                opened(found, demuxer.ignoredTracks)
+                opened(found, demuxer.ignoredTracks, demuxer.openingSeconds)
                 let loss = pump(demuxer, intake, onEvent)
                 // Closing says goodbye to a server (RTSP TEARDOWN): briefly.
                 deadline.arm(1)
@@ -207,15 +220,28 @@ public final class DemuxReader: Sendable {
         var reorderDelay: Int64?
         // Pictures whose slices may come in more than one packet (`picturesMaySpanPackets`).
         var joiner = PictureJoiner()
+        // Packets that are not access units (MPEG-TS's PES payloads): cut by nalcast.
+        var cutter: PacketCutter? = demuxer.packetsAreAccessUnits ? nil : PacketCutter()
         func deliver(_ nals: [NALUnit], _ time: MediaTime?, _ bytes: Int) {
             if let unit = packager.assemble(nals) { intake.push(unit: unit, packetTime: time, byteCount: bytes) }
         }
-        defer { if let w = joiner.flush() { deliver(w.nals, w.time, w.bytes) } }
+        func noteMalformed() {
+            let count = packager.malformedPackets + (cutter?.malformedPackets ?? 0)
+            guard count > malformed else { return }
+            intake.metrics.malformedPackets.increment(by: UInt64(count - malformed))
+            if malformed == 0 { onEvent(event(.malformed(packets: count))) }
+            malformed = count
+        }
+        defer {
+            if let w = joiner.flush() { deliver(w.nals, w.time, w.bytes) }
+            for unit in cutter?.finish() ?? [] { deliver(unit.nals, unit.time, unit.bytes) }
+            noteMalformed()
+        }
         while !stopped {
             deadline.arm(source.live ? timing.stallTimeout : 0)
-            let packet: Demuxer.Packet?
+            let read: Demuxer.Packet?
             do {
-                packet = try demuxer.read()
+                read = try demuxer.read()
             } catch {
                 if stopped { return .stopped }
                 // A damaged file is bad input (65); a live source's damage is a failure like
@@ -223,7 +249,8 @@ public final class DemuxReader: Sendable {
                 if error.kind == .damaged && !source.live { return .invalid(error.message) }
                 return error.kind == .timedOut ? .stalled : .failed(error.message)
             }
-            guard let packet else { return .endOfInput }
+            // Its bytes have one owner, so that `nalUnits(taking:)` changes them in place.
+            guard var packet = consume read else { return .endOfInput }
             if packet.isAudio {
                 // Audio goes out at once: the sinks interleave it with the pictures by time.
                 if let format = demuxer.audioFormat { Self.push(audio: packet, format, shiftedBy: reorderDelay ?? 0, into: intake) }
@@ -234,21 +261,24 @@ public final class DemuxReader: Sendable {
                 // Kept the previous parameter sets; in-band ones still pass through.
                 packager.noteMalformed()
             }
-            let nals = packager.nalUnits(packet: packet.data)
-            if packager.malformedPackets > malformed {
-                intake.metrics.malformedPackets.increment(by: UInt64(packager.malformedPackets - malformed))
-                if malformed == 0 { onEvent(event(.malformed(packets: packager.malformedPackets))) }
-                malformed = packager.malformedPackets
-            }
-            guard !nals.isEmpty else { continue }
             // Decode order is delivery order: the decode time is the media time (the
             // presentation time when the container gave no decode time).
             let time = (packet.dts ?? packet.pts).map { MediaTime(ticks: $0) }
-            guard source.picturesMaySpanPackets else {
-                deliver(nals, time, packet.data.count)
+            let bytes = packet.data.count
+            if cutter != nil {
+                let units = cutter!.push(packet.data, time: time)
+                noteMalformed()
+                for unit in units { deliver(unit.nals, unit.time, unit.bytes) }
                 continue
             }
-            for picture in joiner.take(nals, time, packet.data.count) { deliver(picture.nals, picture.time, picture.bytes) }
+            let nals = packager.nalUnits(taking: &packet.data)
+            noteMalformed()
+            guard !nals.isEmpty else { continue }
+            guard source.picturesMaySpanPackets else {
+                deliver(nals, time, bytes)
+                continue
+            }
+            for picture in joiner.take(nals, time, bytes) { deliver(picture.nals, picture.time, picture.bytes) }
         }
         return .stopped
     }

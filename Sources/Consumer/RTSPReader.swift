@@ -74,7 +74,7 @@ public final class RTSPReader: Sendable {
                 let client = try RTSPClient(url: url, transport: source.transport, timeout: timing.openTimeout, stop: stopSignal)
                 defer { client.close() }
                 try client.open()
-                opened(describe(client), client.ignoredTracks)
+                opened(describe(client), client.ignoredTracks, nil)
                 isOpen = true
                 let reason = try pump(client, intake, reopening)
                 return stopped ? .end(.ended) : .lost(reason)

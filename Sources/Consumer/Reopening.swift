@@ -25,16 +25,18 @@ struct Reopening {
     let say: (InputEvent.What) -> Void
 
     /// Tries until a try ends the run, the reader is stopped, or the backoff gives up.
-    /// `attempt` calls `opened(found, ignored)` once the source is open, before it reads.
-    func run(_ attempt: (_ opened: (_ found: String, _ ignored: [String]) -> Void) -> Outcome) -> DemuxReader.End {
+    /// `attempt` calls `opened(found, ignored, seconds)` once the source is open, before it
+    /// reads; `seconds`, how long the opening took when the reader knows it (a demuxer opened
+    /// before the try), else the time since the try began.
+    func run(_ attempt: (_ opened: (_ found: String, _ ignored: [String], _ seconds: Double?) -> Void) -> Outcome) -> DemuxReader.End {
         var backoff = ReconnectBackoff(config: backoff)
         var everOpened = false
         var attempts = 0
         while !stopped() {
             attempts += 1
             let began = MonotonicClock.nanoseconds
-            func opened(found: String, ignored: [String]) {
-                let seconds = Double(MonotonicClock.nanoseconds - began) / 1e9
+            func opened(found: String, ignored: [String], took: Double?) {
+                let seconds = took ?? Double(MonotonicClock.nanoseconds - began) / 1e9
                 if everOpened { intake.metrics.reconnects.increment() }
                 say(.opened(attempts: attempts, opening: InputEvent.Opening(seconds: seconds, found: found, ignored: everOpened ? [] : ignored)))
                 everOpened = true

@@ -99,14 +99,22 @@ public struct AnnexBPackager {
 
     /// The NAL units of one packet, start codes in front; none (counted) when it holds none.
     public mutating func nalUnits(packet: [UInt8]) -> [NALUnit] {
+        var bytes = packet
+        return nalUnits(taking: &bytes)
+    }
+
+    /// The same for a packet the caller hands over: 4-byte length fields become start codes in
+    /// `packet` itself, which the NAL units then share (the bytes are not copied again: when
+    /// the caller still held them, that was a second copy of every MP4 packet).
+    public mutating func nalUnits(taking packet: inout [UInt8]) -> [NALUnit] {
         let nals: [NALUnit]
         var truncated = false
         if let lengthSize {
-            (nals, truncated) = Self.splitLengthPrefixed(packet, lengthSize: lengthSize)
+            (nals, truncated) = Self.splitLengthPrefixed(&packet, lengthSize: lengthSize)
         } else if extradataSets.isEmpty && Self.isWholeLengthPrefixed(packet) {
             // No extradata yet and no start code, but whole 4-byte length-prefixed NAL units:
             // an FLV/RTMP stream whose sequence header had not come when it was opened.
-            (nals, truncated) = Self.splitLengthPrefixed(packet, lengthSize: 4)
+            (nals, truncated) = Self.splitLengthPrefixed(&packet, lengthSize: 4)
         } else {
             nals = Self.splitAnnexB(packet[...])
         }
@@ -203,7 +211,7 @@ public struct AnnexBPackager {
     /// Length-prefixed NAL units to start-code ones. 4-byte lengths become `00 00 00 01` in
     /// the packet itself (same size); 1 and 2 make a new buffer. `truncated` when a length
     /// ran past the end (the NAL units before it are kept).
-    static func splitLengthPrefixed(_ packet: [UInt8], lengthSize: Int) -> (nals: [NALUnit], truncated: Bool) {
+    static func splitLengthPrefixed(_ packet: inout [UInt8], lengthSize: Int) -> (nals: [NALUnit], truncated: Bool) {
         var ranges: [(header: Int, end: Int)] = []
         var truncated = false
         var at = 0
@@ -224,11 +232,11 @@ public struct AnnexBPackager {
         var wire: [UInt8]
         var headers: [Int] = []
         if lengthSize == 4 {
-            wire = packet
             for r in ranges {
-                wire[r.header - 4] = 0; wire[r.header - 3] = 0; wire[r.header - 2] = 0; wire[r.header - 1] = 1
+                packet[r.header - 4] = 0; packet[r.header - 3] = 0; packet[r.header - 2] = 0; packet[r.header - 1] = 1
                 headers.append(r.header)
             }
+            wire = packet
         } else {
             wire = []
             wire.reserveCapacity(outSize)
@@ -253,14 +261,15 @@ public struct AnnexBPackager {
 
     /// NAL units of an Annex-B buffer, cut at each start code (`00 00 01`, after any zeros),
     /// bytes shared. Anything before the first start code is not a NAL unit and is left out.
-    /// Start codes are found by `StartCodeSearch` (as `AnnexBScanner` finds them): a byte
-    /// loop in Swift was a quarter of the CPU of demuxing an MPEG-TS file.
+    /// Start codes are found by their pairs of zeros (`StartCodeSearch`, as `AnnexBScanner`
+    /// finds them): a byte loop in Swift was a quarter of the CPU of demuxing an MPEG-TS file,
+    /// a `memchr` for their 01 bytes a tenth.
     static func splitAnnexB(_ bytes: ArraySlice<UInt8>) -> [NALUnit] {
         let origin = bytes.startIndex
         var starts: [Int] = []  // index of the first zero of each start code
         var headers: [Int] = []
         bytes.withUnsafeBufferPointer { buf in
-            guard let base = buf.baseAddress else { return }
+            guard let base = buf.baseAddress, buf.count >= 3 else { return }
             var from = 2
             while let one = StartCodeSearch.next(in: base, from: from, count: buf.count) {
                 var first = one - 2

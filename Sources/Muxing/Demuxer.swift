@@ -83,6 +83,11 @@ public final class Demuxer {
     public let ignoredTracks: [String]
     /// The audio track handed on with the video: the best AAC one (others are ignored tracks).
     public let audioFormat: AudioFormat?
+    /// Each video packet is one access unit (false: pieces of an Annex-B stream, as MPEG-TS's
+    /// PES payloads read without libavcodec's parser, which `PacketCutter` cuts).
+    public let packetsAreAccessUnits: Bool
+    /// Packets come as the container holds them, libavcodec's parser not run (`timesEveryPacket`).
+    public let unparsed: Bool
 
     private var context: UnsafeMutablePointer<AVFormatContext>?
     private var packet: UnsafeMutablePointer<AVPacket>?
@@ -93,7 +98,11 @@ public final class Demuxer {
     /// Where the next audio frame follows the last, for a frame the container left untimed.
     private var nextAudioTime: Int64?
     private let interrupt: UnsafeMutablePointer<CMedia_interrupt>
-    private let deadline: DemuxDeadline
+    /// What bounds its calls (libavformat's byte readers keep the callback they were opened
+    /// with: it is the demuxer's for life).
+    public let deadline: DemuxDeadline
+    /// Seconds the opening took (connecting, the header, probing the streams).
+    public let openingSeconds: Double
 
     /// Options for a URL: what FFmpeg's protocols and demuxers take (`rtsp_transport`,
     /// `probesize`, `analyzeduration`...), as ffmpeg's command line takes them before `-i`.
@@ -108,6 +117,7 @@ public final class Demuxer {
     public init(url: String, shown: String, options: [(String, String)], deadline: DemuxDeadline) throws(DemuxError) {
         self.shown = shown
         self.deadline = deadline
+        let began = MonotonicClock.nanoseconds
         let interrupt = deadline.state
         self.interrupt = interrupt
         if let problem = FFmpegLibraries.problem { throw DemuxError(.fatal, problem) }
@@ -128,8 +138,13 @@ public final class Demuxer {
         }
         context = opened
         formatName = opened.pointee.iformat.map { String(cString: $0.pointee.name) } ?? "?"
+        unparsed = Self.timesEveryPacket(formatName)
+        if unparsed { CMedia_read_unparsed(opened) }
+        packetsAreAccessUnits = formatName != "mpegts"
 
-        rc = CMedia_avformat_find_stream_info(opened, nil)
+        // Probing reads and decodes the first pictures; without the parser it reads 50 of an
+        // MP4's instead of 1. MP4's header describes every track itself: not probed.
+        rc = unparsed && Self.describedByHeader(opened) ? 0 : CMedia_avformat_find_stream_info(opened, nil)
         if rc < 0 {
             let fired = interrupt.pointee.fired != 0
             CMedia_avformat_close_input(&context)
@@ -175,12 +190,40 @@ public final class Demuxer {
             CMedia_avformat_close_input(&context)
             throw DemuxError(.fatal, "out of memory")
         }
+        openingSeconds = Double(MonotonicClock.nanoseconds - began) / 1e9
     }
 
     deinit {
         CMedia_av_packet_free(&packet)
         // Closing an RTSP session says TEARDOWN: bounded by the caller's deadline.
         CMedia_avformat_close_input(&context)
+    }
+
+    /// Containers read without libavcodec's H.264 parser: those that give every packet its
+    /// decode time themselves (MP4's sample tables, MPEG-TS's PES headers), so that the
+    /// parser's filling-in of missing times is not needed. There the parser only found
+    /// keyframes and picture types (MP4), or cut the PES payloads into access units
+    /// (MPEG-TS), both of which nalcast does from the NAL units anyway (`AnnexBPackager`,
+    /// `PacketCutter`): it was a third of the CPU of reading an MPEG-TS file. Matroska,
+    /// which stores presentation times only, and the others keep it.
+    static func timesEveryPacket(_ formatName: String) -> Bool {
+        formatName == "mpegts" || formatName.hasPrefix("mov,mp4,")
+    }
+
+    /// True when the header said all that nalcast reads off the streams, so that probing
+    /// (`avformat_find_stream_info`) has nothing to add: an MP4's moov (each track's codec,
+    /// extradata and picture size or sample rate), not MPEG-TS's PMT (codecs only).
+    static func describedByHeader(_ ctx: UnsafeMutablePointer<AVFormatContext>) -> Bool {
+        guard ctx.pointee.iformat.map({ String(cString: $0.pointee.name).hasPrefix("mov,mp4,") }) == true,
+              ctx.pointee.nb_streams > 0 else { return false }
+        return (0..<Int(ctx.pointee.nb_streams)).allSatisfy { i in
+            guard let par = ctx.pointee.streams[i]?.pointee.codecpar.pointee else { return false }
+            switch par.codec_type {
+            case AVMEDIA_TYPE_VIDEO: return par.codec_id != AV_CODEC_ID_H264 || (par.width > 0 && par.height > 0)
+            case AVMEDIA_TYPE_AUDIO: return par.codec_id != AV_CODEC_ID_AAC || (par.sample_rate > 0 && par.extradata_size > 0)
+            default: return true
+            }
+        }
     }
 
     /// `avformat_network_init`, once: TLS (rtsps, rtmps, https) wants it before the first

@@ -8,13 +8,15 @@ import Delivery
 import Synchronization
 
 extension ConsumeSession {
-    /// A container file is opened once before any output is made, as an Annex-B file is:
-    /// a file with no H.264 video (HEVC, MPEG-4 part 2...) or an unreadable container is one
-    /// line and exit 65, and an existing `-o` file is left as it was.
-    func checkDemuxedFile() throws {
-        guard case .demux(let source) = config.input, !source.live else { return }
+    /// A container file is opened before any output is made, as an Annex-B file is: a file
+    /// with no H.264 video (HEVC, MPEG-4 part 2...) or an unreadable container is one line
+    /// and exit 65, and an existing `-o` file is left as it was. The demuxer opened is the
+    /// one the reader reads (`startDemux`): opening and probing a file again cost as much as
+    /// reading a tenth of a GB of MP4.
+    func checkDemuxedFile() throws -> sending Demuxer? {
+        guard case .demux(let source) = config.input, !source.live else { return nil }
         do {
-            _ = try Demuxer(url: source.url, shown: source.shown, options: source.options.map { ($0.key, $0.value) }, deadline: DemuxDeadline())
+            return try Demuxer(url: source.url, shown: source.shown, options: source.options.map { ($0.key, $0.value) }, deadline: DemuxDeadline())
         } catch {
             throw CommandError(code: .dataError, message: "consume: \(error.message)")
         }
@@ -22,9 +24,9 @@ extension ConsumeSession {
 
     /// `--from` a URL (RTSP, SRT, RTMP, UDP, HTTP) or a container file: a `DemuxReader` on its
     /// own thread; what it reports becomes log lines and events, its end the run's outcome.
-    func startDemux(_ fanout: SinkFanout, _ ending: Ending) -> DemuxReader? {
+    func startDemux(_ fanout: SinkFanout, _ ending: Ending, opened: sending Demuxer?) -> DemuxReader? {
         guard case .demux(let source) = config.input else { return nil }
-        return startDemux(source, fanout, ending)
+        return startDemux(source, fanout, ending, opened: opened)
     }
 
     /// A `tcp://` or `unix:` input whose first bytes are MPEG-TS (a producer's MPEG-TS listener) is read
@@ -42,14 +44,14 @@ extension ConsumeSession {
         }
     }
 
-    func startDemux(_ source: DemuxReader.Source, _ fanout: SinkFanout, _ ending: Ending) -> DemuxReader? {
+    func startDemux(_ source: DemuxReader.Source, _ fanout: SinkFanout, _ ending: Ending, opened: sending Demuxer? = nil) -> DemuxReader? {
         let timing = DemuxReader.Timing(stallTimeout: config.stallTimeout, backoff: ReconnectBackoff.Config(giveUpAfter: config.reconnectTimeout))
-        let reader = DemuxReader(source: source, timing: timing)
+        let reader = DemuxReader(source: source, timing: timing, deadline: opened?.deadline ?? DemuxDeadline())
         let reporter = inputReporter(ending)
-        reader.start(intake: makeIntake(fanout, source.live ? .arrival : .counted), onEvent: { reporter.report($0) }) { end in
+        if !source.live { log.line("reading \(source.shown) through libavformat") }
+        reader.start(intake: makeIntake(fanout, source.live ? .arrival : .counted), opened: opened, onEvent: { reporter.report($0) }) { end in
             Self.inputEnded(end, source.shown, ending, reporter)
         }
-        if !source.live { log.line("reading \(source.shown) through libavformat") }
         return reader
     }
 }

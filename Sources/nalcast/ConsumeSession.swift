@@ -104,7 +104,7 @@ final class ConsumeSession {
         let ending = Ending(loop: loop)
         self.ending = ending
         let fileReader = try openInput()
-        try checkDemuxedFile()
+        let checkedFile = try checkDemuxedFile()
         let fanout = try makeOutputs(ending)
         let signalWatchers = watchSignals(loop, ending)
         // The watchers must outlive the loop and the drain: a released SignalWatcher stops its
@@ -123,7 +123,7 @@ final class ConsumeSession {
         let replaySignal = replay?.watchSignal(loop)
         defer { withExtendedLifetime(replaySignal) {} }
         startReading(fileReader, fanout, ending)
-        let demuxReader: (any InputReader)? = startDemux(fanout, ending) ?? startRTSP(fanout, ending)
+        let demuxReader: (any InputReader)? = startDemux(fanout, ending, opened: checkedFile) ?? startRTSP(fanout, ending)
 
         loop.run()
 

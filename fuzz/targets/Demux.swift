@@ -5,8 +5,9 @@ import Glibc
 /// A container file read as `consume --from FILE` reads one (`DemuxReader.pump`): the input
 /// is written to a file and opened through `Demuxer` (libavformat, dlopen'ed: MP4, MPEG-TS,
 /// Matroska, FLV, whatever it probes), its extradata set up in `AnnexBPackager`, and every
-/// packet (up to 4 000) made NAL units and access units through the `AccessUnitAssembler`,
-/// new extradata mid-stream taken or counted as malformed. Checks: no trap (in nalcast's
+/// packet (up to 4 000) made NAL units and access units through the `AccessUnitAssembler`
+/// (cut by `PacketCutter` first where the packets are not access units: MPEG-TS read
+/// without libavcodec's parser), new extradata mid-stream taken or counted as malformed. Checks: no trap (in nalcast's
 /// code or in libavformat's: a crash there is a finding too, though not ours to fix); every
 /// access unit starts with an AUD and reads (IDR, resolution, timestamp, RBSP) as the
 /// sinks read it; audio frames are never empty; the malformed count only grows; the
@@ -40,8 +41,21 @@ func fuzzDemux(_ bytes: [UInt8]) {
     var frameRate: Double?
     var lastTime: MediaTime?
     var reorderDelay: Int64?
+    var cutter: PacketCutter? = demuxer.packetsAreAccessUnits ? nil : PacketCutter()
+    var cutterMalformed = 0
+    func take(_ nals: [NALUnit], _ packetTime: MediaTime?) {
+        guard let unit = packager.assemble(nals) else { return }
+        checkDemuxedUnit(unit)
+        // StreamIntake's media time: the SEI's, else the container's, else counted; never
+        // going back.
+        if let sps = unit.nalUnits.first(where: { $0.type == .sps }), let parsed = try? SequenceParameterSet(sps) { frameRate = parsed.frameRate }
+        let time = clock.time(packetTime: packetTime, pts90k: unit.timestamp?.pts90k, frameRate: frameRate, arrivalNs: 0)
+        precondition(lastTime.map { time >= $0 } ?? true, "media time went back")
+        lastTime = time
+    }
+    defer { for unit in cutter?.finish() ?? [] { take(unit.nals, unit.time) } }
     for _ in 0..<4_000 {
-        guard let packet = try? demuxer.read() else { return }
+        guard var packet = try? demuxer.read() else { return }
         if packet.isAudio {
             precondition(packet.data.isEmpty && packet.audioFrames.allSatisfy { !$0.isEmpty }, "an empty audio frame")
             // DemuxReader's placing of the frames of one packet.
@@ -53,19 +67,22 @@ func fuzzDemux(_ bytes: [UInt8]) {
         }
         if reorderDelay == nil, let pts = packet.pts, let dts = packet.dts { reorderDelay = max(0, pts - dts) }
         if let extradata = packet.newExtradata, (try? packager.setExtradata(extradata)) == nil { packager.noteMalformed() }
-        let nals = packager.nalUnits(packet: packet.data)
+        let packetTime = (packet.dts ?? packet.pts).map { MediaTime(ticks: $0) }
+        if cutter != nil {
+            let units = cutter!.push(packet.data, time: packetTime)
+            precondition(cutter!.malformedPackets >= cutterMalformed)
+            cutterMalformed = cutter!.malformedPackets
+            for unit in units {
+                precondition(!unit.nals.isEmpty && unit.bytes >= unit.nals.reduce(0) { $0 + $1.wire.count }, "a cut unit that accounts for fewer bytes than it holds")
+                take(unit.nals, unit.time)
+            }
+            continue
+        }
+        let nals = packager.nalUnits(taking: &packet.data)
         precondition(packager.malformedPackets >= malformed)
         malformed = packager.malformedPackets
         guard !nals.isEmpty else { continue }
-        guard let unit = packager.assemble(nals) else { continue }
-        checkDemuxedUnit(unit)
-        // StreamIntake's media time: the SEI's, else the container's, else counted; never
-        // going back.
-        if let sps = unit.nalUnits.first(where: { $0.type == .sps }), let parsed = try? SequenceParameterSet(sps) { frameRate = parsed.frameRate }
-        let packetTime = (packet.dts ?? packet.pts).map { MediaTime(ticks: $0) }
-        let time = clock.time(packetTime: packetTime, pts90k: unit.timestamp?.pts90k, frameRate: frameRate, arrivalNs: 0)
-        precondition(lastTime.map { time >= $0 } ?? true, "media time went back")
-        lastTime = time
+        take(nals, packetTime)
     }
 }
 
