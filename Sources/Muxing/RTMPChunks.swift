@@ -148,8 +148,9 @@ extension RTMPChunkWriter.Piece {
 }
 
 /// The server's chunk stream read back into messages: any header type, the server's chunk
-/// size (Set Chunk Size), extended timestamps. Bounded: a message longer than `maxMessage`
-/// or more than 64 chunk streams at once is a protocol error, not memory.
+/// size (Set Chunk Size), extended timestamps. Bounded: a message longer than `maxMessage`,
+/// messages in progress holding more than that in all, or more than 64 chunk streams is a
+/// protocol error, not memory.
 struct RTMPChunkReader {
     struct Message {
         var type: UInt8
@@ -173,6 +174,9 @@ struct RTMPChunkReader {
     private var buffer: [UInt8] = []
     private var at = 0
     private var streams: [UInt32: Stream] = [:]
+    /// Bytes of messages begun and not complete, over every chunk stream: at most
+    /// `maxMessage` in all.
+    private var held = 0
 
     mutating func append(_ bytes: UnsafeRawBufferPointer) {
         if at > 0 && at == buffer.count {
@@ -252,10 +256,13 @@ struct RTMPChunkReader {
         let n = min(chunkSize, s.length - s.partial.count)
         guard buffer.count - p >= n else { return nil }
         if starts && format != 0 { s.timestamp &+= s.delta }
+        held += n
+        guard held <= Self.maxMessage else { throw ForwardError("RTMP: the server's messages in progress passed \(Self.maxMessage) bytes") }
         s.partial.append(contentsOf: buffer[p..<p + n])
         p += n
         var message: Message?
         if s.partial.count >= s.length {
+            held -= s.partial.count
             message = Message(type: s.type, streamID: s.streamID, timestamp: s.timestamp, payload: s.partial)
             s.partial = []
         }

@@ -62,8 +62,16 @@ final class RTMPSession {
     private func handshake(_ deadline: Double) throws(ForwardError) {
         var c0c1 = [UInt8](repeating: 0, count: 1537)
         c0c1[0] = 3
-        var random = SystemRandomNumberGenerator()
-        for i in 9..<1537 { c0c1[i] = UInt8.random(in: 0...255, using: &random) }
+        // C1's random bytes (the server echoes them; nothing secret): one seed from the
+        // system, a xorshift for the rest (SystemRandomNumberGenerator is a getrandom call
+        // per value).
+        var x = UInt64.random(in: 1...UInt64.max)
+        for i in 9..<1537 {
+            x ^= x << 13
+            x ^= x >> 7
+            x ^= x << 17
+            c0c1[i] = UInt8(truncatingIfNeeded: x)
+        }
         writer.raw(c0c1[...])
         try send(deadline, step: "handshake")
         var s0s1 = try readExactly(1537, deadline)
