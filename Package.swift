@@ -133,7 +133,8 @@ let package = Package(
         // AccessUnitSink, packets copied, never re-encoded.
         // And the other way: any H.264 source libavformat reads (container files, RTSP, SRT,
         // RTMP, UDP, HTTP) as access units for consume (`Demuxer`, read by Consumer's DemuxReader).
-        .target(name: "Muxing", dependencies: ["Clocks", "FIFO", "CMedia", "Media", "H264", "Output"]),
+        // And nalcast's own RTMP publisher for `--forward rtmp://` (IO's sockets; no libavformat).
+        .target(name: "Muxing", dependencies: ["Clocks", "FIFO", "CMedia", "Media", "H264", "Output", "IO"]),
         // Sound for produce: PulseAudio, WAV/raw PCM and a test tone mixed into one 48 kHz
         // stereo track, encoded to AAC-LC (libavcodec), timed on the video's clock.
         .target(name: "Audio", dependencies: ["Clocks", "CMedia", "Media", "Output", "Delivery", "Metrics", "IO"]),

@@ -2,7 +2,21 @@ import FIFO
 import Media
 import Output
 
-/// The audio packets of a container writer (`ContainerSink`, `PushTransport`) waiting for
+/// Where an `AudioInterleaver` writes: a libavformat `Muxer`, or an RTMP publisher's stream
+/// (`RTMPStream`).
+protocol AudioTrackWriter: AnyObject {
+    /// True when the connection or file declared an audio track.
+    var hasAudioTrack: Bool { get }
+    /// The track it declared.
+    var audio: AudioFormat? { get }
+    /// One packet at `pts` (90 kHz, on the video's container time line); false when it was
+    /// not written (no track, out of time order).
+    func writeAudio(_ data: [UInt8], pts: Int64, duration: Int64) throws(MuxError) -> Bool
+}
+
+extension Muxer: AudioTrackWriter {}
+
+/// The audio packets of a container writer (`ContainerSink`, `PushTransport`, `RTMPPublisher`) waiting for
 /// the video to pass them, so that the two tracks go out interleaved by time: each packet is
 /// placed on the container's time line as the last access unit was
 /// (`PacketTimer.mediaToContainer`) and written before the first video packet that decodes
@@ -19,7 +33,7 @@ struct AudioInterleaver {
     /// Takes one packet of the track `format`; `offset` is nil while no access unit was
     /// placed. Dropped and counted when the header declared no audio track, or another one
     /// (the track changed after it was written), or before the first picture.
-    mutating func add(_ packet: AudioPacket, format: AudioFormat?, offset: Int64?, muxer: Muxer) throws(MuxError) {
+    mutating func add(_ packet: AudioPacket, format: AudioFormat?, offset: Int64?, muxer: some AudioTrackWriter) throws(MuxError) {
         guard muxer.hasAudioTrack, let offset, let format, muxer.audio == format else {
             dropped += 1
             return
@@ -35,7 +49,7 @@ struct AudioInterleaver {
     }
 
     /// Writes the waiting packets up to container time `time` (all when nil), at most `count`.
-    mutating func write(upTo time: Int64?, count: Int = .max, muxer: Muxer) throws(MuxError) {
+    mutating func write(upTo time: Int64?, count: Int = .max, muxer: some AudioTrackWriter) throws(MuxError) {
         var n = 0
         while n < count, let next = pending.first {
             if let time, next.pts > time { break }

@@ -4,8 +4,9 @@ import IO
 import Output
 
 /// One `--forward` target of `consume` or `produce`: raw Annex-B to `tcp://HOST:PORT` or
-/// `unix:PATH` (what `produce --listen` serves), or a push to a media server through
-/// libavformat (`rtmp://`, `rtmps://`, `srt://`, `rtsp://`, `udp://`). What it prints is
+/// `unix:PATH` (what `produce --listen` serves), or a push to a media server: `rtmp://`
+/// by nalcast's own RTMP publisher, `rtmps://`, `srt://`, `rtsp://`, `udp://` through
+/// libavformat (`PushTarget.makeTransport`). What it prints is
 /// the credential-free form.
 enum ForwardChoice: CustomStringConvertible {
     case socket(Endpoint)
@@ -18,7 +19,7 @@ enum ForwardChoice: CustomStringConvertible {
     static func parse(_ text: String, command: String) throws -> ForwardChoice {
         do {
             if let push = try PushTarget(url: text) {
-                if let problem = FFmpegLibraries.problem { throw CommandError.unavailable("\(command): --forward \(push): \(problem)") }
+                if push.needsFFmpeg, let problem = FFmpegLibraries.problem { throw CommandError.unavailable("\(command): --forward \(push): \(problem)") }
                 return .push(push)
             }
         } catch let error as PushTargetError {
@@ -68,7 +69,7 @@ enum ForwardChoice: CustomStringConvertible {
         case .socket(let endpoint):
             return ForwardSink(name: name, transport: SocketTransport(endpoint: endpoint, delimits: live), onEvent: onEvent)
         case .push(let push):
-            return ForwardSink(name: name, transport: PushTransport(push, fallbackFrameRate: fallbackFrameRate, countedClock: countedClock), onEvent: onEvent)
+            return ForwardSink(name: name, transport: push.makeTransport(fallbackFrameRate: fallbackFrameRate, countedClock: countedClock), onEvent: onEvent)
         }
     }
 

@@ -134,12 +134,13 @@ public final class RTMPServer: Sendable {
     /// `idleTimeout` seconds after the publish ended (FFmpeg waits that long twice, reading and
     /// closing), so `waitForExit(timeout:)` on it should allow for more than twice that.
     /// `-analyzeduration 1s`: FFmpeg's FLV demuxer would otherwise read 5 s of a live stream
-    /// (looking for the audio the FLV header announces) before writing anything.
-    public func startPlayer(_ key: String, into file: URL, log: URL, idleTimeout: Int = 5) throws -> ServerProcess {
+    /// (looking for the audio the FLV header announces) before writing anything. `map`: the
+    /// streams it keeps (FFmpeg's `-map`), the video by default.
+    public func startPlayer(_ key: String, into file: URL, log: URL, idleTimeout: Int = 5, map: [String] = ["0:v:0"]) throws -> ServerProcess {
         let before = plays(key)
         let player = ServerProcess(name: "ffmpeg player of \(key)", logURL: log)
         try player.start("ffmpeg", ["-hide_banner", "-nostdin", "-loglevel", "error", "-rw_timeout", String(idleTimeout * 1_000_000),
-                                    "-analyzeduration", "1000000", "-i", url(key), "-map", "0:v:0", "-c", "copy", "-f", "flv", file.path])
+                                    "-analyzeduration", "1000000", "-i", url(key)] + map.flatMap { ["-map", $0] } + ["-c", "copy", "-f", "flv", file.path])
         guard waitForPlay(key, count: before + 1, timeout: 60) else {
             player.stop()
             throw MediaServerError("nginx has no player of \(key)\n\(player.logTail())\n\(self.log)")
