@@ -77,14 +77,19 @@ enum ConsumeCommand: Command {
         case demux(DemuxReader.Source)
         /// `rtsp://`: nalcast's own RTSP client (`RTSPReader`), no libavformat.
         case rtsp(RTSPReader.Source)
+        /// `whip-listen://HOST:PORT/PATH`: WHIP publishers come to a listener (`WHIPIngest`).
+        case whip(endpoint: Endpoint, path: String)
         var description: String {
             switch self {
             case .network(let e): e.description
             case .file(let p): p == "-" ? "stdin" : p
             case .demux(let s): s.shown
             case .rtsp(let s): s.shown
+            case .whip(let endpoint, let path): "whip-listen://\(endpoint.description.dropFirst(6))\(path)"
             }
         }
+        /// The WHIP listener's address, for the tokens and TLS it shares with `--web`.
+        var publishEndpoint: Endpoint? { if case .whip(let endpoint, _) = self { endpoint } else { nil } }
         /// Standard input that is not a regular file: a pipe from a live producer, most likely.
         var isPipe: Bool {
             guard case .file("-") = self else { return false }
@@ -97,7 +102,7 @@ enum ConsumeCommand: Command {
             case .network: true
             case .file: false
             case .demux(let s): s.live
-            case .rtsp: true
+            case .rtsp, .whip: true
             }
         }
         /// Media time without a timestamp SEI is counted (a raw file), not the container's.
@@ -192,7 +197,10 @@ enum ConsumeCommand: Command {
             }
             events = options.string("events")
             dryRun = options.has("dry-run")
-            serving = try ServingChoice.parse(options, .relay, defaultListen: false, metrics: metrics)
+            serving = try ServingChoice.parse(options, .relay, defaultListen: false, metrics: metrics, publish: input.publishEndpoint)
+            if let endpoint = input.publishEndpoint, !endpoint.isLoopback, !options.has("allow-remote") {
+                throw CommandError.usage("consume: --from \(input) is not a loopback address: add --allow-remote to take publishers from other machines")
+            }
             hls = try HLSChoice.parse(options, command: "consume", idrInterval: nil)
             replay = try ReplayChoice.parse(options, command: "consume")
             // A file is paced when served (`--no-realtime` says otherwise) or when asked; a
@@ -224,6 +232,9 @@ enum ConsumeCommand: Command {
                 out.append("reader: nalcast's RTSP client (live, reopened after a stall of \(formatSeconds(stallTimeout)) s); rtsp_transport=\(source.transport.rawValue) ("
                            + (source.transport == .tcp ? "RTP interleaved in the RTSP connection" : "RTP and RTCP over UDP port pairs") + ")")
                 out.append("media time: timestamp SEI, else the RTP timestamps from 0, going on across reopenings")
+            } else if case .whip(let endpoint, let path) = input {
+                out.append("reader: WHIP ingest (RFC 9725): POST \(path) on \(endpoint) with an SDP offer, one publisher at a time; H.264 as sent, Opus made AAC; a publisher gone is waited for like a reconnecting input")
+                out.append("media time: timestamp SEI, else the RTP timestamps, going on from one publisher to the next")
             } else if case .demux(let source) = input {
                 out.append("reader: libavformat (" + (source.live ? "live, reopened after a stall of \(formatSeconds(stallTimeout)) s" : "a container file") + ")"
                            + (source.options.isEmpty ? "" : "; options " + source.options.map { "\($0.key)=\($0.value)" }.joined(separator: " ")))

@@ -44,9 +44,10 @@ enum InputChoice {
         }
         let scheme = text[..<colon].lowercased()
         if scheme == "tcp" { return .network(try ConsumeCommand.endpoint(text, option: "from")) }
+        if scheme == "whip-listen" { return try whipListen(text) }
         let shown = PushTarget.masked(text)
         guard schemes.contains(scheme) else {
-            throw CommandError.usage("consume: --from \(shown): expected tcp://HOST:PORT, unix:PATH, \(schemes.map { $0 + "://" }.joined(separator: ", ")), a file or -")
+            throw CommandError.usage("consume: --from \(shown): expected tcp://HOST:PORT, unix:PATH, \(schemes.map { $0 + "://" }.joined(separator: ", ")), whip-listen://, a file or -")
         }
         let rest = text[text.index(colon, offsetBy: 3)...]
         if rest.isEmpty || rest.hasPrefix("/") && scheme != "udp" {
@@ -65,6 +66,23 @@ enum InputChoice {
         return .demux(DemuxReader.Source(url: text, shown: shown, live: true, options: liveOptions(scheme: scheme, rtspTransport: rtspTransport),
                                          picturesMaySpanPackets: scheme.hasPrefix("rtsp"), waitsForSender: listens(text),
                                          endsWithItsInput: scheme.hasPrefix("http")))
+    }
+
+    /// `whip-listen://HOST:PORT/PATH`: a WHIP endpoint for publishers (`WHIPIngest`); the
+    /// path defaults to `/whip`.
+    static func whipListen(_ text: String) throws -> ConsumeCommand.Input {
+        let rest = text.dropFirst("whip-listen://".count)
+        let slash = rest.firstIndex(of: "/") ?? rest.endIndex
+        let path = rest[slash...].isEmpty ? "/whip" : String(rest[slash...])
+        let expected = "expected whip-listen://HOST:PORT/PATH (a WHIP endpoint publishers POST their offer to)"
+        guard path.count > 1, !path.hasSuffix("/"), path.allSatisfy({ $0.isASCII && !$0.isWhitespace && $0 != "?" && $0 != "#" }) else {
+            throw CommandError.usage("consume: --from \(text): the path must be one like /whip (no query, not ending in /); \(expected)")
+        }
+        let endpoint: Endpoint
+        do { endpoint = try Endpoint(parsing: "tcp://" + rest[..<slash], portRequired: true) } catch {
+            throw CommandError.usage("consume: --from \(text): \(error); \(expected)")
+        }
+        return .whip(endpoint: endpoint, path: path)
     }
 
     /// `ts:tcp://HOST:PORT` or `ts:unix:PATH` (the forms `produce --listen` serves MPEG-TS
