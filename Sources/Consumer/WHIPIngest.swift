@@ -153,7 +153,7 @@ public final class WHIPIngest {
         return HTTPResponse(status: 200, body: "ended\n")
     }
 
-    static let deleted = "ended by the publisher (DELETE)"
+    static let deleted = "DELETE of its session"
 
     // MARK: - The publisher
 

@@ -96,7 +96,11 @@ extension ConsumeSession {
             whip = try WHIPIngest(loop: loop, config: WHIPIngest.Config(endpoint: endpoint, path: path, shown: shown, stallTimeout: config.stallTimeout,
                                                                       reconnectTimeout: config.reconnectTimeout),
                                   intake: makeIntake(fanout, .arrival), registry: metrics.registry, log: { log.line($0) },
-                                  onEvent: { reporter.report($0) }, onEnd: { Self.inputEnded($0, shown, ending, reporter) })
+                                  onEvent: { reporter.report($0) }, onEnd: { end in
+                                      // Given up waiting for the next publisher: said in a listener's words.
+                                      guard case .gaveUp(let reason, let everOpened, let endedCleanly) = end else { return Self.inputEnded(end, shown, ending, reporter) }
+                                      reporter.report(InputEvent(.publisher, shown, .gaveUp(reason: reason, everOpened: everOpened, endedCleanly: endedCleanly)))
+                                  })
         } catch {
             throw CommandError.unavailable("consume: --from \(shown): \(error)")
         }
