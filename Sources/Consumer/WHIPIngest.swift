@@ -56,6 +56,11 @@ public final class WHIPIngest {
     private var everPublished = false
     private var tickTimer: LoopTimer?
     private var giveUpTimer: LoopTimer?
+    /// When the publisher's offer came, until its first picture went on.
+    private var firstUnitSince: Double?
+    /// A publisher's first picture went on to the outputs, this many seconds after its offer
+    /// came (seen on the next tick, within 20 ms).
+    public var onFirstPicture: (Double) -> Void = { _ in }
 
     /// Binds the HTTP listener and the UDP socket (a busy port throws here). `noSound`: why
     /// the publisher's Opus cannot be made AAC (no libavcodec), else nil.
@@ -166,6 +171,7 @@ public final class WHIPIngest {
         metrics.publishers.increment()
         let publisher = WHIPPublisher(peer: peer, intake: intake, metrics: metrics, transcoder: transcoder)
         self.publisher = publisher
+        firstUnitSince = posted.postedAt
         let found = "webrtc from \(peer.address?.description ?? "?"), H.264" + (publisher.hasSound ? " and Opus (relayed as AAC)" : "")
         onEvent(InputEvent(.publisher, config.shown, .opened(attempts: 1, opening: InputEvent.Opening(seconds: MonotonicClock.seconds - posted.postedAt, found: found, ignored: []))))
         let timer = LoopTimer(loop: loop) { [unowned self] in self.tick() }
@@ -176,6 +182,10 @@ public final class WHIPIngest {
     private func tick() {
         guard let publisher else { return }
         publisher.tick()
+        if let posted = firstUnitSince, publisher.delivered > 0 {
+            firstUnitSince = nil
+            onFirstPicture(MonotonicClock.seconds - posted)
+        }
         if MonotonicClock.seconds - publisher.lastPacket > config.stallTimeout {
             intake.metrics.stalls.increment()
             onEvent(InputEvent(.publisher, config.shown, .stalled(seconds: config.stallTimeout)))

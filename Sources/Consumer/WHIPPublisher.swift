@@ -99,8 +99,24 @@ final class WHIPPublisher {
         }
         let time = ticks - Int64(Int32(bitPattern: UInt32(truncatingIfNeeded: ticks) &- unit.rtpTimestamp))
         delivered += 1
+        observeLatency(time)
         intake.push(unit: au, packetTime: MediaTime(ticks: time), byteCount: au.byteCount)
     }
+
+    /// Capture → here, when the publisher's sender reports say its capture clock (WebRTC
+    /// senders stamp a picture's RTP time from its capture time, and report that clock
+    /// against the wall clock): `nalcast_capture_to_receive_seconds`, as the timestamp SEI
+    /// gives it for nalcast's own streams. Only on one machine's clock, or synchronized ones.
+    private func observeLatency(_ ticks: Int64) {
+        guard let report = videoClock.report else { return }
+        let latency = Self.wallSeconds - (report.seconds + Double(ticks - report.rtp) / 90_000)
+        guard latency >= 0 && latency < 10 else { return }
+        intake.metrics.latency.observe(latency)
+        if firstLatency == nil { firstLatency = latency }
+    }
+
+    /// The first picture's capture → here, once the sender's reports gave it.
+    private(set) var firstLatency: Double?
 
     private func takeAudio(_ packet: RTPPacket, _ now: Double) {
         audioSSRC = packet.ssrc

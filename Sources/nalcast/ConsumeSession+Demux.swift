@@ -105,6 +105,7 @@ extension ConsumeSession {
             throw CommandError.unavailable("consume: --from \(shown): \(error)")
         }
         security?.protect(whip.http)
+        whip.onFirstPicture = { log.line("\(shown): the publisher's first picture went on \(fixed($0, 3)) s after its offer") }
         whip.start()
         let url = (security?.pageURL(whip.http.boundEndpoint) ?? AccessChoice.pageURL(whip.http.boundEndpoint)).dropLast() + path
         log.line("WHIP: publishers POST their SDP offer to \(url) (one at a time)")
