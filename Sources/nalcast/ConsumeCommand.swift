@@ -256,7 +256,10 @@ enum ConsumeCommand: Command {
             out += hls?.lines ?? []
             out += replay?.lines ?? []
             for f in forwards { out.append("forward: \(f) (\(f.carries))") }
-            if input.isNetwork || !forwards.isEmpty {
+            if input.publishEndpoint != nil {
+                out.append("next publisher: waited for " + (reconnectTimeout.map { "up to \(formatSeconds($0)) s after one leaves" } ?? "as long as it takes"))
+            }
+            if (input.isNetwork && input.publishEndpoint == nil) || !forwards.isEmpty {
                 out.append("reconnect: 100ms doubling to 5s with jitter, give up " + (reconnectTimeout.map { "after \(formatSeconds($0)) s" } ?? "never"))
             }
             if serving.isServing { out += serving.lines(.relay) }

@@ -78,9 +78,10 @@ enum InputChoice {
         guard path.count > 1, !path.hasSuffix("/"), path.allSatisfy({ $0.isASCII && !$0.isWhitespace && $0 != "?" && $0 != "#" }) else {
             throw CommandError.usage("consume: --from \(text): the path must be one like /whip (no query, not ending in /); \(expected)")
         }
-        let endpoint: Endpoint
-        do { endpoint = try Endpoint(parsing: "tcp://" + rest[..<slash], portRequired: true) } catch {
-            throw CommandError.usage("consume: --from \(text): \(error); \(expected)")
+        let address = rest[..<slash]
+        guard let colon = address.lastIndex(of: ":"), UInt16(address[address.index(after: colon)...]) != nil,
+              let endpoint = try? Endpoint(parsing: "tcp://" + address, portRequired: true) else {
+            throw CommandError.usage("consume: --from \(text): no host and port; \(expected)")
         }
         return .whip(endpoint: endpoint, path: path)
     }
