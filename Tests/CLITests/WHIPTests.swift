@@ -155,6 +155,48 @@ import Testing
         }
     }
 
+    /// Whether the events file holds `count` events named `name`, waiting for them (up to 20 s).
+    static func waitFor(_ events: URL, count: Int, of name: String) -> Bool {
+        let deadline = Date().addingTimeInterval(20)
+        while WebViewerTests.events(events).filter({ $0["event"] as? String == name }).count < count {
+            guard Date() < deadline else { return false }
+            usleep(50_000)
+        }
+        return true
+    }
+
+    static func metric(_ port: Int, _ name: String) throws -> Double {
+        try WHEPTests.metric("http://127.0.0.1:\(port)/", name)
+    }
+
+    /// Loss on the way in: one video packet in 10 lost the first time it is sent is asked for
+    /// again (NACK) and comes again; then, from a second publisher, one in 25 lost for good:
+    /// its picture is given up (dropped, counted), a new one asked for (PLI), and what consume
+    /// writes still decodes without an error, the colours in place to the end.
+    @Test(.enabled(if: WHEPTests.aiortcMissing == nil, "\(WHEPTests.aiortcMissing ?? "")"))
+    func lostPacketsAreAskedForAgainOrThePictureIs() throws {
+        let port = try freePort()
+        try Self.withIngest(["--metrics", "tcp://127.0.0.1:\(port)"]) { url, consume, events, dir in
+            let resent = try Self.publish(url, seconds: 1.5, ["--drop", "10"])
+            #expect(resent["status"] as? Int == 201 && (resent["dropped"] as? Int ?? 0) >= 3, "\(resent)")
+            #expect(WHEPTests.waitForEvent(events) { $0["reason"] as? String == "DELETE of its session" }, "\(consume.stderr)")
+            #expect(try Self.metric(port, "nalcast_whip_nacked_packets_total") >= 3)
+            #expect(try Self.metric(port, "nalcast_whip_picture_requests_total") >= 1, "the one at the start")
+            let requestsBefore = try Self.metric(port, "nalcast_whip_picture_requests_total")
+            let lost = try Self.publish(url, seconds: 1.5, ["--lose", "25"])
+            #expect(lost["status"] as? Int == 201 && (lost["dropped"] as? Int ?? 0) >= 1, "\(lost)")
+            #expect(Self.waitFor(events, count: 2, of: "disconnected"), "\(consume.stderr)")
+            #expect(try Self.metric(port, "nalcast_whip_dropped_access_units_total{reason=\"damaged\"}") >= 1)
+            #expect(try Self.metric(port, "nalcast_whip_picture_requests_total") >= requestsBefore + 2, "the start's and the damaged picture's")
+            #expect(try Self.metric(port, "nalcast_consumer_lost_packets_total") >= 1, "the packets given up on")
+            consume.signal(SIGINT)
+            #expect(consume.wait() == 0, "\(consume.stderr)")
+            let frames = try Self.written(dir)
+            #expect(frames.count >= 60, "\(frames.count) frames")
+            #expect(frames.allSatisfy { Self.near($0[0], [255, 0, 0]) && Self.near($0[1], [0, 0, 255]) }, "\(frames.suffix(3))")
+        }
+    }
+
     /// What is refused, one line each: an offer with no H.264 (400), one not sent as
     /// application/sdp (415), a session that is not there (404), PATCH (405, every candidate
     /// is in the answer); with a token file, an offer without a token is 401 and one whose

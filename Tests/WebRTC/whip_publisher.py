@@ -3,7 +3,7 @@ Chromium's), as a test's peer: sends H.264 pictures of known colours, and a tone
 endpoint, then ends its session. Prints what happened as JSON.
 
     whip_publisher.py WHIP_URL SECONDS [--token TOKEN] [--colour R,G,B] [--tone HZ]
-                      [--vp8-only] [--offer-only] [--no-delete] [--drop N]
+                      [--vp8-only] [--offer-only] [--no-delete] [--drop N | --lose N]
 
 The pictures are 320x240, the left half of `--colour` (default 255,0,0) and the right half
 blue (0,0,255), 30 a second, for SECONDS. With --tone HZ an Opus track goes beside them: a
@@ -11,7 +11,8 @@ sine of HZ at -6 dBFS (amplitude 0.5), stereo, 48 kHz. --vp8-only offers VP8 alo
 nalcast must refuse); --offer-only POSTs the offer, prints the answer's status and stops
 (a second publisher); --no-delete goes away without DELETE (its ICE and DTLS just stop);
 --drop N loses every Nth video RTP packet the first time it is sent (as a path would: the
-receiver NACKs it and aiortc sends it again). Prints {"status", "location", "body",
+receiver NACKs it and aiortc sends it again); --lose N never sends every Nth, not even
+again (the receiver must give up on its picture and ask for a new one). Prints {"status", "location", "body",
 "deleted", "framesSent", "dropped", "nacked"} or {"error": ...} (exit 1).
 """
 
@@ -87,8 +88,9 @@ class Tone(MediaStreamTrack):
         return frame
 
 
-def lose_every(nth):
-    """Every nth video RTP packet is not sent the first time (a retransmission goes)."""
+def lose_every(nth, forever=False):
+    """Every nth video RTP packet is not sent the first time (a retransmission goes), or
+    (forever) never."""
     sent = set()
 
     def patch_transport(transport):
@@ -98,6 +100,8 @@ def lose_every(nth):
             # RTP (not RTCP: 192-223), not Opus (aiortc's payload type 111)
             if len(data) >= 12 and not 192 <= data[1] <= 223 and data[1] & 0x7F != 111:
                 sequence = data[2] << 8 | data[3]
+                if sequence in DROPPED and forever:
+                    return
                 if sequence not in sent:
                     sent.add(sequence)
                     if len(sent) % nth == 0:
@@ -124,8 +128,8 @@ async def publish(args):
         await pc.close()
         return out
     await pc.setRemoteDescription(RTCSessionDescription(body, "answer"))
-    if args["drop"]:
-        lose_every(args["drop"])(video.sender.transport)
+    if args["drop"] or args["lose"]:
+        lose_every(args["drop"] or args["lose"], forever=bool(args["lose"]))(video.sender.transport)
     await asyncio.sleep(args["seconds"])
     out["framesSent"] = video.sender.track.count if video.sender.track else 0
     stats = await video.sender.getStats()
@@ -145,7 +149,7 @@ async def publish(args):
 def main():
     argv = sys.argv[1:]
     args = {"url": argv[0], "seconds": float(argv[1]), "token": None, "colour": (255, 0, 0), "tone": None, "vp8": False,
-            "offerOnly": False, "delete": True, "drop": 0}
+            "offerOnly": False, "delete": True, "drop": 0, "lose": 0}
     rest = argv[2:]
     while rest:
         flag = rest.pop(0)
@@ -163,6 +167,8 @@ def main():
             args["delete"] = False
         elif flag == "--drop":
             args["drop"] = int(rest.pop(0))
+        elif flag == "--lose":
+            args["lose"] = int(rest.pop(0))
     try:
         print(json.dumps(asyncio.run(asyncio.wait_for(publish(args), args["seconds"] + 30))))
     except Exception as error:  # noqa: BLE001 - any failure is the test's to read
