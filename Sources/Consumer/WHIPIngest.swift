@@ -169,7 +169,7 @@ public final class WHIPIngest {
         if everPublished { intake.metrics.reconnects.increment() }
         everPublished = true
         metrics.publishers.increment()
-        let publisher = WHIPPublisher(peer: peer, intake: intake, metrics: metrics, transcoder: transcoder)
+        let publisher = WHIPPublisher(peer: peer, loop: loop, intake: intake, metrics: metrics, transcoder: transcoder)
         self.publisher = publisher
         firstUnitSince = posted.postedAt
         let found = "webrtc from \(peer.address?.description ?? "?"), H.264" + (publisher.hasSound ? " and Opus (relayed as AAC)" : "")

@@ -1,5 +1,6 @@
 import Audio
 import Clocks
+import IO
 import Media
 import Muxing
 import RTP
@@ -22,6 +23,7 @@ import WebRTC
 /// Loop-owned (the peer's loop, the intake's thread).
 final class WHIPPublisher {
     let peer: WebRTCPeer
+    private let loop: EventLoop
     private let intake: StreamIntake
     private let metrics: WHIPMetrics
     private let types: (video: UInt8, audio: UInt8?)
@@ -49,8 +51,9 @@ final class WHIPPublisher {
     /// Access units handed to the intake.
     private(set) var delivered = 0
 
-    init(peer: WebRTCPeer, intake: StreamIntake, metrics: WHIPMetrics, transcoder: AACTranscoder?) {
+    init(peer: WebRTCPeer, loop: EventLoop, intake: StreamIntake, metrics: WHIPMetrics, transcoder: AACTranscoder?) {
         self.peer = peer
+        self.loop = loop
         self.intake = intake
         self.metrics = metrics
         self.types = peer.payloadTypes
@@ -153,6 +156,7 @@ final class WHIPPublisher {
     /// Every 20 ms or so: holes given up on, NACKs, a PLI while waiting for an IDR, receiver
     /// reports once a second.
     func tick() {
+        loop.preconditionOnLoop()
         let now = MonotonicClock.seconds
         for inOrder in reorder.expire(now: now) { depacketize(inOrder) }
         if reorder.skipped > countedSkips {

@@ -178,7 +178,7 @@ import Testing
         let port = try freePort()
         try Self.withIngest(["--metrics", "tcp://127.0.0.1:\(port)"]) { url, consume, events, dir in
             let resent = try Self.publish(url, seconds: 1.5, ["--drop", "10"])
-            #expect(resent["status"] as? Int == 201 && (resent["dropped"] as? Int ?? 0) >= 3, "\(resent)")
+            #expect(resent["status"] as? Int == 201 && (resent["dropped"] as? Int ?? 0) >= 3, "\(resent) \(consume.stderr)")
             #expect(WHEPTests.waitForEvent(events) { $0["reason"] as? String == "DELETE of its session" }, "\(consume.stderr)")
             #expect(try Self.metric(port, "nalcast_whip_nacked_packets_total") >= 3)
             #expect(try Self.metric(port, "nalcast_whip_picture_requests_total") >= 1, "the one at the start")
