@@ -7,7 +7,7 @@ import Serving
 import WebRTC
 
 /// `consume --from whip-listen://HOST:PORT/PATH`: a WHIP endpoint (RFC 9725) that takes one
-/// publisher at a time (OBS, a browser, FFmpeg's WHIP muxer) and hands what it sends to the
+/// publisher at a time (OBS, a browser page, GStreamer's whipclientsink) and hands what it sends to the
 /// intake as any input's access units and AAC.
 ///
 /// An HTTP listener of its own (`POST PATH` with an SDP offer, `application/sdp`, answered

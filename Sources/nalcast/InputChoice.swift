@@ -18,6 +18,8 @@ import Glibc
 ///   marker bit, and no FFmpeg library is loaded;
 /// - `rtsps://`, `srt://`, `rtmp://`, `rtmps://`, `udp://`, `http://`, `https://`:
 ///   libavformat's protocols and demuxers (`DemuxReader`), live: reopened when lost;
+/// - `whip-listen://HOST:PORT/PATH`: a WHIP endpoint WebRTC publishers send to
+///   (`WHIPIngest`, on the loop);
 /// - `ts:tcp://HOST:PORT`, `ts:unix:PATH`: MPEG-TS over a socket (`produce --listen ts:…`, or any MPEG-TS
 ///   sender), H.264 and its AAC audio: the same demuxer, live;
 /// - a file whose first bytes say MP4, MPEG-TS, Matroska or FLV (`InputSniffer`): the same

@@ -170,7 +170,7 @@ import Testing
     }
 
     /// Loss on the way in: one video packet in 10 lost the first time it is sent is asked for
-    /// again (NACK) and comes again; then, from a second publisher, one in 25 lost for good:
+    /// again (NACK) and comes again; then, from a second publisher, one in 15 lost for good:
     /// its picture is given up (dropped, counted), a new one asked for (PLI), and what consume
     /// writes still decodes without an error, the colours in place to the end.
     @Test(.enabled(if: WHEPTests.aiortcMissing == nil, "\(WHEPTests.aiortcMissing ?? "")"))
@@ -183,7 +183,7 @@ import Testing
             #expect(try Self.metric(port, "nalcast_whip_nacked_packets_total") >= 3)
             #expect(try Self.metric(port, "nalcast_whip_picture_requests_total") >= 1, "the one at the start")
             let requestsBefore = try Self.metric(port, "nalcast_whip_picture_requests_total")
-            let lost = try Self.publish(url, seconds: 1.5, ["--lose", "25"])
+            let lost = try Self.publish(url, seconds: 1.5, ["--lose", "15"])
             #expect(lost["status"] as? Int == 201 && (lost["dropped"] as? Int ?? 0) >= 1, "\(lost)")
             #expect(Self.waitFor(events, count: 2, of: "disconnected"), "\(consume.stderr)")
             #expect(try Self.metric(port, "nalcast_whip_dropped_access_units_total{reason=\"damaged\"}") >= 1)
