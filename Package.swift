@@ -128,7 +128,7 @@ let package = Package(
         .target(name: "Pipeline", dependencies: ["Clocks", "Media", "Delivery", "Metrics", "IO", "Capture", "Encoder"]),
         // Where access units go (files, stdout, segments, a forward endpoint), for produce and consume.
         .target(name: "Output", dependencies: ["Clocks", "FIFO", "Media", "Delivery", "Metrics", "IO"]),
-        .target(name: "Consumer", dependencies: ["Clocks", "Media", "H264", "Delivery", "Metrics", "IO", "Output", "Muxing", "RTP", "RTSP"]),
+        .target(name: "Consumer", dependencies: ["Clocks", "Media", "H264", "Delivery", "Metrics", "IO", "Output", "Muxing", "RTP", "RTSP", "WebRTC", "Serving", "Audio"]),
         // Container files (MP4, MPEG-TS, Matroska, FLV) through libavformat's muxers: one more
         // AccessUnitSink, packets copied, never re-encoded.
         // And the other way: any H.264 source libavformat reads (container files, RTSP, SRT,

@@ -16,7 +16,7 @@ public struct ConsumerMetrics: Sendable {
     public let stalls: Counter
     /// Demuxed packets that held no NAL unit, or a length past their end (what came before it kept).
     public let malformedPackets: Counter
-    /// RTP packets missing from their sequence (an RTSP input read by nalcast's client).
+    /// RTP packets missing from their sequence (an RTSP input read by nalcast's client), or given up on after NACKs (a WHIP publisher).
     public let lostPackets: Counter
     /// Audio packets of a demuxed source handed to the sinks, and those not: before the
     /// first picture (at the start, after a reconnect), out of time order.
@@ -37,7 +37,7 @@ public struct ConsumerMetrics: Sendable {
         unfinishedUnits = registry.counter("nalcast_consumer_unfinished_access_units_total", help: "Access units dropped unfinished when the input failed")
         stalls = registry.counter("nalcast_consumer_stalls_total", help: "Times a live input sent nothing for --stall-timeout (then it is connected again)")
         malformedPackets = registry.counter("nalcast_consumer_malformed_packets_total", help: "Demuxed packets with no NAL unit or a NAL length past their end")
-        lostPackets = registry.counter("nalcast_consumer_lost_packets_total", help: "RTP packets missing from their sequence (an RTSP input)")
+        lostPackets = registry.counter("nalcast_consumer_lost_packets_total", help: "RTP packets missing from their sequence (an RTSP input), or given up on after NACKs (a WHIP publisher)")
         audioPackets = registry.counter("nalcast_consumer_audio_packets_total", help: "Audio packets received and handed to the sinks")
         droppedAudioPackets = registry.counter("nalcast_consumer_dropped_audio_packets_total",
                                                help: "Audio packets dropped before the first picture (start, reconnect) or out of time order")

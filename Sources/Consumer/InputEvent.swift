@@ -11,6 +11,8 @@ public struct InputEvent: Sendable {
         case connection
         /// A URL or container file opened through libavformat (`DemuxReader`).
         case demuxed
+        /// A listener that publishers come to (`WHIPIngest`): one comes, leaves, the next is waited for.
+        case publisher
     }
 
     /// What a demuxed source said when it opened.

@@ -47,6 +47,7 @@ public enum SDP {
         case noICECredentials
         case noFingerprint
         case notReceiving
+        case notSending
         case setupPassive
 
         public var description: String {
@@ -57,6 +58,7 @@ public enum SDP {
             case .noICECredentials: "the offer has no a=ice-ufrag and a=ice-pwd"
             case .noFingerprint: "the offer has no a=fingerprint:sha-256"
             case .notReceiving: "the offer's video does not receive (recvonly or sendrecv expected)"
+            case .notSending: "the offer's video does not send (sendonly or sendrecv expected)"
             case .setupPassive: "the offer's a=setup:passive leaves no DTLS client (actpass or active expected)"
             }
         }

@@ -24,11 +24,17 @@ public struct SDPAnswer: Sendable {
 
     /// The feedback a sender here answers.
     static let feedbackKept: Set<String> = ["nack", "nack pli", "ccm fir", "goog-remb"]
+    /// The feedback a receiver here sends (WHIP ingest): NACKs and picture loss indications.
+    static let feedbackSent: Set<String> = ["nack", "nack pli"]
+
+    /// Which way the media goes: nalcast sends (WHEP: the offer receives) or receives (WHIP
+    /// ingest: the offer sends, the answer is recvonly).
+    public enum Direction: Sendable { case send, receive }
 
     /// The H.264 payload type of `media` with packetization-mode=1: the one whose
     /// profile-level-id names `profile` (the stream's SPS profile_idc, when known), else the
     /// first offered.
-    public static func h264Format(in media: SDP.Media, profile: UInt8?) -> Format? {
+    public static func h264Format(in media: SDP.Media, profile: UInt8?, kept: Set<String>? = nil) -> Format? {
         var candidates: [(UInt8, String)] = []
         for type in media.formats.compactMap({ UInt8($0) }) {
             guard let map = media.rtpmap[type], map.lowercased().hasPrefix("h264/90000") else { continue }
@@ -43,7 +49,7 @@ public struct SDPAnswer: Sendable {
         }
         let chosen = candidates.first { profile != nil && profileIDC($0.1) == profile } ?? candidates.first
         guard let (type, fmtp) = chosen else { return nil }
-        let feedback = (media.feedback[type] ?? []).filter { feedbackKept.contains($0) }
+        let feedback = (media.feedback[type] ?? []).filter { (kept ?? feedbackKept).contains($0) }
         return Format(payloadType: type, fmtp: fmtp, feedback: feedback)
     }
 
@@ -67,32 +73,36 @@ public struct SDPAnswer: Sendable {
     /// The audio section accepted (its index in `offer.media`, Opus's payload type and the
     /// offer's fmtp for it); nil when the stream has no sound or the offer no Opus to receive.
     public let audio: (index: Int, payloadType: UInt8, fmtp: String)?
+    public let direction: Direction
 
-    /// The Opus payload type of `media` (opus/48000/2), when it receives.
-    public static func opusPayloadType(in media: SDP.Media) -> UInt8? {
-        guard media.kind == "audio", media.port != 0, media.direction == "recvonly" || media.direction == "sendrecv" else { return nil }
+    /// The Opus payload type of `media` (opus/48000/2), when it receives (or, for `.receive`, sends).
+    public static func opusPayloadType(in media: SDP.Media, _ direction: Direction = .send) -> UInt8? {
+        guard media.kind == "audio", media.port != 0, media.direction == (direction == .send ? "recvonly" : "sendonly") || media.direction == "sendrecv" else { return nil }
         return media.formats.compactMap { UInt8($0) }.first { media.rtpmap[$0]?.lowercased() == "opus/48000/2" }
     }
 
     /// Chooses what to send from `offer`; `profile` is the stream's profile_idc, when known;
-    /// `sound`: the stream has sound to send as Opus.
-    public init(offer: SDP.Offer, profile: UInt8?, sound: Bool = false) throws(SDP.OfferError) {
+    /// `sound`: the stream has sound to send as Opus. `.receive` (WHIP ingest): what to take
+    /// from an offer that sends, H.264 and (with `sound`) its Opus, no header extensions.
+    public init(offer: SDP.Offer, profile: UInt8?, sound: Bool = false, direction: Direction = .send) throws(SDP.OfferError) {
         guard let index = offer.media.firstIndex(where: { $0.kind == "video" && $0.port != 0 }) else { throw .noVideo }
         let video = offer.media[index]
-        guard video.direction == "recvonly" || video.direction == "sendrecv" else { throw .notReceiving }
-        guard let format = Self.h264Format(in: video, profile: profile) else { throw .noH264 }
+        let receiving = direction == .receive
+        guard video.direction == (receiving ? "sendonly" : "recvonly") || video.direction == "sendrecv" else { throw receiving ? .notSending : .notReceiving }
+        guard let format = Self.h264Format(in: video, profile: profile, kept: receiving ? Self.feedbackSent : Self.feedbackKept) else { throw .noH264 }
         guard offer.setup != "passive" else { throw .setupPassive }
         self.offer = offer
+        self.direction = direction
         self.videoIndex = index
         self.format = format
-        self.captureTimeExtension = video.extensions[Self.absCaptureTime]
-        self.sendTimeExtension = video.extensions[Self.absSendTime]
-        self.playoutDelayExtension = video.extensions[Self.playoutDelay]
+        self.captureTimeExtension = receiving ? nil : video.extensions[Self.absCaptureTime]
+        self.sendTimeExtension = receiving ? nil : video.extensions[Self.absSendTime]
+        self.playoutDelayExtension = receiving ? nil : video.extensions[Self.playoutDelay]
         // Bundled with the video: in the offer's BUNDLE group (or no group at all).
         let bundled = { (media: SDP.Media) in offer.bundle.isEmpty || media.mid.map(offer.bundle.contains) == true }
         audio = sound ? offer.media.indices.lazy.compactMap { i -> (Int, UInt8, String)? in
             let media = offer.media[i]
-            guard bundled(media), let pt = Self.opusPayloadType(in: media) else { return nil }
+            guard bundled(media), let pt = Self.opusPayloadType(in: media, direction) else { return nil }
             return (i, pt, media.fmtp[pt] ?? "")
         }.first : nil
     }
@@ -148,12 +158,12 @@ public struct SDPAnswer: Sendable {
         if let id = sendTimeExtension { lines.append("a=extmap:\(id) \(Self.absSendTime)") }
         if let id = captureTimeExtension { lines.append("a=extmap:\(id) \(Self.absCaptureTime)") }
         if let id = playoutDelayExtension { lines.append("a=extmap:\(id) \(Self.playoutDelay)") }
-        lines += ["a=sendonly", "a=msid:nalcast video", "a=rtcp-mux"]
+        lines += direction == .send ? ["a=sendonly", "a=msid:nalcast video", "a=rtcp-mux"] : ["a=recvonly", "a=rtcp-mux"]
         if video.rtcpReducedSize { lines.append("a=rtcp-rsize") }
         lines.append("a=rtpmap:\(pt) H264/90000")
         for value in format.feedback { lines.append("a=rtcp-fb:\(pt) \(value)") }
         if !format.fmtp.isEmpty { lines.append("a=fmtp:\(pt) \(format.fmtp)") }
-        lines += ["a=ssrc:\(local.ssrc) cname:nalcast", "a=ssrc:\(local.ssrc) msid:nalcast video"]
+        if direction == .send { lines += ["a=ssrc:\(local.ssrc) cname:nalcast", "a=ssrc:\(local.ssrc) msid:nalcast video"] }
         return lines + candidates(local)
     }
 
@@ -162,11 +172,11 @@ public struct SDPAnswer: Sendable {
     private func audioSection(_ mid: String, _ pt: UInt8, _ fmtp: String, _ local: Local) -> [String] {
         var lines = ["m=audio 9 UDP/TLS/RTP/SAVPF \(pt)", "c=IN IP4 0.0.0.0", "a=rtcp:9 IN IP4 0.0.0.0"]
         lines += transport(mid, local)
-        lines += ["a=sendonly", "a=msid:nalcast audio", "a=rtcp-mux"]
+        lines += direction == .send ? ["a=sendonly", "a=msid:nalcast audio", "a=rtcp-mux"] : ["a=recvonly", "a=rtcp-mux"]
         if offer.media[audio!.index].rtcpReducedSize { lines.append("a=rtcp-rsize") }
         lines.append("a=rtpmap:\(pt) opus/48000/2")
         lines.append("a=fmtp:\(pt) " + (fmtp.isEmpty ? "minptime=10;useinbandfec=1" : fmtp))
-        lines += ["a=ssrc:\(local.audioSSRC) cname:nalcast", "a=ssrc:\(local.audioSSRC) msid:nalcast audio"]
+        if direction == .send { lines += ["a=ssrc:\(local.audioSSRC) cname:nalcast", "a=ssrc:\(local.audioSSRC) msid:nalcast audio"] }
         return lines + candidates(local)
     }
 

@@ -75,15 +75,16 @@ public final class WebRTCEndpoint {
 
     /// A peer for `offerText` with its answer: H.264 on the offer's payload type whose profile
     /// is `profile` (the stream's profile_idc, when known); with `sound`, Opus too when the
-    /// offer receives it.
-    public func offer(_ offerText: String, profile: UInt8?, sound: Bool = false) throws(OfferFailure) -> WebRTCPeer {
+    /// offer receives it. `.receive` (WHIP ingest): a recvonly answer taking the offer's
+    /// H.264 and (with `sound`) its Opus; the peer hands what comes to `onRTP`.
+    public func offer(_ offerText: String, profile: UInt8?, sound: Bool = false, direction: SDPAnswer.Direction = .send) throws(OfferFailure) -> WebRTCPeer {
         loop.preconditionOnLoop()
         if let why = SRTPSession.load() { throw .unavailable(why) }
         let offer: SDP.Offer
         let choice: SDPAnswer
         do {
             offer = try SDP.parseOffer(offerText)
-            choice = try SDPAnswer(offer: offer, profile: profile, sound: sound)
+            choice = try SDPAnswer(offer: offer, profile: profile, sound: sound, direction: direction)
         } catch { throw .offer(error) }
         guard let dtls = DTLSAssociation(context) else { throw .unavailable("DTLS: could not make an association") }
         let ufrag = Self.token(8)

@@ -26,6 +26,8 @@ public final class WebRTCPeer {
     var audioSender: OpusRTPSender?
     /// The viewer gets the stream's sound.
     public var hasAudio: Bool { audioSender != nil }
+    /// The payload types the answer took: H.264's, and Opus's when it took the offer's audio.
+    public var payloadTypes: (video: UInt8, audio: UInt8?) { (sender.payloadType, audioSender?.payloadType) }
 
     /// The handshake is done and SRTP keyed: media may go.
     public var onConnected: () -> Void = {}
@@ -35,6 +37,12 @@ public final class WebRTCPeer {
     public var onKeyframeRequest: () -> Void = {}
     /// A REMB: the viewer's estimate of the bitrate its path takes, in bits per second.
     public var onBitrateEstimate: (UInt64) -> Void = { _ in }
+    /// Receiving (WHIP ingest): each RTP packet as unprotected, and each RTCP packet that
+    /// is no feedback to a sender (a sender report). Nil: RTP is not taken.
+    public var onRTP: (([UInt8]) -> Void)?
+    public var onRTCP: ((RTCP.Packet) -> Void)?
+    /// Packets that did not unprotect (replays, wrong keys), dropped.
+    public private(set) var badRTP = 0
 
     /// This viewer's share of the endpoint's metrics, for its `reader-closed` line.
     public struct Counters: Sendable {
@@ -172,7 +180,18 @@ public final class WebRTCPeer {
             handle(dtls.receive(datagram))
         } else if first >= 128 && first <= 191, datagram.count >= 8, (192...223).contains(datagram[1]) {
             receiveRTCP(datagram)
+        } else if first >= 128 && first <= 191, let onRTP, let srtpIn {
+            guard let plain = srtpIn.unprotect(datagram, rtcp: false) else { badRTP += 1; return }
+            onRTP(plain)
         }
+    }
+
+    /// Sends an RTCP compound (a receiver's reports and feedback: RR, NACK, PLI) protected;
+    /// false when it did not go.
+    @discardableResult
+    public func sendRTCP(_ compound: [UInt8]) -> Bool {
+        guard isConnected, !isClosed, let address, let srtpOut, let protected = srtpOut.protect(compound, rtcp: true) else { return false }
+        return endpoint.socket.send(protected, to: address)
     }
 
     private func receiveRTCP(_ datagram: [UInt8]) {
@@ -193,8 +212,10 @@ public final class WebRTCPeer {
                 onBitrateEstimate(bps)
             case .receiverReport(let fraction, _, _):
                 counters.fractionLost = fraction
-            case .transportWide, nil:
+            case .transportWide:
                 break
+            case nil:
+                onRTCP?(packet)
             }
         }
     }

@@ -37,13 +37,13 @@ struct AccessChoice {
         OptionSpec(name: "tls", value: "MODE", help: "self-signed: serve --web and --metrics over TLS with a certificate made at start (its SHA-256 fingerprint printed)", values: ["self-signed"]),
     ]
 
-    static func parse(_ o: ParsedOptions, web: Endpoint?, metrics: Endpoint?, prefix: String) throws -> AccessChoice {
+    static func parse(_ o: ParsedOptions, web: Endpoint?, metrics: Endpoint?, publish: Endpoint? = nil, prefix: String) throws -> AccessChoice {
         var choice = AccessChoice()
-        choice.servesHTTP = web != nil || metrics != nil
-        let remote = [web, metrics].contains { $0.map { !$0.isLoopback } ?? false }
+        choice.servesHTTP = web != nil || metrics != nil || publish != nil
+        let remote = [web, metrics, publish].contains { $0.map { !$0.isLoopback } ?? false }
         if let path = o.string("token-file") {
             guard !o.has("no-auth") else { throw CommandError.usage("\(prefix)--token-file and --no-auth: give one of them") }
-            guard choice.servesHTTP else { throw CommandError.usage("\(prefix)--token-file protects --web and --metrics: give one of them") }
+            guard choice.servesHTTP else { throw CommandError.usage("\(prefix)--token-file protects --web and --metrics (and a whip-listen:// input): give one of them") }
             choice.tokens = .file(path: path, try readTable(path, prefix: prefix))
         } else if o.has("no-auth") {
             choice.tokens = .none(explicit: true)
@@ -172,7 +172,8 @@ struct AccessChoice {
         switch tokens {
         case .generated(let token):
             if let pageURL { return "open \(pageURL)?token=\(token) (a token made for this run: the page keeps it, give the address only to who may watch)" }
-            return "use Authorization: Bearer \(token) for \(metricsURL ?? "/metrics") (a token made for this run)"
+            guard let metricsURL else { return "publish with Authorization: Bearer \(token) (a token made for this run)" }
+            return "use Authorization: Bearer \(token) for \(metricsURL) (a token made for this run)"
         case .none(explicit: true):
             return "--no-auth: anyone who reaches \(pageURL ?? metricsURL ?? "the port") may watch"
         default:

@@ -18,14 +18,14 @@ import Synchronization
 enum ConsumeCommand: Command {
     static let name = "consume"
     static let summary = "Read an H.264 stream and write it to stdout, segment files and/or a remote, and/or serve it to readers (a relay)."
-    static let usage = "nalcast consume [--from tcp://HOST:PORT|unix:PATH|rtsp://…|srt://…|rtmp://…|udp://…|ts:tcp://…|http(s)://…|FILE|-] [-o FILE|-] [--segments DIR] [--forward URL]... [--listen ADDR] [--web ADDR] [OPTIONS]"
+    static let usage = "nalcast consume [--from tcp://HOST:PORT|unix:PATH|rtsp://…|srt://…|rtmp://…|udp://…|ts:tcp://…|http(s)://…|whip-listen://…|FILE|-] [-o FILE|-] [--segments DIR] [--forward URL]... [--listen ADDR] [--web ADDR] [OPTIONS]"
     static let specs: [OptionSpec] = (inputOutputSpecs + ServingChoice.specs(.relay) + [
         OptionSpec(name: "realtime", value: nil, help: "read a file input at the pace of its media time, like FFmpeg's -re, for every output (on when serving a file with --listen or --web; --no-realtime turns it off)"),
     ] + observabilitySpecs).withValues(OptionValues.serving(.relay))
     private static let inputOutputSpecs: [OptionSpec] = [
-        OptionSpec(name: "from", value: "SOURCE", help: "tcp://HOST:PORT or unix:PATH (a nalcast producer, Annex-B), rtsp[s]://[USER:PASS@]HOST[:PORT]/PATH (a camera), srt://HOST:PORT[?mode=listener], rtmp[s]://HOST[:PORT]/APP/NAME (played), udp://HOST:PORT (MPEG-TS), ts:tcp://HOST:PORT or ts:unix:PATH (MPEG-TS over a socket; found by itself on tcp:// and unix: too), http[s]://…, a file (Annex-B, MP4, MPEG-TS, Matroska, FLV), or - for stdin (Annex-B); H.264 only, never re-encoded; an AAC track goes into the container outputs", defaultText: "tcp://127.0.0.1:7264"),
+        OptionSpec(name: "from", value: "SOURCE", help: "tcp://HOST:PORT or unix:PATH (a nalcast producer, Annex-B), rtsp[s]://[USER:PASS@]HOST[:PORT]/PATH (a camera), srt://HOST:PORT[?mode=listener], rtmp[s]://HOST[:PORT]/APP/NAME (played), udp://HOST:PORT (MPEG-TS), ts:tcp://HOST:PORT or ts:unix:PATH (MPEG-TS over a socket; found by itself on tcp:// and unix: too), http[s]://…, whip-listen://HOST:PORT/PATH (a WHIP endpoint WebRTC publishers send to, one at a time; their Opus made AAC), a file (Annex-B, MP4, MPEG-TS, Matroska, FLV), or - for stdin (Annex-B); H.264 only, never re-encoded; an AAC track goes into the container outputs", defaultText: "tcp://127.0.0.1:7264"),
         OptionSpec(name: "rtsp-transport", value: "tcp|udp", help: "RTP over the RTSP connection or over UDP, for --from rtsp://", defaultText: "tcp"),
-        OptionSpec(name: "stall-timeout", value: "DURATION", help: "a live --from (tcp, unix, rtsp, srt, rtmp, udp, http) that sends nothing this long is reported, dropped and connected again", defaultText: "5s"),
+        OptionSpec(name: "stall-timeout", value: "DURATION", help: "a live --from (tcp, unix, rtsp, srt, rtmp, udp, http, a WHIP publisher) that sends nothing this long is reported, dropped and connected again (waited for again)", defaultText: "5s"),
         OptionSpec(name: "output", value: "FILE", help: "write the stream from the first IDR to FILE or - for stdout: .mp4, .ts, .mkv, .flv in that container with its timing, anything else as received (Annex-B)", short: "o"),
         OptionSpec(name: "format", value: "FORMAT", help: "the container of -o: mp4, ts, mkv, flv or h264 (raw Annex-B); mp4 needs a seekable file", defaultText: "from the -o extension, else h264", values: OptionValues.formats),
         OptionSpec(name: "segments", value: "DIR", help: "write rotating segment files into DIR, each starting at an IDR: MP4 unless --segment-name ends otherwise"),
@@ -77,14 +77,19 @@ enum ConsumeCommand: Command {
         case demux(DemuxReader.Source)
         /// `rtsp://`: nalcast's own RTSP client (`RTSPReader`), no libavformat.
         case rtsp(RTSPReader.Source)
+        /// `whip-listen://HOST:PORT/PATH`: WHIP publishers come to a listener (`WHIPIngest`).
+        case whip(endpoint: Endpoint, path: String)
         var description: String {
             switch self {
             case .network(let e): e.description
             case .file(let p): p == "-" ? "stdin" : p
             case .demux(let s): s.shown
             case .rtsp(let s): s.shown
+            case .whip(let endpoint, let path): "whip-listen://\(endpoint.description.dropFirst(6))\(path)"
             }
         }
+        /// The WHIP listener's address, for the tokens and TLS it shares with `--web`.
+        var publishEndpoint: Endpoint? { if case .whip(let endpoint, _) = self { endpoint } else { nil } }
         /// Standard input that is not a regular file: a pipe from a live producer, most likely.
         var isPipe: Bool {
             guard case .file("-") = self else { return false }
@@ -97,7 +102,7 @@ enum ConsumeCommand: Command {
             case .network: true
             case .file: false
             case .demux(let s): s.live
-            case .rtsp: true
+            case .rtsp, .whip: true
             }
         }
         /// Media time without a timestamp SEI is counted (a raw file), not the container's.
@@ -192,7 +197,10 @@ enum ConsumeCommand: Command {
             }
             events = options.string("events")
             dryRun = options.has("dry-run")
-            serving = try ServingChoice.parse(options, .relay, defaultListen: false, metrics: metrics)
+            serving = try ServingChoice.parse(options, .relay, defaultListen: false, metrics: metrics, publish: input.publishEndpoint)
+            if let endpoint = input.publishEndpoint, !endpoint.isLoopback, !options.has("allow-remote") {
+                throw CommandError.usage("consume: --from \(input) is not a loopback address: add --allow-remote to take publishers from other machines")
+            }
             hls = try HLSChoice.parse(options, command: "consume", idrInterval: nil)
             replay = try ReplayChoice.parse(options, command: "consume")
             // A file is paced when served (`--no-realtime` says otherwise) or when asked; a
@@ -224,6 +232,9 @@ enum ConsumeCommand: Command {
                 out.append("reader: nalcast's RTSP client (live, reopened after a stall of \(formatSeconds(stallTimeout)) s); rtsp_transport=\(source.transport.rawValue) ("
                            + (source.transport == .tcp ? "RTP interleaved in the RTSP connection" : "RTP and RTCP over UDP port pairs") + ")")
                 out.append("media time: timestamp SEI, else the RTP timestamps from 0, going on across reopenings")
+            } else if case .whip(let endpoint, let path) = input {
+                out.append("reader: WHIP ingest (RFC 9725): POST \(path) on \(endpoint) with an SDP offer, one publisher at a time; H.264 as sent, Opus made AAC; a publisher gone is waited for like a reconnecting input")
+                out.append("media time: timestamp SEI, else the RTP timestamps, going on from one publisher to the next")
             } else if case .demux(let source) = input {
                 out.append("reader: libavformat (" + (source.live ? "live, reopened after a stall of \(formatSeconds(stallTimeout)) s" : "a container file") + ")"
                            + (source.options.isEmpty ? "" : "; options " + source.options.map { "\($0.key)=\($0.value)" }.joined(separator: " ")))
@@ -245,7 +256,10 @@ enum ConsumeCommand: Command {
             out += hls?.lines ?? []
             out += replay?.lines ?? []
             for f in forwards { out.append("forward: \(f) (\(f.carries))") }
-            if input.isNetwork || !forwards.isEmpty {
+            if input.publishEndpoint != nil {
+                out.append("next publisher: waited for " + (reconnectTimeout.map { "up to \(formatSeconds($0)) s after one leaves" } ?? "as long as it takes"))
+            }
+            if (input.isNetwork && input.publishEndpoint == nil) || !forwards.isEmpty {
                 out.append("reconnect: 100ms doubling to 5s with jitter, give up " + (reconnectTimeout.map { "after \(formatSeconds($0)) s" } ?? "never"))
             }
             if serving.isServing { out += serving.lines(.relay) }

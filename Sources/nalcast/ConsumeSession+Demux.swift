@@ -6,6 +6,7 @@ import Muxing
 import Output
 import Delivery
 import Synchronization
+import Serving
 
 extension ConsumeSession {
     /// A container file is opened before any output is made, as an Annex-B file is: a file
@@ -81,5 +82,35 @@ extension ConsumeSession {
         case .gaveUp(let reason, let everOpened, let endedCleanly):
             reporter.report(InputEvent(.demuxed, shown, .gaveUp(reason: reason, everOpened: everOpened, endedCleanly: endedCleanly)))
         }
+    }
+}
+
+extension ConsumeSession {
+    /// `--from whip-listen://`: the WHIP listener on the loop, its publishers' media going to
+    /// the intake there; its HTTP listener protected as `--web` is (tokens: `publish`).
+    func startWHIP(_ loop: EventLoop, _ fanout: SinkFanout, _ ending: Ending) throws -> WHIPIngest? {
+        guard case .whip(let endpoint, let path) = config.input else { return nil }
+        let shown = config.input.description
+        let reporter = inputReporter(ending)
+        let log = self.log
+        let whip: WHIPIngest
+        do {
+            whip = try WHIPIngest(loop: loop, config: WHIPIngest.Config(endpoint: endpoint, path: path, shown: shown, stallTimeout: config.stallTimeout,
+                                                                      reconnectTimeout: config.reconnectTimeout),
+                                  intake: makeIntake(fanout, .arrival), registry: metrics.registry, log: { log.line($0) },
+                                  onEvent: { reporter.report($0) }, onEnd: { end in
+                                      // Given up waiting for the next publisher: said in a listener's words.
+                                      guard case .gaveUp(let reason, let everOpened, let endedCleanly) = end else { return Self.inputEnded(end, shown, ending, reporter) }
+                                      reporter.report(InputEvent(.publisher, shown, .gaveUp(reason: reason, everOpened: everOpened, endedCleanly: endedCleanly)))
+                                  })
+        } catch {
+            throw CommandError.unavailable("consume: --from \(shown): \(error)")
+        }
+        security?.protect(whip.http)
+        whip.onFirstPicture = { log.line("\(shown): the publisher's first picture went on \(fixed($0, 3)) s after its offer") }
+        whip.start()
+        let url = (security?.pageURL(whip.http.boundEndpoint) ?? AccessChoice.pageURL(whip.http.boundEndpoint)).dropLast() + path
+        log.line("WHIP: publishers POST their SDP offer to \(url) (one at a time)")
+        return whip
     }
 }

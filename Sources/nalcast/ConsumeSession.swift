@@ -118,6 +118,7 @@ final class ConsumeSession {
         relay?.side.serveHLS(hlsLive, runner: hlsRunner, loop: loop)
         relay?.side.serveRecordings(recordings, loop: loop)
         var client = try connectInput(loop, fanout, ending)
+        let whip = try startWHIP(loop, fanout, ending)
         let serving = try startServing(loop, fanout)
         replay?.addRoute(to: serving.metricsServer)
         let replaySignal = replay?.watchSignal(loop)
@@ -131,6 +132,7 @@ final class ConsumeSession {
         let ended = ending.outcome.withLock { $0 } ?? .stopped
         client?.stop()
         client = nil
+        whip?.stop()
         serving.stop()
         relay?.close()
         drain(fileReader, demuxReader ?? handedOverDemux, fanout, after: ended)

@@ -18,6 +18,8 @@ import Glibc
 ///   marker bit, and no FFmpeg library is loaded;
 /// - `rtsps://`, `srt://`, `rtmp://`, `rtmps://`, `udp://`, `http://`, `https://`:
 ///   libavformat's protocols and demuxers (`DemuxReader`), live: reopened when lost;
+/// - `whip-listen://HOST:PORT/PATH`: a WHIP endpoint WebRTC publishers send to
+///   (`WHIPIngest`, on the loop);
 /// - `ts:tcp://HOST:PORT`, `ts:unix:PATH`: MPEG-TS over a socket (`produce --listen ts:…`, or any MPEG-TS
 ///   sender), H.264 and its AAC audio: the same demuxer, live;
 /// - a file whose first bytes say MP4, MPEG-TS, Matroska or FLV (`InputSniffer`): the same
@@ -44,9 +46,10 @@ enum InputChoice {
         }
         let scheme = text[..<colon].lowercased()
         if scheme == "tcp" { return .network(try ConsumeCommand.endpoint(text, option: "from")) }
+        if scheme == "whip-listen" { return try whipListen(text) }
         let shown = PushTarget.masked(text)
         guard schemes.contains(scheme) else {
-            throw CommandError.usage("consume: --from \(shown): expected tcp://HOST:PORT, unix:PATH, \(schemes.map { $0 + "://" }.joined(separator: ", ")), a file or -")
+            throw CommandError.usage("consume: --from \(shown): expected tcp://HOST:PORT, unix:PATH, \(schemes.map { $0 + "://" }.joined(separator: ", ")), whip-listen://, a file or -")
         }
         let rest = text[text.index(colon, offsetBy: 3)...]
         if rest.isEmpty || rest.hasPrefix("/") && scheme != "udp" {
@@ -65,6 +68,24 @@ enum InputChoice {
         return .demux(DemuxReader.Source(url: text, shown: shown, live: true, options: liveOptions(scheme: scheme, rtspTransport: rtspTransport),
                                          picturesMaySpanPackets: scheme.hasPrefix("rtsp"), waitsForSender: listens(text),
                                          endsWithItsInput: scheme.hasPrefix("http")))
+    }
+
+    /// `whip-listen://HOST:PORT/PATH`: a WHIP endpoint for publishers (`WHIPIngest`); the
+    /// path defaults to `/whip`.
+    static func whipListen(_ text: String) throws -> ConsumeCommand.Input {
+        let rest = text.dropFirst("whip-listen://".count)
+        let slash = rest.firstIndex(of: "/") ?? rest.endIndex
+        let path = rest[slash...].isEmpty ? "/whip" : String(rest[slash...])
+        let expected = "expected whip-listen://HOST:PORT/PATH (a WHIP endpoint publishers POST their offer to)"
+        guard path.count > 1, !path.hasSuffix("/"), path.allSatisfy({ $0.isASCII && !$0.isWhitespace && $0 != "?" && $0 != "#" }) else {
+            throw CommandError.usage("consume: --from \(text): the path must be one like /whip (no query, not ending in /); \(expected)")
+        }
+        let address = rest[..<slash]
+        guard let colon = address.lastIndex(of: ":"), UInt16(address[address.index(after: colon)...]) != nil,
+              let endpoint = try? Endpoint(parsing: "tcp://" + address, portRequired: true) else {
+            throw CommandError.usage("consume: --from \(text): no host and port; \(expected)")
+        }
+        return .whip(endpoint: endpoint, path: path)
     }
 
     /// `ts:tcp://HOST:PORT` or `ts:unix:PATH` (the forms `produce --listen` serves MPEG-TS

@@ -36,7 +36,19 @@ final class InputReporter: Sendable {
             noData: "no packet", lost: "lost", again: "reopen", lastOpen: "last read",
             neverOpened: { _, reason in reason })
 
-        static func of(_ kind: InputEvent.Kind) -> Words { kind == .connection ? .connection : .demuxed }
+        static let publisher = Words(
+            opened: { input, opening in "a publisher came to \(input) (\(opening?.found ?? ""); its handshake took \(fixed(opening?.seconds ?? 0, 2)) s)" },
+            unreachable: { _, reason in reason },
+            noData: "no packet", lost: "the publisher left", again: "wait", lastOpen: "last published",
+            neverOpened: { input, reason in "no publisher came to \(input) (\(reason))" })
+
+        static func of(_ kind: InputEvent.Kind) -> Words {
+            switch kind {
+            case .connection: .connection
+            case .demuxed: .demuxed
+            case .publisher: .publisher
+            }
+        }
     }
 
     private let log: Log

@@ -108,6 +108,7 @@ enum ManPage {
         "rtsp://HOST/PATH       RTSP (push for --forward, play for --from; rtsps:// too)",
         "udp://HOST:PORT        MPEG-TS over UDP",
         "http(s)://...          --from: a stream or a file over HTTP",
+        "whip-listen://HOST:PORT/PATH  --from: WebRTC publishers POST their WHIP offer there, one at a time",
         "FILE, -                --from, -o, inspect: a file, or stdin/stdout",
     ]
 

@@ -84,7 +84,8 @@ struct ServingChoice {
     /// Reads the serving options. `defaultListen`: listen on 127.0.0.1:7264 when neither
     /// `--listen` nor `--web` is given (`produce` without another output).
     /// `metrics`: the `--metrics` address, which the tokens protect too.
-    static func parse(_ o: ParsedOptions, _ role: Role, defaultListen: Bool, metrics: Endpoint?) throws -> ServingChoice {
+    /// `publish`: the WHIP listener of `consume --from whip-listen://`, which they protect too.
+    static func parse(_ o: ParsedOptions, _ role: Role, defaultListen: Bool, metrics: Endpoint?, publish: Endpoint? = nil) throws -> ServingChoice {
         // produce's messages carry no command prefix (as before the relay); consume's do.
         let prefix = role == .encoder ? "" : "consume: "
         var choice = ServingChoice()
@@ -131,7 +132,7 @@ struct ServingChoice {
         b.readerTimeoutNs = try nanoseconds(o, "reader-timeout", default: 10, minimum: 0.001)
         b.maxReaders = try o.value("max-readers", default: 16, expected: "expected a positive number", ValueFormat.positiveInt)
         choice.broadcaster = b
-        choice.access = try AccessChoice.parse(o, web: choice.web, metrics: metrics, prefix: prefix)
+        choice.access = try AccessChoice.parse(o, web: choice.web, metrics: metrics, publish: publish, prefix: prefix)
         return choice
     }
 

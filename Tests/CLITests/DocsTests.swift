@@ -164,4 +164,21 @@ import Testing
         #expect(try Self.documentedMetrics("produce") == produced, "served by produce: \(produced.sorted())")
         #expect(try Self.documentedMetrics("consume") == consumed, "served by consume: \(consumed.sorted())")
     }
+
+    /// A WHIP ingest serves `consume`'s metrics and the WHIP ones.
+    @Test func operationsMetricTableOfTheWHIPIngest() throws {
+        let port = try freePort(), whipPort = try freePort()
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let c = try Background(Run.nalcast, ["consume", "--from", "whip-listen://127.0.0.1:\(whipPort)/whip", "-o", dir.appendingPathComponent("o.ts").path,
+                                             "--metrics", "tcp://127.0.0.1:\(port)"], environment: Deploy.environment())
+        var served: Set<String> = []
+        for _ in 0..<50 where served.isEmpty {
+            usleep(100_000)
+            served = Self.servedMetrics(port)
+        }
+        c.signal(SIGTERM)
+        c.wait()
+        #expect(try Self.documentedMetrics("consume").union(Self.documentedMetrics("consume --from whip-listen")) == served, "served: \(served.sorted())")
+    }
 }

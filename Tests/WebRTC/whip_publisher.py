@@ -1,0 +1,180 @@
+"""A WHIP publisher of aiortc's (an implementation of WebRTC independent of nalcast's and of
+Chromium's), as a test's peer: sends H.264 pictures of known colours, and a tone, to a WHIP
+endpoint, then ends its session. Prints what happened as JSON.
+
+    whip_publisher.py WHIP_URL SECONDS [--token TOKEN] [--colour R,G,B] [--tone HZ]
+                      [--vp8-only] [--offer-only] [--no-delete] [--drop N | --lose N]
+
+The pictures are 320x240, the left half of `--colour` (default 255,0,0) and the right half
+blue (0,0,255), 30 a second, for SECONDS. With --tone HZ an Opus track goes beside them: a
+sine of HZ at -6 dBFS (amplitude 0.5), stereo, 48 kHz. --vp8-only offers VP8 alone (an offer
+nalcast must refuse); --offer-only POSTs the offer, prints the answer's status and stops
+(a second publisher); --no-delete goes away without DELETE (its ICE and DTLS just stop);
+--drop N loses every Nth video RTP packet the first time it is sent (as a path would: the
+receiver NACKs it and aiortc sends it again); --lose N never sends every Nth, not even
+again (the receiver must give up on its picture and ask for a new one). Prints {"status", "location", "body",
+"deleted", "framesSent", "dropped", "nacked"} or {"error": ...} (exit 1).
+"""
+
+import asyncio
+import fractions
+import json
+import math
+import os
+import sys
+import urllib.request
+
+import numpy
+from av import AudioFrame, VideoFrame
+from aiortc import MediaStreamTrack, RTCPeerConnection, RTCRtpSender, RTCSessionDescription
+
+WIDTH, HEIGHT, FPS = 320, 240, 30
+DROPPED = []
+
+
+def http(method, url, body=None, token=None):
+    headers = {"Content-Type": "application/sdp"} if body is not None else {}
+    if token:
+        headers["Authorization"] = "Bearer " + token
+    request = urllib.request.Request(url, data=body.encode() if body is not None else None, method=method, headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, dict(response.headers), response.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, dict(error.headers), error.read().decode()
+
+
+class Pictures(MediaStreamTrack):
+    kind = "video"
+
+    def __init__(self, colour):
+        super().__init__()
+        image = numpy.zeros((HEIGHT, WIDTH, 3), numpy.uint8)
+        image[:, : WIDTH // 2] = colour
+        image[:, WIDTH // 2 :] = (0, 0, 255)
+        self.image, self.count = image, 0
+        self.start = None
+
+    async def recv(self):
+        loop = asyncio.get_running_loop()
+        if self.start is None:
+            self.start = loop.time()
+        due = self.start + self.count / FPS
+        await asyncio.sleep(max(0, due - loop.time()))
+        frame = VideoFrame.from_ndarray(self.image, format="rgb24")
+        frame.pts, frame.time_base = self.count * 3000, fractions.Fraction(1, 90000)
+        self.count += 1
+        return frame
+
+
+class Tone(MediaStreamTrack):
+    kind = "audio"
+
+    def __init__(self, hz):
+        super().__init__()
+        self.hz, self.sample, self.start = hz, 0, None
+
+    async def recv(self):
+        loop = asyncio.get_running_loop()
+        if self.start is None:
+            self.start = loop.time()
+        due = self.start + self.sample / 48000
+        await asyncio.sleep(max(0, due - loop.time()))
+        t = (numpy.arange(960) + self.sample) / 48000
+        mono = (0.5 * 32767 * numpy.sin(2 * math.pi * self.hz * t)).astype(numpy.int16)
+        frame = AudioFrame.from_ndarray(numpy.repeat(mono, 2).reshape(1, -1), format="s16", layout="stereo")
+        frame.sample_rate, frame.pts, frame.time_base = 48000, self.sample, fractions.Fraction(1, 48000)
+        self.sample += 960
+        return frame
+
+
+def lose_every(nth, forever=False):
+    """Every nth video RTP packet is not sent the first time (a retransmission goes), or
+    (forever) never."""
+    sent = set()
+
+    def patch_transport(transport):
+        send = transport._send_rtp
+
+        async def maybe(data, *args, **kwargs):
+            # RTP (not RTCP: 192-223), not Opus (aiortc's payload type 111)
+            if len(data) >= 12 and not 192 <= data[1] <= 223 and data[1] & 0x7F != 111:
+                sequence = data[2] << 8 | data[3]
+                if sequence in DROPPED and forever:
+                    return
+                if sequence not in sent:
+                    sent.add(sequence)
+                    if len(sent) % nth == 0:
+                        DROPPED.append(sequence)
+                        return
+            return await send(data, *args, **kwargs)
+
+        transport._send_rtp = maybe
+
+    return patch_transport
+
+
+async def publish(args):
+    pc = RTCPeerConnection()
+    video = pc.addTransceiver(Pictures(args["colour"]), direction="sendonly")
+    wanted = "video/VP8" if args["vp8"] else "video/H264"
+    video.setCodecPreferences([c for c in RTCRtpSender.getCapabilities("video").codecs if c.mimeType == wanted])
+    if args["tone"]:
+        pc.addTransceiver(Tone(args["tone"]), direction="sendonly")
+    await pc.setLocalDescription(await pc.createOffer())
+    status, headers, body = http("POST", args["url"], pc.localDescription.sdp, args["token"])
+    out = {"status": status, "location": headers.get("Location"), "body": body if status != 201 else "", "answer": body if status == 201 else ""}
+    if status != 201 or args["offerOnly"]:
+        await pc.close()
+        return out
+    await pc.setRemoteDescription(RTCSessionDescription(body, "answer"))
+    if args["drop"] or args["lose"]:
+        lose_every(args["drop"] or args["lose"], forever=bool(args["lose"]))(video.sender.transport)
+    await asyncio.sleep(args["seconds"])
+    out["framesSent"] = video.sender.track.count if video.sender.track else 0
+    stats = await video.sender.getStats()
+    out["nacked"] = sum(getattr(s, "nackCount", 0) or 0 for s in stats.values())
+    out["dropped"] = len(DROPPED)
+    if args["delete"] and out["location"]:
+        base = args["url"].split("/", 3)
+        out["deleted"] = http("DELETE", base[0] + "//" + base[2] + out["location"], token=args["token"])[0]
+        await pc.close()
+    else:
+        # Gone without a word: the process ends with nothing more sent, not even DTLS's close_notify.
+        print(json.dumps(out), flush=True)
+        os._exit(0)
+    return out
+
+
+def main():
+    argv = sys.argv[1:]
+    args = {"url": argv[0], "seconds": float(argv[1]), "token": None, "colour": (255, 0, 0), "tone": None, "vp8": False,
+            "offerOnly": False, "delete": True, "drop": 0, "lose": 0}
+    rest = argv[2:]
+    while rest:
+        flag = rest.pop(0)
+        if flag == "--token":
+            args["token"] = rest.pop(0)
+        elif flag == "--colour":
+            args["colour"] = tuple(int(v) for v in rest.pop(0).split(","))
+        elif flag == "--tone":
+            args["tone"] = float(rest.pop(0))
+        elif flag == "--vp8-only":
+            args["vp8"] = True
+        elif flag == "--offer-only":
+            args["offerOnly"] = True
+        elif flag == "--no-delete":
+            args["delete"] = False
+        elif flag == "--drop":
+            args["drop"] = int(rest.pop(0))
+        elif flag == "--lose":
+            args["lose"] = int(rest.pop(0))
+    try:
+        print(json.dumps(asyncio.run(asyncio.wait_for(publish(args), args["seconds"] + 30))))
+    except Exception as error:  # noqa: BLE001 - any failure is the test's to read
+        print(json.dumps({"error": f"{type(error).__name__}: {error}"}))
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
