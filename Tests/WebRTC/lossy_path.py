@@ -213,7 +213,11 @@ def main() -> int:
         forward_tcp(host, port, up_host, up_port, delay)
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
-    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--mute-audio"):
+    # WebCodecs (the page over its WebSocket) needs a secure context, which plain http to an
+    # address that is not loopback is not: this origin is taken for one.
+    origin = "/".join(url.split("/")[:3])
+    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--mute-audio",
+                 f"--unsafely-treat-insecure-origin-as-secure={origin}"):
         options.add_argument(flag)
     driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
     try:
