@@ -8,9 +8,6 @@ import Testing
 /// (this kernel has no netem): Tests/WebRTC/lossy-netns and lossy_path.py. Needs root.
 @Suite(.serialized) struct WebRTCLossTests {
     static let tools = Run.root.appendingPathComponent("Tests/WebRTC")
-    /// The one UDP port the namespace lets out: the forwarder's.
-    static let forwardPort = 47000
-
     static let netnsMissing: String? = {
         guard getuid() == 0 else { return "needs root (a network namespace and nftables)" }
         guard FileManager.default.isExecutableFile(atPath: "/usr/sbin/nft") else { return "no nft (scripts/setup installs nftables)" }
@@ -30,7 +27,7 @@ import Testing
         let here = "10.231.\(index).1", there = "10.231.\(index).2"
         let script = tools.appendingPathComponent("lossy-netns").path
         _ = try Run.program(script, ["down", name])
-        let up = try Run.program(script, ["up", name, "\(index)", "\(loss)", "\(forwardPort)"])
+        let up = try Run.program(script, ["up", name, "\(index)", "\(loss)"])
         defer { _ = try? Run.program(script, ["down", name]) }
         try #require(up.status == 0, "\(up.text) \(up.stderr)")
         let producer = try Background(Run.nalcast, ["produce", "--source", "testsrc", "--size", "640x360", "--keyint", "600",
@@ -43,7 +40,7 @@ import Testing
         let words = producer.stderr.split(whereSeparator: { $0 == " " || $0 == "\n" })
         let web = try #require(words.first { $0.hasPrefix("http://\(here):") }.flatMap { Int($0.split(separator: ":")[2].prefix { $0.isNumber }) }, "\(producer.stderr)")
         let udp = try #require(words.first { $0.hasPrefix("\(here):") }.flatMap { Int($0.split(separator: ":")[1]) }, "\(producer.stderr)")
-        let path = #"{"delayMs": 30, "forwardPort": \#(forwardPort), "tcp": [["\#(there)", \#(web), "\#(here)", \#(web)]], "udp": [["\#(there)", \#(udp), "\#(here)", \#(udp)]]}"#
+        let path = #"{"delayMs": 30, "forwardFrom": "10.231.\#(index).3", "tcp": [["\#(there)", \#(web), "\#(here)", \#(web)]], "udp": [["\#(there)", \#(udp), "\#(here)", \#(udp)]]}"#
         try body("http://\(there):\(web)/", "http://\(here):\(web)/", name, path)
     }
 

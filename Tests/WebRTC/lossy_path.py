@@ -4,10 +4,10 @@ Run by the venv python (selenium) under `ip netns exec NAME`.
 
     lossy_path.py PAGE_URL SECONDS PATH_JSON [GOAL_JSON]
 
-PATH_JSON: {"delayMs": 30, "forwardPort": F, "tcp": [[HOST, PORT, UPHOST, UPPORT], ...],
+PATH_JSON: {"delayMs": 30, "forwardFrom": F, "tcp": [[HOST, PORT, UPHOST, UPPORT], ...],
 "udp": [[HOST, PORT, UPHOST, UPPORT], ...]}: each TCP connection to HOST:PORT is carried to
-UPHOST:UPPORT and each UDP datagram to HOST:PORT goes to UPHOST:UPPORT from port F (the one
-port the namespace lets UDP leave by), and back; every byte held delayMs each way (the
+UPHOST:UPPORT and each UDP datagram to HOST:PORT goes to UPHOST:UPPORT from address F (the
+one the namespace lets UDP leave from), and back; every byte held delayMs each way (the
 kernel here has no netem). PAGE_URL is the page at the forwarder's address.
 
 Once the page has painted 30 frames, it records for at least SECONDS when each frame was
@@ -112,11 +112,11 @@ class Delayed:
                     return
 
 
-def forward_udp(host, port, up_host, up_port, out_port, delay):
+def forward_udp(host, port, up_host, up_port, out_host, delay):
     front = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     front.bind((host, port))
     back = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    back.bind((host, out_port))
+    back.bind((out_host, 0))
     for s in (front, back):
         s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
     client = [None]
@@ -208,7 +208,7 @@ def main() -> int:
     goal = json.loads(sys.argv[4]) if len(sys.argv) > 4 else {}
     delay = path.get("delayMs", 30) / 1000
     for host, port, up_host, up_port in path.get("udp", []):
-        forward_udp(host, port, up_host, up_port, path["forwardPort"], delay)
+        forward_udp(host, port, up_host, up_port, path["forwardFrom"], delay)
     for host, port, up_host, up_port in path.get("tcp", []):
         forward_tcp(host, port, up_host, up_port, delay)
     options = webdriver.ChromeOptions()

@@ -27,7 +27,6 @@ from live import BenchError, Procs, cpu_s, guard, median, pct, rss_kib, alive
 LIB = Path(__file__).resolve().parent
 TOOLS = LIB.parent.parent / "Tests" / "WebRTC"
 VENV_PYTHON = Path.home() / ".cache" / "nalcast-tools" / "bin" / "python"
-FORWARD_PORT = 47000
 FPS = 30
 
 
@@ -61,7 +60,7 @@ def _measure(size: tuple, seconds: float, webrtc: bool):
         name, here, there = f"nalcast-bench-loss-{os.getpid()}", f"10.231.{index}.1", f"10.231.{index}.2"
         tool = str(TOOLS / "lossy-netns")
         subprocess.run([tool, "down", name], check=False)
-        subprocess.run([tool, "up", name, str(index), "1", str(FORWARD_PORT)], check=True)
+        subprocess.run([tool, "up", name, str(index), "1"], check=True)
         try:
             with Procs() as procs:
                 proc = procs.start([ctx.nalcast.path, "produce", "--source", "testsrc", "--size", f"{size[0]}x{size[1]}",
@@ -69,7 +68,7 @@ def _measure(size: tuple, seconds: float, webrtc: bool):
                                     "--webrtc-host", there], stderr=log)
                 web = int(_wait_for(rf"the page on http://{here}:(\d+)/", proc, log).group(1))
                 udp = int(_wait_for(rf"media on UDP {here}:(\d+)", proc, log).group(1))
-                path = {"delayMs": 30, "forwardPort": FORWARD_PORT, "tcp": [[there, web, here, web]], "udp": [[there, udp, here, udp]]}
+                path = {"delayMs": 30, "forwardFrom": f"10.231.{index}.3", "tcp": [[there, web, here, web]], "udp": [[there, udp, here, udp]]}
                 page = f"http://{there}:{web}/" + ("?transport=webrtc" if webrtc else "")
                 c0, t0 = cpu_s(proc.pid), time.monotonic()
                 browser = procs.start(["ip", "netns", "exec", name, VENV_PYTHON, TOOLS / "lossy_path.py", page, seconds,
