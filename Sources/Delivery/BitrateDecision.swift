@@ -1,5 +1,5 @@
-/// What live bitrate a producer's encoder should have, given the lowest estimate its WebRTC
-/// viewers sent (REMB) and a ceiling (`--bitrate`, or the last `POST /bitrate`).
+/// What live bitrate a producer's encoder should have, given the lowest estimate of its WebRTC
+/// viewers' paths (their REMB, or one made from their TWCC feedback) and a ceiling (`--bitrate`, or the last `POST /bitrate`).
 ///
 /// An estimate limits the encoder only once the path is congested: the estimate under what
 /// that viewer was sent over the last second while its receiver reports say it loses 2 % or

@@ -10,8 +10,9 @@ public enum RTCPFeedback: Sendable, Equatable {
     case nack(mediaSSRC: UInt32, lost: [UInt16])
     /// Receiver estimated maximum bitrate (PSFB, FMT 15, "REMB"), bits per second.
     case estimatedBitrate(bitsPerSecond: UInt64, ssrcs: [UInt32])
-    /// Transport-wide congestion control feedback (RTPFB, FMT 15): not read further here.
-    case transportWide
+    /// Transport-wide congestion control feedback (RTPFB, FMT 15): what arrived and when
+    /// (nil: cut short or a reserved status).
+    case transportWide(TransportFeedback?)
     /// A receiver report (RR, 201): fraction lost of the first block, 0 to 255.
     case receiverReport(fractionLost: UInt8, cumulativeLost: Int32, jitter: UInt32)
 
@@ -43,7 +44,7 @@ public enum RTCPFeedback: Sendable, Equatable {
             for i in 0..<count where s + 16 + 4 * i + 4 <= b.endIndex { ssrcs.append(RTPPacket.word(b, s + 16 + 4 * i)) }
             self = .estimatedBitrate(bitsPerSecond: exponent >= 46 ? UInt64.max : mantissa << exponent, ssrcs: ssrcs)
         case (205, 15):
-            self = .transportWide
+            self = .transportWide(TransportFeedback(body: b))
         case (201, let blocks) where blocks > 0 && b.count >= 28:
             let lost = Int32(bitPattern: UInt32(b[s + 9]) << 24 | UInt32(b[s + 10]) << 16 | UInt32(b[s + 11]) << 8) >> 8
             self = .receiverReport(fractionLost: b[s + 8], cumulativeLost: lost, jitter: RTPPacket.word(b, s + 16))

@@ -171,6 +171,7 @@ public struct HTTPResponse: Sendable {
         case 200: "OK"
         case 201: "Created"
         case 202: "Accepted"
+        case 204: "No Content"
         case 400: "Bad Request"
         case 401: "Unauthorized"
         case 403: "Forbidden"
@@ -189,11 +190,14 @@ public struct HTTPResponse: Sendable {
     public var bytes: [UInt8] {
         let body = Array(self.body.utf8)
         var head = "HTTP/1.1 \(status) \(HTTPResponse.reason(status))\r\n"
-        head += "Content-Type: \(contentType)\r\n"
-        head += "Content-Length: \(body.count)\r\n"
+        // A 204 has neither body nor its length (RFC 9110 §8.6).
+        if status != 204 {
+            head += "Content-Type: \(contentType)\r\n"
+            head += "Content-Length: \(body.count)\r\n"
+        }
         for (name, value) in headers { head += "\(name): \(value)\r\n" }
         head += "Connection: close\r\n\r\n"
-        return Array(head.utf8) + body
+        return Array(head.utf8) + (status == 204 ? [] : body)
     }
 }
 

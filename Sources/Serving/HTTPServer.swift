@@ -24,6 +24,9 @@ public final class HTTPServer {
     public var routes: HTTPRoutes
     /// The token check; nil serves every route to anyone who reaches it.
     public var access: AccessGuard?
+    /// Header fields added to the guard's 401 and 403 (a route's CORS grant, so that a
+    /// player on another origin can read why: `WHEPService`).
+    public var refusalHeaders: (HTTPRequest) -> [(String, String)] = { _ in [] }
     /// The transport of each accepted connection (TLS); nil: the socket's bytes as they are.
     /// Nil from it refuses the connection (closed at once).
     public var makeTransport: ((Socket) -> (any ByteTransport)?)?
@@ -157,7 +160,7 @@ public final class HTTPServer {
                 case .found(let found):
                     if let needed = found.permission, let access = server.access {
                         let decision = access.decide(request, needs: needed)
-                        guard decision == .allowed else { return refuse(decision, access) }
+                        guard decision == .allowed else { return refuse(decision, access, server.refusalHeaders(request)) }
                     }
                     let request = request.removingToken()
                     if case .takeOver(let handler) = found.handler { return takeOver(request, handler) }
@@ -169,12 +172,13 @@ public final class HTTPServer {
 
         /// A request without the token its route needs: answered once the guard's delay for
         /// this host is over (or closed at once when too many of its answers wait).
-        func refuse(_ decision: AccessGuard.Decision, _ access: AccessGuard) {
+        func refuse(_ decision: AccessGuard.Decision, _ access: AccessGuard, _ extra: [(String, String)]) {
             answered = true
             deadline?.stop()
             var response = HTTPResponse(status: decision == .forbidden ? 403 : 401, body: decision == .forbidden
                 ? "this token does not allow that\n" : "a token is needed: open the address nalcast printed, or send Authorization: Bearer TOKEN\n")
             if decision == .unauthorized { response.headers.append(("WWW-Authenticate", "Bearer realm=\"nalcast\"")) }
+            response.headers += extra
             guard let delay = access.failed(host: host) else {
                 return connection.closeGracefully(within: server.closeTimeout)
             }

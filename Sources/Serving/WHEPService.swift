@@ -18,6 +18,10 @@ import WebRTC
 /// (`StreamServer.keyframeWanted`); a relay, which has no encoder, starts the viewer's queue
 /// again at the cached GOP, at most once per `--idr-min-interval` (`Broadcaster.restartAtCachedGOP`).
 ///
+/// Players on another origin: `OPTIONS` (the CORS preflight, no token needed: a browser sends
+/// none with it) and the answers carry the grant of `crossOrigin` (`--web-origin`), none by
+/// default (`CrossOrigin` says why).
+///
 /// Sound: when the stream has some (`hasSound`, asked at each offer), the answer takes the
 /// offer's Opus too; `onSoundViewers` says how many viewers get it (the transcoder runs,
 /// off this thread, while there are some), and `sendSound` hands each Opus packet to them.
@@ -40,6 +44,8 @@ public final class WHEPService: UnitPackager {
     /// runs while there are some.
     public var onSoundViewers: (Int) -> Void = { _ in }
     private var soundViewers = 0
+    /// The origins whose pages may use this endpoint besides the page's own (`--web-origin`).
+    public var crossOrigin = CrossOrigin()
 
     public init(server: StreamServer, endpoint: WebRTCEndpoint) {
         self.server = server
@@ -54,10 +60,29 @@ public final class WHEPService: UnitPackager {
         forms.add(RTPPayloads(unit.isIDR ? unit.nalUnitsForEntry : unit.nalUnits))
     }
 
-    /// Adds `POST /whep` and `DELETE /whep/ID` to `web` (both behind the watch permission).
+    /// Adds `POST /whep` and `DELETE /whep/ID` to `web` (both behind the watch permission),
+    /// and `OPTIONS` for both (open to all, as a preflight must be).
     public func install(on web: HTTPServer) {
-        web.routes.add("POST", Self.path, maxBody: Self.maxOffer, needs: .watch) { [unowned self] request in self.post(request) }
-        web.routes.addPrefix("DELETE", Self.path + "/", needs: .watch, handler: .respond { [unowned self] request in self.delete(request) })
+        web.routes.add("POST", Self.path, maxBody: Self.maxOffer, needs: .watch) { [unowned self] request in
+            self.granted(self.post(request), request)
+        }
+        web.routes.addPrefix("DELETE", Self.path + "/", needs: .watch, handler: .respond { [unowned self] request in
+            self.granted(self.delete(request), request)
+        })
+        web.routes.add("OPTIONS", Self.path) { [unowned self] request in self.crossOrigin.preflight(request, acceptsPost: true) }
+        web.routes.addPrefix("OPTIONS", Self.path + "/", handler: .respond { [unowned self] request in
+            self.crossOrigin.preflight(request, acceptsPost: false)
+        })
+        let others = web.refusalHeaders
+        web.refusalHeaders = { [unowned self] request in
+            request.path == Self.path || request.path.hasPrefix(Self.path + "/") ? self.crossOrigin.headers(request) : others(request)
+        }
+    }
+
+    private func granted(_ response: HTTPResponse, _ request: HTTPRequest) -> HTTPResponse {
+        var response = response
+        response.headers += crossOrigin.headers(request)
+        return response
     }
 
     public func start() { endpoint.start() }

@@ -3,8 +3,9 @@ import RTP
 
 /// What a WebRTC sender puts on the wire for one access unit, before SRTP: the NAL units a
 /// receiver decodes (no AUD, SEI, end of sequence or filler: WebRTC frames access units with
-/// the marker bit and timestamps), packetized (RFC 6184, mode 1), with abs-send-time on every
-/// packet and abs-capture-time and playout-delay (0, 0) on the first when negotiated. Pure.
+/// the marker bit and timestamps), packetized (RFC 6184, mode 1), with abs-send-time and the
+/// transport-wide sequence number (TWCC) on every packet and abs-capture-time and
+/// playout-delay (0, 0) on the first when negotiated. Pure.
 public struct RTPSender: Sendable {
     public let ssrc: UInt32
     public let payloadType: UInt8
@@ -14,6 +15,11 @@ public struct RTPSender: Sendable {
     public let sendTimeExtension: Int?
     /// The one-byte header extension id of playout-delay; nil when not negotiated.
     public let playoutDelayExtension: Int?
+    /// The one-byte header extension id of transport-wide-cc; nil when not negotiated.
+    public let transportSequenceExtension: Int?
+    /// The transport-wide sequence number of the next packet (when numbered): the packets of
+    /// one `packets` call have the numbers from its value before the call on.
+    public private(set) var transportSequence: UInt16 = 1
     public private(set) var sequenceNumber: UInt16
     /// The last access unit's RTP timestamp and the wall-clock time (ns) it stands for: what
     /// sender reports map from.
@@ -26,8 +32,9 @@ public struct RTPSender: Sendable {
     public private(set) var octetsSent: UInt32 = 0
 
     public init(ssrc: UInt32, payloadType: UInt8, captureTimeExtension: Int?, sendTimeExtension: Int? = nil,
-                playoutDelayExtension: Int? = nil, firstSequence: UInt16) {
+                playoutDelayExtension: Int? = nil, transportSequenceExtension: Int? = nil, firstSequence: UInt16) {
         self.ssrc = ssrc
+        self.transportSequenceExtension = transportSequenceExtension
         self.payloadType = payloadType
         self.captureTimeExtension = captureTimeExtension
         self.sendTimeExtension = sendTimeExtension
@@ -82,6 +89,10 @@ public struct RTPSender: Sendable {
                                    timestamp: timestamp, ssrc: ssrc, payload: payload.bytes[...])
             var elements: [UInt8] = []
             if let id = sendTimeExtension { elements += Self.absSendTime(id: id, sendNs: sendNs) }
+            if let id = transportSequenceExtension {
+                elements += [UInt8(id << 4 | 1), UInt8(transportSequence >> 8), UInt8(truncatingIfNeeded: transportSequence)]
+                transportSequence &+= 1
+            }
             if i == 0, let id = captureTimeExtension { elements += Self.absCaptureTime(id: id, wallNs: wallNs) }
             // Minimum and maximum 0 (12 bits each, 10 ms units): no buffering to smooth the picture.
             if i == 0, let id = playoutDelayExtension { elements += [UInt8(id << 4 | 2), 0, 0, 0] }

@@ -13,17 +13,22 @@ public struct SDPAnswer: Sendable {
     /// (0 and 0: show each picture as soon as it is decoded).
     public static let playoutDelay = "http://www.webrtc.org/experiments/rtp-hdrext/playout-delay"
 
+    /// The transport-wide sequence number (TWCC): every packet numbered across the transport,
+    /// which the receiver answers with `transport-cc` feedback (what arrived, and when).
+    public static let transportWideCC = "http://www.ietf.org/id/draft-holmer-rmcat-transport-wide-cc-extensions-01"
+
     /// The H.264 format chosen from the offer.
     public struct Format: Equatable, Sendable {
         public let payloadType: UInt8
         /// The offer's fmtp for it, repeated in the answer (profile-level-id as offered).
         public let fmtp: String
-        /// The offer's rtcp-fb values that the answer keeps: nack, nack pli, ccm fir, goog-remb.
+        /// The offer's rtcp-fb values that the answer keeps: nack, nack pli, ccm fir, goog-remb,
+        /// transport-cc.
         public let feedback: [String]
     }
 
     /// The feedback a sender here answers.
-    static let feedbackKept: Set<String> = ["nack", "nack pli", "ccm fir", "goog-remb"]
+    static let feedbackKept: Set<String> = ["nack", "nack pli", "ccm fir", "goog-remb", "transport-cc"]
     /// The feedback a receiver here sends (WHIP ingest): NACKs and picture loss indications.
     static let feedbackSent: Set<String> = ["nack", "nack pli"]
 
@@ -70,6 +75,8 @@ public struct SDPAnswer: Sendable {
     public let sendTimeExtension: Int?
     /// The id of playout-delay when the offer has it.
     public let playoutDelayExtension: Int?
+    /// The id of transport-wide-cc when the offer has it and its `transport-cc` feedback.
+    public let transportSequenceExtension: Int?
     /// The audio section accepted (its index in `offer.media`, Opus's payload type and the
     /// offer's fmtp for it); nil when the stream has no sound or the offer no Opus to receive.
     public let audio: (index: Int, payloadType: UInt8, fmtp: String)?
@@ -98,6 +105,7 @@ public struct SDPAnswer: Sendable {
         self.captureTimeExtension = receiving ? nil : video.extensions[Self.absCaptureTime]
         self.sendTimeExtension = receiving ? nil : video.extensions[Self.absSendTime]
         self.playoutDelayExtension = receiving ? nil : video.extensions[Self.playoutDelay]
+        self.transportSequenceExtension = !receiving && format.feedback.contains("transport-cc") ? video.extensions[Self.transportWideCC] : nil
         // Bundled with the video: in the offer's BUNDLE group (or no group at all).
         let bundled = { (media: SDP.Media) in offer.bundle.isEmpty || media.mid.map(offer.bundle.contains) == true }
         audio = sound ? offer.media.indices.lazy.compactMap { i -> (Int, UInt8, String)? in
@@ -158,10 +166,11 @@ public struct SDPAnswer: Sendable {
         if let id = sendTimeExtension { lines.append("a=extmap:\(id) \(Self.absSendTime)") }
         if let id = captureTimeExtension { lines.append("a=extmap:\(id) \(Self.absCaptureTime)") }
         if let id = playoutDelayExtension { lines.append("a=extmap:\(id) \(Self.playoutDelay)") }
+        if let id = transportSequenceExtension { lines.append("a=extmap:\(id) \(Self.transportWideCC)") }
         lines += direction == .send ? ["a=sendonly", "a=msid:nalcast video", "a=rtcp-mux"] : ["a=recvonly", "a=rtcp-mux"]
         if video.rtcpReducedSize { lines.append("a=rtcp-rsize") }
         lines.append("a=rtpmap:\(pt) H264/90000")
-        for value in format.feedback { lines.append("a=rtcp-fb:\(pt) \(value)") }
+        for value in format.feedback where value != "transport-cc" || transportSequenceExtension != nil { lines.append("a=rtcp-fb:\(pt) \(value)") }
         if !format.fmtp.isEmpty { lines.append("a=fmtp:\(pt) \(format.fmtp)") }
         if direction == .send { lines += ["a=ssrc:\(local.ssrc) cname:nalcast", "a=ssrc:\(local.ssrc) msid:nalcast video"] }
         return lines + candidates(local)

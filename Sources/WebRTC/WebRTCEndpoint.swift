@@ -15,7 +15,7 @@ public final class WebRTCEndpoint {
     public let candidateHosts: [String]
     public var handshakeTimeout = 10.0
     public var consentTimeout = 30.0
-    /// Once a second: the lowest REMB of the connected viewers, the rate that viewer was sent
+    /// Once a second: the lowest estimate (REMB, or TWCC's `TransportWideEstimator`) of the connected viewers, the rate that viewer was sent
     /// over the last second and the fraction it lost (its last receiver report's, of 256);
     /// nil when none has an estimate. On the loop thread.
     public var onLowestEstimate: ((estimate: UInt64, sent: UInt64, fractionLost: UInt8)?) -> Void = { _ in }
@@ -96,7 +96,7 @@ public final class WebRTCEndpoint {
                                     sessionID: UInt64(Self.random32()) << 20 | UInt64(Self.random32() & 0xFFFFF))
         let sender = RTPSender(ssrc: ssrc, payloadType: choice.format.payloadType, captureTimeExtension: choice.captureTimeExtension,
                                sendTimeExtension: choice.sendTimeExtension, playoutDelayExtension: choice.playoutDelayExtension,
-                               firstSequence: UInt16(truncatingIfNeeded: Self.random32()))
+                               transportSequenceExtension: choice.transportSequenceExtension, firstSequence: UInt16(truncatingIfNeeded: Self.random32()))
         let audio = choice.audio.map { OpusRTPSender(ssrc: audioSSRC, payloadType: $0.payloadType, firstSequence: UInt16(truncatingIfNeeded: Self.random32())) }
         let peer = WebRTCPeer(id: Self.token(16), endpoint: self, dtls: dtls, local: (ufrag, password), remoteFingerprint: offer.fingerprint,
                               answer: choice.text(local), sender: sender, audioSender: audio, nowNs: MonotonicClock.nanoseconds)

@@ -22,6 +22,9 @@ public struct WebRTCMetrics: Sendable {
     public let audioUndecodable: Counter
     public let audioMailboxFull: Counter
     public let audioBeforeVideo: Counter
+    /// Transport-wide feedback (TWCC) packets read, and the packets they reported lost.
+    public let transportFeedback: Counter
+    public let transportLost: Counter
     /// The lowest REMB of the viewers now, bits per second (0: none sent one).
     public let estimatedBitrate: Gauge
 
@@ -45,6 +48,8 @@ public struct WebRTCMetrics: Sendable {
         audioMailboxFull = registry.counter("nalcast_webrtc_audio_dropped_packets_total", help: dropped, labels: [("reason", "loop-behind")])
         audioBeforeVideo = registry.counter("nalcast_webrtc_audio_dropped_packets_total", help: dropped, labels: [("reason", "before-video")])
         peers = registry.gauge("nalcast_webrtc_viewers", help: "WebRTC viewers now, connected or still in their handshake.")
-        estimatedBitrate = registry.gauge("nalcast_webrtc_estimated_bitrate_bps", help: "The lowest receiver estimate (REMB) of the WebRTC viewers now, bits per second; 0 when none sent one.")
+        estimatedBitrate = registry.gauge("nalcast_webrtc_estimated_bitrate_bps", help: "The lowest estimate of the WebRTC viewers' paths now (their REMB, or nalcast's from their transport-wide feedback), bits per second; 0 when there is none.")
+        transportFeedback = registry.counter("nalcast_webrtc_transport_feedback_total", help: "Transport-wide congestion control feedback packets (TWCC) read from WebRTC viewers.")
+        transportLost = registry.counter("nalcast_webrtc_transport_feedback_lost_packets_total", help: "Packets the WebRTC viewers' transport-wide feedback reported lost (each time it was reported).")
     }
 }

@@ -43,6 +43,9 @@ public final class WebRTCPeer {
     public var onRTCP: ((RTCP.Packet) -> Void)?
     /// Packets that did not unprotect (replays, wrong keys), dropped.
     public private(set) var badRTP = 0
+    /// The estimate made here from its transport-wide feedback, when the answer numbered the
+    /// packets (TWCC); closed once a second with the rate window.
+    private var transportWide: TransportWideEstimator?
 
     /// This viewer's share of the endpoint's metrics, for its `reader-closed` line.
     public struct Counters: Sendable {
@@ -54,7 +57,7 @@ public final class WebRTCPeer {
         /// NACKed packets no longer (or never) in the history.
         public var notInHistory = 0
         public var keyframeRequests = 0
-        /// The viewer's last REMB, bits per second.
+        /// The viewer's last REMB (or the last estimate from its TWCC feedback), bits per second.
         public var lastEstimate: UInt64?
         /// The fraction lost of its last receiver report (0 to 255).
         public var fractionLost: UInt8 = 0
@@ -91,6 +94,7 @@ public final class WebRTCPeer {
         self.sender = sender
         self.createdNs = nowNs
         self.lastCheckNs = nowNs
+        if sender.transportSequenceExtension != nil { transportWide = TransportWideEstimator() }
     }
 
     // MARK: - Sending
@@ -101,8 +105,12 @@ public final class WebRTCPeer {
         endpoint.loop.preconditionOnLoop()
         guard isConnected, !isClosed, let address, let srtpOut else { return 0 }
         var bytes = 0
-        for (sequence, packet) in sender.packets(payloads: unit.payloads, pts90k: pts90k, wallNs: wallNs, sendNs: MonotonicClock.nanoseconds) {
+        let now = MonotonicClock.nanoseconds
+        var transport = sender.transportSequence
+        for (sequence, packet) in sender.packets(payloads: unit.payloads, pts90k: pts90k, wallNs: wallNs, sendNs: now) {
+            defer { transport &+= 1 }
             guard let protected = srtpOut.protect(packet) else { continue }
+            transportWide?.sent(transport, bytes: protected.count, sendNs: now)
             history.remember(sequence, protected)
             if endpoint.socket.send(protected, to: address) {
                 bytes += protected.count
@@ -144,6 +152,11 @@ public final class WebRTCPeer {
         guard nowNs - window.startNs >= 1_000_000_000 else { return }
         sentBitsPerSecond = UInt64(counters.bytesSent - window.bytes) * 8 * 1_000_000_000 / (nowNs - window.startNs)
         rateWindow = (nowNs, counters.bytesSent)
+        if let estimate = transportWide?.close(nowNs: nowNs) {
+            counters.lastEstimate = estimate
+            // Whichever says more: its last receiver report, or what the feedback reported lost.
+            counters.fractionLost = max(counters.fractionLost, transportWide?.fractionLost ?? 0)
+        }
     }
 
     /// A sender report, when one is due (every second once media flows).
@@ -212,8 +225,12 @@ public final class WebRTCPeer {
                 onBitrateEstimate(bps)
             case .receiverReport(let fraction, _, _):
                 counters.fractionLost = fraction
-            case .transportWide:
-                break
+            case .transportWide(let feedback?):
+                transportWide?.feedback(feedback)
+                metrics.transportFeedback.increment()
+                metrics.transportLost.increment(by: UInt64(feedback.packets.reduce(0) { $0 + ($1.arrivalUs == nil ? 1 : 0) }))
+            case .transportWide(nil):
+                metrics.badRTCP.increment()
             case nil:
                 onRTCP?(packet)
             }

@@ -2,7 +2,8 @@ import Clocks
 import Delivery
 
 /// `produce`'s live bitrate following its WebRTC viewers (REMB: each viewer's estimate of
-/// what its path takes) within a ceiling: `--bitrate` (or width × height × 3), or the last
+/// what its path takes; or nalcast's own from its transport-wide feedback, TWCC:
+/// `TransportWideEstimator`) within a ceiling: `--bitrate` (or width × height × 3), or the last
 /// `POST /bitrate`. The encoder is shared by every reader, so the lowest estimate of the
 /// viewers rules, once it is under what that viewer was sent while it loses packets
 /// (congestion: `BitrateDecision`): the target is

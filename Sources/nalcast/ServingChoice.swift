@@ -26,6 +26,8 @@ struct ServingChoice {
     var web: Endpoint?
     /// `--webrtc-host`: more host candidates for WHEP viewers (names or addresses seen from outside).
     var webrtcHosts: [String] = []
+    /// `--web-origin`: the origins whose pages may use WHEP (CORS), `*` for any.
+    var webOrigins: [String] = []
     var broadcaster = BroadcasterConfig()
     /// Who may use `--web` and `--metrics`: tokens, or nothing checked.
     var access = AccessChoice()
@@ -54,7 +56,7 @@ struct ServingChoice {
             specs += [
                 OptionSpec(name: "listen", value: "ADDR", help: "serve readers on tcp://HOST:PORT or unix:PATH (raw H.264 Annex-B, video only), or on ts:tcp://HOST:PORT or ts:unix:PATH (MPEG-TS: video and audio with timestamps, for ffplay, VLC, mpv); repeatable, each listener its own format", defaultText: "tcp://127.0.0.1:7264 unless -o, --forward or --web is given", repeatable: true),
                 OptionSpec(name: "web", value: "ADDR", help: "serve a page that plays the stream in a browser on ADDR (open http://HOST:PORT/; the stream at /ws, WebRTC viewers at /whep (WHEP), also /metrics and /healthz)"),
-                webrtcHostSpec,
+                webrtcHostSpec, webOriginSpec,
                 OptionSpec(name: "allow-remote", value: nil, help: "allow --listen, --web or --metrics on a non-loopback address (the stream may show your screen)"),
             ] + AccessChoice.specs + [
                 OptionSpec(name: "join", value: "POLICY", help: "where a new reader starts: idr (fresh IDR at once), gop (cached GOP), next (next IDR)", defaultText: "idr"),
@@ -64,7 +66,7 @@ struct ServingChoice {
             specs += [
                 OptionSpec(name: "listen", value: "ADDR", help: "relay: serve what is read to readers on tcp://HOST:PORT or unix:PATH (Annex-B), or ts:tcp://HOST:PORT or ts:unix:PATH (MPEG-TS: video and the input's AAC audio); repeatable; on the machine of the --from producer, another port than its 7264, e.g. tcp://127.0.0.1:7265", repeatable: true),
                 OptionSpec(name: "web", value: "ADDR", help: "relay: serve a page that plays what is read in a browser on ADDR (open http://HOST:PORT/; the stream at /ws, WebRTC viewers at /whep (WHEP), also /metrics and /healthz)"),
-                webrtcHostSpec,
+                webrtcHostSpec, webOriginSpec,
                 OptionSpec(name: "allow-remote", value: nil, help: "allow --listen, --web or --metrics on a non-loopback address"),
             ] + AccessChoice.specs + [
                 OptionSpec(name: "join", value: "POLICY", help: "where a new reader starts: gop (the cached GOP from its IDR at once, then live), next (the next IDR); no idr: there is no encoder to ask", defaultText: "gop"),
@@ -80,6 +82,8 @@ struct ServingChoice {
     }
 
     static let webrtcHostSpec = OptionSpec(name: "webrtc-host", value: "NAME|IP", help: "with --web: also offer WHEP viewers this address (the one they reach this machine by: NAT, a container) as a host candidate; repeatable", repeatable: true)
+
+    static let webOriginSpec = OptionSpec(name: "web-origin", value: "ORIGIN", help: "with --web: let pages of this origin (https://player.example) use /whep from the browser (CORS), or * for any; none but the page's own by default; repeatable", repeatable: true)
 
     /// Reads the serving options. `defaultListen`: listen on 127.0.0.1:7264 when neither
     /// `--listen` nor `--web` is given (`produce` without another output).
@@ -115,6 +119,11 @@ struct ServingChoice {
         if !choice.webrtcHosts.isEmpty && choice.web == nil {
             throw CommandError.usage("\(prefix)--webrtc-host: WebRTC viewers come through --web; give --web ADDR too")
         }
+        choice.webOrigins = o.strings("web-origin")
+        if let problem = choice.webOrigins.lazy.compactMap(CrossOrigin.problem).first { throw CommandError.usage("\(prefix)--web-origin: \(problem)") }
+        if !choice.webOrigins.isEmpty && choice.web == nil {
+            throw CommandError.usage("\(prefix)--web-origin: the origins are let into /whep on --web; give --web ADDR too")
+        }
         var b = BroadcasterConfig()
         if role == .relay, o.string("join") == JoinPolicy.idr.rawValue {
             throw CommandError.usage("consume: \(o.label("join").trimmed): there is no encoder to ask for an IDR when relaying; use --join gop (the cached GOP at once) or --join next (the next IDR)")
@@ -145,6 +154,7 @@ struct ServingChoice {
         let listen = listeners.isEmpty ? "none" : listeners.map { "\($0) (\($0.format == .mpegTS ? "MPEG-TS" : "Annex-B"))" }.joined(separator: ", ")
         var out = ["listen: \(listen)", "web: \(web?.description ?? "none")"]
         if !webrtcHosts.isEmpty { out.append("webrtc-host: \(webrtcHosts.joined(separator: ", "))") }
+        if !webOrigins.isEmpty { out.append("web-origin: \(webOrigins.joined(separator: ", "))") }
         guard isServing else { return out }
         let b = broadcaster
         var join = "join: \(b.joinPolicy.rawValue)"
@@ -231,6 +241,7 @@ final class ServingSide {
             web.routes.add("GET", "/ws", needs: .watch, handler: server.webSocketRoute)
             webServer = web
             let whep = try ServingSide.whep(loop, endpoint, choice.webrtcHosts, server, registry, prefix)
+            whep.crossOrigin = CrossOrigin(allowed: choice.webOrigins)
             whep.install(on: web)
             self.whep = whep
         } else {

@@ -48,6 +48,19 @@ final class RTPSenderTests: XCTestCase {
         XCTAssertEqual(Array(parsed[1].extensionData), [0x22, 0x06, 0x00, 0x00])
     }
 
+    /// transport-wide-cc (TWCC): every packet numbered, from 1, on through the access units
+    /// (the media sequence numbers start at random, these do not), two bytes after the id.
+    func testTransportWideSequenceNumbersOnEveryPacket() throws {
+        var sender = RTPSender(ssrc: 1, payloadType: 96, captureTimeExtension: nil, transportSequenceExtension: 3, firstSequence: 500)
+        XCTAssertEqual(sender.transportSequence, 1)
+        let first = sender.packets([Self.nal([0x65] + [UInt8](repeating: 1, count: 2000))], wallNs: 0)
+        let second = sender.packets([Self.nal([0x41, 2])], wallNs: 33_000_000)
+        let parsed = try (first + second).map { try RTPPacket(parsing: $0.bytes[...]) }
+        XCTAssertEqual(parsed.map { Array($0.extensionData) }, [[0x31, 0, 1, 0], [0x31, 0, 2, 0], [0x31, 0, 3, 0]])
+        XCTAssertEqual(parsed.map(\.sequenceNumber), [500, 501, 502])
+        XCTAssertEqual(sender.transportSequence, 4)
+    }
+
     /// One unit's payloads, made once, serve two viewers' senders: the same payloads under
     /// each one's own SSRC, sequence numbers and header extensions.
     func testSharedPayloadsUnderEachSendersHeaders() throws {

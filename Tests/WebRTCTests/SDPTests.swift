@@ -84,7 +84,21 @@ final class SDPTests: XCTestCase {
         XCTAssertEqual(try SDPAnswer(offer: offer, profile: 100).format.payloadType, 127)
         XCTAssertEqual(try SDPAnswer(offer: offer, profile: 66).format.payloadType, 102)
         XCTAssertEqual(try SDPAnswer(offer: offer, profile: nil).format.payloadType, 102)
-        XCTAssertEqual(try SDPAnswer(offer: offer, profile: nil).format.feedback, ["goog-remb", "ccm fir", "nack", "nack pli"])
+        XCTAssertEqual(try SDPAnswer(offer: offer, profile: nil).format.feedback, ["goog-remb", "transport-cc", "ccm fir", "nack", "nack pli"])
+    }
+
+    /// A format offered with `transport-cc` and the transport-wide-cc extension: both in the
+    /// answer (the packets numbered, the feedback asked for); without the feedback, neither.
+    func testAnswersTransportWideCongestionControlAsOffered() throws {
+        let answer = try SDPAnswer(offer: SDP.parseOffer(Self.chromiumOffer), profile: 66)
+        let local = SDPAnswer.Local(ufrag: "ufra", password: "p4ssw0rdp4ssw0rdp4ssw0rd", fingerprint: [UInt8](repeating: 0xAB, count: 32),
+                                    candidates: [("127.0.0.1", 40000)], ssrc: 1234, sessionID: 99)
+        let lines = answer.text(local).components(separatedBy: "\r\n")
+        XCTAssertEqual(answer.transportSequenceExtension, 3)
+        XCTAssertTrue(lines.contains("a=extmap:3 \(SDPAnswer.transportWideCC)"), "\(lines)")
+        XCTAssertTrue(lines.contains("a=rtcp-fb:102 transport-cc"), "\(lines)")
+        let noFeedback = Self.chromiumOffer.replacingOccurrences(of: "a=rtcp-fb:102 transport-cc\r\n", with: "")
+        XCTAssertNil(try SDPAnswer(offer: SDP.parseOffer(noFeedback), profile: 66).transportSequenceExtension)
     }
 
     /// The stream's profile comes to the answer as its codec string (the server knows no H.264).
@@ -115,7 +129,7 @@ final class SDPTests: XCTestCase {
             XCTAssertTrue(lines.contains(line), "missing \(line) in\n\(text)")
         }
         XCTAssertTrue(lines.contains("a=fingerprint:sha-256 " + Array(repeating: "AB", count: 32).joined(separator: ":")))
-        // Nothing of what was not taken: no transport-cc (no transport-wide sequence numbers are sent), no rtx.
+        // Nothing of what was not taken: no transport-cc (127 is offered without it: no transport-wide sequence numbers are sent), no rtx.
         XCTAssertFalse(text.contains("transport-cc"))
         XCTAssertFalse(text.contains("toffset"))
         XCTAssertFalse(text.contains("rtx"))

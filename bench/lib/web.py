@@ -35,6 +35,7 @@ from harness import Case, Context, Contender, Sample
 from live import alive as _alive, guard as _guard
 from live import BenchError, Procs, cpu_s, median, pct, rss_kib, stderr_tail
 from web_nginx import nginx_missing, start_nginx
+import web_loss
 
 NAME = "web"
 ABOUT = "the browser page: capture -> paint in headless Chromium, CPU with 16 WebSocket viewers"
@@ -296,4 +297,4 @@ def cases(ctx: Context) -> list:
                          "(c/readers.c) read and discard, and must all get the same bytes within 10 %; "
                          "behind nginx: the producer's plain --web behind deploy/nginx/nalcast-web.conf, "
                          "CPU and RSS of nalcast + nginx")
-    return out + [viewers]
+    return out + [viewers] + web_loss.cases(ctx, ctx.quick, row, skip_c)
