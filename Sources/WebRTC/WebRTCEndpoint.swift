@@ -22,10 +22,10 @@ public final class WebRTCEndpoint {
     private var lastEstimateReportNs: UInt64 = 0
     let loop: EventLoop
     public let metrics: WebRTCMetrics
-    private let context: DTLSContext
-    private var byUfrag: [String: WebRTCPeer] = [:]
+    let context: DTLSContext
+    var byUfrag: [String: WebRTCPeer] = [:]
     private var byAddress: [UDPAddress: WebRTCPeer] = [:]
-    private var byID: [String: WebRTCPeer] = [:]
+    var byID: [String: WebRTCPeer] = [:]
     private var timer: LoopTimer?
     private var deferred: [() -> Void] = []
     private var deferredTimer: LoopTimer?
@@ -137,6 +137,8 @@ public final class WebRTCEndpoint {
     private func received(_ datagram: [UInt8], _ from: UDPAddress) {
         guard let first = datagram.first else { return }
         if STUN.isSTUN(first) {
+            // The answers to a WHIP push's own checks (WebRTCEndpoint+Offering).
+            if STUN.isResponse(datagram) { return checkAnswered(datagram, from) }
             guard let request = try? STUN.parseBindingRequest(datagram), let peer = byUfrag[String(request.localUfrag)] else {
                 metrics.strayDatagrams.increment()
                 return

@@ -2,20 +2,32 @@ import CommandOptions
 import Muxing
 import IO
 import Output
+import WHIP
 
 /// One `--forward` target of `consume` or `produce`: raw Annex-B to `tcp://HOST:PORT` or
 /// `unix:PATH` (what `produce --listen` serves), or a push to a media server through
-/// libavformat (`rtmp://`, `rtmps://`, `srt://`, `rtsp://`, `udp://`). What it prints is
-/// the credential-free form.
+/// libavformat (`rtmp://`, `rtmps://`, `srt://`, `rtsp://`, `udp://`), or a WHIP push
+/// (`whip://`, `http://`: WebRTC, `WHIPTransport`). What it prints is the credential-free form
+/// (a WHIP bearer token is never part of it).
 enum ForwardChoice: CustomStringConvertible {
     case socket(Endpoint)
     case push(PushTarget)
+    /// With the bearer token of `--whip-token` (`WHIPChoice.apply`).
+    case whip(WHIPTarget, token: String?)
 
     /// The forms, for help and errors.
-    static let forms = "tcp://HOST:PORT, unix:PATH, rtmp://HOST[:PORT]/APP/KEY, srt://HOST:PORT[?streamid=ID], rtsp://HOST[:PORT]/PATH or udp://HOST:PORT"
+    static let forms = "tcp://HOST:PORT, unix:PATH, rtmp://HOST[:PORT]/APP/KEY, srt://HOST:PORT[?streamid=ID], rtsp://HOST[:PORT]/PATH, udp://HOST:PORT or whip://HOST[:PORT]/PATH (WHIP over http://)"
 
     /// Parses one `--forward` value; a push needs the FFmpeg libraries (exit 69 without).
     static func parse(_ text: String, command: String) throws -> ForwardChoice {
+        do {
+            if let whip = try WHIPTarget(url: text) {
+                if whip.tls { throw CommandError.unavailable("\(command): --forward \(whip): WHIP over https is not supported yet; use whip:// or http://") }
+                return .whip(whip, token: nil)
+            }
+        } catch let error as WHIPTarget.ParseError {
+            throw CommandError.usage("\(command): --forward: \(error)")
+        }
         do {
             if let push = try PushTarget(url: text) {
                 if let problem = FFmpegLibraries.problem { throw CommandError.unavailable("\(command): --forward \(push): \(problem)") }
@@ -38,6 +50,7 @@ enum ForwardChoice: CustomStringConvertible {
         switch self {
         case .socket(let endpoint): endpoint.description
         case .push(let push): push.description
+        case .whip(let whip, _): whip.description
         }
     }
 
@@ -52,6 +65,7 @@ enum ForwardChoice: CustomStringConvertible {
             case .rtsp: "RTSP publish, RTP over TCP"
             case .udp: "MPEG-TS over UDP"
             }
+        case .whip(_, let token): "WHIP, H.264 over WebRTC" + (token == nil ? "" : ", with a bearer token")
         }
     }
 
@@ -62,13 +76,17 @@ enum ForwardChoice: CustomStringConvertible {
     /// A forward sink for this target. `countedClock`: media time counted at the frame rate
     /// (a file read by `consume`). `live`: access units come as they happen, so a raw
     /// Annex-B remote gets each one delimited (its parser would wait for the next).
-    func makeSink(name: String, fallbackFrameRate: Double?, countedClock: Bool, live: Bool,
+    /// `keyframe`: asks the encoder for an IDR (`produce`), for a WHIP server's PLI; nil: a
+    /// relay, which sends its cached GOP again.
+    func makeSink(name: String, fallbackFrameRate: Double?, countedClock: Bool, live: Bool, keyframe: (@Sendable () -> Void)? = nil,
                   onEvent: @escaping @Sendable (ForwardSink.Event) -> Void) -> sending ForwardSink {
         switch self {
         case .socket(let endpoint):
             return ForwardSink(name: name, transport: SocketTransport(endpoint: endpoint, delimits: live), onEvent: onEvent)
         case .push(let push):
             return ForwardSink(name: name, transport: PushTransport(push, fallbackFrameRate: fallbackFrameRate, countedClock: countedClock), onEvent: onEvent)
+        case .whip(let whip, let token):
+            return ForwardSink(name: name, transport: WHIPTransport(whip, token: token, onKeyframeRequest: keyframe), onEvent: onEvent)
         }
     }
 
