@@ -36,6 +36,9 @@ public final class WHIPTransport: ForwardTransport {
         self.onKeyframeRequest = onKeyframeRequest
     }
 
+    /// A session left open (the sink dropped without `close`) ends with its loop.
+    deinit { session?.stop(notify: false) }
+
     public var target: String { whip.description }
 
     private var client: HTTPClient { HTTPClient(host: whip.host, port: whip.port, timeout: 5) }

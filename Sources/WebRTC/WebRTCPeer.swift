@@ -233,7 +233,7 @@ public final class WebRTCPeer {
         switch state {
         case .handshaking, .open: break
         case .connected: connected()
-        case .closed: close("closed by the viewer (DTLS close_notify)", notify: false)
+        case .closed: close("closed by the \(ice == nil ? "viewer" : "server") (DTLS close_notify)", notify: false)
         case .failed(let why): close("DTLS: \(why)", notify: false)
         }
     }

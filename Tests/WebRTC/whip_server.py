@@ -22,6 +22,7 @@ session ends (DELETE, or its connection closed or failed). SIGTERM closes every 
 
 import asyncio
 import json
+import os
 import signal
 import sys
 import time
@@ -155,10 +156,11 @@ async def main():
     listener = await asyncio.start_server(server.handle, "127.0.0.1", int(option("--port") or 0))
     port = listener.sockets[0].getsockname()[1]
     stop = asyncio.Event()
+    # A test runner may start it with SIGTERM blocked (the mask is inherited).
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
     with open(port_file + ".part", "w") as f:
         f.write(str(port))
-    import os
     os.rename(port_file + ".part", port_file)
     say(event="listening", port=port)
     await stop.wait()
