@@ -20,6 +20,8 @@ final class WHIPSession: @unchecked Sendable {
     enum Message: Sendable {
         case publish(SDPOffer, SDPOffer.Accepted)
         case unit(RTPPayloads, pts90k: UInt64, wallNs: UInt64)
+        /// One Opus packet at its media time (the pictures' time line).
+        case audio([UInt8], mediaTime90k: Int64)
         case end(notify: Bool)
     }
 
@@ -30,6 +32,8 @@ final class WHIPSession: @unchecked Sendable {
         /// PLI and FIR not yet taken.
         var keyframeRequests = 0
         var counters: WebRTCPeer.Counters?
+        /// Opus packets not sent (before the first picture, or refused), not yet taken.
+        var droppedAudio = 0
     }
 
     private let loop: EventLoop
@@ -77,6 +81,14 @@ final class WHIPSession: @unchecked Sendable {
 
     func send(_ message: Message) { mailbox.send(message) }
 
+    /// The Opus packets not sent since the last call.
+    func takeDroppedAudio() -> Int {
+        changed.withLock {
+            defer { state.droppedAudio = 0 }
+            return state.droppedAudio
+        }
+    }
+
     /// The state now; takes the keyframe requests waiting.
     func take() -> State {
         changed.withLock {
@@ -114,6 +126,9 @@ final class WHIPSession: @unchecked Sendable {
             _ = peer.send(payloads, pts90k: pts, wallNs: wall)
             let counters = peer.counters
             update { $0.counters = counters }
+        case .audio(let opus, let time):
+            guard let peer else { return }
+            if peer.sendAudio(opus, mediaTime90k: time) != .sent { update { $0.droppedAudio += 1 } }
         case .end(let notify):
             peer?.close("ended", notify: notify)
             if let peer { let counters = peer.counters; update { $0.counters = counters } }

@@ -1,3 +1,4 @@
+import Audio
 import Clocks
 import Media
 import Output
@@ -12,6 +13,11 @@ import WebRTC
 /// (RFC 6184 packetization, RTCP sender reports, NACKs answered from the history). A PLI or
 /// FIR asks `onKeyframeRequest` (the encoder's IDR, `produce`) or, without one (a relay),
 /// sends the GOP since the last entry point again. `close` DELETEs the `Location`.
+///
+/// Sound: the stream's AAC (`declareAudio`, then `send(audio:)`) is transcoded to Opus here,
+/// on the forward's thread (`OpusTranscoder`, 48 kHz stereo, 20 ms packets on the same media
+/// time line), and offered as a second, bundled section; what the server does not take, or
+/// what comes before the connection's first picture, is counted as dropped audio.
 ///
 /// A `401` or `403` to the POST is a refusal (`ForwardError.refused`: no more attempts);
 /// any other failure loses the connection and the forward tries again with its backoff.
@@ -29,6 +35,11 @@ public final class WHIPTransport: ForwardTransport {
     private var unflushed = 0
     private var lastRestartNs: UInt64 = 0
     private var summary: String?
+    private var audioFormat: AudioFormat?
+    private var transcoder: OpusTranscoder?
+    /// The server took the offer's Opus on this connection.
+    private var sendsAudio = false
+    private var droppedAudio = 0
 
     public init(_ whip: WHIPTarget, token: String?, onKeyframeRequest: (@Sendable () -> Void)?) {
         self.whip = whip
@@ -50,7 +61,7 @@ public final class WHIPTransport: ForwardTransport {
         let sps = first.unit.nalUnits.first { $0.body.first.map { $0 & 0x1F == 7 } == true }
         let made: WHIPSession
         do { made = try WHIPSession() } catch { throw ForwardError("WebRTC: \(error)") }
-        let offer = made.makeOffer(profileLevelID: SDPOffer.profileLevelID(sps: sps?.body), sound: false)
+        let offer = made.makeOffer(profileLevelID: SDPOffer.profileLevelID(sps: sps?.body), sound: transcoder != nil)
         let response: HTTPClient.Response
         do {
             response = try client.send("POST", whip.path, headers: [("Content-Type", "application/sdp")] + authorization, body: Array(offer.text.utf8))
@@ -76,7 +87,32 @@ public final class WHIPTransport: ForwardTransport {
             throw ForwardError(why)
         }
         session = made
+        sendsAudio = accepted.opusPayloadType != nil
         gop = []
+    }
+
+    public var carriesAudio: Bool { true }
+
+    /// The stream's AAC track: a transcoder to Opus for it (none when libopus or libavcodec
+    /// is missing: the sound is then dropped, counted).
+    public func declareAudio(_ format: AudioFormat) {
+        guard format != audioFormat else { return }
+        audioFormat = format
+        transcoder = try? OpusTranscoder(from: format)
+    }
+
+    public func send(audio: AudioPacket) throws(ForwardError) {
+        guard let session, sendsAudio, let transcoder else {
+            droppedAudio += 1
+            return
+        }
+        for opus in transcoder.transcode(audio) { session.send(.audio(opus.data, mediaTime90k: opus.mediaTime.ticks)) }
+    }
+
+    public func takeDroppedAudio() -> Int {
+        let lost = droppedAudio + (session?.takeDroppedAudio() ?? 0)
+        droppedAudio = 0
+        return lost
     }
 
     public func send(_ unit: TimedUnit, entry: Bool) throws(ForwardError) {

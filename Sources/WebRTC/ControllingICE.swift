@@ -111,6 +111,13 @@ extension WebRTCPeer {
         for (bytes, to) in ice!.due(nowNs: nowNs) { endpoint.socket.send(bytes, to: to) }
     }
 
+    /// Media (DTLS, SRTCP) from `from`, an address the server checked from or answered on:
+    /// the path the server chose is the one used from now (the controlled agent should
+    /// follow our nomination; aioice uses the first pair its own checks validated).
+    func latch(_ from: UDPAddress) {
+        if address != from { address = from }
+    }
+
     /// A binding response from `from`: true when it answers this peer's check.
     func answered(_ response: STUN.Response, from: UDPAddress, nowNs: UInt64) -> Bool {
         guard !isClosed, ice != nil else { return false }
@@ -118,10 +125,8 @@ extension WebRTCPeer {
         guard ice!.answered(response, from: from) else { return false }
         lastCheckNs = nowNs
         if !hadPath, let path = ice!.selected {
-            if address != path {
-                endpoint.move(self, to: path)
-                address = path
-            }
+            endpoint.alias(self, path)
+            if address == nil { address = path }
             if dtls.isClient { handle(dtls.start()) }
         }
         return true

@@ -117,6 +117,12 @@ public final class WebRTCEndpoint {
         if byID[peer.id] === peer { byID[peer.id] = nil }
         metrics.peers.set(Double(byID.count))
         if let address = peer.address, byAddress[address] === peer { byAddress[address] = nil }
+        if peer.ice != nil { byAddress = byAddress.filter { $0.value !== peer } }
+    }
+
+    /// One more address of `peer` (a pushed peer's server checked from it), its own too.
+    func alias(_ peer: WebRTCPeer, _ address: UDPAddress) {
+        if byAddress[address] == nil { byAddress[address] = peer }
     }
 
     /// Runs `work` on a later turn of the loop.
@@ -145,6 +151,7 @@ public final class WebRTCEndpoint {
             }
             peer.check(request, from: from, nowNs: MonotonicClock.nanoseconds)
         } else if let peer = byAddress[from] {
+            if peer.ice != nil { peer.latch(from) }
             peer.receive(datagram)
         } else {
             metrics.strayDatagrams.increment()

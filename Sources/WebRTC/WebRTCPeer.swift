@@ -160,7 +160,11 @@ public final class WebRTCPeer {
             return
         }
         lastCheckNs = nowNs
-        if address == nil || (request.useCandidate && address != from) {
+        if ice != nil {
+            // A WHIP server (the controlled agent) may pick another pair than ours: its
+            // address is known from here, and media from it latches (`latch`).
+            endpoint.alias(self, from)
+        } else if address == nil || (request.useCandidate && address != from) {
             endpoint.move(self, to: from)
             address = from
         }

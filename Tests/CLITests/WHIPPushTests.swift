@@ -50,7 +50,7 @@ import Testing
 
     /// `produce` pushes to a server that answers a=setup:passive (nalcast the DTLS client),
     /// its bearer token from NALCAST_WHIP_TOKEN (never printed); a PLI after frame 10 gets an
-    /// IDR from the encoder.
+    /// IDR from the encoder; `--audio tone`'s beeps arrive as Opus (1 kHz at -6 dBFS).
     @Test(.enabled(if: WHEPTests.aiortcMissing == nil, "\(WHEPTests.aiortcMissing ?? "")"))
     func producePushes() throws {
         let dir = try temporaryDirectory()
@@ -60,7 +60,7 @@ import Testing
         let events = dir.appendingPathComponent("events.jsonl")
         var environment = ProcessInfo.processInfo.environment
         environment["NALCAST_WHIP_TOKEN"] = "s3cret-token"
-        let producer = try Background(Run.nalcast, ["produce"] + Self.stream + ["--duration", "4s", "--events", events.path,
+        let producer = try Background(Run.nalcast, ["produce"] + Self.stream + ["--duration", "4s", "--audio", "tone", "--events", events.path,
                                                                                "--forward", "whip://127.0.0.1:\(port)/whip"], environment: environment)
         #expect(producer.wait(timeout: 60) == 0, "\(producer.stderr)")
         let ended = try #require(Self.serverEvents(out, "ended").first, "no session ended: \(producer.stderr)")
@@ -68,6 +68,11 @@ import Testing
         #expect(ended["answer"].map { "\($0)".contains("a=setup:passive") } == true, "the server did not answer passive")
         #expect((ended["keyframesAfterPLI"] as? Int ?? 0) >= 1, "no IDR after the PLI: \(ended)")
         #expect(!producer.stderr.contains("s3cret-token"), "the token was printed: \(producer.stderr)")
+        let audio = ended["audio"] as? [String: Any] ?? [:]
+        #expect((audio["seconds"] as? Double ?? 0) >= 2, "the sound decoded: \(audio)")
+        #expect(abs((audio["rms"] as? Double ?? 0) - 0.354) < 0.05, "RMS \(audio), a -6 dBFS sine is 0.354")
+        #expect(abs((audio["crossingsPerSecond"] as? Double ?? 0) - 1000) < 10, "\(audio)")
+        #expect(ended["offer"].map { "\($0)".contains("m=audio 9 UDP/TLS/RTP/SAVPF 111") } == true, "no Opus offered")
         let connected = WebViewerTests.events(events).filter { $0["event"] as? String == "forward-connected" }
         #expect(connected.count == 1, "\(connected)")
         print("WHIP push: POST to the server's first decoded frame \(ended["firstFrameMs"] ?? "?") ms")

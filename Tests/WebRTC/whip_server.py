@@ -15,7 +15,8 @@ Prints one JSON line per event, flushed: {"event": "listening", "port"},
 {"event": "refused", "status"}, {"event": "session", "id", "answer"}, {"event": "frames", "id",
 "frames": 30} once 30 frames are decoded, and {"event": "ended", "id", "frames", "keyframes",
 "keyframesAfterPLI", "width", "height", "pixels" (RGB at POINTS_JSON of the last frame),
-"firstFrameMs" (the POST to the first decoded frame), "deleted", "offer", "answer"} when a
+"firstFrameMs" (the POST to the first decoded frame), "deleted", "offer", "answer",
+"audio": {"seconds", "rms", "crossingsPerSecond"} of the sound decoded, or null} when a
 session ends (DELETE, or its connection closed or failed). SIGTERM closes every session
 (aiortc sends its DTLS close_notify) and exits.
 """
@@ -48,6 +49,7 @@ class Session:
         self.frames = self.keyframes = self.after_pli = 0
         self.first_ms, self.last, self.deleted, self.ended = None, None, False, False
         self.answer = ""
+        self.sound = []
         self.pc.on("track", self.on_track)
         self.pc.on("connectionstatechange", self.on_state)
 
@@ -63,6 +65,16 @@ class Session:
     def on_track(self, track):
         if track.kind == "video":
             asyncio.ensure_future(self.receive(track))
+        else:
+            asyncio.ensure_future(self.hear(track))
+
+    async def hear(self, track):
+        while True:
+            try:
+                frame = await track.recv()
+            except Exception:  # noqa: BLE001 - the track ended: the session reports
+                return
+            self.sound.append(frame.to_ndarray().reshape(-1)[0::2] / 32768.0)
 
     async def on_state(self):
         if self.pc.connectionState in ("failed", "closed"):
@@ -90,6 +102,24 @@ class Session:
             if self.frames == 30:
                 say(event="frames", id=self.id, frames=30)
 
+    def analyse(self):
+        """The sound decoded: its seconds, and over its loud 10 ms blocks (the beeps of
+        `--audio tone`, the first and last block of each beep left out) the RMS and the rising
+        zero crossings a second (the tone's frequency)."""
+        if not self.sound:
+            return None
+        import numpy
+        left = numpy.concatenate(self.sound)
+        blocks = left[: len(left) // 480 * 480].reshape(-1, 480)
+        loud = numpy.sqrt(numpy.mean(blocks ** 2, axis=1)) > 0.1
+        inner = loud & numpy.roll(loud, 1) & numpy.roll(loud, -1)
+        tone = blocks[inner].reshape(-1)
+        if len(tone) == 0:
+            return {"seconds": len(left) / 48000, "rms": 0.0, "crossingsPerSecond": 0.0}
+        rms = float(numpy.sqrt(numpy.mean(tone ** 2)))
+        crossings = sum(int(numpy.sum((b[:-1] < 0) & (b[1:] >= 0))) for b in blocks[inner]) / (len(tone) / 48000)
+        return {"seconds": len(left) / 48000, "rms": rms, "crossingsPerSecond": crossings}
+
     async def end(self):
         if self.ended:
             return
@@ -98,7 +128,7 @@ class Session:
         pixels = [[int(v) for v in image[y][x]] for x, y in self.server.points] if image is not None else []
         say(event="ended", id=self.id, frames=self.frames, keyframes=self.keyframes, keyframesAfterPLI=self.after_pli,
             width=self.last.width if self.last else 0, height=self.last.height if self.last else 0, pixels=pixels,
-            firstFrameMs=self.first_ms, deleted=self.deleted, offer=self.offer, answer=self.answer)
+            firstFrameMs=self.first_ms, deleted=self.deleted, offer=self.offer, answer=self.answer, audio=self.analyse())
         await self.pc.close()
 
 
