@@ -22,7 +22,7 @@ enum ForwardChoice: CustomStringConvertible {
     static func parse(_ text: String, command: String) throws -> ForwardChoice {
         do {
             if let whip = try WHIPTarget(url: text) {
-                if whip.tls { throw CommandError.unavailable("\(command): --forward \(whip): WHIP over https is not supported yet; use whip:// or http://") }
+                if whip.tls { throw CommandError.usage("\(command): --forward \(whip): WHIP over https is not supported yet; use whip:// or http://") }
                 return .whip(whip, token: nil)
             }
         } catch let error as WHIPTarget.ParseError {

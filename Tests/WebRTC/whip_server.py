@@ -15,7 +15,7 @@ Prints one JSON line per event, flushed: {"event": "listening", "port"},
 {"event": "refused", "status"}, {"event": "session", "id", "answer"}, {"event": "frames", "id",
 "frames": 30} once 30 frames are decoded, and {"event": "ended", "id", "frames", "keyframes",
 "keyframesAfterPLI", "width", "height", "pixels" (RGB at POINTS_JSON of the last frame),
-"firstFrameMs" (the POST to the first decoded frame), "deleted", "offer", "answer",
+"firstFrameMs" (the POST to the first decoded frame), "firstFrameAt" (its wall-clock time), "deleted", "offer", "answer",
 "audio": {"seconds", "rms", "crossingsPerSecond"} of the sound decoded, or null} when a
 session ends (DELETE, or its connection closed or failed). SIGTERM closes every session
 (aiortc sends its DTLS close_notify) and exits.
@@ -47,7 +47,7 @@ class Session:
         self.pc = RTCPeerConnection(RTCConfiguration(iceServers=[]))
         self.posted = time.monotonic()
         self.frames = self.keyframes = self.after_pli = 0
-        self.first_ms, self.last, self.deleted, self.ended = None, None, False, False
+        self.first_ms, self.first_at, self.last, self.deleted, self.ended = None, None, None, False, False
         self.answer = ""
         self.sound = []
         self.pc.on("track", self.on_track)
@@ -90,6 +90,7 @@ class Session:
             self.frames += 1
             if self.first_ms is None:
                 self.first_ms = round((time.monotonic() - self.posted) * 1000, 1)
+                self.first_at = time.time()
             if is_key(frame):
                 self.keyframes += 1
                 if self.server.pli is not None and self.frames > self.server.pli:
@@ -128,7 +129,7 @@ class Session:
         pixels = [[int(v) for v in image[y][x]] for x, y in self.server.points] if image is not None else []
         say(event="ended", id=self.id, frames=self.frames, keyframes=self.keyframes, keyframesAfterPLI=self.after_pli,
             width=self.last.width if self.last else 0, height=self.last.height if self.last else 0, pixels=pixels,
-            firstFrameMs=self.first_ms, deleted=self.deleted, offer=self.offer, answer=self.answer, audio=self.analyse())
+            firstFrameMs=self.first_ms, firstFrameAt=self.first_at, deleted=self.deleted, offer=self.offer, answer=self.answer, audio=self.analyse())
         await self.pc.close()
 
 
