@@ -97,7 +97,7 @@ let package = Package(
         // one UDP socket on the loop for every peer (WHEP viewers of the --web listener).
         .target(name: "WebRTC", dependencies: ["CWebRTC", "IO", "RTP", "Media", "Clocks", "Metrics"]),
         // WHIP push: the offering side over the WebRTC module, a forward transport (Output).
-        .target(name: "WHIP", dependencies: ["Audio", "CMedia", "Clocks", "IO", "Media", "Metrics", "Output", "WebRTC"]),
+        .target(name: "WHIP", dependencies: ["Audio", "CMedia", "Clocks", "IO", "Media", "Metrics", "Output", "TLS", "WebRTC"]),
         // Prometheus metrics: counters, gauges, histograms and sampled series in one registry.
         .target(name: "Metrics"),
         .target(name: "Delivery", dependencies: ["Media", "Clocks", "FIFO"]),

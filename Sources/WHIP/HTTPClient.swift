@@ -1,5 +1,6 @@
 import Clocks
 import IO
+import TLS
 
 #if canImport(Glibc)
 import Glibc
@@ -10,7 +11,8 @@ import Musl
 /// One HTTP/1.1 request and its response over a fresh connection (`Connection: close`), for
 /// WHIP's POST and DELETE: blocking, on the calling thread (a forward's), every step bounded
 /// by `timeout` (the connect, then `SO_SNDTIMEO`/`SO_RCVTIMEO` on each call, and the whole
-/// exchange by a deadline). Plain http only. A response body is read up to its
+/// exchange by a deadline). Over TLS (`tls`: https) with `TLSClient`: the system's CAs or
+/// `caFile`, SNI, the host name checked. A response body is read up to its
 /// `Content-Length`, or to the end of the connection; at most `maxBody` bytes.
 struct HTTPClient {
     struct Response {
@@ -28,6 +30,9 @@ struct HTTPClient {
     let host: String
     let port: UInt16
     var timeout = 5.0
+    var tls = false
+    /// A private CA's PEM file for `tls`, instead of the system's CAs.
+    var caFile: String?
     static let maxBody = 256 << 10
 
     /// `method` `path` with `headers` and `body`; throws one line when there is no response.
@@ -47,11 +52,20 @@ struct HTTPClient {
         var head = "\(method) \(path) HTTP/1.1\r\nHost: \(hostHeader)\r\nUser-Agent: nalcast\r\nConnection: close\r\n"
         for (name, value) in headers { head += "\(name): \(value)\r\n" }
         head += "Content-Length: \(body.count)\r\n\r\n"
-        try write(socket, Array(head.utf8) + body)
-        return try read(socket, deadline: MonotonicClock.seconds + timeout)
+        var secure: TLSClient?
+        if tls {
+            do { secure = try TLSClient(fd: socket.fd, host: host, caFile: caFile) } catch { throw Failure(description: error.description) }
+        }
+        defer { secure?.close() }
+        try write(socket, secure, Array(head.utf8) + body)
+        return try read(socket, secure, deadline: MonotonicClock.seconds + timeout)
     }
 
-    private func write(_ socket: Socket, _ bytes: [UInt8]) throws(Failure) {
+    private func write(_ socket: Socket, _ secure: TLSClient?, _ bytes: [UInt8]) throws(Failure) {
+        if let secure {
+            guard secure.write(bytes) else { throw Failure(description: "TLS: the request could not be sent") }
+            return
+        }
         var sent = 0
         while sent < bytes.count {
             let n = bytes[sent...].withUnsafeBytes { b in Glibc.send(socket.fd, b.baseAddress, b.count, Int32(MSG_NOSIGNAL)) }
@@ -60,12 +74,13 @@ struct HTTPClient {
         }
     }
 
-    private func read(_ socket: Socket, deadline: Double) throws(Failure) -> Response {
+    private func read(_ socket: Socket, _ secure: TLSClient?, deadline: Double) throws(Failure) -> Response {
         var data: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 16 << 10)
         var parsed: (status: Int, headers: [(String, String)], bodyStart: Int)?
         while MonotonicClock.seconds < deadline {
-            let n = buffer.withUnsafeMutableBytes { Glibc.recv(socket.fd, $0.baseAddress, $0.count, 0) }
+            let n = secure.map { $0.read(into: &buffer) } ?? buffer.withUnsafeMutableBytes { Glibc.recv(socket.fd, $0.baseAddress, $0.count, 0) }
+            if n < 0 && secure != nil { throw Failure(description: "TLS: no whole response within \(Int(timeout)) s") }
             if n < 0 && errno == EINTR { continue }
             if n < 0 { throw Failure(description: errno == EAGAIN ? "no response within \(Int(timeout)) s" : "recv: \(Errno(code: errno, function: "recv"))") }
             data += buffer[0..<n]

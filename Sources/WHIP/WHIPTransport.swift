@@ -25,6 +25,8 @@ import WebRTC
 public final class WHIPTransport: ForwardTransport {
     public let whip: WHIPTarget
     private let token: String?
+    /// A private CA's PEM file for an https:// server, instead of the system's CAs.
+    private let caFile: String?
     private let onKeyframeRequest: (@Sendable () -> Void)?
     public var handshakeTimeout = 10.0
     private var session: WHIPSession?
@@ -41,9 +43,10 @@ public final class WHIPTransport: ForwardTransport {
     private var sendsAudio = false
     private var droppedAudio = 0
 
-    public init(_ whip: WHIPTarget, token: String?, onKeyframeRequest: (@Sendable () -> Void)?) {
+    public init(_ whip: WHIPTarget, token: String?, caFile: String? = nil, onKeyframeRequest: (@Sendable () -> Void)?) {
         self.whip = whip
         self.token = token
+        self.caFile = caFile
         self.onKeyframeRequest = onKeyframeRequest
     }
 
@@ -52,19 +55,20 @@ public final class WHIPTransport: ForwardTransport {
 
     public var target: String { whip.description }
 
-    private var client: HTTPClient { HTTPClient(host: whip.host, port: whip.port, timeout: 5) }
+    private func client(timeout: Double = 5) -> HTTPClient {
+        HTTPClient(host: whip.host, port: whip.port, timeout: timeout, tls: whip.tls, caFile: caFile)
+    }
 
     private var authorization: [(String, String)] { token.map { [("Authorization", "Bearer \($0)")] } ?? [] }
 
     public func open(first: TimedUnit) throws(ForwardError) {
-        guard !whip.tls else { throw ForwardError("https is not supported yet (use whip:// or http://)", refused: true) }
         let sps = first.unit.nalUnits.first { $0.body.first.map { $0 & 0x1F == 7 } == true }
         let made: WHIPSession
         do { made = try WHIPSession() } catch { throw ForwardError("WebRTC: \(error)") }
         let offer = made.makeOffer(profileLevelID: SDPOffer.profileLevelID(sps: sps?.body), sound: transcoder != nil)
         let response: HTTPClient.Response
         do {
-            response = try client.send("POST", whip.path, headers: [("Content-Type", "application/sdp")] + authorization, body: Array(offer.text.utf8))
+            response = try client().send("POST", whip.path, headers: [("Content-Type", "application/sdp")] + authorization, body: Array(offer.text.utf8))
         } catch {
             throw ForwardError("POST: \(error)")
         }
@@ -171,7 +175,7 @@ public final class WHIPTransport: ForwardTransport {
     private func deleteResource() {
         guard let path = resource else { return }
         resource = nil
-        _ = try? HTTPClient(host: whip.host, port: whip.port, timeout: 2).send("DELETE", path, headers: authorization)
+        _ = try? client(timeout: 2).send("DELETE", path, headers: authorization)
     }
 
     static func summary(_ c: WebRTCPeer.Counters) -> String {

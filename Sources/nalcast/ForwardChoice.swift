@@ -12,22 +12,17 @@ import WHIP
 enum ForwardChoice: CustomStringConvertible {
     case socket(Endpoint)
     case push(PushTarget)
-    /// With the bearer token of `--whip-token` (`WHIPChoice.apply`).
-    case whip(WHIPTarget, token: String?)
+    /// With the bearer token of `--whip-token` and the CA file of `--whip-ca` (`WHIPChoice.apply`).
+    case whip(WHIPTarget, token: String?, ca: String?)
 
     /// The forms, for help and errors.
-    static let forms = "tcp://HOST:PORT, unix:PATH, rtmp://HOST[:PORT]/APP/KEY, srt://HOST:PORT[?streamid=ID], rtsp://HOST[:PORT]/PATH, udp://HOST:PORT or whip://HOST[:PORT]/PATH (WHIP over http://)"
+    static let forms = "tcp://HOST:PORT, unix:PATH, rtmp://HOST[:PORT]/APP/KEY, srt://HOST:PORT[?streamid=ID], rtsp://HOST[:PORT]/PATH, udp://HOST:PORT or whip://HOST[:PORT]/PATH, https://… (WHIP)"
 
     /// Parses one `--forward` value; a push needs the FFmpeg libraries (exit 69 without).
     static func parse(_ text: String, command: String) throws -> ForwardChoice {
-        do {
-            if let whip = try WHIPTarget(url: text) {
-                if whip.tls { throw CommandError.usage("\(command): --forward \(whip): WHIP over https is not supported yet; use whip:// or http://") }
-                return .whip(whip, token: nil)
-            }
-        } catch let error as WHIPTarget.ParseError {
-            throw CommandError.usage("\(command): --forward: \(error)")
-        }
+        let whip: WHIPTarget?
+        do { whip = try WHIPTarget(url: text) } catch { throw CommandError.usage("\(command): --forward: \(error)") }
+        if let whip { return .whip(whip, token: nil, ca: nil) }
         do {
             if let push = try PushTarget(url: text) {
                 if let problem = FFmpegLibraries.problem { throw CommandError.unavailable("\(command): --forward \(push): \(problem)") }
@@ -50,7 +45,7 @@ enum ForwardChoice: CustomStringConvertible {
         switch self {
         case .socket(let endpoint): endpoint.description
         case .push(let push): push.description
-        case .whip(let whip, _): whip.description
+        case .whip(let whip, _, _): whip.description
         }
     }
 
@@ -65,7 +60,8 @@ enum ForwardChoice: CustomStringConvertible {
             case .rtsp: "RTSP publish, RTP over TCP"
             case .udp: "MPEG-TS over UDP"
             }
-        case .whip(_, let token): "WHIP, H.264 over WebRTC" + (token == nil ? "" : ", with a bearer token")
+        case .whip(let whip, let token, let ca):
+            "WHIP, H.264 over WebRTC" + (whip.tls ? ", https" + (ca.map { " (CA \($0))" } ?? "") : "") + (token == nil ? "" : ", with a bearer token")
         }
     }
 
@@ -85,8 +81,8 @@ enum ForwardChoice: CustomStringConvertible {
             return ForwardSink(name: name, transport: SocketTransport(endpoint: endpoint, delimits: live), onEvent: onEvent)
         case .push(let push):
             return ForwardSink(name: name, transport: PushTransport(push, fallbackFrameRate: fallbackFrameRate, countedClock: countedClock), onEvent: onEvent)
-        case .whip(let whip, let token):
-            return ForwardSink(name: name, transport: WHIPTransport(whip, token: token, onKeyframeRequest: keyframe), onEvent: onEvent)
+        case .whip(let whip, let token, let ca):
+            return ForwardSink(name: name, transport: WHIPTransport(whip, token: token, caFile: ca, onKeyframeRequest: keyframe), onEvent: onEvent)
         }
     }
 

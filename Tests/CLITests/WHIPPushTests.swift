@@ -100,6 +100,30 @@ import Testing
         #expect((ended["keyframesAfterPLI"] as? Int ?? 0) >= 1, "no IDR after the PLI: \(ended)")
     }
 
+    /// Over https: a server whose certificate a private CA signed (here a self-signed one,
+    /// made by `openssl req`) is pushed to with `--whip-ca`, by name and by IP address (both
+    /// in its subjectAltName); without it, the certificate check fails, said in the line.
+    @Test(.enabled(if: WHEPTests.aiortcMissing == nil, "\(WHEPTests.aiortcMissing ?? "")"))
+    func httpsWithAPrivateCA() throws {
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let cert = dir.appendingPathComponent("cert.pem").path, key = dir.appendingPathComponent("key.pem").path
+        let made = try Run.program("openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", key, "-out", cert,
+                                               "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1", "-days", "2"])
+        #expect(made.status == 0, "\(made.stderr)")
+        let (server, out, port) = try Self.startServer(dir, ["--tls", cert, "--tls-key", key])
+        defer { server.signal(SIGKILL); server.wait() }
+        for (i, host) in ["localhost", "127.0.0.1"].enumerated() {
+            let r = try Run.program(Run.nalcast, ["produce"] + Self.stream + ["--duration", "2s", "--whip-ca", cert, "--forward", "https://\(host):\(port)/whip"], timeout: 60)
+            #expect(r.status == 0 && r.stderr.contains("forwarding to https://\(host):\(port)/whip"), "\(r.stderr)")
+            let ended = Self.serverEvents(out, "ended", count: i + 1)
+            #expect(ended.count == i + 1 && (ended.last?["frames"] as? Int ?? 0) >= 30, "\(host): \(ended.last ?? [:])")
+            WebViewerTests.checkBars(ended.last?["pixels"] as? [[Int]] ?? [], "aiortc's last frame over https to \(host)")
+        }
+        let r = try Run.program(Run.nalcast, ["produce"] + Self.stream + ["--duration", "1s", "--forward", "https://localhost:\(port)/whip"], timeout: 60)
+        #expect(r.stderr.contains("TLS: the server's certificate: self-signed certificate"), "\(r.stderr)")
+    }
+
     /// A wrong bearer token: the server's 401 is one line and exit 77, the token not in it.
     @Test(.enabled(if: WHEPTests.aiortcMissing == nil, "\(WHEPTests.aiortcMissing ?? "")"))
     func wrongTokenIsRefused() throws {

@@ -1,10 +1,10 @@
 """A WHIP server of aiortc's (an implementation of WebRTC independent of nalcast's), as a
 test's peer: nalcast pushes to it with `--forward whip://…`.
 
-    whip_server.py PORT_FILE POINTS_JSON [--port N] [--token TOKEN] [--passive] [--pli N]
+    whip_server.py PORT_FILE POINTS_JSON [--port N] [--token TOKEN] [--passive] [--pli N] [--tls CERT --tls-key KEY]
 
-Listens on 127.0.0.1 (port N, or one of the kernel's) and writes the port to PORT_FILE once
-it listens. `POST /whip` with an SDP offer (application/sdp; with --token, only with
+Listens on 127.0.0.1 (port N, or one of the kernel's; https with --tls) and writes the port to
+PORT_FILE once it listens. `POST /whip` with an SDP offer (application/sdp; with --token, only with
 `Authorization: Bearer TOKEN`, else 401) is answered 201 with aiortc's answer and a
 `Location: /whip/ID`; `DELETE /whip/ID` ends the session (200). With --passive the answer
 says a=setup:passive, so that nalcast is the DTLS client (aiortc's own choice is active).
@@ -184,7 +184,12 @@ async def main():
         return sys.argv[sys.argv.index(name) + 1] if name in sys.argv else None
     pli = option("--pli")
     server = Server(points, option("--token"), "--passive" in sys.argv, pli and int(pli))
-    listener = await asyncio.start_server(server.handle, "127.0.0.1", int(option("--port") or 0))
+    secure = None
+    if option("--tls"):
+        import ssl
+        secure = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        secure.load_cert_chain(option("--tls"), option("--tls-key"))
+    listener = await asyncio.start_server(server.handle, "127.0.0.1", int(option("--port") or 0), ssl=secure)
     port = listener.sockets[0].getsockname()[1]
     stop = asyncio.Event()
     # A test runner may start it with SIGTERM blocked (the mask is inherited).
