@@ -11,8 +11,12 @@ import Testing
 /// line and exit 77; a server that goes away and comes back gets the stream again.
 @Suite(.serialized) struct WHIPPushTests {
     static let server = Run.root.appendingPathComponent("Tests/WebRTC/whip_server.py").path
-    /// Constrained Baseline: aiortc takes no other H.264 profile.
+    /// Constrained Baseline: aiortc takes no other H.264 profile. An IDR a second, for the
+    /// reconnects (a connection starts at one).
     static let stream = ["--source", "testsrc", "--size", "640x360", "--profile", "baseline", "--keyint", "30"]
+    /// An IDR every 10 s: within a test's few seconds, the only one after the first comes
+    /// from the PLI.
+    static let rareIDRs = ["--source", "testsrc", "--size", "640x360", "--profile", "baseline", "--keyint", "300"]
 
     /// The WHIP server on `port` (0: the kernel's), its stdout (JSON lines) in `dir`.
     static func startServer(_ dir: URL, _ extra: [String], port: Int = 0) throws -> (Background, URL, Int) {
@@ -60,7 +64,7 @@ import Testing
         let events = dir.appendingPathComponent("events.jsonl")
         var environment = ProcessInfo.processInfo.environment
         environment["NALCAST_WHIP_TOKEN"] = "s3cret-token"
-        let producer = try Background(Run.nalcast, ["produce"] + Self.stream + ["--duration", "4s", "--audio", "tone", "--events", events.path,
+        let producer = try Background(Run.nalcast, ["produce"] + Self.rareIDRs + ["--duration", "4s", "--audio", "tone", "--events", events.path,
                                                                                "--forward", "whip://127.0.0.1:\(port)/whip"], environment: environment)
         #expect(producer.wait(timeout: 60) == 0, "\(producer.stderr)")
         let ended = try #require(Self.serverEvents(out, "ended").first, "no session ended: \(producer.stderr)")
@@ -86,7 +90,7 @@ import Testing
         defer { try? FileManager.default.removeItem(at: dir) }
         let (server, out, port) = try Self.startServer(dir, ["--pli", "10"])
         defer { server.signal(SIGKILL); server.wait() }
-        let producer = try Background(Run.nalcast, ["produce"] + Self.stream + ["--listen", "tcp://127.0.0.1:0"])
+        let producer = try Background(Run.nalcast, ["produce"] + Self.rareIDRs + ["--listen", "tcp://127.0.0.1:0"])
         defer { producer.signal(SIGINT); producer.wait() }
         let endpoint = try #require(producer.servingEndpoint(), "\(producer.stderr)")
         let relay = try Background(Run.nalcast, ["consume", "--from", endpoint, "--forward", "http://127.0.0.1:\(port)/whip"])
