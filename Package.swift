@@ -97,6 +97,8 @@ let package = Package(
         // WebRTC's sender: ICE-lite (STUN), SDP offers and answers, DTLS-SRTP, RTCP feedback,
         // one UDP socket on the loop for every peer (WHEP viewers of the --web listener).
         .target(name: "WebRTC", dependencies: ["CWebRTC", "IO", "RTP", "Media", "Clocks", "Metrics"]),
+        // WHIP push: the offering side over the WebRTC module, a forward transport (Output).
+        .target(name: "WHIP", dependencies: ["Audio", "CMedia", "Clocks", "IO", "Media", "Metrics", "Output", "TLS", "WebRTC"]),
         // Prometheus metrics: counters, gauges, histograms and sampled series in one registry.
         .target(name: "Metrics"),
         .target(name: "Delivery", dependencies: ["Media", "Clocks", "FIFO"]),
@@ -138,7 +140,7 @@ let package = Package(
         // Sound for produce: PulseAudio, WAV/raw PCM and a test tone mixed into one 48 kHz
         // stereo track, encoded to AAC-LC (libavcodec), timed on the video's clock.
         .target(name: "Audio", dependencies: ["Clocks", "CMedia", "Media", "Output", "Delivery", "Metrics", "IO"]),
-        .executableTarget(name: "nalcast", dependencies: ["Clocks", "CLinux", "CommandOptions", "CaptureSources", "Audio", "Media", "H264", "Delivery", "Metrics", "IO", "Capture", "X11Capture", "Encoder", "Serving", "Pipeline", "Consumer", "Output", "Muxing", "TLS", "WebRTC"]),
+        .executableTarget(name: "nalcast", dependencies: ["Clocks", "CLinux", "CommandOptions", "CaptureSources", "Audio", "Media", "H264", "Delivery", "Metrics", "IO", "Capture", "X11Capture", "Encoder", "Serving", "Pipeline", "Consumer", "Output", "Muxing", "TLS", "WebRTC", "WHIP"]),
 
         // Helpers the tests share: running ffmpeg, ffprobe and friends; the conformance streams
         // (Tests/Fixtures/h264/) and their facts.

@@ -10,6 +10,7 @@
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 #include <openssl/rand.h>
+#include <stdio.h>
 #include <string.h>
 
 // OpenSSL's version as the headers say it and as the library that runs says it, for
@@ -103,5 +104,66 @@ static inline const char *nalcast_tls_reason(void) {
     unsigned long code = ERR_peek_last_error();
     const char *reason = code ? ERR_reason_error_string(code) : NULL;
     return reason ? reason : "";
+}
+// ---- The client (a WHIP push over https) ----
+
+// A TLS client on a connected, blocking socket `fd`: TLS 1.2 and 1.3, the server's
+// certificate checked against the system's CAs (or those of the PEM file `ca_file`), with
+// SNI and the host name (or IP address) `host` checked against it; the handshake done. NULL
+// with one line in `error` (OpenSSL's reason, or the certificate check's).
+static inline SSL *nalcast_tls_client(int fd, const char *host, const char *ca_file, char *error, size_t size) {
+    error[0] = 0;
+    SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+    SSL *ssl = NULL;
+    if (!ctx) goto fail;
+    SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+    SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+    if ((ca_file ? SSL_CTX_load_verify_locations(ctx, ca_file, NULL) : SSL_CTX_set_default_verify_paths(ctx)) != 1) goto fail;
+    ssl = SSL_new(ctx);
+    if (!ssl) goto fail;
+    ASN1_OCTET_STRING *ip = a2i_IPADDRESS(host);
+    if (ip) {
+        ASN1_OCTET_STRING_free(ip);
+        if (X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host) != 1) goto fail;
+    } else if (SSL_set_tlsext_host_name(ssl, host) != 1 || SSL_set1_host(ssl, host) != 1) {
+        goto fail;
+    }
+    if (SSL_set_fd(ssl, fd) != 1) goto fail;
+    if (SSL_connect(ssl) != 1) {
+        long verify = SSL_get_verify_result(ssl);
+        if (verify != X509_V_OK) snprintf(error, size, "the server's certificate: %s", X509_verify_cert_error_string(verify));
+        goto fail;
+    }
+    SSL_CTX_free(ctx);  // the SSL holds its own reference
+    return ssl;
+fail:
+    if (!error[0]) {
+        unsigned long code = ERR_get_error();
+        if (code) ERR_error_string_n(code, error, size);
+        else snprintf(error, size, "the TLS handshake failed");
+    }
+    ERR_clear_error();
+    SSL_free(ssl);
+    SSL_CTX_free(ctx);
+    return NULL;
+}
+
+// SSL_write, SSL_read of a blocking client: the bytes, 0 at the end (read), -1 on failure.
+static inline int nalcast_tls_client_write(SSL *ssl, const void *bytes, int count) {
+    int n = SSL_write(ssl, bytes, count);
+    if (n <= 0) { ERR_clear_error(); return -1; }
+    return n;
+}
+static inline int nalcast_tls_client_read(SSL *ssl, void *bytes, int count) {
+    int n = SSL_read(ssl, bytes, count);
+    if (n > 0) return n;
+    int reason = SSL_get_error(ssl, n);
+    ERR_clear_error();
+    return reason == SSL_ERROR_ZERO_RETURN ? 0 : -1;
+}
+static inline void nalcast_tls_client_free(SSL *ssl) {
+    SSL_shutdown(ssl);
+    ERR_clear_error();
+    SSL_free(ssl);
 }
 #endif

@@ -72,7 +72,9 @@ nc_dtls_context *nc_dtls_context_new(char *error, int size) {
     nc_dtls_context *context = calloc(1, sizeof *context);
     EVP_PKEY *key = EVP_EC_gen("P-256");
     X509 *cert = key ? nc_certificate(key) : NULL;
-    SSL_CTX *ctx = SSL_CTX_new(DTLS_server_method());
+    // DTLS_method: either role (the server for WHEP viewers; the client or server a WHIP
+    // server's answer picks).
+    SSL_CTX *ctx = SSL_CTX_new(DTLS_method());
     unsigned int length = 0;
     if (!context || !cert || !ctx) goto fail;
     if (!SSL_CTX_set_min_proto_version(ctx, DTLS1_2_VERSION)) goto fail;
@@ -151,7 +153,9 @@ static BIO_METHOD *nc_bio_method(void) {
     return method;
 }
 
-nc_dtls *nc_dtls_new(nc_dtls_context *context) {
+nc_dtls *nc_dtls_new(nc_dtls_context *context) { return nc_dtls_new_role(context, 0); }
+
+nc_dtls *nc_dtls_new_role(nc_dtls_context *context, int client) {
     BIO_METHOD *method = nc_bio_method();
     if (!method) return NULL;
     nc_dtls *dtls = calloc(1, sizeof *dtls);
@@ -169,7 +173,8 @@ nc_dtls *nc_dtls_new(nc_dtls_context *context) {
     BIO_set_mem_eof_return(dtls->in, -1);
     BIO_set_data(out, dtls);
     SSL_set_bio(dtls->ssl, dtls->in, out);  // the SSL owns both now
-    SSL_set_accept_state(dtls->ssl);
+    if (client) SSL_set_connect_state(dtls->ssl);
+    else SSL_set_accept_state(dtls->ssl);
     SSL_set_mtu(dtls->ssl, NC_MTU);
     DTLS_set_link_mtu(dtls->ssl, NC_MTU);
     return dtls;
@@ -217,6 +222,11 @@ static int nc_dtls_step(nc_dtls *dtls) {
 int nc_dtls_receive(nc_dtls *dtls, const uint8_t *bytes, size_t count) {
     dtls->error[0] = 0;
     if (BIO_write(dtls->in, bytes, (int)count) != (int)count) return NC_DTLS_FAILED;
+    return nc_dtls_step(dtls);
+}
+
+int nc_dtls_start(nc_dtls *dtls) {
+    dtls->error[0] = 0;
     return nc_dtls_step(dtls);
 }
 

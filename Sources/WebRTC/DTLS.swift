@@ -1,6 +1,6 @@
 import CWebRTC
 
-/// The DTLS server side of WebRTC's DTLS-SRTP (RFC 5764), over OpenSSL (`CWebRTC`): one
+/// DTLS for WebRTC's DTLS-SRTP (RFC 5764), over OpenSSL (`CWebRTC`), as the server for WHEP viewers and either role for a WHIP push: one
 /// certificate for the process, made at start (ECDSA P-256, its SHA-256 fingerprint in every
 /// answer), and an association per peer fed the datagrams that arrive and giving back the
 /// ones to send. Loop-owned.
@@ -35,11 +35,18 @@ final class DTLSAssociation {
     /// Keeps the context (and its SSL_CTX) alive as long as the association.
     private let context: DTLSContext
 
-    init?(_ context: DTLSContext) {
-        guard let made = nc_dtls_new(context.raw) else { return nil }
+    /// The handshake's client (a WHIP server answered a=setup:passive) rather than its server.
+    let isClient: Bool
+
+    init?(_ context: DTLSContext, client: Bool = false) {
+        guard let made = nc_dtls_new_role(context.raw, client ? 1 : 0) else { return nil }
         raw = made
         self.context = context
+        isClient = client
     }
+
+    /// The client's first flight (the ClientHello), once ICE has a path.
+    func start() -> State { state(nc_dtls_start(raw)) }
 
     deinit { nc_dtls_free(raw) }
 

@@ -22,10 +22,10 @@ public final class WebRTCEndpoint {
     private var lastEstimateReportNs: UInt64 = 0
     let loop: EventLoop
     public let metrics: WebRTCMetrics
-    private let context: DTLSContext
-    private var byUfrag: [String: WebRTCPeer] = [:]
+    let context: DTLSContext
+    var byUfrag: [String: WebRTCPeer] = [:]
     private var byAddress: [UDPAddress: WebRTCPeer] = [:]
-    private var byID: [String: WebRTCPeer] = [:]
+    var byID: [String: WebRTCPeer] = [:]
     private var timer: LoopTimer?
     private var deferred: [() -> Void] = []
     private var deferredTimer: LoopTimer?
@@ -118,6 +118,12 @@ public final class WebRTCEndpoint {
         if byID[peer.id] === peer { byID[peer.id] = nil }
         metrics.peers.set(Double(byID.count))
         if let address = peer.address, byAddress[address] === peer { byAddress[address] = nil }
+        if peer.ice != nil { byAddress = byAddress.filter { $0.value !== peer } }
+    }
+
+    /// One more address of `peer` (a pushed peer's server checked from it), its own too.
+    func alias(_ peer: WebRTCPeer, _ address: UDPAddress) {
+        if byAddress[address] == nil { byAddress[address] = peer }
     }
 
     /// Runs `work` on a later turn of the loop.
@@ -138,12 +144,15 @@ public final class WebRTCEndpoint {
     private func received(_ datagram: [UInt8], _ from: UDPAddress) {
         guard let first = datagram.first else { return }
         if STUN.isSTUN(first) {
+            // The answers to a WHIP push's own checks (WebRTCEndpoint+Offering).
+            if STUN.isResponse(datagram) { return checkAnswered(datagram, from) }
             guard let request = try? STUN.parseBindingRequest(datagram), let peer = byUfrag[String(request.localUfrag)] else {
                 metrics.strayDatagrams.increment()
                 return
             }
             peer.check(request, from: from, nowNs: MonotonicClock.nanoseconds)
         } else if let peer = byAddress[from] {
+            if peer.ice != nil { peer.latch(from) }
             peer.receive(datagram)
         } else {
             metrics.strayDatagrams.increment()

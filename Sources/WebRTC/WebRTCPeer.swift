@@ -16,7 +16,7 @@ public final class WebRTCPeer {
     let localPassword: String
     let remoteFingerprint: [UInt8]
     /// The address its checks came from and its media goes to (nil before the first check).
-    public private(set) var address: UDPAddress?
+    public internal(set) var address: UDPAddress?
     public private(set) var isConnected = false
     public private(set) var isClosed = false
     /// The answer to its offer.
@@ -65,8 +65,10 @@ public final class WebRTCPeer {
     public private(set) var counters = Counters()
     private var metrics: WebRTCMetrics { endpoint.metrics }
 
-    private unowned let endpoint: WebRTCEndpoint
-    private let dtls: DTLSAssociation
+    unowned let endpoint: WebRTCEndpoint
+    let dtls: DTLSAssociation
+    /// The controlling ICE agent of a WHIP push (nil for a WHEP viewer: ICE-lite answers checks).
+    var ice: ControllingICE?
     private var srtpOut: SRTPSession?
     private var srtpIn: SRTPSession?
     /// The video's packets as protected, the last `historySize`.
@@ -179,7 +181,11 @@ public final class WebRTCPeer {
             return
         }
         lastCheckNs = nowNs
-        if address == nil || (request.useCandidate && address != from) {
+        if ice != nil {
+            // A WHIP server (the controlled agent) may pick another pair than ours: its
+            // address is known from here, and media from it latches (`latch`).
+            endpoint.alias(self, from)
+        } else if address == nil || (request.useCandidate && address != from) {
             endpoint.move(self, to: from)
             address = from
         }
@@ -259,16 +265,17 @@ public final class WebRTCPeer {
 
     /// The retransmission timer of the handshake.
     func tick() {
+        if ice != nil { checkIfDue(nowNs: MonotonicClock.nanoseconds) }
         guard !isConnected, !isClosed, dtls.timeout == 0 else { return }
         handle(dtls.handleTimeout())
     }
 
-    private func handle(_ state: DTLSAssociation.State) {
+    func handle(_ state: DTLSAssociation.State) {
         flush()
         switch state {
         case .handshaking, .open: break
         case .connected: connected()
-        case .closed: close("closed by the viewer (DTLS close_notify)", notify: false)
+        case .closed: close("closed by the \(ice == nil ? "viewer" : "server") (DTLS close_notify)", notify: false)
         case .failed(let why): close("DTLS: \(why)", notify: false)
         }
     }
@@ -277,9 +284,12 @@ public final class WebRTCPeer {
         guard dtls.peerFingerprint == remoteFingerprint else {
             return close("DTLS: the viewer's certificate is not the one its offer named", notify: true)
         }
+        // This side's keys are the server's, or the client's for a WHIP push's DTLS client.
         guard let keys = dtls.srtpKeys,
-              let outbound = SRTPSession(key: keys.serverKey, salt: keys.serverSalt, outbound: true),
-              let inbound = SRTPSession(key: keys.clientKey, salt: keys.clientSalt, outbound: false) else {
+              let outbound = dtls.isClient ? SRTPSession(key: keys.clientKey, salt: keys.clientSalt, outbound: true)
+                                            : SRTPSession(key: keys.serverKey, salt: keys.serverSalt, outbound: true),
+              let inbound = dtls.isClient ? SRTPSession(key: keys.serverKey, salt: keys.serverSalt, outbound: false)
+                                           : SRTPSession(key: keys.clientKey, salt: keys.clientSalt, outbound: false) else {
             return close("DTLS: no SRTP_AES128_CM_SHA1_80 keys", notify: true)
         }
         srtpOut = outbound
@@ -289,7 +299,7 @@ public final class WebRTCPeer {
         onConnected()
     }
 
-    private func flush() {
+    func flush() {
         guard let address else { return }
         for datagram in dtls.outgoing() { endpoint.socket.send(datagram, to: address) }
     }

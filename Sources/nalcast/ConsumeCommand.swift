@@ -36,8 +36,8 @@ enum ConsumeCommand: Command {
         OptionSpec(name: "on-segment", value: "CMD", help: "run CMD PATH (no shell) for each finished segment; NALCAST_SEGMENT_* in its environment"),
         OptionSpec(name: "fsync", value: nil, help: "fsync each segment before renaming it (--no-fsync: faster, not crash-safe)", defaultText: "on"),
     ] + HLSChoice.specs + ReplayChoice.specs + [
-        OptionSpec(name: "forward", value: "URL", help: "send the stream on, reconnecting, to tcp://HOST:PORT or unix:PATH (Annex-B), rtmp://HOST[:PORT]/APP/KEY, srt://HOST:PORT[?streamid=ID], rtsp://HOST[:PORT]/PATH or udp://HOST:PORT; repeatable", repeatable: true),
-    ] + SRTSecretChoice.specs("consume") + [
+        OptionSpec(name: "forward", value: "URL", help: "send the stream on, reconnecting, to tcp://HOST:PORT or unix:PATH (Annex-B), rtmp://HOST[:PORT]/APP/KEY, srt://HOST:PORT[?streamid=ID], rtsp://HOST[:PORT]/PATH, udp://HOST:PORT or whip://HOST[:PORT]/PATH, http://… (WHIP: WebRTC); repeatable", repeatable: true),
+    ] + SRTSecretChoice.specs("consume") + WHIPChoice.specs + [
         OptionSpec(name: "reconnect-timeout", value: "DURATION", help: "give up after being disconnected this long (0: on the first disconnect)", defaultText: "keep trying"),
         OptionSpec(name: "sink-queue", value: "SIZE", help: "bytes queued per sink; a live sink that falls further behind skips to the next IDR (a file reader waits)", defaultText: "8M live, 512k for files"),
         OptionSpec(name: "frame-rate", value: "FPS", help: "media time for files without timestamp SEI or VUI frame rate (30, 29.97, 30000/1001)", defaultText: "30"),
@@ -183,6 +183,7 @@ enum ConsumeCommand: Command {
             let secret = try SRTSecretChoice.parse(options, prefix: "consume: ", usedBySRT: SRTSecretChoice.usesSRT(forwards, input))
             warnings = SRTSecretChoice.urlPassphraseWarnings(options.strings("forward") + [options.string("from") ?? ""], prefix: "consume: ")
             forwards = SRTSecretChoice.apply(secret, to: forwards)
+            forwards = try WHIPChoice.apply(options, to: forwards, prefix: "consume: ")
             input = SRTSecretChoice.apply(secret, to: input)
             reconnectTimeout = try options.duration("reconnect-timeout")
             sinkQueue = try options.value("sink-queue", default: input.isNetwork ? 8 << 20 : 512 << 10, ValueFormat.byteSize)

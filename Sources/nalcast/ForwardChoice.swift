@@ -2,21 +2,28 @@ import CommandOptions
 import Muxing
 import IO
 import Output
+import WHIP
 
 /// One `--forward` target of `consume` or `produce`: raw Annex-B to `tcp://HOST:PORT` or
 /// `unix:PATH` (what `produce --listen` serves), or a push to a media server: `rtmp://`
 /// by nalcast's own RTMP publisher, `rtmps://`, `srt://`, `rtsp://`, `udp://` through
-/// libavformat (`PushTarget.makeTransport`). What it prints is
-/// the credential-free form.
+/// libavformat (`PushTarget.makeTransport`), or a WHIP push (`whip://`, `http://`,
+/// `https://`: WebRTC, `WHIPTransport`). What it prints is the credential-free form (a WHIP
+/// bearer token is never part of it).
 enum ForwardChoice: CustomStringConvertible {
     case socket(Endpoint)
     case push(PushTarget)
+    /// With the bearer token of `--whip-token` and the CA file of `--whip-ca` (`WHIPChoice.apply`).
+    case whip(WHIPTarget, token: String?, ca: String?)
 
     /// The forms, for help and errors.
-    static let forms = "tcp://HOST:PORT, unix:PATH, rtmp://HOST[:PORT]/APP/KEY, srt://HOST:PORT[?streamid=ID], rtsp://HOST[:PORT]/PATH or udp://HOST:PORT"
+    static let forms = "tcp://HOST:PORT, unix:PATH, rtmp://HOST[:PORT]/APP/KEY, srt://HOST:PORT[?streamid=ID], rtsp://HOST[:PORT]/PATH, udp://HOST:PORT or whip://HOST[:PORT]/PATH, https://… (WHIP)"
 
     /// Parses one `--forward` value; a push needs the FFmpeg libraries (exit 69 without).
     static func parse(_ text: String, command: String) throws -> ForwardChoice {
+        let whip: WHIPTarget?
+        do { whip = try WHIPTarget(url: text) } catch { throw CommandError.usage("\(command): --forward: \(error)") }
+        if let whip { return .whip(whip, token: nil, ca: nil) }
         do {
             if let push = try PushTarget(url: text) {
                 if push.needsFFmpeg, let problem = FFmpegLibraries.problem { throw CommandError.unavailable("\(command): --forward \(push): \(problem)") }
@@ -39,6 +46,7 @@ enum ForwardChoice: CustomStringConvertible {
         switch self {
         case .socket(let endpoint): endpoint.description
         case .push(let push): push.description
+        case .whip(let whip, _, _): whip.description
         }
     }
 
@@ -53,6 +61,8 @@ enum ForwardChoice: CustomStringConvertible {
             case .rtsp: "RTSP publish, RTP over TCP"
             case .udp: "MPEG-TS over UDP"
             }
+        case .whip(let whip, let token, let ca):
+            "WHIP, H.264 over WebRTC" + (whip.tls ? ", https" + (ca.map { " (CA \($0))" } ?? "") : "") + (token == nil ? "" : ", with a bearer token")
         }
     }
 
@@ -63,13 +73,17 @@ enum ForwardChoice: CustomStringConvertible {
     /// A forward sink for this target. `countedClock`: media time counted at the frame rate
     /// (a file read by `consume`). `live`: access units come as they happen, so a raw
     /// Annex-B remote gets each one delimited (its parser would wait for the next).
-    func makeSink(name: String, fallbackFrameRate: Double?, countedClock: Bool, live: Bool,
+    /// `keyframe`: asks the encoder for an IDR (`produce`), for a WHIP server's PLI; nil: a
+    /// relay, which sends its cached GOP again.
+    func makeSink(name: String, fallbackFrameRate: Double?, countedClock: Bool, live: Bool, keyframe: (@Sendable () -> Void)? = nil,
                   onEvent: @escaping @Sendable (ForwardSink.Event) -> Void) -> sending ForwardSink {
         switch self {
         case .socket(let endpoint):
             return ForwardSink(name: name, transport: SocketTransport(endpoint: endpoint, delimits: live), onEvent: onEvent)
         case .push(let push):
             return ForwardSink(name: name, transport: push.makeTransport(fallbackFrameRate: fallbackFrameRate, countedClock: countedClock), onEvent: onEvent)
+        case .whip(let whip, let token, let ca):
+            return ForwardSink(name: name, transport: WHIPTransport(whip, token: token, caFile: ca, onKeyframeRequest: keyframe), onEvent: onEvent)
         }
     }
 

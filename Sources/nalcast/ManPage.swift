@@ -167,6 +167,7 @@ enum ManPage {
             r.tagged("\\fBnalcast \(command.name)\\fR", names.joined(separator: ", "))
         }
         r.tagged("\\fB\(SRTSecretChoice.environmentName)\\fR", "The SRT passphrase of --forward srt:// and --from srt:// (10 to 79 characters), when --srt-passphrase-file is not given: kept out of the command line, which ps shows.")
+        r.tagged("\\fB\(WHIPChoice.environmentName)\\fR", "The bearer token of --forward whip:// (as --whip-token, which it is): kept out of the command line, which ps shows; never printed.")
         r.tagged("\\fBNALCAST_SEGMENT_PATH\\fR, \\fBNALCAST_SEGMENT_FRAMES\\fR, \\fBNALCAST_SEGMENT_BYTES\\fR", "Set by consume --on-segment for its command: the finished segment, its pictures and bytes.")
         r.tagged("\\fBDISPLAY\\fR", "The X display of --source x11.")
         r.tagged("\\fBPULSE_SERVER\\fR", "The sound server of --audio monitor, mic and pulse:NAME (PulseAudio or PipeWire's pulse server).")

@@ -33,9 +33,9 @@ enum ProduceCommand: Command {
         OptionSpec(name: "threads", value: "N", help: "encoder threads (0: auto)", defaultText: "0"),
         // Output
         OptionSpec(name: "output", value: "FILE", help: "also write the stream to FILE (- for stdout): .mp4, .ts, .mkv, .flv in that container, anything else Annex-B; without --listen, only there", short: "o"),
-        OptionSpec(name: "forward", value: "URL", help: "also push the stream, reconnecting, to rtmp://HOST[:PORT]/APP/KEY, srt://HOST:PORT[?streamid=ID], rtsp://HOST[:PORT]/PATH, udp://HOST:PORT, or tcp://HOST:PORT / unix:PATH (Annex-B); repeatable; without --listen, only there", repeatable: true),
+        OptionSpec(name: "forward", value: "URL", help: "also push the stream, reconnecting, to rtmp://HOST[:PORT]/APP/KEY, srt://HOST:PORT[?streamid=ID], rtsp://HOST[:PORT]/PATH, udp://HOST:PORT, whip://HOST[:PORT]/PATH or http://… (WHIP: WebRTC), or tcp://HOST:PORT / unix:PATH (Annex-B); repeatable; without --listen, only there", repeatable: true),
         OptionSpec(name: "format", value: "FORMAT", help: "the container of -o: mp4, ts, mkv, flv or h264 (raw Annex-B); mp4 needs a seekable file", defaultText: "from the -o extension, else h264", values: OptionValues.formats),
-    ] + SRTSecretChoice.specs("produce")
+    ] + SRTSecretChoice.specs("produce") + WHIPChoice.specs
     private static let observabilitySpecs: [OptionSpec] = [
         // Observability
         OptionSpec(name: "metrics", value: "ADDR", help: "serve Prometheus /metrics, /healthz and POST /bitrate on ADDR"),
@@ -151,6 +151,7 @@ enum ProduceCommand: Command {
         var forwards = try o.strings("forward").map { try ForwardChoice.parse($0, command: "produce") }
         let secret = try SRTSecretChoice.parse(o, prefix: "", usedBySRT: SRTSecretChoice.usesSRT(forwards))
         forwards = SRTSecretChoice.apply(secret, to: forwards)
+        forwards = try WHIPChoice.apply(o, to: forwards, prefix: "")
         warnings += SRTSecretChoice.urlPassphraseWarnings(o.strings("forward"), prefix: "")
         let hls = try HLSChoice.parse(o, command: "produce", idrInterval: Double(keyintFrames) / fps.framesPerSecond)
         var metrics: Endpoint?

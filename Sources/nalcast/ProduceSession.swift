@@ -156,7 +156,7 @@ final class ProduceSession {
         }
         return plan.forwards.enumerated().map { index, target in
             let name = ForwardChoice.sinkName(index, of: plan.forwards.count)
-            let sink = target.makeSink(name: name, fallbackFrameRate: nil, countedClock: false, live: live, onEvent: ForwardChoice.reporter(name: name, log: log, events: events, onRefused: refused))
+            let sink = target.makeSink(name: name, fallbackFrameRate: nil, countedClock: false, live: live, keyframe: { control.requestIDR() }, onEvent: ForwardChoice.reporter(name: name, log: log, events: events, onRefused: refused))
             let counters = SinkCounters(registry: registry, sink: name), shown = target.description
             return SinkRunner(sink: sink, queue: SinkQueue(policy: live ? .skipToEntry : .wait, highWater: 8 << 20), counters: counters) { event in
                 guard case .closed(_, let error) = event else { return }

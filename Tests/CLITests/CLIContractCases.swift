@@ -46,6 +46,9 @@ enum ContractCases {
                           "--forward", "srt://media.example:9000?streamid=publish:cam&passphrase=topsecret", "--forward", "rtsp://user:pw@media.example:8554/cam",
                           "--forward", "udp://239.0.0.1:5000", "--forward", "tcp://127.0.0.1:7300", "--forward", "unix:fwd.sock"]),
             ContractCase("produce --dry-run --forward srt://media.example:9000 --listen tcp://127.0.0.1:7264 -o out.flv"),
+            ContractCase("produce --dry-run --forward whip://media.example:8889/cam/whip --forward http://127.0.0.1:8080/whip?key=k --whip-token tok-secret"),
+            ContractCase("produce --dry-run --forward whip://media.example/cam/whip", env: ["NALCAST_WHIP_TOKEN": "tok-secret"]),
+            ContractCase("produce --dry-run --forward https://media.example/cam/whip"),
             ContractCase("produce --dry-run --audio tone"),
             ContractCase("produce --dry-run --source y4m:in.y4m --audio monitor --audio mic --audio-bitrate 96k -o out.mp4"),
             ContractCase("produce --dry-run --audio pulse:alsa_input.usb-mic --audio wav:in.wav -o out.ts"),
@@ -62,7 +65,7 @@ enum ContractCases {
     static var consumeDryRuns: [ContractCase] {
         let forwards = ["--forward", "tcp://127.0.0.1:7300", "--forward", "unix:fwd.sock", "--forward", "rtmp://user:secret@media.example/live/key",
                         "--forward", "srt://media.example:9000?streamid=publish:cam&passphrase=topsecret", "--forward", "rtsp://user:pw@media.example:8554/cam",
-                        "--forward", "udp://239.0.0.1:5000"]
+                        "--forward", "udp://239.0.0.1:5000", "--forward", "whip://media.example:8889/cam/whip", "--whip-token", "tok-secret"]
         return [
             ContractCase("consume --dry-run -o -"),
             ContractCase("consume --dry-run --from in.h264 -o out.mp4"),
@@ -168,7 +171,8 @@ enum ContractCases {
         "produce -o - --events -", "produce --format mp4 -o -", "produce --format avi -o out.avi", "produce --format ts",
         "produce --listen tcp://0.0.0.0:7264", "produce --listen tcp://127.0.0.1:7265 --listen tcp://127.0.0.1:7265",
         "produce --listen http://127.0.0.1:7265", "produce --web tcp://0.0.0.0:8080", "produce --metrics tcp://0.0.0.0:9100 -o -",
-        "produce --forward ftp://media.example/x", "produce --forward rtmp://user:secret@", "produce --forward tcp://127.0.0.1",
+        "produce --forward ftp://media.example/x", "produce --forward https://media.example/whip --whip-ca missing-ca.pem", "produce --forward whip://tok@media.example/whip",
+        "produce --forward whip://media.example:99999/whip", "produce --forward whip:///whip", "produce --forward rtmp://user:secret@", "produce --forward tcp://127.0.0.1",
         "produce --audio nope", "produce --audio tone --audio tone", "produce --audio tone --audio mic --audio monitor",
         "produce --audio tone --audio-bitrate 1k", "produce --audio-format s16le:48000:2", "produce --audio raw:in.pcm --audio-format s8:48000:2",
         "produce --source y4m:- --audio wav:-",

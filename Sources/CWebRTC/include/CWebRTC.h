@@ -31,6 +31,11 @@ enum {
 // One association, as the server (a=setup:passive: the browser connects).
 typedef struct nc_dtls nc_dtls;
 nc_dtls *nc_dtls_new(nc_dtls_context *context);
+// One association in either role: `client` 1 for a=setup:active on this side (a WHIP
+// server that answered passive), then nc_dtls_start sends the ClientHello.
+nc_dtls *nc_dtls_new_role(nc_dtls_context *context, int client);
+// The client's first flight (a datagram to take with nc_dtls_next_datagram); NC_DTLS_*.
+int nc_dtls_start(nc_dtls *dtls);
 void nc_dtls_free(nc_dtls *dtls);
 // Takes one datagram the peer sent (records of DTLS); returns NC_DTLS_*.
 int nc_dtls_receive(nc_dtls *dtls, const uint8_t *bytes, size_t count);

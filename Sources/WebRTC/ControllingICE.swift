@@ -1,0 +1,134 @@
+import Clocks
+import IO
+
+/// The controlling ICE agent of a WHIP push (RFC 8445; nalcast made the offer): binding
+/// requests with USE-CANDIDATE (aggressive nomination: every check nominates) to each of the
+/// answer's candidates every 50 ms until one is answered, whose address becomes the path;
+/// then one request every 4 to 6 s on it for consent freshness (RFC 7675: the endpoint
+/// closes a peer whose consent is 30 s old). Answers are matched to requests by transaction
+/// id and checked with the server's ice-pwd. Pure but for its random transaction ids.
+struct ControllingICE {
+    let localUfrag: String
+    let remoteUfrag: String
+    let remotePassword: String
+    /// The answer's candidates this socket can reach, best first.
+    let candidates: [UDPAddress]
+    /// The candidate whose check was answered first: the path.
+    private(set) var selected: UDPAddress?
+    /// Requests waiting for an answer: transaction id → where it went and when.
+    private var pending: [[UInt8]: (to: UDPAddress, sentNs: UInt64)] = [:]
+    private var nextCheckNs: UInt64 = 0
+    /// Checks sent and answered, for the peer's counters.
+    private(set) var checksSent = 0
+    private(set) var checksAnswered = 0
+
+    init(localUfrag: String, remoteUfrag: String, remotePassword: String, candidates: [UDPAddress]) {
+        self.localUfrag = localUfrag
+        self.remoteUfrag = remoteUfrag
+        self.remotePassword = remotePassword
+        self.candidates = candidates
+    }
+
+    /// The checks to send now: to every candidate while none answered, then the consent
+    /// check on the path.
+    mutating func due(nowNs: UInt64) -> [(bytes: [UInt8], to: UDPAddress)] {
+        guard nowNs >= nextCheckNs else { return [] }
+        pending = pending.filter { nowNs - $0.value.sentNs < 30_000_000_000 }
+        let targets = selected.map { [$0] } ?? candidates
+        nextCheckNs = nowNs + (selected == nil ? 50_000_000 : UInt64.random(in: 4_000_000_000...6_000_000_000))
+        return targets.map { to in
+            let id = (0..<12).map { _ in UInt8.random(in: 0...255) }
+            pending[id] = (to, nowNs)
+            checksSent += 1
+            return (STUN.bindingRequest(transactionID: id, username: "\(remoteUfrag):\(localUfrag)", password: remotePassword, useCandidate: true), to)
+        }
+    }
+
+    /// A success response from `from`: true when it answers one of our requests sent there
+    /// and its integrity checks (the path is then `selected`, the first answered).
+    mutating func answered(_ response: STUN.Response, from: UDPAddress) -> Bool {
+        guard let request = pending[response.transactionID], request.to == from,
+              response.isSuccess, response.isAuthentic(password: remotePassword) else { return false }
+        pending[response.transactionID] = nil
+        checksAnswered += 1
+        if selected == nil { selected = from }
+        return true
+    }
+}
+
+extension STUN {
+    /// A response to a binding request, as read (RFC 8489: success 0x0101, error 0x0111).
+    struct Response {
+        let transactionID: [UInt8]
+        let isSuccess: Bool
+        let signedPart: [UInt8]
+        let integrity: [UInt8]?
+
+        func isAuthentic(password: String) -> Bool {
+            guard let integrity else { return false }
+            return STUN.hmac(key: Array(password.utf8), signedPart) == integrity
+        }
+    }
+
+    /// Whether a datagram is a binding response (success or error).
+    static func isResponse(_ bytes: [UInt8]) -> Bool {
+        bytes.count >= 20 && bytes[0] == 0x01 && (bytes[1] == 0x01 || bytes[1] == 0x11)
+    }
+
+    /// Reads a binding response; nil when it is malformed or its FINGERPRINT is wrong.
+    static func parseResponse(_ bytes: [UInt8]) -> Response? {
+        guard isResponse(bytes), word(bytes, 4) == magicCookie else { return nil }
+        let length = Int(bytes[2]) << 8 | Int(bytes[3])
+        guard length % 4 == 0, 20 + length == bytes.count else { return nil }
+        var integrity: [UInt8]?
+        var signedPart: [UInt8] = []
+        var at = 20
+        while at + 4 <= bytes.count {
+            let kind = UInt16(bytes[at]) << 8 | UInt16(bytes[at + 1])
+            let size = Int(bytes[at + 2]) << 8 | Int(bytes[at + 3])
+            let value = at + 4
+            guard value + size <= bytes.count else { return nil }
+            if kind == Attribute.messageIntegrity.rawValue && integrity == nil && size == 20 {
+                integrity = Array(bytes[value..<(value + 20)])
+                signedPart = Array(bytes[0..<at])
+                let signedLength = at + 24 - 20
+                signedPart[2] = UInt8(signedLength >> 8)
+                signedPart[3] = UInt8(truncatingIfNeeded: signedLength)
+            } else if kind == Attribute.fingerprint.rawValue {
+                guard size == 4, word(bytes, value) == crc32(bytes[0..<at]) ^ 0x5354_554E else { return nil }
+            }
+            at = value + (size + 3) / 4 * 4
+        }
+        return Response(transactionID: Array(bytes[8..<20]), isSuccess: bytes[1] == 0x01, signedPart: signedPart, integrity: integrity)
+    }
+}
+
+extension WebRTCPeer {
+    /// The controlling agent's checks that are due, sent; the DTLS client's first flight once
+    /// a path is chosen (sent again by its own retransmission timer).
+    func checkIfDue(nowNs: UInt64) {
+        guard !isClosed, ice != nil else { return }
+        for (bytes, to) in ice!.due(nowNs: nowNs) { endpoint.socket.send(bytes, to: to) }
+    }
+
+    /// Media (DTLS, SRTCP) from `from`, an address the server checked from or answered on:
+    /// the path the server chose is the one used from now (the controlled agent should
+    /// follow our nomination; aioice uses the first pair its own checks validated).
+    func latch(_ from: UDPAddress) {
+        if address != from { address = from }
+    }
+
+    /// A binding response from `from`: true when it answers this peer's check.
+    func answered(_ response: STUN.Response, from: UDPAddress, nowNs: UInt64) -> Bool {
+        guard !isClosed, ice != nil else { return false }
+        let hadPath = ice!.selected != nil
+        guard ice!.answered(response, from: from) else { return false }
+        lastCheckNs = nowNs
+        if !hadPath, let path = ice!.selected {
+            endpoint.alias(self, path)
+            if address == nil { address = path }
+            if dtls.isClient { handle(dtls.start()) }
+        }
+        return true
+    }
+}
