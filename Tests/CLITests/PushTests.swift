@@ -254,7 +254,8 @@ import TestSupport
     @Test func badPushURLsAreOneLineAndExit64() throws {
         for (url, says) in [("rtmp://127.0.0.1/live", "needs an application and a stream key"),
                             ("srt://127.0.0.1", "needs a port"), ("udp://:5000", "needs a host"),
-                            ("rtsp://127.0.0.1:99999/x", "bad port"), ("http://example.com/x", "expected tcp://")] {
+                            // (http:// and https:// are WHIP pushes: an unknown scheme is ftp://)
+                            ("rtsp://127.0.0.1:99999/x", "bad port"), ("ftp://example.com/x", "expected tcp://")] {
             let r = try Run.nalcast(["consume", "--from", "-", "--forward", url])
             #expect(r.status == 64, "\(url): \(r.stderr)")
             #expect(r.stderr.contains(says), "\(url): \(r.stderr)")
