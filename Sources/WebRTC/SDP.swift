@@ -48,7 +48,6 @@ public enum SDP {
         case noFingerprint
         case notReceiving
         case notSending
-        case setupPassive
 
         public var description: String {
             switch self {
@@ -59,7 +58,6 @@ public enum SDP {
             case .noFingerprint: "the offer has no a=fingerprint:sha-256"
             case .notReceiving: "the offer's video does not receive (recvonly or sendrecv expected)"
             case .notSending: "the offer's video does not send (sendonly or sendrecv expected)"
-            case .setupPassive: "the offer's a=setup:passive leaves no DTLS client (actpass or active expected)"
             }
         }
     }

@@ -81,6 +81,8 @@ public struct SDPAnswer: Sendable {
     /// offer's fmtp for it); nil when the stream has no sound or the offer no Opus to receive.
     public let audio: (index: Int, payloadType: UInt8, fmtp: String)?
     public let direction: Direction
+    /// This side is the DTLS client (the offer said a=setup:passive): the answer says active.
+    public let dtlsClient: Bool
 
     /// The Opus payload type of `media` (opus/48000/2), when it receives (or, for `.receive`, sends).
     public static func opusPayloadType(in media: SDP.Media, _ direction: Direction = .send) -> UInt8? {
@@ -97,7 +99,9 @@ public struct SDPAnswer: Sendable {
         let receiving = direction == .receive
         guard video.direction == (receiving ? "sendonly" : "recvonly") || video.direction == "sendrecv" else { throw receiving ? .notSending : .notReceiving }
         guard let format = Self.h264Format(in: video, profile: profile, kept: receiving ? Self.feedbackSent : Self.feedbackKept) else { throw .noH264 }
-        guard offer.setup != "passive" else { throw .setupPassive }
+        // An offer that will be the DTLS server (a=setup:passive, as FFmpeg's WHIP muxer offers)
+        // makes this side the client; actpass or active leave it the server.
+        dtlsClient = offer.setup == "passive"
         self.offer = offer
         self.direction = direction
         self.videoIndex = index
@@ -191,7 +195,7 @@ public struct SDPAnswer: Sendable {
 
     private func transport(_ mid: String, _ local: Local) -> [String] {
         ["a=ice-ufrag:\(local.ufrag)", "a=ice-pwd:\(local.password)", "a=ice-options:ice2",
-         "a=fingerprint:sha-256 \(SDP.hex(local.fingerprint))", "a=setup:passive", "a=mid:\(mid)"]
+         "a=fingerprint:sha-256 \(SDP.hex(local.fingerprint))", "a=setup:\(dtlsClient ? "active" : "passive")", "a=mid:\(mid)"]
     }
 
     private func candidates(_ local: Local) -> [String] {

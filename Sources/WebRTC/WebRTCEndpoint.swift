@@ -86,7 +86,7 @@ public final class WebRTCEndpoint {
             offer = try SDP.parseOffer(offerText)
             choice = try SDPAnswer(offer: offer, profile: profile, sound: sound, direction: direction)
         } catch { throw .offer(error) }
-        guard let dtls = DTLSAssociation(context) else { throw .unavailable("DTLS: could not make an association") }
+        guard let dtls = DTLSAssociation(context, client: choice.dtlsClient) else { throw .unavailable("DTLS: could not make an association") }
         let ufrag = Self.token(8)
         let password = Self.token(24)
         let ssrc = Self.random32() | 1

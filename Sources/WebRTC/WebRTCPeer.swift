@@ -187,7 +187,13 @@ public final class WebRTCPeer {
             endpoint.alias(self, from)
         } else if address == nil || (request.useCandidate && address != from) {
             endpoint.move(self, to: from)
+            let first = address == nil
             address = from
+            endpoint.socket.send(STUN.bindingSuccess(to: request, mapped: (from.ip, from.port), password: localPassword), to: from)
+            // The DTLS client of an answered offer (a=setup:passive) speaks first, once ICE
+            // has a path: its ClientHello after the answer to the first check.
+            if first && dtls.isClient { handle(dtls.start()) }
+            return
         }
         endpoint.socket.send(STUN.bindingSuccess(to: request, mapped: (from.ip, from.port), password: localPassword), to: from)
     }

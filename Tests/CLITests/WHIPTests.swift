@@ -124,6 +124,24 @@ import Testing
         }
     }
 
+    /// A publisher that offers to be the DTLS server (a=setup:passive, as FFmpeg's WHIP muxer
+    /// does): the answer says active, nalcast opens the handshake once ICE has a path, and
+    /// the pictures come as from any publisher (its green half and blue half in place).
+    @Test(.enabled(if: WHEPTests.aiortcMissing == nil, "\(WHEPTests.aiortcMissing ?? "")"))
+    func aPublisherThatIsTheDTLSServer() throws {
+        try Self.withIngest([]) { url, consume, _, dir in
+            let seen = try Self.publish(url, seconds: 2, ["--passive", "--colour", "0,255,0"])
+            #expect(seen["status"] as? Int == 201 && seen["deleted"] as? Int == 200, "\(seen)")
+            #expect((seen["answer"] as? String ?? "").contains("a=setup:active\r\n"), "\(seen)")
+            #expect(consume.waitFor("H.264; its handshake took"), "\(consume.stderr)")
+            consume.signal(SIGINT)
+            #expect(consume.wait() == 0, "\(consume.stderr)")
+            let frames = try Self.written(dir)
+            #expect(frames.count >= 20, "\(frames.count) frames")
+            #expect(frames.allSatisfy { Self.near($0[0], [0, 255, 0]) && Self.near($0[1], [0, 0, 255]) }, "\(frames.prefix(3))")
+        }
+    }
+
     /// One publisher at a time: while a green one publishes, a second offer is 409 with one
     /// line; the first goes away without a word (no DELETE, no DTLS close: its process ends),
     /// which consume sees (no packet for --stall-timeout) and waits; the next (red) comes and

@@ -122,7 +122,12 @@ async def publish(args):
     if args["tone"]:
         pc.addTransceiver(Tone(args["tone"]), direction="sendonly")
     await pc.setLocalDescription(await pc.createOffer())
-    status, headers, body = http("POST", args["url"], pc.localDescription.sdp, args["token"])
+    offer = pc.localDescription.sdp
+    if args["passive"]:
+        # The offer of a publisher that will be the DTLS server (FFmpeg's WHIP muxer offers
+        # so): the answer must say active; aiortc then takes the server's part.
+        offer = offer.replace("a=setup:actpass", "a=setup:passive")
+    status, headers, body = http("POST", args["url"], offer, args["token"])
     out = {"status": status, "location": headers.get("Location"), "body": body if status != 201 else "", "answer": body if status == 201 else ""}
     if status != 201 or args["offerOnly"]:
         await pc.close()
@@ -149,7 +154,7 @@ async def publish(args):
 def main():
     argv = sys.argv[1:]
     args = {"url": argv[0], "seconds": float(argv[1]), "token": None, "colour": (255, 0, 0), "tone": None, "vp8": False,
-            "offerOnly": False, "delete": True, "drop": 0, "lose": 0}
+            "offerOnly": False, "delete": True, "drop": 0, "lose": 0, "passive": False}
     rest = argv[2:]
     while rest:
         flag = rest.pop(0)
@@ -163,6 +168,8 @@ def main():
             args["vp8"] = True
         elif flag == "--offer-only":
             args["offerOnly"] = True
+        elif flag == "--passive":
+            args["passive"] = True
         elif flag == "--no-delete":
             args["delete"] = False
         elif flag == "--drop":

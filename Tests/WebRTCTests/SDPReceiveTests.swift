@@ -28,6 +28,19 @@ final class SDPReceiveTests: XCTestCase {
         XCTAssertTrue(text.contains("a=ice-lite\r\n") && text.contains("a=setup:passive\r\n"), text)
     }
 
+    /// An offer that will be the DTLS server (a=setup:passive): this side is the client and
+    /// its answer says active; actpass leaves this side the server.
+    func testAPassiveOfferMakesThisSideTheDTLSClient() throws {
+        let passive = try SDPAnswer(offer: SDP.parseOffer(Self.publisherOffer.replacingOccurrences(of: "a=setup:actpass", with: "a=setup:passive")),
+                                    profile: nil, direction: .receive)
+        XCTAssertTrue(passive.dtlsClient)
+        let local = SDPAnswer.Local(ufrag: "a", password: "p", fingerprint: [], candidates: [], ssrc: 1, sessionID: 1)
+        XCTAssertTrue(passive.text(local).contains("a=setup:active\r\n"))
+        let actpass = try SDPAnswer(offer: SDP.parseOffer(Self.publisherOffer), profile: nil, direction: .receive)
+        XCTAssertFalse(actpass.dtlsClient)
+        XCTAssertTrue(actpass.text(local).contains("a=setup:passive\r\n"))
+    }
+
     func testWithoutSoundTheAudioIsRejected() throws {
         let answer = try SDPAnswer(offer: SDP.parseOffer(Self.publisherOffer), profile: nil, sound: false, direction: .receive)
         XCTAssertNil(answer.audio)
