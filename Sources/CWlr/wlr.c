@@ -1,7 +1,8 @@
 // zwlr_screencopy_manager_v1 over libwayland-client (CWlr.h), opened with dlopen. The
-// protocol's two interfaces are described here by hand (their requests and events, as the
-// wlr-protocols XML defines them), and every request is sent with wl_proxy_marshal_flags:
-// the inline helpers of wayland-client-protocol.h would link the library.
+// protocol's two interfaces, and xdg-output's two (an output's name where wl_output is older
+// than version 4), are described here by hand (their requests and events, as the
+// wlr-protocols and wayland-protocols XML define them), and every request is sent with
+// wl_proxy_marshal_flags: the inline helpers of wayland-client-protocol.h would link the library.
 #define _GNU_SOURCE
 #include "CWlr.h"
 #include <dlfcn.h>
@@ -47,8 +48,9 @@ static void *sym(const char *name) {
 }
 
 static const struct wl_message frame_requests[3], frame_events[7], manager_requests[3];
-static struct wl_interface frame_interface, manager_interface;
-static const struct wl_interface *capture_types[7], *copy_types[1];
+static const struct wl_message xdg_manager_requests[2], xdg_output_requests[1], xdg_output_events[5];
+static struct wl_interface frame_interface, manager_interface, xdg_manager_interface, xdg_output_interface;
+static const struct wl_interface *capture_types[7], *copy_types[1], *xdg_types[2];
 
 static void nc_wlr_load(void) {
     wl.handle = dlopen("libwayland-client.so.0", RTLD_NOW | RTLD_LOCAL);
@@ -78,6 +80,10 @@ static void nc_wlr_load(void) {
     copy_types[0] = wl.buffer;
     frame_interface = (struct wl_interface){ "zwlr_screencopy_frame_v1", 3, 3, frame_requests, 7, frame_events };
     manager_interface = (struct wl_interface){ "zwlr_screencopy_manager_v1", 3, 3, manager_requests, 0, NULL };
+    // zxdg_output_manager_v1 and zxdg_output_v1, version 3 (the name event from version 2).
+    xdg_types[0] = &xdg_output_interface; xdg_types[1] = wl.output;
+    xdg_manager_interface = (struct wl_interface){ "zxdg_output_manager_v1", 3, 2, xdg_manager_requests, 0, NULL };
+    xdg_output_interface = (struct wl_interface){ "zxdg_output_v1", 3, 1, xdg_output_requests, 5, xdg_output_events };
 }
 
 static const struct wl_message manager_requests[3] = {
@@ -99,12 +105,37 @@ static const struct wl_message frame_events[7] = {
     { "linux_dmabuf", "3uuu", capture_types + 3 },
     { "buffer_done", "3", capture_types + 3 },
 };
+static const struct wl_message xdg_manager_requests[2] = {
+    { "destroy", "", capture_types + 3 },
+    { "get_xdg_output", "no", xdg_types },
+};
+static const struct wl_message xdg_output_requests[1] = {
+    { "destroy", "", capture_types + 3 },
+};
+static const struct wl_message xdg_output_events[5] = {
+    { "logical_position", "ii", capture_types + 3 },
+    { "logical_size", "ii", capture_types + 3 },
+    { "done", "", capture_types + 3 },
+    { "name", "2s", capture_types + 3 },
+    { "description", "2s", capture_types + 3 },
+};
 
 // MARK: the client
 
+enum { MAX_OUTPUTS = 16 };
+
+/// An output the compositor announced, and its name (wl_output v4's, else zxdg_output_v1's).
+struct output {
+    struct wl_proxy *proxy, *xdg;
+    uint32_t version;
+    char name[64], xdg_name[64];
+};
+
 struct nc_wlr {
     struct wl_display *display;
-    struct wl_proxy *registry, *shm, *output, *manager, *frame, *pool, *buffer;
+    struct wl_proxy *registry, *shm, *output, *manager, *xdg_manager, *frame, *pool, *buffer;
+    struct output outputs[MAX_OUTPUTS];
+    int output_count;
     uint32_t manager_version;
     int overlay_cursor;
     // the shared memory the compositor copies into
@@ -125,12 +156,89 @@ static void end(nc_wlr *s, int state, const char *why) {
     snprintf(s->info.message, sizeof s->info.message, "%s", why);
 }
 
+// MARK: outputs and their names
+
+static void output_geometry(void *data, struct wl_proxy *o, int32_t x, int32_t y, int32_t w, int32_t h, int32_t subpixel,
+                            const char *make, const char *model, int32_t transform) {
+    (void)data; (void)o; (void)x; (void)y; (void)w; (void)h; (void)subpixel; (void)make; (void)model; (void)transform;
+}
+static void output_mode(void *data, struct wl_proxy *o, uint32_t flags, int32_t w, int32_t h, int32_t refresh) {
+    (void)data; (void)o; (void)flags; (void)w; (void)h; (void)refresh;
+}
+static void output_done(void *data, struct wl_proxy *o) { (void)data; (void)o; }
+static void output_scale(void *data, struct wl_proxy *o, int32_t factor) { (void)data; (void)o; (void)factor; }
+static void output_name(void *data, struct wl_proxy *o, const char *name) {
+    struct output *out = data;
+    (void)o;
+    snprintf(out->name, sizeof out->name, "%s", name);
+}
+static void output_description(void *data, struct wl_proxy *o, const char *text) { (void)data; (void)o; (void)text; }
+
+static void (*output_listener[6])(void) = {
+    (void (*)(void))output_geometry, (void (*)(void))output_mode, (void (*)(void))output_done,
+    (void (*)(void))output_scale, (void (*)(void))output_name, (void (*)(void))output_description,
+};
+
+static void xdg_position(void *data, struct wl_proxy *o, int32_t x, int32_t y) { (void)data; (void)o; (void)x; (void)y; }
+static void xdg_name(void *data, struct wl_proxy *o, const char *name) {
+    struct output *out = data;
+    (void)o;
+    snprintf(out->xdg_name, sizeof out->xdg_name, "%s", name);
+}
+
+static void (*xdg_output_listener[5])(void) = {
+    (void (*)(void))xdg_position, (void (*)(void))xdg_position, (void (*)(void))output_done,
+    (void (*)(void))xdg_name, (void (*)(void))output_description,
+};
+
+static const char *output_label(const struct output *out) { return out->name[0] ? out->name : out->xdg_name; }
+
+/// The outputs' names, for xdg-output where wl_output is older than version 4, then one
+/// round trip for the answers.
+static void name_outputs(nc_wlr *s) {
+    int asked = 0;
+    for (int i = 0; i < s->output_count; i++) {
+        struct output *out = &s->outputs[i];
+        if (out->version >= 4 || !s->xdg_manager) continue;
+        out->xdg = wl.marshal_flags(s->xdg_manager, 1, &xdg_output_interface, wl.get_version(s->xdg_manager), 0, NULL, out->proxy);
+        wl.add_listener(out->xdg, xdg_output_listener, out);
+        asked = 1;
+    }
+    int versioned = 0;
+    for (int i = 0; i < s->output_count; i++) versioned |= s->outputs[i].version >= 4;
+    if (asked || versioned) wl.display_roundtrip(s->display);
+}
+
+/// The output named `name` (the first when NULL); NULL and `error` listing them when none is.
+static struct output *choose_output(nc_wlr *s, const char *name, char *error, size_t error_size) {
+    if (name == NULL) return &s->outputs[0];
+    for (int i = 0; i < s->output_count; i++) if (strcmp(output_label(&s->outputs[i]), name) == 0) return &s->outputs[i];
+    char list[256] = "";
+    size_t used = 0;
+    for (int i = 0; i < s->output_count && used < sizeof list; i++) {
+        const char *label = output_label(&s->outputs[i]);
+        used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", i ? ", " : "", label[0] ? label : "(unnamed)");
+    }
+    if (!s->xdg_manager && s->outputs[0].version < 4) {
+        snprintf(error, error_size, "wlr: the compositor names no outputs (no wl_output version 4, no zxdg_output_manager_v1): --source wlr takes its first");
+    } else {
+        snprintf(error, error_size, "wlr: the compositor has no output %s (it has %s)", name, list);
+    }
+    return NULL;
+}
+
 static void registry_global(void *data, struct wl_proxy *registry, uint32_t name, const char *interface, uint32_t version) {
     nc_wlr *s = data;
     if (strcmp(interface, "wl_shm") == 0 && !s->shm) {
         s->shm = wl.marshal_flags(registry, 0, wl.shm, 1, 0, name, wl.shm->name, 1, NULL);
-    } else if (strcmp(interface, "wl_output") == 0 && !s->output) {
-        s->output = wl.marshal_flags(registry, 0, wl.output, 1, 0, name, wl.output->name, 1, NULL);
+    } else if (strcmp(interface, "wl_output") == 0 && s->output_count < MAX_OUTPUTS) {
+        struct output *out = &s->outputs[s->output_count++];
+        out->version = version < 4 ? version : 4;
+        out->proxy = wl.marshal_flags(registry, 0, wl.output, out->version, 0, name, wl.output->name, out->version, NULL);
+        wl.add_listener(out->proxy, output_listener, out);
+    } else if (strcmp(interface, "zxdg_output_manager_v1") == 0 && version >= 2 && !s->xdg_manager) {
+        uint32_t v = version < 3 ? version : 3;
+        s->xdg_manager = wl.marshal_flags(registry, 0, &xdg_manager_interface, v, 0, name, xdg_manager_interface.name, v, NULL);
     } else if (strcmp(interface, "zwlr_screencopy_manager_v1") == 0 && !s->manager) {
         s->manager_version = version < 3 ? version : 3;
         s->manager = wl.marshal_flags(registry, 0, &manager_interface, s->manager_version, 0, name, manager_interface.name, s->manager_version, NULL);
@@ -218,7 +326,7 @@ static void capture(nc_wlr *s) {
     wl.add_listener(s->frame, frame_listener, s);
 }
 
-nc_wlr *nc_wlr_open(const char *display, int overlay_cursor, char *error, size_t error_size, int *code) {
+nc_wlr *nc_wlr_open(const char *display, const char *output, int overlay_cursor, char *error, size_t error_size, int *code) {
     *code = 1;
     pthread_once(&lib_once, nc_wlr_load);
     if (wl.handle == NULL) { snprintf(error, error_size, "wlr: %s", lib_error); return NULL; }
@@ -243,13 +351,22 @@ nc_wlr *nc_wlr_open(const char *display, int overlay_cursor, char *error, size_t
     s->registry = wl.marshal_flags((struct wl_proxy *)s->display, 1, wl.registry, 1, 0, NULL);
     wl.add_listener(s->registry, registry_listener, s);
     wl.display_roundtrip(s->display);
-    if (!s->manager || !s->shm || !s->output) {
+    if (!s->manager || !s->shm || s->output_count == 0) {
         *code = 2;
         snprintf(error, error_size, "wlr: the compositor has %s (wlroots' screencopy: sway, Hyprland, river, Wayfire; elsewhere use --source portal)",
                  !s->manager ? "no zwlr_screencopy_manager_v1" : !s->shm ? "no wl_shm" : "no output");
         nc_wlr_close(s);
         return NULL;
     }
+    name_outputs(s);
+    struct output *chosen = choose_output(s, output, error, error_size);
+    if (chosen == NULL) {
+        *code = 3;
+        nc_wlr_close(s);
+        return NULL;
+    }
+    s->output = chosen->proxy;
+    snprintf(s->info.output, sizeof s->info.output, "%s", output_label(chosen));
     s->info.version = s->manager_version;
     capture(s);
     wl.display_flush(s->display);

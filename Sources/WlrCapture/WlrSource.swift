@@ -8,19 +8,22 @@ import Musl
 import CWlr
 
 /// What can go wrong with wlroots' screencopy: no compositor or library (69), one without
-/// screencopy (69, saying to use the portal), a copy that cannot be made.
+/// screencopy (69, saying to use the portal), no output of the name asked for (66, listing
+/// those there are), a copy that cannot be made.
 public enum WlrError: Error, Hashable, CustomStringConvertible {
     case unavailable(String)
+    case noSuchOutput(String)
     case failed(String)
 
     public var description: String {
         switch self {
-        case .unavailable(let why), .failed(let why): why
+        case .unavailable(let why), .noSuchOutput(let why), .failed(let why): why
         }
     }
 }
 
-/// The first output of a wlroots compositor (sway, Hyprland, river, Wayfire) through
+/// One output of a wlroots compositor (sway, Hyprland, river, Wayfire), by its name (as
+/// `swaymsg -t get_outputs` lists them: wl_output's name, or xdg-output's), or its first, through
 /// `zwlr_screencopy_manager_v1`, as grim and wf-recorder read it, without a portal: each copy
 /// is asked with `copy_with_damage`, which the compositor answers once the output changed, so
 /// frames come on change, at most `frameRate` a second, with X11's keep-alive. The copy lands
@@ -42,6 +45,10 @@ public final class WlrSource: FrameSource {
     public var repeatFrames: UInt64 { frames.repeats }
     public private(set) var endReason: String?
     public let version: UInt32
+    /// The output's name as asked for, nil for the first output.
+    public let outputName: String?
+    /// The name the compositor gives the output copied ("" when it names none).
+    public let capturedName: String
 
     private let client: OpaquePointer
     private let log: (@Sendable (String) -> Void)?
@@ -49,21 +56,24 @@ public final class WlrSource: FrameSource {
     private var frames: ChangeDrivenFrames
     private var lastGrab: Int64 = 0
 
-    public init(display: String? = nil, drawCursor: Bool = true, frameRate: FrameRate = FrameRate(30), idleRate: Double = 1,
-                log: (@Sendable (String) -> Void)? = nil) throws(WlrError) {
+    public init(display: String? = nil, output: String? = nil, drawCursor: Bool = true, frameRate: FrameRate = FrameRate(30),
+                idleRate: Double = 1, log: (@Sendable (String) -> Void)? = nil) throws(WlrError) {
         self.frameRate = frameRate
+        outputName = output
         self.idleRate = idleRate
         frames = ChangeDrivenFrames(idleRate: idleRate)
         self.log = log
         var error = [CChar](repeating: 0, count: 512)
         var code: Int32 = 0
-        guard let client = nc_wlr_open(display, drawCursor ? 1 : 0, &error, error.count, &code) else {
-            throw .unavailable(error.withUnsafeBufferPointer { String(cString: $0.baseAddress!) })
+        guard let client = nc_wlr_open(display, output, drawCursor ? 1 : 0, &error, error.count, &code) else {
+            let text = error.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+            throw code == 3 ? .noSuchOutput(text) : .unavailable(text)
         }
         self.client = client
         var info = nc_wlr_info()
         nc_wlr_peek(client, &info)
         version = info.version
+        capturedName = withUnsafeBytes(of: info.output) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
         // The first copy gives the size (a new output is all damage: it comes at once).
         let deadline = Int64(MonotonicClock.nanoseconds) + 10_000_000_000
         while info.state == Int32(NC_WLR_WAITING) {
@@ -79,7 +89,7 @@ public final class WlrSource: FrameSource {
     deinit { nc_wlr_close(client) }
 
     public var captureDescription: String {
-        "first output, \(width)x\(height), screencopy v\(version)" + (version >= 2 ? ", on change" : ", every copy")
+        (outputName.map { "output \($0)" } ?? "first output") + ", \(width)x\(height), screencopy v\(version)" + (version >= 2 ? ", on change" : ", every copy")
             + ", keep-alive " + (idleRate > 0 ? "\(idleRate)/s" : "off")
     }
 

@@ -18,15 +18,18 @@ typedef struct {
     uint32_t version;          // the manager's version (2 and up: with damage)
     uint64_t frames;           // frames copied
     uint64_t failed;           // copies the compositor failed
+    char output[64];           // the name of the output copied ("" when the compositor names none)
     char message[256];
 } nc_wlr_info;
 
 typedef struct nc_wlr nc_wlr;
 
 /// Connects to the compositor (`display` or $WAYLAND_DISPLAY) and asks for the first copy of
-/// its first output. NULL and `error` on failure; `*code` 1 when there is no compositor or
-/// no libwayland, 2 when it has no screencopy.
-nc_wlr *nc_wlr_open(const char *display, int overlay_cursor, char *error, size_t error_size, int *code);
+/// the output named `output` (wl_output v4's name, or zxdg_output_v1's), or of its first
+/// output when `output` is NULL. NULL and `error` on failure; `*code` 1 when there is no
+/// compositor or no libwayland, 2 when it has no screencopy, 3 when it has no output of that
+/// name (`error` lists those it has).
+nc_wlr *nc_wlr_open(const char *display, const char *output, int overlay_cursor, char *error, size_t error_size, int *code);
 void nc_wlr_close(nc_wlr *s);
 /// The connection's fd (poll it for reading), after a flush of what is to be sent.
 int nc_wlr_prepare(nc_wlr *s);
