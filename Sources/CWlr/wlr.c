@@ -122,7 +122,8 @@ static const struct wl_message xdg_output_events[5] = {
 
 // MARK: the client
 
-enum { MAX_OUTPUTS = 16 };
+enum { MAX_OUTPUTS = 16, SLOTS = 2 };
+enum { SLOT_FREE = 0, SLOT_COPYING = 1, SLOT_READY = 2, SLOT_HELD = 3 };
 
 /// An output the compositor announced, and its name (wl_output v4's, else zxdg_output_v1's).
 struct output {
@@ -133,20 +134,24 @@ struct output {
 
 struct nc_wlr {
     struct wl_display *display;
-    struct wl_proxy *registry, *shm, *output, *manager, *xdg_manager, *frame, *pool, *buffer;
+    struct wl_proxy *registry, *shm, *output, *manager, *xdg_manager, *frame, *pool;
     struct output outputs[MAX_OUTPUTS];
     int output_count;
     uint32_t manager_version;
     int overlay_cursor;
-    // the shared memory the compositor copies into
+    // the shared memory the compositor copies into: SLOTS buffers of one size, one after
+    // the other, so that it copies into one while the capture thread reads the other
     int memfd;
     uint8_t *memory;
-    size_t memory_size;
+    size_t memory_size, slot_size;
+    struct wl_proxy *buffers[SLOTS];
+    int slots[SLOTS];   // SLOT_*
     uint32_t buffer_width, buffer_height, buffer_stride, buffer_format;
     // the frame under way: its buffer as the compositor described it
     uint32_t width, height, stride, format;
     int copied;     // copy asked for
-    int ready;      // the copy is in `memory`
+    int copying;    // into this slot (-1: none)
+    int deferred;   // the copy waits for a held buffer's release
     nc_wlr_info info;
 };
 
@@ -251,11 +256,17 @@ static void (*registry_listener[2])(void) = { (void (*)(void))registry_global, (
 
 static void capture(nc_wlr *s);
 
-/// A buffer of the size asked for, in a memfd of ours (made again only when it grows).
-static int make_buffer(nc_wlr *s) {
-    size_t size = (size_t)s->stride * s->height;
-    if (s->buffer && s->buffer_width == s->width && s->buffer_height == s->height && s->buffer_stride == s->stride && s->buffer_format == s->format) return 0;
-    if (s->buffer) { wl.marshal_flags(s->buffer, 0, NULL, wl.get_version(s->buffer), WL_MARSHAL_FLAG_DESTROY); s->buffer = NULL; }
+/// The buffers of the size asked for, in a memfd of ours (made again only when it grows).
+/// 1 when they must change while the capture thread still reads one: the copy waits.
+static int make_buffers(nc_wlr *s) {
+    size_t slot = (size_t)s->stride * s->height, size = slot * SLOTS;
+    if (s->buffers[0] && s->buffer_width == s->width && s->buffer_height == s->height && s->buffer_stride == s->stride && s->buffer_format == s->format) return 0;
+    for (int i = 0; i < SLOTS; i++) if (s->slots[i] == SLOT_HELD) return 1;
+    for (int i = 0; i < SLOTS; i++) {
+        if (s->buffers[i]) wl.marshal_flags(s->buffers[i], 0, NULL, wl.get_version(s->buffers[i]), WL_MARSHAL_FLAG_DESTROY);
+        s->buffers[i] = NULL;
+        s->slots[i] = SLOT_FREE;
+    }
     if (size > s->memory_size) {
         if (s->pool) { wl.marshal_flags(s->pool, 1, NULL, wl.get_version(s->pool), WL_MARSHAL_FLAG_DESTROY); s->pool = NULL; }
         if (s->memory) munmap(s->memory, s->memory_size);
@@ -267,7 +278,11 @@ static int make_buffer(nc_wlr *s) {
         s->memory_size = size;
         s->pool = wl.marshal_flags(s->shm, 0, wl.shm_pool, 1, 0, NULL, s->memfd, (int32_t)size);
     }
-    s->buffer = wl.marshal_flags(s->pool, 0, wl.buffer, 1, 0, NULL, 0, (int32_t)s->width, (int32_t)s->height, (int32_t)s->stride, s->format);
+    for (int i = 0; i < SLOTS; i++) {
+        s->buffers[i] = wl.marshal_flags(s->pool, 0, wl.buffer, 1, 0, NULL, (int32_t)(slot * (size_t)i), (int32_t)s->width, (int32_t)s->height,
+                                         (int32_t)s->stride, s->format);
+    }
+    s->slot_size = slot;
     s->buffer_width = s->width; s->buffer_height = s->height; s->buffer_stride = s->stride; s->buffer_format = s->format;
     return 0;
 }
@@ -275,10 +290,17 @@ static int make_buffer(nc_wlr *s) {
 static void copy(nc_wlr *s) {
     if (s->copied) return;
     if (s->format != 0 && s->format != 1) { end(s, NC_WLR_FAILED, "wlr: the compositor offers no XRGB8888/ARGB8888 shared-memory copy"); return; }
-    if (make_buffer(s) < 0) { end(s, NC_WLR_FAILED, "wlr: cannot make the shared memory for a copy"); return; }
+    int made = make_buffers(s);
+    if (made < 0) { end(s, NC_WLR_FAILED, "wlr: cannot make the shared memory for a copy"); return; }
+    int slot = -1;
+    for (int i = 0; i < SLOTS && made == 0; i++) if (s->slots[i] == SLOT_FREE) { slot = i; break; }
+    s->deferred = slot < 0;
+    if (slot < 0) return;
     s->copied = 1;
+    s->copying = slot;
+    s->slots[slot] = SLOT_COPYING;
     // Version 2 and up: the copy waits until the output changed (damage-driven).
-    wl.marshal_flags(s->frame, s->manager_version >= 2 ? 2 : 0, NULL, wl.get_version(s->frame), 0, s->buffer);
+    wl.marshal_flags(s->frame, s->manager_version >= 2 ? 2 : 0, NULL, wl.get_version(s->frame), 0, s->buffers[slot]);
 }
 
 static void frame_buffer(void *data, struct wl_proxy *frame, uint32_t format, uint32_t width, uint32_t height, uint32_t stride) {
@@ -293,11 +315,14 @@ static void frame_ready(void *data, struct wl_proxy *frame, uint32_t sec_hi, uin
     (void)sec_hi; (void)sec_lo; (void)nsec;
     wl.marshal_flags(frame, 1, NULL, wl.get_version(frame), WL_MARSHAL_FLAG_DESTROY);
     s->frame = NULL;
-    s->ready = 1;
+    if (s->copying >= 0) s->slots[s->copying] = SLOT_READY;
+    s->copying = -1;
     s->info.frames += 1;
 }
 static void frame_failed(void *data, struct wl_proxy *frame) {
     nc_wlr *s = data;
+    if (s->copying >= 0) s->slots[s->copying] = SLOT_FREE;
+    s->copying = -1;
     wl.marshal_flags(frame, 1, NULL, wl.get_version(frame), WL_MARSHAL_FLAG_DESTROY);
     s->frame = NULL;
     s->info.failed += 1;
@@ -322,6 +347,8 @@ static void (*frame_listener[7])(void) = {
 /// Asks for a copy of the output (the answer: buffer, buffer_done, then ready or failed).
 static void capture(nc_wlr *s) {
     s->copied = 0;
+    s->copying = -1;
+    s->deferred = 0;
     s->frame = wl.marshal_flags(s->manager, 0, &frame_interface, wl.get_version(s->manager), 0, NULL, s->overlay_cursor, s->output);
     wl.add_listener(s->frame, frame_listener, s);
 }
@@ -333,6 +360,7 @@ nc_wlr *nc_wlr_open(const char *display, const char *output, int overlay_cursor,
     nc_wlr *s = calloc(1, sizeof *s);
     if (s == NULL) { snprintf(error, error_size, "wlr: out of memory"); return NULL; }
     s->memfd = -1;
+    s->copying = -1;
     s->overlay_cursor = overlay_cursor;
     const char *name = display ? display : getenv("WAYLAND_DISPLAY");
     const char *runtime = getenv("XDG_RUNTIME_DIR");
@@ -389,21 +417,31 @@ int nc_wlr_dispatch(nc_wlr *s) {
 
 void nc_wlr_peek(nc_wlr *s, nc_wlr_info *info) {
     *info = s->info;
-    if (info->state < NC_WLR_FAILED) info->state = s->ready ? NC_WLR_READY : NC_WLR_WAITING;
+    int ready = 0;
+    for (int i = 0; i < SLOTS; i++) ready |= s->slots[i] == SLOT_READY;
+    if (info->state < NC_WLR_FAILED) info->state = ready ? NC_WLR_READY : NC_WLR_WAITING;
     info->width = s->buffer_width; info->height = s->buffer_height; info->stride = s->buffer_stride; info->format = s->buffer_format;
 }
 
-long nc_wlr_take(nc_wlr *s, uint8_t *dst, size_t capacity, nc_wlr_info *info) {
+int nc_wlr_acquire(nc_wlr *s, uint8_t **data, nc_wlr_info *info) {
     nc_wlr_peek(s, info);
-    if (!s->ready) return 0;
-    size_t row = (size_t)s->buffer_width * 4;
-    if (row * s->buffer_height > capacity) return -(long)(row * s->buffer_height);
-    for (uint32_t y = 0; y < s->buffer_height; y++) memcpy(dst + y * row, s->memory + (size_t)y * s->buffer_stride, row);
-    info->stride = (uint32_t)row;
-    s->ready = 0;
+    int slot = -1;
+    for (int i = 0; i < SLOTS; i++) if (s->slots[i] == SLOT_READY) slot = i;
+    if (slot < 0) return -1;
+    s->slots[slot] = SLOT_HELD;
+    *data = s->memory + s->slot_size * (size_t)slot;
     capture(s);
     wl.display_flush(s->display);
-    return 1;
+    return slot;
+}
+
+void nc_wlr_release(nc_wlr *s, int slot) {
+    if (slot < 0 || slot >= SLOTS || s->slots[slot] != SLOT_HELD) return;
+    s->slots[slot] = SLOT_FREE;
+    if (s->deferred && s->frame) {
+        copy(s);
+        wl.display_flush(s->display);
+    }
 }
 
 void nc_wlr_close(nc_wlr *s) {

@@ -27,8 +27,9 @@ public enum WlrError: Error, Hashable, CustomStringConvertible {
 /// `zwlr_screencopy_manager_v1`, as grim and wf-recorder read it, without a portal: each copy
 /// is asked with `copy_with_damage`, which the compositor answers once the output changed, so
 /// frames come on change, at most `frameRate` a second, with X11's keep-alive. The copy lands
-/// in a memfd shared with the compositor and is copied out into a frame buffer of ours, and
-/// the next copy is asked at once. A new output size comes as the next copy's buffer size
+/// in one of two buffers of a memfd shared with the compositor, and the frame points into it
+/// (no copy of ours, as X11's shared segment): the next copy is asked at once, into the other
+/// buffer, and a frame's buffer goes back to the compositor when the frame is released. A new output size comes as the next copy's buffer size
 /// (the encoder reopens: a new SPS). The compositor exiting ends the frames (nil).
 ///
 /// Not `Sendable`: it lives on the capture thread, which drives the Wayland connection.
@@ -50,9 +51,9 @@ public final class WlrSource: FrameSource {
     /// The name the compositor gives the output copied ("" when it names none).
     public let capturedName: String
 
-    private let client: OpaquePointer
+    private let connection: WlrConnection
+    private var client: OpaquePointer { connection.client }
     private let log: (@Sendable (String) -> Void)?
-    private var buffers = ReusableBuffer()
     private var frames: ChangeDrivenFrames
     private var lastGrab: Int64 = 0
 
@@ -69,7 +70,7 @@ public final class WlrSource: FrameSource {
             let text = error.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
             throw code == 3 ? .noSuchOutput(text) : .unavailable(text)
         }
-        self.client = client
+        connection = WlrConnection(client)
         var info = nc_wlr_info()
         nc_wlr_peek(client, &info)
         version = info.version
@@ -85,8 +86,6 @@ public final class WlrSource: FrameSource {
         if info.state >= Int32(NC_WLR_FAILED) { throw .failed(message(info)) }
         (width, height) = (Int(info.width) & ~1, Int(info.height) & ~1)
     }
-
-    deinit { nc_wlr_close(client) }
 
     public var captureDescription: String {
         (outputName.map { "output \($0)" } ?? "first output") + ", \(width)x\(height), screencopy v\(version)" + (version >= 2 ? ", on change" : ", every copy")
@@ -121,14 +120,11 @@ public final class WlrSource: FrameSource {
 
     private func grab(at now: Int64) -> Frame? {
         var info = nc_wlr_info()
-        nc_wlr_peek(client, &info)
-        var buffer = buffers.obtain(capacity: Int(info.width) * Int(info.height) * 4)
-        var result = nc_wlr_take(client, buffer.base, buffer.capacity, &info)
-        if result < 0 {
-            buffer = buffers.obtain(capacity: Int(-result))
-            result = nc_wlr_take(client, buffer.base, buffer.capacity, &info)
-        }
-        guard result > 0 else { return nil }
+        var data: UnsafeMutablePointer<UInt8>?
+        let slot = nc_wlr_acquire(client, &data, &info)
+        guard slot >= 0, let data else { return nil }
+        let connection = connection
+        let buffer = FrameBuffer(wrapping: data, capacity: Int(info.stride) * Int(info.height)) { nc_wlr_release(connection.client, slot) }
         let size = (Int(info.width) & ~1, Int(info.height) & ~1)
         if size != (width, height) {
             log?("wlr: the output is now \(info.width)x\(info.height)")
@@ -161,4 +157,14 @@ public final class WlrSource: FrameSource {
     private func message(_ info: nc_wlr_info) -> String {
         withUnsafeBytes(of: info.message) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
     }
+}
+
+/// The compositor connection, closed once the source and every frame still pointing into
+/// its shared memory are gone (a frame's release gives its buffer back through it).
+final class WlrConnection {
+    let client: OpaquePointer
+
+    init(_ client: OpaquePointer) { self.client = client }
+
+    deinit { nc_wlr_close(client) }
 }

@@ -36,7 +36,11 @@ int nc_wlr_prepare(nc_wlr *s);
 /// Reads and handles what arrived (call when the fd is readable); -1 when the connection broke.
 int nc_wlr_dispatch(nc_wlr *s);
 void nc_wlr_peek(nc_wlr *s, nc_wlr_info *info);
-/// Copies the ready frame into `dst` (rows of width*4) and asks for the next one. 1 copied,
-/// 0 none ready, -needed when `capacity` is too small.
-long nc_wlr_take(nc_wlr *s, uint8_t *dst, size_t capacity, nc_wlr_info *info);
+/// The ready frame, without a copy: `*data` points at its rows (`info` gives their width,
+/// height and stride) in the memory the compositor copied into, which stays the frame's
+/// until `nc_wlr_release`; the next copy is asked at once, into the other buffer. The
+/// frame's slot, or -1 when none is ready.
+int nc_wlr_acquire(nc_wlr *s, uint8_t **data, nc_wlr_info *info);
+/// Gives a frame's buffer back (a copy waiting for it is asked now).
+void nc_wlr_release(nc_wlr *s, int slot);
 #endif
