@@ -2,8 +2,8 @@
 #define CPIPEWIRE_H
 // A video stream from PipeWire for Swift (pipewire.c): libpipewire's API is callbacks and
 // pod-building macros that Swift cannot spell, so this runs the stream on a thread loop of its
-// own ("nalcast-pw"), keeps the newest frame it was given, and lets the capture thread copy it
-// out (`nc_pw_take`) when it wants one. An eventfd says something happened (a frame, a
+// own ("nalcast-pw"), keeps the newest frame it was given, and lets the capture thread read it
+// in place (`nc_pw_acquire`) or copy it out (`nc_pw_take`) when it wants one. An eventfd says something happened (a frame, a
 // format, the end). libpipewire-0.3.so.0 is opened with dlopen on the first `nc_pw_open`,
 // never linked: a nalcast that captures no PipeWire stream needs no PipeWire installed.
 #include <stddef.h>
@@ -60,6 +60,12 @@ void nc_pw_peek(nc_pw *s, nc_pw_info *info);
 /// Copies the waiting frame into `dst` (rows of width*4 bytes) and gives its buffer back.
 /// Returns 1 when copied, 0 when there was none, or -needed when `capacity` is too small.
 long nc_pw_take(nc_pw *s, uint8_t *dst, size_t capacity, nc_pw_info *info);
+/// Holds the waiting frame for reading in place, without a copy: `*data` is its first row,
+/// `info->stride` its row bytes, until `nc_pw_release` gives the buffer back (a new format
+/// meanwhile waits for that). Returns 1 when held, 0 when there is none, one is held
+/// already, or its rows do not fit its chunk (then `nc_pw_take` copies it).
+int nc_pw_acquire(nc_pw *s, uint8_t **data, nc_pw_info *info);
+void nc_pw_release(nc_pw *s);
 /// The pointer now; its bitmap as premultiplied ARGB words (XFixes' layout, what Capture's
 /// CursorOverlay blends) into `pixels` when `capacity` (words) holds it.
 void nc_pw_take_cursor(nc_pw *s, nc_pw_cursor *cursor, uint32_t *pixels, size_t capacity);
