@@ -1,8 +1,7 @@
-// libpipewire for CPipeWire.h: a stream on a thread loop of its own, the newest frame kept.
-// Everything shared between PipeWire's thread and the capture thread is read and written
+// libpipewire for CPipeWire.h: a stream on a thread loop of its own, the newest frame kept
+// (frames.c hands it to the capture thread). Everything shared between PipeWire's thread and the capture thread is read and written
 // under the thread loop's lock.
-#include "CPipeWire.h"
-#include <dlfcn.h>
+#include "shim.h"
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -10,90 +9,10 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/eventfd.h>
-#include <pipewire/pipewire.h>
 #include <spa/param/video/format-utils.h>
 #include <spa/param/buffers.h>
 #include <spa/buffer/meta.h>
 #include <spa/utils/result.h>
-#include "pointer.h"
-
-// MARK: the library, opened with dlopen (every libpipewire function used, looked up once)
-
-#define NC_PW_FUNCTIONS(X) X(pw_init) X(pw_thread_loop_new) X(pw_thread_loop_get_loop) X(pw_thread_loop_start) \
-    X(pw_thread_loop_stop) X(pw_thread_loop_destroy) X(pw_thread_loop_lock) X(pw_thread_loop_unlock) \
-    X(pw_thread_loop_wait) X(pw_thread_loop_signal) X(pw_context_new) X(pw_context_destroy) X(pw_context_connect) \
-    X(pw_context_connect_fd) X(pw_core_disconnect) X(pw_proxy_destroy) X(pw_stream_new) X(pw_stream_add_listener) \
-    X(pw_stream_connect) X(pw_stream_dequeue_buffer) X(pw_stream_queue_buffer) X(pw_stream_update_params) \
-    X(pw_stream_destroy) X(pw_stream_state_as_string) X(pw_properties_new) X(pw_stream_get_node_id)
-
-static struct {
-    void *handle;
-#define NC_PW_POINTER(name) __typeof__(name) *name;
-    NC_PW_FUNCTIONS(NC_PW_POINTER)
-} lib;
-static char lib_error[160];
-static pthread_once_t lib_once = PTHREAD_ONCE_INIT;
-
-static void nc_pw_load(void) {
-    void *handle = dlopen("libpipewire-0.3.so.0", RTLD_NOW | RTLD_LOCAL);
-    if (handle == NULL) {
-        snprintf(lib_error, sizeof lib_error, "libpipewire-0.3.so.0 is not installed (Debian: libpipewire-0.3-0)");
-        return;
-    }
-#define NC_PW_LOOKUP(name) lib.name = (__typeof__(name) *)dlsym(handle, #name); \
-    if (lib.name == NULL) { snprintf(lib_error, sizeof lib_error, "libpipewire-0.3.so.0 has no %s", #name); return; }
-    NC_PW_FUNCTIONS(NC_PW_LOOKUP)
-    lib.handle = handle;
-    lib.pw_init(NULL, NULL);
-}
-
-#define pw_thread_loop_new lib.pw_thread_loop_new
-#define pw_thread_loop_get_loop lib.pw_thread_loop_get_loop
-#define pw_thread_loop_start lib.pw_thread_loop_start
-#define pw_thread_loop_stop lib.pw_thread_loop_stop
-#define pw_thread_loop_destroy lib.pw_thread_loop_destroy
-#define pw_thread_loop_lock lib.pw_thread_loop_lock
-#define pw_thread_loop_unlock lib.pw_thread_loop_unlock
-#define pw_thread_loop_wait lib.pw_thread_loop_wait
-#define pw_thread_loop_signal lib.pw_thread_loop_signal
-#define pw_context_new lib.pw_context_new
-#define pw_context_destroy lib.pw_context_destroy
-#define pw_context_connect lib.pw_context_connect
-#define pw_context_connect_fd lib.pw_context_connect_fd
-#define pw_core_disconnect lib.pw_core_disconnect
-#define pw_proxy_destroy lib.pw_proxy_destroy
-#define pw_stream_new lib.pw_stream_new
-#define pw_stream_add_listener lib.pw_stream_add_listener
-#define pw_stream_connect lib.pw_stream_connect
-#define pw_stream_dequeue_buffer lib.pw_stream_dequeue_buffer
-#define pw_stream_queue_buffer lib.pw_stream_queue_buffer
-#define pw_stream_update_params lib.pw_stream_update_params
-#define pw_stream_destroy lib.pw_stream_destroy
-#define pw_stream_state_as_string lib.pw_stream_state_as_string
-#define pw_properties_new lib.pw_properties_new
-#define pw_stream_get_node_id lib.pw_stream_get_node_id
-
-struct nc_pw {
-    struct pw_thread_loop *loop;
-    struct pw_context *context;
-    struct pw_core *core;
-    struct pw_registry *registry;
-    struct pw_stream *stream;
-    struct pw_proxy *link;      // the link from the node to our stream, watched for its errors
-    struct spa_hook core_listener, registry_listener, stream_listener, link_listener;
-    int event_fd;
-    int sync_seq;
-    int synced;
-    struct pw_buffer *pending;  // the newest frame, dequeued and kept until taken
-    nc_pw_info info;
-    // the target, as given; matched against the registry's video nodes
-    char target[128];
-    uint32_t target_id;         // SPA_ID_INVALID until found
-    int by_serial;              // found by its serial only (an id or name seen later wins)
-    char nodes[512];            // "name (id), ..." of the video nodes seen, for the error
-    int want_cursor;            // SPA_META_Cursor asked for (--cursor)
-    nc_pw_pointer pointer;      // the pointer as the last cursor metadata gave it
-};
 
 static void nc_pw_signal(nc_pw *s) {
     uint64_t one = 1;
@@ -293,6 +212,7 @@ static void nc_pw_process(void *data) {
         }
         if (s->want_cursor && nc_pw_pointer_read(&s->pointer, b->buffer)) {
             s->info.cursor_updates += 1;
+            s->info.cursor_serial += 1;
             signal = 1;
         }
         if (d->data == NULL || !nc_pw_has_pixels(s, b)) {
@@ -314,6 +234,10 @@ static void nc_pw_process(void *data) {
 static void nc_pw_remove_buffer(void *data, struct pw_buffer *buffer) {
     nc_pw *s = data;
     if (s->pending == buffer) s->pending = NULL;
+    // A frame still reads it in place: wait (the lock let go) until it is converted and
+    // released, which needs nothing of this thread; then it is not given back.
+    if (s->held == buffer) s->held_removed = 1;
+    while (s->held == buffer) pw_thread_loop_wait(s->loop);
 }
 
 static const struct pw_stream_events nc_pw_stream_events = {
@@ -334,7 +258,7 @@ static const struct spa_pod *nc_pw_format_param(struct spa_pod_builder *b) {
         SPA_FORMAT_VIDEO_framerate, SPA_POD_CHOICE_RANGE_Fraction(&rdef, &rmin, &rmax));
 }
 
-// MARK: open, take, close (from the capture thread)
+// MARK: open and close (from the capture thread)
 
 
 /// Waits (the loop locked) for the registry's first round of globals.
@@ -350,8 +274,8 @@ static int nc_pw_roundtrip(nc_pw *s) {
 /// `*missing` is set when PipeWire answered but has no such node.
 nc_pw *nc_pw_open(const char *target, int fd, int cursor, char *error, size_t error_size, int *missing) {
     *missing = 0;
-    pthread_once(&lib_once, nc_pw_load);
-    if (lib.handle == NULL) { snprintf(error, error_size, "%s", lib_error); *missing = 2; return NULL; }
+    const char *missing_library = nc_pw_library();
+    if (missing_library) { snprintf(error, error_size, "%s", missing_library); *missing = 2; return NULL; }
     nc_pw *s = calloc(1, sizeof *s);
     if (s == NULL) { snprintf(error, error_size, "out of memory"); return NULL; }
     snprintf(s->target, sizeof s->target, "%s", target);
@@ -360,7 +284,10 @@ nc_pw *nc_pw_open(const char *target, int fd, int cursor, char *error, size_t er
     s->event_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     s->loop = pw_thread_loop_new("nalcast-pw", NULL);
     if (s->event_fd < 0 || s->loop == NULL) { snprintf(error, error_size, "cannot make PipeWire's thread: %s", strerror(errno)); nc_pw_close(s); return NULL; }
-    s->context = pw_context_new(pw_thread_loop_get_loop(s->loop), NULL, 0);
+    // Buffers mapped, not locked into memory: PipeWire's default mlock()s each as it is
+    // mapped, touching every page of every buffer (4 of 8 MB at 1080p) before a frame
+    // comes, and again to unlock them at the end (bench/c/pwrecv.c: 7-9 ms CPU a start).
+    s->context = pw_context_new(pw_thread_loop_get_loop(s->loop), pw_properties_new("mem.allow-mlock", "false", NULL), 0);
     if (s->context == NULL || pw_thread_loop_start(s->loop) < 0) { snprintf(error, error_size, "cannot start PipeWire's loop"); nc_pw_close(s); return NULL; }
     pw_thread_loop_lock(s->loop);
     s->core = fd >= 0 ? pw_context_connect_fd(s->context, fd, NULL, 0) : pw_context_connect(s->context, NULL, 0);
@@ -393,65 +320,6 @@ nc_pw *nc_pw_open(const char *target, int fd, int cursor, char *error, size_t er
     pw_thread_loop_unlock(s->loop);
     if (rc < 0) { snprintf(error, error_size, "cannot connect to PipeWire node %s: %s", target, spa_strerror(rc)); nc_pw_close(s); return NULL; }
     return s;
-}
-
-int nc_pw_event_fd(nc_pw *s) { return s->event_fd; }
-
-/// Clears the eventfd.
-void nc_pw_drain(nc_pw *s) {
-    uint64_t n;
-    ssize_t r = read(s->event_fd, &n, 8);
-    (void)r;
-}
-
-/// The state now, without taking anything.
-void nc_pw_peek(nc_pw *s, nc_pw_info *info) {
-    pw_thread_loop_lock(s->loop);
-    *info = s->info;
-    info->has_frame = s->pending != NULL;
-    if (s->pending) info->stride = s->pending->buffer->datas[0].chunk->stride;
-    pw_thread_loop_unlock(s->loop);
-}
-
-/// Copies the waiting frame into `dst` (rows of width*4 bytes) and gives its buffer back.
-/// Returns 1 when copied, 0 when there was none, or -needed when `capacity` is too small.
-long nc_pw_take(nc_pw *s, uint8_t *dst, size_t capacity, nc_pw_info *info) {
-    pw_thread_loop_lock(s->loop);
-    *info = s->info;
-    info->has_frame = 0;
-    long result = 0;
-    struct pw_buffer *b = s->pending;
-    if (b) {
-        struct spa_data *d = &b->buffer->datas[0];
-        size_t row = (size_t)s->info.width * 4, rows = s->info.height;
-        int32_t stride = d->chunk->stride > 0 ? d->chunk->stride : (int32_t)row;
-        uint32_t offset = d->chunk->offset % (d->maxsize ? d->maxsize : 1);
-        if (row * rows > capacity) {
-            result = -(long)(row * rows);
-        } else {
-            const uint8_t *src = (const uint8_t *)d->data + offset;
-            size_t available = d->maxsize - offset;
-            size_t copy_rows = rows;
-            if ((size_t)stride * (rows - 1) + row > available) copy_rows = available / (size_t)stride;
-            for (size_t y = 0; y < copy_rows; y++) memcpy(dst + y * row, src + y * (size_t)stride, row);
-            if (copy_rows < rows) memset(dst + copy_rows * row, 0, (rows - copy_rows) * row);
-            info->stride = (uint32_t)row;
-            pw_stream_queue_buffer(s->stream, b);
-            s->pending = NULL;
-            result = 1;
-        }
-    }
-    pw_thread_loop_unlock(s->loop);
-    return result;
-}
-
-void nc_pw_take_cursor(nc_pw *s, nc_pw_cursor *cursor, uint32_t *pixels, size_t capacity) {
-    pw_thread_loop_lock(s->loop);
-    *cursor = s->pointer.cursor;
-    cursor->serial = s->info.cursor_updates;
-    size_t words = (size_t)cursor->width * cursor->height;
-    if (pixels && words <= capacity && words > 0) memcpy(pixels, s->pointer.pixels, words * 4);
-    pw_thread_loop_unlock(s->loop);
 }
 
 void nc_pw_close(nc_pw *s) {

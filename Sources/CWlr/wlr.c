@@ -1,7 +1,8 @@
 // zwlr_screencopy_manager_v1 over libwayland-client (CWlr.h), opened with dlopen. The
-// protocol's two interfaces are described here by hand (their requests and events, as the
-// wlr-protocols XML defines them), and every request is sent with wl_proxy_marshal_flags:
-// the inline helpers of wayland-client-protocol.h would link the library.
+// protocol's two interfaces, and xdg-output's two (an output's name where wl_output is older
+// than version 4), are described here by hand (their requests and events, as the
+// wlr-protocols and wayland-protocols XML define them), and every request is sent with
+// wl_proxy_marshal_flags: the inline helpers of wayland-client-protocol.h would link the library.
 #define _GNU_SOURCE
 #include "CWlr.h"
 #include <dlfcn.h>
@@ -47,8 +48,9 @@ static void *sym(const char *name) {
 }
 
 static const struct wl_message frame_requests[3], frame_events[7], manager_requests[3];
-static struct wl_interface frame_interface, manager_interface;
-static const struct wl_interface *capture_types[7], *copy_types[1];
+static const struct wl_message xdg_manager_requests[2], xdg_output_requests[1], xdg_output_events[5];
+static struct wl_interface frame_interface, manager_interface, xdg_manager_interface, xdg_output_interface;
+static const struct wl_interface *capture_types[7], *copy_types[1], *xdg_types[2];
 
 static void nc_wlr_load(void) {
     wl.handle = dlopen("libwayland-client.so.0", RTLD_NOW | RTLD_LOCAL);
@@ -78,6 +80,10 @@ static void nc_wlr_load(void) {
     copy_types[0] = wl.buffer;
     frame_interface = (struct wl_interface){ "zwlr_screencopy_frame_v1", 3, 3, frame_requests, 7, frame_events };
     manager_interface = (struct wl_interface){ "zwlr_screencopy_manager_v1", 3, 3, manager_requests, 0, NULL };
+    // zxdg_output_manager_v1 and zxdg_output_v1, version 3 (the name event from version 2).
+    xdg_types[0] = &xdg_output_interface; xdg_types[1] = wl.output;
+    xdg_manager_interface = (struct wl_interface){ "zxdg_output_manager_v1", 3, 2, xdg_manager_requests, 0, NULL };
+    xdg_output_interface = (struct wl_interface){ "zxdg_output_v1", 3, 1, xdg_output_requests, 5, xdg_output_events };
 }
 
 static const struct wl_message manager_requests[3] = {
@@ -99,23 +105,53 @@ static const struct wl_message frame_events[7] = {
     { "linux_dmabuf", "3uuu", capture_types + 3 },
     { "buffer_done", "3", capture_types + 3 },
 };
+static const struct wl_message xdg_manager_requests[2] = {
+    { "destroy", "", capture_types + 3 },
+    { "get_xdg_output", "no", xdg_types },
+};
+static const struct wl_message xdg_output_requests[1] = {
+    { "destroy", "", capture_types + 3 },
+};
+static const struct wl_message xdg_output_events[5] = {
+    { "logical_position", "ii", capture_types + 3 },
+    { "logical_size", "ii", capture_types + 3 },
+    { "done", "", capture_types + 3 },
+    { "name", "2s", capture_types + 3 },
+    { "description", "2s", capture_types + 3 },
+};
 
 // MARK: the client
 
+enum { MAX_OUTPUTS = 16, SLOTS = 2 };
+enum { SLOT_FREE = 0, SLOT_COPYING = 1, SLOT_READY = 2, SLOT_HELD = 3 };
+
+/// An output the compositor announced, and its name (wl_output v4's, else zxdg_output_v1's).
+struct output {
+    struct wl_proxy *proxy, *xdg;
+    uint32_t version;
+    char name[64], xdg_name[64];
+};
+
 struct nc_wlr {
     struct wl_display *display;
-    struct wl_proxy *registry, *shm, *output, *manager, *frame, *pool, *buffer;
+    struct wl_proxy *registry, *shm, *output, *manager, *xdg_manager, *frame, *pool;
+    struct output outputs[MAX_OUTPUTS];
+    int output_count;
     uint32_t manager_version;
     int overlay_cursor;
-    // the shared memory the compositor copies into
+    // the shared memory the compositor copies into: SLOTS buffers of one size, one after
+    // the other, so that it copies into one while the capture thread reads the other
     int memfd;
     uint8_t *memory;
-    size_t memory_size;
+    size_t memory_size, slot_size;
+    struct wl_proxy *buffers[SLOTS];
+    int slots[SLOTS];   // SLOT_*
     uint32_t buffer_width, buffer_height, buffer_stride, buffer_format;
     // the frame under way: its buffer as the compositor described it
     uint32_t width, height, stride, format;
     int copied;     // copy asked for
-    int ready;      // the copy is in `memory`
+    int copying;    // into this slot (-1: none)
+    int deferred;   // the copy waits for a held buffer's release
     nc_wlr_info info;
 };
 
@@ -125,12 +161,89 @@ static void end(nc_wlr *s, int state, const char *why) {
     snprintf(s->info.message, sizeof s->info.message, "%s", why);
 }
 
+// MARK: outputs and their names
+
+static void output_geometry(void *data, struct wl_proxy *o, int32_t x, int32_t y, int32_t w, int32_t h, int32_t subpixel,
+                            const char *make, const char *model, int32_t transform) {
+    (void)data; (void)o; (void)x; (void)y; (void)w; (void)h; (void)subpixel; (void)make; (void)model; (void)transform;
+}
+static void output_mode(void *data, struct wl_proxy *o, uint32_t flags, int32_t w, int32_t h, int32_t refresh) {
+    (void)data; (void)o; (void)flags; (void)w; (void)h; (void)refresh;
+}
+static void output_done(void *data, struct wl_proxy *o) { (void)data; (void)o; }
+static void output_scale(void *data, struct wl_proxy *o, int32_t factor) { (void)data; (void)o; (void)factor; }
+static void output_name(void *data, struct wl_proxy *o, const char *name) {
+    struct output *out = data;
+    (void)o;
+    snprintf(out->name, sizeof out->name, "%s", name);
+}
+static void output_description(void *data, struct wl_proxy *o, const char *text) { (void)data; (void)o; (void)text; }
+
+static void (*output_listener[6])(void) = {
+    (void (*)(void))output_geometry, (void (*)(void))output_mode, (void (*)(void))output_done,
+    (void (*)(void))output_scale, (void (*)(void))output_name, (void (*)(void))output_description,
+};
+
+static void xdg_position(void *data, struct wl_proxy *o, int32_t x, int32_t y) { (void)data; (void)o; (void)x; (void)y; }
+static void xdg_name(void *data, struct wl_proxy *o, const char *name) {
+    struct output *out = data;
+    (void)o;
+    snprintf(out->xdg_name, sizeof out->xdg_name, "%s", name);
+}
+
+static void (*xdg_output_listener[5])(void) = {
+    (void (*)(void))xdg_position, (void (*)(void))xdg_position, (void (*)(void))output_done,
+    (void (*)(void))xdg_name, (void (*)(void))output_description,
+};
+
+static const char *output_label(const struct output *out) { return out->name[0] ? out->name : out->xdg_name; }
+
+/// The outputs' names, for xdg-output where wl_output is older than version 4, then one
+/// round trip for the answers.
+static void name_outputs(nc_wlr *s) {
+    int asked = 0;
+    for (int i = 0; i < s->output_count; i++) {
+        struct output *out = &s->outputs[i];
+        if (out->version >= 4 || !s->xdg_manager) continue;
+        out->xdg = wl.marshal_flags(s->xdg_manager, 1, &xdg_output_interface, wl.get_version(s->xdg_manager), 0, NULL, out->proxy);
+        wl.add_listener(out->xdg, xdg_output_listener, out);
+        asked = 1;
+    }
+    int versioned = 0;
+    for (int i = 0; i < s->output_count; i++) versioned |= s->outputs[i].version >= 4;
+    if (asked || versioned) wl.display_roundtrip(s->display);
+}
+
+/// The output named `name` (the first when NULL); NULL and `error` listing them when none is.
+static struct output *choose_output(nc_wlr *s, const char *name, char *error, size_t error_size) {
+    if (name == NULL) return &s->outputs[0];
+    for (int i = 0; i < s->output_count; i++) if (strcmp(output_label(&s->outputs[i]), name) == 0) return &s->outputs[i];
+    char list[256] = "";
+    size_t used = 0;
+    for (int i = 0; i < s->output_count && used < sizeof list; i++) {
+        const char *label = output_label(&s->outputs[i]);
+        used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", i ? ", " : "", label[0] ? label : "(unnamed)");
+    }
+    if (!s->xdg_manager && s->outputs[0].version < 4) {
+        snprintf(error, error_size, "wlr: the compositor names no outputs (no wl_output version 4, no zxdg_output_manager_v1): --source wlr takes its first");
+    } else {
+        snprintf(error, error_size, "wlr: the compositor has no output %s (it has %s)", name, list);
+    }
+    return NULL;
+}
+
 static void registry_global(void *data, struct wl_proxy *registry, uint32_t name, const char *interface, uint32_t version) {
     nc_wlr *s = data;
     if (strcmp(interface, "wl_shm") == 0 && !s->shm) {
         s->shm = wl.marshal_flags(registry, 0, wl.shm, 1, 0, name, wl.shm->name, 1, NULL);
-    } else if (strcmp(interface, "wl_output") == 0 && !s->output) {
-        s->output = wl.marshal_flags(registry, 0, wl.output, 1, 0, name, wl.output->name, 1, NULL);
+    } else if (strcmp(interface, "wl_output") == 0 && s->output_count < MAX_OUTPUTS) {
+        struct output *out = &s->outputs[s->output_count++];
+        out->version = version < 4 ? version : 4;
+        out->proxy = wl.marshal_flags(registry, 0, wl.output, out->version, 0, name, wl.output->name, out->version, NULL);
+        wl.add_listener(out->proxy, output_listener, out);
+    } else if (strcmp(interface, "zxdg_output_manager_v1") == 0 && version >= 2 && !s->xdg_manager) {
+        uint32_t v = version < 3 ? version : 3;
+        s->xdg_manager = wl.marshal_flags(registry, 0, &xdg_manager_interface, v, 0, name, xdg_manager_interface.name, v, NULL);
     } else if (strcmp(interface, "zwlr_screencopy_manager_v1") == 0 && !s->manager) {
         s->manager_version = version < 3 ? version : 3;
         s->manager = wl.marshal_flags(registry, 0, &manager_interface, s->manager_version, 0, name, manager_interface.name, s->manager_version, NULL);
@@ -143,11 +256,17 @@ static void (*registry_listener[2])(void) = { (void (*)(void))registry_global, (
 
 static void capture(nc_wlr *s);
 
-/// A buffer of the size asked for, in a memfd of ours (made again only when it grows).
-static int make_buffer(nc_wlr *s) {
-    size_t size = (size_t)s->stride * s->height;
-    if (s->buffer && s->buffer_width == s->width && s->buffer_height == s->height && s->buffer_stride == s->stride && s->buffer_format == s->format) return 0;
-    if (s->buffer) { wl.marshal_flags(s->buffer, 0, NULL, wl.get_version(s->buffer), WL_MARSHAL_FLAG_DESTROY); s->buffer = NULL; }
+/// The buffers of the size asked for, in a memfd of ours (made again only when it grows).
+/// 1 when they must change while the capture thread still reads one: the copy waits.
+static int make_buffers(nc_wlr *s) {
+    size_t slot = (size_t)s->stride * s->height, size = slot * SLOTS;
+    if (s->buffers[0] && s->buffer_width == s->width && s->buffer_height == s->height && s->buffer_stride == s->stride && s->buffer_format == s->format) return 0;
+    for (int i = 0; i < SLOTS; i++) if (s->slots[i] == SLOT_HELD) return 1;
+    for (int i = 0; i < SLOTS; i++) {
+        if (s->buffers[i]) wl.marshal_flags(s->buffers[i], 0, NULL, wl.get_version(s->buffers[i]), WL_MARSHAL_FLAG_DESTROY);
+        s->buffers[i] = NULL;
+        s->slots[i] = SLOT_FREE;
+    }
     if (size > s->memory_size) {
         if (s->pool) { wl.marshal_flags(s->pool, 1, NULL, wl.get_version(s->pool), WL_MARSHAL_FLAG_DESTROY); s->pool = NULL; }
         if (s->memory) munmap(s->memory, s->memory_size);
@@ -159,7 +278,11 @@ static int make_buffer(nc_wlr *s) {
         s->memory_size = size;
         s->pool = wl.marshal_flags(s->shm, 0, wl.shm_pool, 1, 0, NULL, s->memfd, (int32_t)size);
     }
-    s->buffer = wl.marshal_flags(s->pool, 0, wl.buffer, 1, 0, NULL, 0, (int32_t)s->width, (int32_t)s->height, (int32_t)s->stride, s->format);
+    for (int i = 0; i < SLOTS; i++) {
+        s->buffers[i] = wl.marshal_flags(s->pool, 0, wl.buffer, 1, 0, NULL, (int32_t)(slot * (size_t)i), (int32_t)s->width, (int32_t)s->height,
+                                         (int32_t)s->stride, s->format);
+    }
+    s->slot_size = slot;
     s->buffer_width = s->width; s->buffer_height = s->height; s->buffer_stride = s->stride; s->buffer_format = s->format;
     return 0;
 }
@@ -167,10 +290,17 @@ static int make_buffer(nc_wlr *s) {
 static void copy(nc_wlr *s) {
     if (s->copied) return;
     if (s->format != 0 && s->format != 1) { end(s, NC_WLR_FAILED, "wlr: the compositor offers no XRGB8888/ARGB8888 shared-memory copy"); return; }
-    if (make_buffer(s) < 0) { end(s, NC_WLR_FAILED, "wlr: cannot make the shared memory for a copy"); return; }
+    int made = make_buffers(s);
+    if (made < 0) { end(s, NC_WLR_FAILED, "wlr: cannot make the shared memory for a copy"); return; }
+    int slot = -1;
+    for (int i = 0; i < SLOTS && made == 0; i++) if (s->slots[i] == SLOT_FREE) { slot = i; break; }
+    s->deferred = slot < 0;
+    if (slot < 0) return;
     s->copied = 1;
+    s->copying = slot;
+    s->slots[slot] = SLOT_COPYING;
     // Version 2 and up: the copy waits until the output changed (damage-driven).
-    wl.marshal_flags(s->frame, s->manager_version >= 2 ? 2 : 0, NULL, wl.get_version(s->frame), 0, s->buffer);
+    wl.marshal_flags(s->frame, s->manager_version >= 2 ? 2 : 0, NULL, wl.get_version(s->frame), 0, s->buffers[slot]);
 }
 
 static void frame_buffer(void *data, struct wl_proxy *frame, uint32_t format, uint32_t width, uint32_t height, uint32_t stride) {
@@ -185,11 +315,14 @@ static void frame_ready(void *data, struct wl_proxy *frame, uint32_t sec_hi, uin
     (void)sec_hi; (void)sec_lo; (void)nsec;
     wl.marshal_flags(frame, 1, NULL, wl.get_version(frame), WL_MARSHAL_FLAG_DESTROY);
     s->frame = NULL;
-    s->ready = 1;
+    if (s->copying >= 0) s->slots[s->copying] = SLOT_READY;
+    s->copying = -1;
     s->info.frames += 1;
 }
 static void frame_failed(void *data, struct wl_proxy *frame) {
     nc_wlr *s = data;
+    if (s->copying >= 0) s->slots[s->copying] = SLOT_FREE;
+    s->copying = -1;
     wl.marshal_flags(frame, 1, NULL, wl.get_version(frame), WL_MARSHAL_FLAG_DESTROY);
     s->frame = NULL;
     s->info.failed += 1;
@@ -214,17 +347,20 @@ static void (*frame_listener[7])(void) = {
 /// Asks for a copy of the output (the answer: buffer, buffer_done, then ready or failed).
 static void capture(nc_wlr *s) {
     s->copied = 0;
+    s->copying = -1;
+    s->deferred = 0;
     s->frame = wl.marshal_flags(s->manager, 0, &frame_interface, wl.get_version(s->manager), 0, NULL, s->overlay_cursor, s->output);
     wl.add_listener(s->frame, frame_listener, s);
 }
 
-nc_wlr *nc_wlr_open(const char *display, int overlay_cursor, char *error, size_t error_size, int *code) {
+nc_wlr *nc_wlr_open(const char *display, const char *output, int overlay_cursor, char *error, size_t error_size, int *code) {
     *code = 1;
     pthread_once(&lib_once, nc_wlr_load);
     if (wl.handle == NULL) { snprintf(error, error_size, "wlr: %s", lib_error); return NULL; }
     nc_wlr *s = calloc(1, sizeof *s);
     if (s == NULL) { snprintf(error, error_size, "wlr: out of memory"); return NULL; }
     s->memfd = -1;
+    s->copying = -1;
     s->overlay_cursor = overlay_cursor;
     const char *name = display ? display : getenv("WAYLAND_DISPLAY");
     const char *runtime = getenv("XDG_RUNTIME_DIR");
@@ -243,13 +379,22 @@ nc_wlr *nc_wlr_open(const char *display, int overlay_cursor, char *error, size_t
     s->registry = wl.marshal_flags((struct wl_proxy *)s->display, 1, wl.registry, 1, 0, NULL);
     wl.add_listener(s->registry, registry_listener, s);
     wl.display_roundtrip(s->display);
-    if (!s->manager || !s->shm || !s->output) {
+    if (!s->manager || !s->shm || s->output_count == 0) {
         *code = 2;
         snprintf(error, error_size, "wlr: the compositor has %s (wlroots' screencopy: sway, Hyprland, river, Wayfire; elsewhere use --source portal)",
                  !s->manager ? "no zwlr_screencopy_manager_v1" : !s->shm ? "no wl_shm" : "no output");
         nc_wlr_close(s);
         return NULL;
     }
+    name_outputs(s);
+    struct output *chosen = choose_output(s, output, error, error_size);
+    if (chosen == NULL) {
+        *code = 3;
+        nc_wlr_close(s);
+        return NULL;
+    }
+    s->output = chosen->proxy;
+    snprintf(s->info.output, sizeof s->info.output, "%s", output_label(chosen));
     s->info.version = s->manager_version;
     capture(s);
     wl.display_flush(s->display);
@@ -272,21 +417,31 @@ int nc_wlr_dispatch(nc_wlr *s) {
 
 void nc_wlr_peek(nc_wlr *s, nc_wlr_info *info) {
     *info = s->info;
-    if (info->state < NC_WLR_FAILED) info->state = s->ready ? NC_WLR_READY : NC_WLR_WAITING;
+    int ready = 0;
+    for (int i = 0; i < SLOTS; i++) ready |= s->slots[i] == SLOT_READY;
+    if (info->state < NC_WLR_FAILED) info->state = ready ? NC_WLR_READY : NC_WLR_WAITING;
     info->width = s->buffer_width; info->height = s->buffer_height; info->stride = s->buffer_stride; info->format = s->buffer_format;
 }
 
-long nc_wlr_take(nc_wlr *s, uint8_t *dst, size_t capacity, nc_wlr_info *info) {
+int nc_wlr_acquire(nc_wlr *s, uint8_t **data, nc_wlr_info *info) {
     nc_wlr_peek(s, info);
-    if (!s->ready) return 0;
-    size_t row = (size_t)s->buffer_width * 4;
-    if (row * s->buffer_height > capacity) return -(long)(row * s->buffer_height);
-    for (uint32_t y = 0; y < s->buffer_height; y++) memcpy(dst + y * row, s->memory + (size_t)y * s->buffer_stride, row);
-    info->stride = (uint32_t)row;
-    s->ready = 0;
+    int slot = -1;
+    for (int i = 0; i < SLOTS; i++) if (s->slots[i] == SLOT_READY) slot = i;
+    if (slot < 0) return -1;
+    s->slots[slot] = SLOT_HELD;
+    *data = s->memory + s->slot_size * (size_t)slot;
     capture(s);
     wl.display_flush(s->display);
-    return 1;
+    return slot;
+}
+
+void nc_wlr_release(nc_wlr *s, int slot) {
+    if (slot < 0 || slot >= SLOTS || s->slots[slot] != SLOT_HELD) return;
+    s->slots[slot] = SLOT_FREE;
+    if (s->deferred && s->frame) {
+        copy(s);
+        wl.display_flush(s->display);
+    }
 }
 
 void nc_wlr_close(nc_wlr *s) {

@@ -15,9 +15,7 @@ import CPipeWire
 final class PipeWirePointer {
     /// The picture last sent (pointer drawn), its row bytes, bytes and visible size.
     private(set) var picture: FrameBuffer?
-    /// Row bytes of the last picture (a frame for the pointer alone has them too).
-    private(set) var stride = 0
-    private var bytes = 0, width = 0, height = 0, format = PixelFormat.bgra
+    private var stride = 0, bytes = 0, width = 0, height = 0, format = PixelFormat.bgra
     private var covered: CursorOverlay.Covered?
     private var buffers = [ReusableBuffer(), ReusableBuffer()]
     private var turn = 0

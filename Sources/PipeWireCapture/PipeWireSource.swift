@@ -61,10 +61,13 @@ public struct PipeWireOptions: Sendable, Hashable {
 /// libpipewire runs on a thread loop of its own (`nalcast-pw`, in the `CPipeWire` shim). Its
 /// process callback keeps the newest buffer and gives older ones back (`replaced` counts
 /// them): a compositor sends a buffer when its screen changed, so frames come only on change.
-/// The capture thread sleeps in `poll()` on the shim's eventfd and `wakeUp`; a frame is copied
-/// out of the PipeWire buffer (mapped memfd or shared memory) into a frame buffer of ours
-/// and the PipeWire buffer is given back at once, so a size change (new buffers) never
-/// pulls memory from under a frame being encoded. At most `frameRate` frames a second are
+/// The capture thread sleeps in `poll()` on the shim's eventfd and `wakeUp`; a frame points
+/// into the PipeWire buffer it came in (mapped memfd or shared memory: no copy, as `wlr`'s and
+/// X11's frames) and the buffer goes back to PipeWire when the frame is released, after the
+/// conversion; a size change meanwhile (new buffers) waits for that. Where the pointer is
+/// drawn from cursor metadata, the picture is copied into a buffer of ours first, never
+/// drawn into the compositor's (it may send the same buffer again with only its damage
+/// redrawn). At most `frameRate` frames a second are
 /// taken (a burst is the newest frame of it), each stamped with its real time; while
 /// nothing comes, a repeat (`Frame.isRepeat`) every `1 / idleRate` s and one at once when
 /// woken for an IDR. A new size arrives as a new format: the next frame has it and the
@@ -97,7 +100,8 @@ public final class PipeWireSource: FrameSource {
         return (info.received, info.replaced, info.metadata_only, info.damaged, info.formats, info.cursor_updates)
     }
 
-    private let stream: OpaquePointer
+    private let connection: PipeWireStream
+    private var stream: OpaquePointer { connection.handle }
     /// What must live as long as the stream (the portal's session).
     public let owner: AnyObject?
     private let log: (@Sendable (String) -> Void)?
@@ -107,6 +111,8 @@ public final class PipeWireSource: FrameSource {
     private var pointerSaid = false
     private var frames: ChangeDrivenFrames
     private var lastGrab: Int64 = 0
+    /// Row bytes of the last picture (a pointer-only frame has them too).
+    private var pointerStride = 0
 
     /// Connects and waits for the node's format (its size). Throws `PipeWireError`.
     public init(options: PipeWireOptions, keeping owner: AnyObject? = nil, log: (@Sendable (String) -> Void)? = nil) throws(PipeWireError) {
@@ -121,8 +127,8 @@ public final class PipeWireSource: FrameSource {
             let why = error.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
             throw missing == 1 ? .noSuchNode(why) : .unavailable(why)
         }
-        // From here on deinit closes the stream, on a throw too (every property is set).
-        self.stream = stream
+        // From here on the stream closes once the source and its frames are gone, on a throw too.
+        connection = PipeWireStream(stream)
         var info = nc_pw_info()
         // The format comes within a few milliseconds of a live node; a node that never
         // gives one (paused, or nothing links it) is an error rather than a silent wait.
@@ -155,7 +161,6 @@ public final class PipeWireSource: FrameSource {
                 + (c.metadataOnly > 0 ? ", \(c.metadataOnly) buffers without pixels" : "")
                 + (c.pointer > 0 ? ", \(c.pointer) pointer changes drawn (\(own) frames for the pointer alone)" : ""))
         }
-        nc_pw_close(stream)
     }
 
     /// `node 35 (mutter), 1280x720 bgra, on change, keep-alive 1/s`, for the start line.
@@ -175,9 +180,9 @@ public final class PipeWireSource: FrameSource {
                 waitForEvent(timeoutMs: milliseconds(until: lastGrab + interval, from: now), watchWakeUp: false)
                 continue
             }
-            if let pointer, frames.started, info.cursor_updates != pointer.drawnSerial {
+            if let pointer, frames.started, pointer.picture != nil, info.cursor_serial != pointer.drawnSerial {
                 if now >= lastGrab + interval, let buffer = pointer.redraw(stream: stream) {
-                    return frame(in: buffer, stride: pointer.stride, at: now)
+                    return frame(in: buffer, stride: pointerStride, at: now)
                 }
                 waitForEvent(timeoutMs: milliseconds(until: lastGrab + interval, from: now), watchWakeUp: false)
                 continue
@@ -203,6 +208,8 @@ public final class PipeWireSource: FrameSource {
     private func grab(at now: Int64) -> Frame? {
         var info = nc_pw_info()
         nc_pw_peek(stream, &info)
+        // No pointer to draw (none asked for, or the node sends no cursor metadata): in place.
+        if pointer == nil || info.cursor_serial == 0, let frame = grabInPlace(at: now) { return frame }
         let bytes = Int(info.width) * Int(info.height) * 4
         var buffer = obtain(capacity: bytes)
         var result = nc_pw_take(stream, buffer.base, buffer.capacity, &info)
@@ -213,9 +220,21 @@ public final class PipeWireSource: FrameSource {
         guard result > 0 else { return nil }
         take(info)
         if let pointer {
-            pointer.drawInto(buffer, stride: Int(info.stride), bytes: Int(info.stride) * Int(info.height), width: width, height: height,
+            pointerStride = Int(info.stride)
+            pointer.drawInto(buffer, stride: pointerStride, bytes: pointerStride * Int(info.height), width: width, height: height,
                              format: pixelFormat, stream: stream)
         }
+        return frame(in: buffer, stride: Int(info.stride), at: now)
+    }
+
+    /// The waiting picture where PipeWire put it, given back when the frame is released.
+    private func grabInPlace(at now: Int64) -> Frame? {
+        var info = nc_pw_info()
+        var data: UnsafeMutablePointer<UInt8>?
+        guard nc_pw_acquire(stream, &data, &info) == 1, let data else { return nil }
+        take(info)
+        let connection = connection
+        let buffer = FrameBuffer(wrapping: data, capacity: Int(info.stride) * Int(info.height)) { nc_pw_release(connection.handle) }
         return frame(in: buffer, stride: Int(info.stride), at: now)
     }
 
@@ -272,4 +291,14 @@ public final class PipeWireSource: FrameSource {
     private func message(_ info: nc_pw_info) -> String {
         withUnsafeBytes(of: info.message) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
     }
+}
+
+/// The shim's stream, closed once the source and every frame still pointing into one of its
+/// buffers are gone (a frame's release gives its buffer back through it).
+final class PipeWireStream {
+    let handle: OpaquePointer
+
+    init(_ handle: OpaquePointer) { self.handle = handle }
+
+    deinit { nc_pw_close(handle) }
 }

@@ -1,5 +1,11 @@
 import Capture
+import Clocks
 import Synchronization
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 
 /// What other threads may do to a running `CapturePipeline`: stop it, ask for an IDR or
 /// a new bitrate, and read its statistics. Every member is safe from any thread.
@@ -10,6 +16,8 @@ public final class CaptureControl: Sendable {
     let state = Mutex(StatisticsState())
     /// The source's wake-up, when it may sleep until the screen changes.
     private let wakeUp = Mutex<CaptureWakeUp?>(nil)
+    /// The `--duration` timer's, woken by `stop()`.
+    private let timerWakeUp = CaptureWakeUp()
 
     public init() {}
 
@@ -18,6 +26,7 @@ public final class CaptureControl: Sendable {
     public func stop() {
         stopFlag.store(true, ordering: .releasing)
         wakeUp.withLock { $0?.wake() }
+        timerWakeUp.wake()
     }
     public var isStopped: Bool { stopFlag.load(ordering: .acquiring) }
 
@@ -30,6 +39,18 @@ public final class CaptureControl: Sendable {
         wakeUp.withLock { $0?.wake() }
     }
     var isDurationOver: Bool { durationOver.load(ordering: .acquiring) }
+
+    /// Sleeps `nanoseconds`, or until `stop()`, in one poll() (no wake-ups in between: a
+    /// still screen's run is otherwise silent); then `endDuration()` unless stopped.
+    func endDuration(after nanoseconds: UInt64) {
+        let end = MonotonicClock.nanoseconds &+ nanoseconds
+        while !isStopped {
+            let now = MonotonicClock.nanoseconds
+            guard now < end else { return endDuration() }
+            var fd = pollfd(fd: timerWakeUp.fd, events: Int16(POLLIN), revents: 0)
+            _ = poll(&fd, 1, Int32(clamping: (end - now + 999_999) / 1_000_000))
+        }
+    }
 
     /// Asks for the next encoded frame to be an IDR (a reader joined). A source waiting
     /// for a change is woken, so the IDR (of the kept picture) goes out at once.

@@ -181,8 +181,7 @@ public final class CapturePipeline {
         let control = self.control
         let nanoseconds = UInt64(Swift.max(0, limit) * 1e9)
         OSThread(name: "nalcast-duration") {
-            OSThread.sleep(nanoseconds: nanoseconds, step: 50_000_000) { control.isStopped || control.isDurationOver }
-            control.endDuration()
+            control.endDuration(after: nanoseconds)
         }.detach()
     }
 

@@ -8,24 +8,28 @@ import Musl
 import CWlr
 
 /// What can go wrong with wlroots' screencopy: no compositor or library (69), one without
-/// screencopy (69, saying to use the portal), a copy that cannot be made.
+/// screencopy (69, saying to use the portal), no output of the name asked for (66, listing
+/// those there are), a copy that cannot be made.
 public enum WlrError: Error, Hashable, CustomStringConvertible {
     case unavailable(String)
+    case noSuchOutput(String)
     case failed(String)
 
     public var description: String {
         switch self {
-        case .unavailable(let why), .failed(let why): why
+        case .unavailable(let why), .noSuchOutput(let why), .failed(let why): why
         }
     }
 }
 
-/// The first output of a wlroots compositor (sway, Hyprland, river, Wayfire) through
+/// One output of a wlroots compositor (sway, Hyprland, river, Wayfire), by its name (as
+/// `swaymsg -t get_outputs` lists them: wl_output's name, or xdg-output's), or its first, through
 /// `zwlr_screencopy_manager_v1`, as grim and wf-recorder read it, without a portal: each copy
 /// is asked with `copy_with_damage`, which the compositor answers once the output changed, so
 /// frames come on change, at most `frameRate` a second, with X11's keep-alive. The copy lands
-/// in a memfd shared with the compositor and is copied out into a frame buffer of ours, and
-/// the next copy is asked at once. A new output size comes as the next copy's buffer size
+/// in one of two buffers of a memfd shared with the compositor, and the frame points into it
+/// (no copy of ours, as X11's shared segment): the next copy is asked at once, into the other
+/// buffer, and a frame's buffer goes back to the compositor when the frame is released. A new output size comes as the next copy's buffer size
 /// (the encoder reopens: a new SPS). The compositor exiting ends the frames (nil).
 ///
 /// Not `Sendable`: it lives on the capture thread, which drives the Wayland connection.
@@ -42,28 +46,35 @@ public final class WlrSource: FrameSource {
     public var repeatFrames: UInt64 { frames.repeats }
     public private(set) var endReason: String?
     public let version: UInt32
+    /// The output's name as asked for, nil for the first output.
+    public let outputName: String?
+    /// The name the compositor gives the output copied ("" when it names none).
+    public let capturedName: String
 
-    private let client: OpaquePointer
+    private let connection: WlrConnection
+    private var client: OpaquePointer { connection.client }
     private let log: (@Sendable (String) -> Void)?
-    private var buffers = ReusableBuffer()
     private var frames: ChangeDrivenFrames
     private var lastGrab: Int64 = 0
 
-    public init(display: String? = nil, drawCursor: Bool = true, frameRate: FrameRate = FrameRate(30), idleRate: Double = 1,
-                log: (@Sendable (String) -> Void)? = nil) throws(WlrError) {
+    public init(display: String? = nil, output: String? = nil, drawCursor: Bool = true, frameRate: FrameRate = FrameRate(30),
+                idleRate: Double = 1, log: (@Sendable (String) -> Void)? = nil) throws(WlrError) {
         self.frameRate = frameRate
+        outputName = output
         self.idleRate = idleRate
         frames = ChangeDrivenFrames(idleRate: idleRate)
         self.log = log
         var error = [CChar](repeating: 0, count: 512)
         var code: Int32 = 0
-        guard let client = nc_wlr_open(display, drawCursor ? 1 : 0, &error, error.count, &code) else {
-            throw .unavailable(error.withUnsafeBufferPointer { String(cString: $0.baseAddress!) })
+        guard let client = nc_wlr_open(display, output, drawCursor ? 1 : 0, &error, error.count, &code) else {
+            let text = error.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+            throw code == 3 ? .noSuchOutput(text) : .unavailable(text)
         }
-        self.client = client
+        connection = WlrConnection(client)
         var info = nc_wlr_info()
         nc_wlr_peek(client, &info)
         version = info.version
+        capturedName = withUnsafeBytes(of: info.output) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
         // The first copy gives the size (a new output is all damage: it comes at once).
         let deadline = Int64(MonotonicClock.nanoseconds) + 10_000_000_000
         while info.state == Int32(NC_WLR_WAITING) {
@@ -76,10 +87,8 @@ public final class WlrSource: FrameSource {
         (width, height) = (Int(info.width) & ~1, Int(info.height) & ~1)
     }
 
-    deinit { nc_wlr_close(client) }
-
     public var captureDescription: String {
-        "first output, \(width)x\(height), screencopy v\(version)" + (version >= 2 ? ", on change" : ", every copy")
+        (outputName.map { "output \($0)" } ?? "first output") + ", \(width)x\(height), screencopy v\(version)" + (version >= 2 ? ", on change" : ", every copy")
             + ", keep-alive " + (idleRate > 0 ? "\(idleRate)/s" : "off")
     }
 
@@ -111,14 +120,11 @@ public final class WlrSource: FrameSource {
 
     private func grab(at now: Int64) -> Frame? {
         var info = nc_wlr_info()
-        nc_wlr_peek(client, &info)
-        var buffer = buffers.obtain(capacity: Int(info.width) * Int(info.height) * 4)
-        var result = nc_wlr_take(client, buffer.base, buffer.capacity, &info)
-        if result < 0 {
-            buffer = buffers.obtain(capacity: Int(-result))
-            result = nc_wlr_take(client, buffer.base, buffer.capacity, &info)
-        }
-        guard result > 0 else { return nil }
+        var data: UnsafeMutablePointer<UInt8>?
+        let slot = nc_wlr_acquire(client, &data, &info)
+        guard slot >= 0, let data else { return nil }
+        let connection = connection
+        let buffer = FrameBuffer(wrapping: data, capacity: Int(info.stride) * Int(info.height)) { nc_wlr_release(connection.client, slot) }
         let size = (Int(info.width) & ~1, Int(info.height) & ~1)
         if size != (width, height) {
             log?("wlr: the output is now \(info.width)x\(info.height)")
@@ -151,4 +157,14 @@ public final class WlrSource: FrameSource {
     private func message(_ info: nc_wlr_info) -> String {
         withUnsafeBytes(of: info.message) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
     }
+}
+
+/// The compositor connection, closed once the source and every frame still pointing into
+/// its shared memory are gone (a frame's release gives its buffer back through it).
+final class WlrConnection {
+    let client: OpaquePointer
+
+    init(_ client: OpaquePointer) { self.client = client }
+
+    deinit { nc_wlr_close(client) }
 }

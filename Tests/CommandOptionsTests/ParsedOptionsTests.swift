@@ -143,6 +143,9 @@ import Testing
         #expect(portal.warnings.isEmpty)
         #expect(portal.source.dryRunLines.first == "portal: sources=window cursor=hidden token=none (ask every time)")
         #expect((try? plan(["--source", "pipewire:"])) == nil, "pipewire: needs a node")
+        let named = try plan(["--source", "wlr:HEADLESS-2", "--idle-fps", "0"])
+        #expect(named.source.dryRunLines == ["wlr: display=$WAYLAND_DISPLAY output=HEADLESS-2 cursor=on capture: on change idle-fps=0 (no keep-alive)"])
+        #expect((try? plan(["--source", "wlr:"])) == nil, "wlr: needs an output name")
     }
 
     @Test func anUnknownSourceListsEveryForm() {
@@ -150,7 +153,7 @@ import Testing
         do {
             _ = try plan(["--source", "v4l2"])
         } catch let error as CommandError {
-            #expect(error.message == "--source v4l2: expected testsrc, y4m:PATH, raw:PATH, x11, x11:DISPLAY (e.g. x11:0), pipewire:NODE (e.g. pipewire:42), portal, wlr or screen")
+            #expect(error.message == "--source v4l2: expected testsrc, y4m:PATH, raw:PATH, x11, x11:DISPLAY (e.g. x11:0), pipewire:NODE (e.g. pipewire:42), portal, wlr, wlr:NAME (e.g. wlr:HDMI-A-1) or screen")
         } catch {}
         #expect((try? plan(["--source", "raw:-"])) == nil, "raw: needs --input-size")
     }

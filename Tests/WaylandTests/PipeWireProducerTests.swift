@@ -9,7 +9,37 @@ extension MutterCaptureTests {
     func checkProducer(_ session: MutterSession, _ dir: URL) throws {
         let source = try buildProducer(dir)
         try checkSizeChangeAndPointerAlone(session, dir, source)
+        try checkResizesWhileReading(session, dir, source)
         try checkDMABUFOnly(session, dir, source)
+    }
+
+    /// Sizes one after another while the frames are read where PipeWire put them (no pointer
+    /// drawn, so no copy): each new size frees the stream's buffers, and one a frame still
+    /// reads is freed only once that frame is released. The pictures go on, the last has the
+    /// last size and colour, and `produce` ends cleanly.
+    private func checkResizesWhileReading(_ session: MutterSession, _ dir: URL, _ source: String) throws {
+        let control = dir.appendingPathComponent("resize-control"), events = dir.appendingPathComponent("resize.out")
+        let producer = try Background(source, ["nalcast-test-resizes", "320", "240", control.path], stdoutTo: events, environment: session.environment)
+        defer { producer.signal(SIGTERM); producer.wait() }
+        #expect(waitForLine("node ", in: events), "\(producer.stderr)")
+        let file = dir.appendingPathComponent("resizes.h264")
+        let produce = try Background(Self.nalcast, ["produce", "--source", "pipewire:nalcast-test-resizes", "--no-cursor", "--idle-fps", "0",
+                                                    "-o", file.path], environment: session.environment)
+        #expect(produce.waitFor("320x240 bgra, on change"), "\(produce.stderr)")
+        for step in 0..<40 {
+            try send("size \(320 + step % 4 * 16) \(240 + step % 3 * 8)", to: control)
+            try send("color \(step % 2 == 0 ? "ff0000" : "0000ff")", to: control)
+            usleep(15_000)
+        }
+        try send("size 368 256", to: control)
+        try send("color 00ff00", to: control)
+        // FFmpeg scales every picture to the first one's size: a flat colour stays itself.
+        #expect(try waitForPicture(file, left: (0, 255, 0), right: (0, 255, 0), width: 320, height: 240), "\(produce.stderr)")
+        #expect(try pictureSizes(file).last == "368x256", "\(produce.stderr)")
+        produce.signal(SIGINT)
+        #expect(produce.wait(timeout: 20) == 0, "\(produce.stderr)")
+        let resized = produce.stderr.split(separator: "\n").filter { $0.hasPrefix("nalcast: pipewire: the stream is now ") }
+        #expect(resized.count >= 2, "\(produce.stderr)")
     }
 
     /// A new size: the next picture has it and is an IDR with a new SPS. A pointer move alone

@@ -3,8 +3,8 @@ import TestSupport
 import Testing
 
 /// `nalcast produce --source wlr` against a real wlroots compositor: headless sway (pixman,
-/// as `nobody`), its output painted by swaybg and changed and resized through swaymsg. One
-/// compositor for the whole check.
+/// as `nobody`), its output painted by swaybg and changed and resized through swaymsg, and
+/// `wlr:NAME` with a second output. One compositor for each check.
 @Suite struct WlrCaptureTests {
     @Test(.enabled(if: SwaySession.missing == nil, "headless sway needs \(SwaySession.missing ?? "") (scripts/setup installs sway and swaybg)"))
     func capturesSwayOnChangeFollowsAResizeAndEndsWithTheCompositor() throws {
@@ -35,6 +35,40 @@ import Testing
         #expect(produce.wait(timeout: 20) == 0, "\(produce.stderr)")
         let ended = produce.stderr.split(separator: "\n").filter { $0.contains("the stream ended") }
         #expect(ended == ["nalcast: wlr: the stream ended: the compositor closed the connection (it exited)"], "\(produce.stderr)")
+    }
+
+    /// `wlr:NAME` takes the output of that name: a second output (`create_output`, HEADLESS-2)
+    /// painted another colour than the first shows which was captured; `wlr` alone keeps the
+    /// first; a name the compositor does not have is 66 and one line listing those it has.
+    @Test(.enabled(if: SwaySession.missing == nil, "headless sway needs \(SwaySession.missing ?? "") (scripts/setup installs sway and swaybg)"))
+    func capturesTheOutputNamed() throws {
+        let session = try SwaySession(size: "640x360")
+        defer { session.stop() }
+        let dir = try Tool.tempDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        #expect(try session.command(["create_output"]) == 0, "\(session.log)")
+        #expect(try session.command(["output", "HEADLESS-2", "mode", "640x360", "bg", "#00ff00", "solid_color"]) == 0, "\(session.log)")
+
+        let unknown = try Background(MutterCaptureTests.nalcast, ["produce", "--source", "wlr:NOPE", "-o", "/dev/null"], environment: session.environment)
+        #expect(unknown.wait(timeout: 20) == 66, "\(unknown.stderr)")
+        #expect(unknown.stderr.split(separator: "\n").map(String.init) == [
+            "nalcast: wlr: the compositor has no output NOPE (it has HEADLESS-1, HEADLESS-2)",
+        ], "\(unknown.stderr)")
+
+        let second = dir.appendingPathComponent("second/out.h264"), first = dir.appendingPathComponent("first/out.h264")
+        for file in [second, first] { try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true) }
+        let named = try Background(MutterCaptureTests.nalcast, ["produce", "--source", "wlr:HEADLESS-2", "-o", second.path], environment: session.environment)
+        let plain = try Background(MutterCaptureTests.nalcast, ["produce", "--source", "wlr", "-o", first.path], environment: session.environment)
+        #expect(named.waitFor("capturing wlroots screencopy output HEADLESS-2, 640x360,"), "\(named.stderr)\n\(session.log)")
+        #expect(try waitForPicture(second, left: (0, 255, 0), right: (0, 255, 0)), "\(named.stderr)")
+        #expect(plain.waitFor("capturing wlroots screencopy first output, 640x360,"), "\(plain.stderr)")
+        #expect(try waitForPicture(first, left: (255, 0, 0), right: (255, 0, 0)), "\(plain.stderr)")
+        // No picture of the named output's stream was ever the first output's red.
+        #expect(try decode(second, width: 640, height: 360).allSatisfy { !matches($0, (255, 0, 0), (255, 0, 0)) })
+
+        session.stop()
+        #expect(named.wait(timeout: 20) == 0, "\(named.stderr)")
+        #expect(plain.wait(timeout: 20) == 0, "\(plain.stderr)")
     }
 
     @Test func saysSoWhenThereIsNoCompositor() throws {

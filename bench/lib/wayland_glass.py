@@ -1,15 +1,16 @@
-"""wayland_glass: glass-to-socket on headless GNOME (bench/wayland-cpu runs it).
+"""wayland_glass: glass-to-socket on headless GNOME or sway (bench/wayland-cpu runs it).
 
-    python3 bench/lib/wayland_glass.py NALCAST SESSION_DIR NODE PAINTS [SETTINGS...]
+    python3 bench/lib/wayland_glass.py NALCAST SESSION_DIR SOURCE PAINTS [SETTINGS...]
 
-`nalcast produce --source pipewire:NODE --idle-fps 0 SETTINGS --listen tcp://127.0.0.1:0`
-with one reader here (live.ThreadReader). The session's GTK client
+`nalcast produce --source SOURCE --idle-fps 0 SETTINGS --listen tcp://127.0.0.1:0` (SOURCE:
+`pipewire:NODE` on mutter, `wlr` on sway; a bare number is taken as a PipeWire node) with
+one reader here (live.ThreadReader). The session's GTK client
 (Tests/Fixtures/wayland/mutter-client.py) fills the monitor's halves with one of two colour
 pairs PAINTS times, 250 ms apart, and says when each frame was painted and handed to
-mutter ("drawn L R NS", CLOCK_REALTIME). A paint's latency: from that instant to the last
+the compositor ("drawn L R NS", CLOCK_REALTIME). A paint's latency: from that instant to the last
 byte of the first picture whose SEI capture time is at or after it, read from loopback TCP;
-split into the time until nalcast took mutter's picture (its capture time: the compositor
-and PipeWire) and from there to the socket (copy, convert, encode, send).
+split into the time until nalcast took the compositor's picture (its capture time: the
+compositor, and PipeWire or the screencopy) and from there to the socket (copy, convert, encode, send).
 Nothing else moves and there are no keep-alives (`--idle-fps 0`), so every picture after
 the paint is one mutter sent for it. Prints one line: median, p99, max in ms, and the count.
 """
@@ -41,12 +42,14 @@ def drawn_after(events: Path, count: int, pair: tuple, timeout: float = 5) -> in
 
 
 def main() -> None:
-    nalcast, session, node, paints = sys.argv[1], Path(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+    nalcast, session, source, paints = sys.argv[1], Path(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+    if source.isdigit():
+        source = f"pipewire:{source}"
     settings = sys.argv[5:]
     events, control = session / "events", session / "control"
     log = Path(os.environ.get("TMPDIR", "/tmp")) / "nalcast-wayland-glass.stderr"
     os.environ["XDG_RUNTIME_DIR"] = str(session)
-    argv = [nalcast, "produce", "--source", f"pipewire:{node}", "--idle-fps", "0", *settings, "--listen", "tcp://127.0.0.1:0"]
+    argv = [nalcast, "produce", "--source", source, "--idle-fps", "0", *settings, "--listen", "tcp://127.0.0.1:0"]
     marks = []
     with Procs() as procs:
         proc = procs.start(argv, stderr=log)
@@ -74,7 +77,7 @@ def main() -> None:
         lat.append((first.done_ns - mark) / 1e6)
         taken.append((first.capture_ns - mark) / 1e6)
     print("glass-to-socket median %.1f ms  p99 %.1f ms  max %.1f ms  paints %d  (of the median: %.1f ms until nalcast took "
-          "mutter's picture, %.1f ms from there to the socket)" % (median(lat), pct(lat, 0.99), max(lat), len(lat), median(taken),
+          "the compositor's picture, %.1f ms from there to the socket)" % (median(lat), pct(lat, 0.99), max(lat), len(lat), median(taken),
                                                                   median([a - b for a, b in zip(lat, taken)])))
 
 

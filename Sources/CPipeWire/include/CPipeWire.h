@@ -2,8 +2,8 @@
 #define CPIPEWIRE_H
 // A video stream from PipeWire for Swift (pipewire.c): libpipewire's API is callbacks and
 // pod-building macros that Swift cannot spell, so this runs the stream on a thread loop of its
-// own ("nalcast-pw"), keeps the newest frame it was given, and lets the capture thread copy it
-// out (`nc_pw_take`) when it wants one. An eventfd says something happened (a frame, a
+// own ("nalcast-pw"), keeps the newest frame it was given, and lets the capture thread read it
+// in place (`nc_pw_acquire`) or copy it out (`nc_pw_take`) when it wants one. An eventfd says something happened (a frame, a
 // format, the end). libpipewire-0.3.so.0 is opened with dlopen on the first `nc_pw_open`,
 // never linked: a nalcast that captures no PipeWire stream needs no PipeWire installed.
 #include <stddef.h>
@@ -25,7 +25,7 @@ typedef struct {
     uint64_t damaged;          // buffers that carried damage rectangles
     uint64_t formats;          // formats negotiated (1, then one more per size change)
     uint64_t cursor_updates;   // buffers whose cursor metadata moved, showed, hid or reshaped the pointer
-                               // (a serial too: a new count means the pointer to draw changed)
+    uint64_t cursor_serial;    // bumps at each of those (the pointer to draw changed)
     uint32_t node;             // the node captured
     char node_name[128];
     char message[256];         // why it ended or failed
@@ -38,7 +38,7 @@ typedef struct {
     int32_t x, y;              // the hotspot's place in the frame, pixels
     int32_t hot_x, hot_y;      // the hotspot in the bitmap
     uint32_t width, height;    // the bitmap's size (0 before any)
-    uint64_t serial;           // info.cursor_updates when this was taken
+    uint64_t serial;           // as info.cursor_serial when this was taken
     uint64_t shape;            // bumps when the bitmap changed
 } nc_pw_cursor;
 
@@ -60,6 +60,12 @@ void nc_pw_peek(nc_pw *s, nc_pw_info *info);
 /// Copies the waiting frame into `dst` (rows of width*4 bytes) and gives its buffer back.
 /// Returns 1 when copied, 0 when there was none, or -needed when `capacity` is too small.
 long nc_pw_take(nc_pw *s, uint8_t *dst, size_t capacity, nc_pw_info *info);
+/// Holds the waiting frame for reading in place, without a copy: `*data` is its first row,
+/// `info->stride` its row bytes, until `nc_pw_release` gives the buffer back (a new format
+/// meanwhile waits for that). Returns 1 when held, 0 when there is none, one is held
+/// already, or its rows do not fit its chunk (then `nc_pw_take` copies it).
+int nc_pw_acquire(nc_pw *s, uint8_t **data, nc_pw_info *info);
+void nc_pw_release(nc_pw *s);
 /// The pointer now; its bitmap as premultiplied ARGB words (XFixes' layout, what Capture's
 /// CursorOverlay blends) into `pixels` when `capacity` (words) holds it.
 void nc_pw_take_cursor(nc_pw *s, nc_pw_cursor *cursor, uint32_t *pixels, size_t capacity);

@@ -18,22 +18,29 @@ typedef struct {
     uint32_t version;          // the manager's version (2 and up: with damage)
     uint64_t frames;           // frames copied
     uint64_t failed;           // copies the compositor failed
+    char output[64];           // the name of the output copied ("" when the compositor names none)
     char message[256];
 } nc_wlr_info;
 
 typedef struct nc_wlr nc_wlr;
 
 /// Connects to the compositor (`display` or $WAYLAND_DISPLAY) and asks for the first copy of
-/// its first output. NULL and `error` on failure; `*code` 1 when there is no compositor or
-/// no libwayland, 2 when it has no screencopy.
-nc_wlr *nc_wlr_open(const char *display, int overlay_cursor, char *error, size_t error_size, int *code);
+/// the output named `output` (wl_output v4's name, or zxdg_output_v1's), or of its first
+/// output when `output` is NULL. NULL and `error` on failure; `*code` 1 when there is no
+/// compositor or no libwayland, 2 when it has no screencopy, 3 when it has no output of that
+/// name (`error` lists those it has).
+nc_wlr *nc_wlr_open(const char *display, const char *output, int overlay_cursor, char *error, size_t error_size, int *code);
 void nc_wlr_close(nc_wlr *s);
 /// The connection's fd (poll it for reading), after a flush of what is to be sent.
 int nc_wlr_prepare(nc_wlr *s);
 /// Reads and handles what arrived (call when the fd is readable); -1 when the connection broke.
 int nc_wlr_dispatch(nc_wlr *s);
 void nc_wlr_peek(nc_wlr *s, nc_wlr_info *info);
-/// Copies the ready frame into `dst` (rows of width*4) and asks for the next one. 1 copied,
-/// 0 none ready, -needed when `capacity` is too small.
-long nc_wlr_take(nc_wlr *s, uint8_t *dst, size_t capacity, nc_wlr_info *info);
+/// The ready frame, without a copy: `*data` points at its rows (`info` gives their width,
+/// height and stride) in the memory the compositor copied into, which stays the frame's
+/// until `nc_wlr_release`; the next copy is asked at once, into the other buffer. The
+/// frame's slot, or -1 when none is ready.
+int nc_wlr_acquire(nc_wlr *s, uint8_t **data, nc_wlr_info *info);
+/// Gives a frame's buffer back (a copy waiting for it is asked now).
+void nc_wlr_release(nc_wlr *s, int slot);
 #endif

@@ -4,7 +4,8 @@
 # It writes "node ID" to DIR/events when the PipeWire node is there, and "drawn LEFT RIGHT
 # NS" each time it has drawn (NS: CLOCK_REALTIME once the frame was painted and handed to
 # the compositor, for bench/wayland-cpu's glass-to-socket). With NALCAST_CLIENT_NO_CAST=1 it
-# only paints (on sway: bench/wayland-cpu). It reads commands from the FIFO DIR/control, one
+# only paints (on sway: bench/wayland-cpu), and with NALCAST_CLIENT_SIZE=WxH it covers that much
+# of a screen without a window manager instead of asking for fullscreen (on Xvfb). It reads commands from the FIFO DIR/control, one
 # a line:
 #   colors LEFT RIGHT   (RRGGBB each) paint the halves
 #   stop                stop the ScreenCast session (the stream ends)
@@ -133,7 +134,13 @@ for name in ("left", "right"):
     halves.pack_start(half, True, True, 0)
 window.add(halves)
 Gtk.StyleContext.add_provider_for_screen(Gdk.Screen.get_default(), style, Gtk.STYLE_PROVIDER_PRIORITY_USER)
-window.fullscreen()
+size = os.environ.get("NALCAST_CLIENT_SIZE")
+if size:  # an X server without a window manager (bench/wayland-cpu's Xvfb): cover it ourselves
+    window.set_decorated(False)
+    window.set_default_size(*map(int, size.split("x")))
+    window.move(0, 0)
+else:
+    window.fullscreen()
 window.show_all()
 paint()
 if casting:
