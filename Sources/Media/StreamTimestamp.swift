@@ -56,11 +56,22 @@ public struct StreamTimestamp: Sendable, Hashable {
     /// Reads the payload of one user_data_unregistered message; nil when the UUID is not ours
     /// or the payload is too short.
     public init?(payload: some Collection<UInt8>) {
-        let bytes = Array(payload)
-        guard bytes.count >= StreamTimestamp.payloadSize, Array(bytes[0..<16]) == StreamTimestamp.uuid else { return nil }
-        func u64(_ at: Int) -> UInt64 { bytes[at..<(at + 8)].reduce(0) { ($0 << 8) | UInt64($1) } }
-        self.version = bytes[16]
-        self.isKeyframe = bytes[17] & 1 != 0
+        self.init(payload: Array(payload)[...])
+    }
+
+    /// The same, read where the bytes are: a relay reads one in every access unit, straight
+    /// from the SEI's wire bytes, with no copy and no generic code.
+    public init?(payload bytes: ArraySlice<UInt8>) {
+        let base = bytes.startIndex
+        guard bytes.count >= StreamTimestamp.payloadSize,
+              bytes[base..<(base + 16)].elementsEqual(StreamTimestamp.uuid) else { return nil }
+        func u64(_ at: Int) -> UInt64 {
+            var value: UInt64 = 0
+            for i in (base + at)..<(base + at + 8) { value = (value << 8) | UInt64(bytes[i]) }
+            return value
+        }
+        self.version = bytes[base + 16]
+        self.isKeyframe = bytes[base + 17] & 1 != 0
         self.sequence = u64(18)
         self.captureTimeNs = u64(26)
         self.pts90k = u64(34)

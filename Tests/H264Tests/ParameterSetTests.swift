@@ -282,4 +282,27 @@ func annexB(_ bodies: [[UInt8]]) -> [UInt8] { bodies.flatMap { [0, 0, 0, 1] + $0
         let nal = NALUnit(escapedBody: [0x06] + RBSP.escape(rbsp))
         #expect(StreamTimestamp(sei: nal) == ts)
     }
+
+    /// The timestamp is read from the escaped bytes as they lie: the same answer as the
+    /// messages of the unescaped RBSP give, past another user_data_unregistered message
+    /// (x264's, a foreign UUID, longer than ours), and none from a message cut short.
+    @Test func readInTheEscapedBytesAsFromTheRBSP() throws {
+        let ts = StreamTimestamp(sequence: 0x100, captureTimeNs: 0, pts90k: 3, isKeyframe: true)
+        var foreign = StreamTimestamp(sequence: 0, captureTimeNs: 0, pts90k: 0, isKeyframe: false).payload + [0, 0, 0, 1]
+        foreign[0] ^= 0xff
+        let whole: [UInt8] = [0x05, UInt8(foreign.count)] + foreign + [0x05, 42] + ts.payload + [0x80]
+        func fromRBSP(_ rbsp: [UInt8]) -> StreamTimestamp? {
+            SEI.messages(rbsp: rbsp).filter { $0.type == 5 }.compactMap { StreamTimestamp(payload: $0.payload) }.first
+        }
+        let nal = NALUnit(escapedBody: [0x06] + RBSP.escape(whole))
+        #expect(nal.escapedPayload.count > whole.count, "the escaped bytes hold emulation prevention bytes")
+        #expect(StreamTimestamp(sei: nal) == ts)
+        #expect(fromRBSP(whole) == ts)
+        for cut in [whole.count - 2, whole.count - 20, foreign.count + 1] {
+            let short = Array(whole[..<cut])
+            let cutNAL = NALUnit(escapedBody: [0x06] + RBSP.escape(short))
+            #expect(StreamTimestamp(sei: cutNAL) == fromRBSP(short))
+            #expect(StreamTimestamp(sei: cutNAL) == nil)
+        }
+    }
 }
