@@ -44,7 +44,8 @@ func sleep(untilRealtime ns: UInt64, unless stopped: () -> Bool) -> Bool {
 /// quarter of a second the smallest difference of its reads is taken as the error then:
 /// - past 20 ms in two quarters running (one odd latency report is not enough), the
 ///   write position jumps by it: a gap of silence, or a step back over what was written;
-/// - otherwise it is smoothed, and a steady difference is corrected by resampling
+/// - otherwise it is smoothed, and a steady difference past 3 ms (a scheduling delay of the
+///   server under load stays within that and catches up by itself) is corrected by resampling
 ///   (swr_set_compensation: at most 0.5 % of samples added or dropped over the next quarter,
 ///   inaudible), so that the track keeps exactly `rate` samples per system second and every
 ///   later timestamp stays right.
@@ -69,6 +70,13 @@ struct DriftCorrector {
     private var sinceDecision = 0
     /// The previous quarter's error when it was past the threshold, waiting for a second one.
     private var pendingJump: Double?
+    /// The error (3 ms) past which a correction starts. A loaded machine delays the server
+    /// (a null sink's rendering, the monitor's delivery) by a few ms and then catches up:
+    /// resampled, each such wander moved the pitch by up to 0.5 % (440 Hz captured at 442)
+    /// and its catch-up moved it back the other way. A card's drift (ppm: 1000 ppm is 3 ms
+    /// in 3 s) crosses the band and is corrected; a steady offset past it too.
+    let deadBand: Double
+    private var correcting = false
     /// Samples added (positive) or dropped by compensation so far.
     private(set) var compensated: Int64 = 0
     /// Samples the source ran for, for the drift figure.
@@ -78,6 +86,7 @@ struct DriftCorrector {
         self.rate = rate
         period = rate / 4
         jumpThreshold = Double(rate) / 50
+        deadBand = Double(rate) * 3 / 1000
     }
 
     mutating func observe(measured: Double, written: Double, frames: Int) -> Decision {
@@ -96,11 +105,16 @@ struct DriftCorrector {
             pendingJump = nil
             error = 0
             primed = false
+            correcting = false
             return .jump(Int64(least.rounded()))
         }
         pendingJump = nil
         if primed { error += (least - error) * 0.5 } else { error = least; primed = true }
-        guard abs(error) > Double(rate) / 2000 else { return .none }
+        // Hysteresis: a correction starts past `deadBand` and runs until the error is
+        // under half a millisecond; within the band nothing is resampled.
+        if !correcting && abs(error) > deadBand { correcting = true }
+        if correcting && abs(error) <= Double(rate) / 2000 { correcting = false }
+        guard correcting else { return .none }
         let limit = period / 200
         let delta = max(-limit, min(limit, Int((error * 0.5).rounded())))
         guard delta != 0 else { return .none }

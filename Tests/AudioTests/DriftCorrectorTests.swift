@@ -100,6 +100,17 @@ struct Compensation {
         }
     }
 
+    @Test("a server that falls 2 ms behind under load (or runs 2 ms ahead) and catches up is not resampled: the pitch stays")
+    func loadWanderIsNotResampled() {
+        // As measured on a loaded machine: a null sink's monitor delivering 0.2 % slow for a
+        // second, then catching up at once; and the same the other way.
+        for sign in [1.0, -1.0] {
+            let r = Self.run(lateBy: { i in (101...200).contains(i) ? sign * Double(i - 100) * 0.02 : 0 })
+            #expect(r.decisions.isEmpty, "\(r.decisions)")
+            #expect(r.offset == 0)
+        }
+    }
+
     @Test("a step of 10 ms is resampled away within 3 s, without a jump")
     func smallStepIsResampled() {
         let r = Self.run(reads: 400, step: 480)
