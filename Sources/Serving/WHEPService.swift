@@ -131,7 +131,7 @@ public final class WHEPService: UnitPackager {
         pending[peer.id] = nil
         let name = (peer.address?.description ?? "?") + " (webrtc)"
         guard !server.draining else { return peer.close(WebSocketViewer.streamEnded) }
-        let viewer = WebRTCViewer(peer, peer: name)
+        let viewer = WebRTCViewer(peer, peer: name, loop: server.loop)
         let id = peer.id
         let admitted = server.admit(peer: name) { viewer }
         guard admitted, let reader = server.readerID(of: viewer) else { return peer.close("too many readers") }

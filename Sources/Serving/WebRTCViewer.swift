@@ -1,3 +1,4 @@
+import IO
 import Clocks
 import Delivery
 import WebRTC
@@ -10,6 +11,11 @@ import WebRTC
 /// the peer's history) or, when a picture is lost, asks a new one for (PLI, FIR:
 /// `onKeyframeRequest`). Admitted by `WHEPService` once its handshake is done.
 ///
+/// Paced (`CatchUpPacer`): after each unit it is not ready for the next one for a quarter
+/// of the media time since the one before, so a relay's cached GOP (at a join, and again
+/// after a PLI) goes out at four times real time instead of in one burst, and what is not
+/// sent yet stays in its `ReaderQueue`, where a PLI's restart at the IDR replaces it.
+///
 /// Loop-owned.
 final class WebRTCViewer: StreamReader {
     let peer: String
@@ -17,17 +23,22 @@ final class WebRTCViewer: StreamReader {
     var onClose: ((String) -> Void)?
     let webrtc: WebRTCPeer
     private(set) var closeReason: String?
+    private let loop: EventLoop
+    private var pacer = CatchUpPacer()
+    /// Running while the pacer holds the next unit back.
+    private var pacing: LoopTimer?
 
-    init(_ webrtc: WebRTCPeer, peer: String) {
+    init(_ webrtc: WebRTCPeer, peer: String, loop: EventLoop) {
         self.webrtc = webrtc
         self.peer = peer
+        self.loop = loop
     }
 
     func start() {
         webrtc.onClosed = { [unowned self] reason in self.onClose?(self.closeReason ?? reason) }
     }
 
-    var isReady: Bool { webrtc.isConnected && !webrtc.isClosed }
+    var isReady: Bool { webrtc.isConnected && !webrtc.isClosed && pacing?.isActive != true }
     var isClosed: Bool { webrtc.isClosed }
 
     /// Sends `unit` timed by its capture (its SEI's time, else now), which its RTP timestamp,
@@ -40,14 +51,26 @@ final class WebRTCViewer: StreamReader {
         // (a relay's cached GOP at a join) is packetized here.
         let payloads = unit.forms[RTPPayloads.self] ?? RTPPayloads(unit.nalUnits)
         let bytes = webrtc.send(payloads, pts90k: pts, wallNs: wall)
+        hold(forNs: pacer.sent(pts90k: pts))
         return ReaderProgress(bytes: bytes, units: 1, items: 1)
     }
 
+    /// Not ready for `ns`; then the server is told to write on (`onProgress`).
+    private func hold(forNs ns: UInt64) {
+        loop.preconditionOnLoop()
+        guard ns > 0 else { return }
+        let timer = pacing ?? LoopTimer(loop: loop) { [weak self] in self?.onProgress?(ReaderProgress(items: 1)) }
+        pacing = timer
+        timer.start(after: Double(ns) / 1e9)
+    }
+
     func end() {
+        pacing?.stop()
         webrtc.close(WebSocketViewer.streamEnded)
     }
 
     func endNow(_ ending: ReaderEnding) {
+        pacing?.stop()
         switch ending {
         case .streamEnded: webrtc.close(WebSocketViewer.streamEnded)
         case .stalled(let reason): webrtc.close(reason)
