@@ -177,7 +177,7 @@ public struct SDPAnswer: Sendable {
         for value in format.feedback where value != "transport-cc" || transportSequenceExtension != nil { lines.append("a=rtcp-fb:\(pt) \(value)") }
         if !format.fmtp.isEmpty { lines.append("a=fmtp:\(pt) \(format.fmtp)") }
         if direction == .send { lines += ["a=ssrc:\(local.ssrc) cname:nalcast", "a=ssrc:\(local.ssrc) msid:nalcast video"] }
-        return lines + candidates(local)
+        return lines + Self.candidateLines(local)
     }
 
     /// Opus (RFC 7587) on the offer's payload type, sendonly, in the video's media stream
@@ -190,7 +190,7 @@ public struct SDPAnswer: Sendable {
         lines.append("a=rtpmap:\(pt) opus/48000/2")
         lines.append("a=fmtp:\(pt) " + (fmtp.isEmpty ? "minptime=10;useinbandfec=1" : fmtp))
         if direction == .send { lines += ["a=ssrc:\(local.audioSSRC) cname:nalcast", "a=ssrc:\(local.audioSSRC) msid:nalcast audio"] }
-        return lines + candidates(local)
+        return lines + Self.candidateLines(local)
     }
 
     private func transport(_ mid: String, _ local: Local) -> [String] {
@@ -198,10 +198,11 @@ public struct SDPAnswer: Sendable {
          "a=fingerprint:sha-256 \(SDP.hex(local.fingerprint))", "a=setup:\(dtlsClient ? "active" : "passive")", "a=mid:\(mid)"]
     }
 
-    private func candidates(_ local: Local) -> [String] {
+    /// The candidate lines of a section, an answer's or a WHIP push's offer: host candidates
+    /// only, type preference 126, local preference by order, then a=end-of-candidates.
+    static func candidateLines(_ local: Local) -> [String] {
         var lines: [String] = []
         for (i, candidate) in local.candidates.enumerated() {
-            // Host candidates only (ICE-lite): type preference 126, local preference by order.
             let priority = (126 << 24) | ((65535 - i) << 8) | 255
             lines.append("a=candidate:\(i + 1) 1 udp \(priority) \(candidate.host) \(candidate.port) typ host")
         }

@@ -43,14 +43,14 @@ public struct SDPOffer: Sendable {
         lines += ["nack", "nack pli", "ccm fir", "goog-remb"].map { "a=rtcp-fb:\(v) \($0)" }
         lines.append("a=fmtp:\(v) level-asymmetry-allowed=1;packetization-mode=1;profile-level-id=\(profileLevelID)")
         lines += ["a=ssrc:\(local.ssrc) cname:nalcast", "a=ssrc:\(local.ssrc) msid:nalcast video"]
-        lines += candidates()
+        lines += SDPAnswer.candidateLines(local)
         if sound {
             let o = Self.opusPayloadType
             lines += ["m=audio 9 UDP/TLS/RTP/SAVPF \(o)", "c=IN IP4 0.0.0.0", "a=rtcp:9 IN IP4 0.0.0.0"]
             lines += transport("1")
             lines += ["a=sendonly", "a=msid:nalcast audio", "a=rtcp-mux", "a=rtpmap:\(o) opus/48000/2", "a=fmtp:\(o) minptime=10;useinbandfec=1"]
             lines += ["a=ssrc:\(local.audioSSRC) cname:nalcast", "a=ssrc:\(local.audioSSRC) msid:nalcast audio"]
-            lines += candidates()
+            lines += SDPAnswer.candidateLines(local)
         }
         return lines.joined(separator: "\r\n") + "\r\n"
     }
@@ -58,16 +58,6 @@ public struct SDPOffer: Sendable {
     private func transport(_ mid: String) -> [String] {
         ["a=ice-ufrag:\(local.ufrag)", "a=ice-pwd:\(local.password)",
          "a=fingerprint:sha-256 \(SDP.hex(local.fingerprint))", "a=setup:actpass", "a=mid:\(mid)"]
-    }
-
-    private func candidates() -> [String] {
-        var lines: [String] = []
-        for (i, candidate) in local.candidates.enumerated() {
-            let priority = (126 << 24) | ((65535 - i) << 8) | 255
-            lines.append("a=candidate:\(i + 1) 1 udp \(priority) \(candidate.host) \(candidate.port) typ host")
-        }
-        lines.append("a=end-of-candidates")
-        return lines
     }
 
     /// What a server's answer accepted.
