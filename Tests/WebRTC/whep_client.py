@@ -175,8 +175,12 @@ async def run(url, wanted, points, token, pli_at=None, nack_at=None, audio=None)
             # Two NACKs: aiortc packs one's lost packets as a bitmask after the first.
             await receiver._send_rtcp_nack(ssrc, nacked[:2])
             await receiver._send_rtcp_nack(ssrc, nacked[2:])
-        last = frame
-        if audio and frame.to_ndarray(format="gray").mean() > 220:
+        # The picture whose colours are read is the last that is not one of the test
+        # pattern's white flashes (a frame a second, no bars to check).
+        white = frame.to_ndarray(format="gray").mean() > 220
+        if not white:
+            last = frame
+        if audio and white:
             flashes.append(video_clock.rtp(frame.pts))
     sound = analyse(await listening, audio_clock, flashes, video_clock) if listening else None
     image = last.to_ndarray(format="rgb24") if last is not None else None

@@ -14,7 +14,7 @@ after frame N and the keyframes decoded after it are counted.
 Prints one JSON line per event, flushed: {"event": "listening", "port"},
 {"event": "refused", "status"}, {"event": "session", "id", "answer"}, {"event": "frames", "id",
 "frames": 30} once 30 frames are decoded, and {"event": "ended", "id", "frames", "keyframes",
-"keyframesAfterPLI", "width", "height", "pixels" (RGB at POINTS_JSON of the last frame),
+"keyframesAfterPLI", "width", "height", "pixels" (RGB at POINTS_JSON of the last frame that is not a white flash),
 "firstFrameMs" (the POST to the first decoded frame), "firstFrameAt" (its wall-clock time), "deleted", "offer", "answer",
 "audio": {"seconds", "rms", "crossingsPerSecond"} of the sound decoded, or null} when a
 session ends (DELETE, or its connection closed or failed). SIGTERM closes every session
@@ -99,7 +99,10 @@ class Session:
                 ssrc = next(iter(receiver._RTCRtpReceiver__remote_streams), None)
                 if ssrc is not None:
                     await receiver._send_rtcp_pli(ssrc)
-            self.last = frame
+            # The picture whose colours are read: the last that is not one of the test
+            # pattern's white flashes (a frame a second), which has no bars to check.
+            if frame.to_ndarray(format="gray").mean() <= 220:
+                self.last = frame
             if self.frames == 30:
                 say(event="frames", id=self.id, frames=30)
 
