@@ -89,18 +89,7 @@ private struct UnescapingReader {
     /// The 42 bytes of a timestamp payload (`StreamTimestamp`), nil when the UUID is not ours
     /// or the bytes run out.
     mutating func timestamp() -> StreamTimestamp? {
-        for expected in StreamTimestamp.uuid { guard next() == expected else { return nil } }
-        guard let version = next(), let flags = next(), let sequence = u64(), let capture = u64(), let pts = u64() else { return nil }
-        return StreamTimestamp(sequence: sequence, captureTimeNs: capture, pts90k: pts, isKeyframe: flags & 1 != 0, version: version)
-    }
-
-    private mutating func u64() -> UInt64? {
-        var value: UInt64 = 0
-        for _ in 0..<8 {
-            guard let byte = next() else { return nil }
-            value = (value << 8) | UInt64(byte)
-        }
-        return value
+        StreamTimestamp(reading: { next() })
     }
 }
 
@@ -121,17 +110,16 @@ public enum SEI {
         }
     }
 
-    /// Splits an SEI RBSP into its messages. Stops quietly at a truncated message.
-    public static func messages(rbsp: [UInt8]) -> [Message] { messages(rbsp: rbsp[...]) }
-
-    /// The same for an RBSP that is a slice (of the NAL unit's wire bytes): the payloads are
-    /// slices of it, indexed as it is.
-    public static func messages(rbsp: ArraySlice<UInt8>) -> [Message] {
+    /// Splits an SEI RBSP into its messages. Stops quietly at a truncated message. nalcast's
+    /// own timestamp reading does not go through it (`StreamTimestamp(sei:)` walks the escaped
+    /// bytes in place): it is the reference that reader is held to (ParameterSetTests, the
+    /// `sei` fuzz target).
+    public static func messages(rbsp: [UInt8]) -> [Message] {
         var out: [Message] = []
-        var i = rbsp.startIndex
+        var i = 0
         func readValue() -> Int? {
             var value = 0
-            while i < rbsp.endIndex {
+            while i < rbsp.count {
                 let b = rbsp[i]
                 i += 1
                 value += Int(b)
@@ -141,8 +129,8 @@ public enum SEI {
             return nil
         }
         // more_rbsp_data: stop at the trailing bits (a lone 0x80 with only zeros after it).
-        while i < rbsp.endIndex && !(rbsp[i] == 0x80 && rbsp[(i + 1)...].allSatisfy { $0 == 0 }) {
-            guard let type = readValue(), let size = readValue(), size <= rbsp.endIndex - i else { break }
+        while i < rbsp.count && !(rbsp[i] == 0x80 && rbsp[(i + 1)...].allSatisfy { $0 == 0 }) {
+            guard let type = readValue(), let size = readValue(), size <= rbsp.count - i else { break }
             out.append(Message(type: type, payload: rbsp[i..<(i + size)]))
             i += size
         }

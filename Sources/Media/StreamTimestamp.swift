@@ -56,24 +56,26 @@ public struct StreamTimestamp: Sendable, Hashable {
     /// Reads the payload of one user_data_unregistered message; nil when the UUID is not ours
     /// or the payload is too short.
     public init?(payload: some Collection<UInt8>) {
-        self.init(payload: Array(payload)[...])
+        var bytes = payload.makeIterator()
+        self.init(reading: { bytes.next() })
     }
 
-    /// The same, read where the bytes are: a relay reads one in every access unit, straight
-    /// from the SEI's wire bytes, with no copy and no generic code.
-    public init?(payload bytes: ArraySlice<UInt8>) {
-        let base = bytes.startIndex
-        guard bytes.count >= StreamTimestamp.payloadSize,
-              bytes[base..<(base + 16)].elementsEqual(StreamTimestamp.uuid) else { return nil }
-        func u64(_ at: Int) -> UInt64 {
+    /// Reads the fields drawn above in order, one byte a call of `next` (nil: no more): the
+    /// one reader of the layout, for a payload (`init(payload:)`) and for the SEI read where
+    /// it lies, emulation prevention bytes skipped (`init(sei:)`, in `H264`). Nil when the
+    /// UUID is not ours or the bytes run out.
+    @inlinable
+    public init?(reading next: () -> UInt8?) {
+        for expected in StreamTimestamp.uuid { guard next() == expected else { return nil } }
+        func u64() -> UInt64? {
             var value: UInt64 = 0
-            for i in (base + at)..<(base + at + 8) { value = (value << 8) | UInt64(bytes[i]) }
+            for _ in 0..<8 {
+                guard let byte = next() else { return nil }
+                value = (value << 8) | UInt64(byte)
+            }
             return value
         }
-        self.version = bytes[base + 16]
-        self.isKeyframe = bytes[base + 17] & 1 != 0
-        self.sequence = u64(18)
-        self.captureTimeNs = u64(26)
-        self.pts90k = u64(34)
+        guard let version = next(), let flags = next(), let sequence = u64(), let capture = u64(), let pts = u64() else { return nil }
+        self.init(sequence: sequence, captureTimeNs: capture, pts90k: pts, isKeyframe: flags & 1 != 0, version: version)
     }
 }
