@@ -86,8 +86,6 @@ public final class Demuxer {
     /// Each video packet is one access unit (false: pieces of an Annex-B stream, as MPEG-TS's
     /// PES payloads read without libavcodec's parser, which `PacketCutter` cuts).
     public let packetsAreAccessUnits: Bool
-    /// Packets come as the container holds them, libavcodec's parser not run (`timesEveryPacket`).
-    public let unparsed: Bool
 
     private var context: UnsafeMutablePointer<AVFormatContext>?
     private var packet: UnsafeMutablePointer<AVPacket>?
@@ -138,13 +136,14 @@ public final class Demuxer {
         }
         context = opened
         formatName = opened.pointee.iformat.map { String(cString: $0.pointee.name) } ?? "?"
-        unparsed = Self.timesEveryPacket(formatName)
+        // Packets as the container holds them, libavcodec's parser not run (`timesEveryPacket`).
+        let unparsed = Self.timesEveryPacket(formatName)
         if unparsed { CMedia_read_unparsed(opened) }
-        packetsAreAccessUnits = formatName != "mpegts"
+        packetsAreAccessUnits = !(unparsed && formatName == "mpegts")
 
         // Probing reads and decodes the first pictures; without the parser it reads 50 of an
         // MP4's instead of 1. MP4's header describes every track itself: not probed.
-        rc = unparsed && Self.describedByHeader(opened) ? 0 : CMedia_avformat_find_stream_info(opened, nil)
+        rc = unparsed && Self.describedByHeader(opened, formatName) ? 0 : CMedia_avformat_find_stream_info(opened, nil)
         if rc < 0 {
             let fired = interrupt.pointee.fired != 0
             CMedia_avformat_close_input(&context)
@@ -213,9 +212,8 @@ public final class Demuxer {
     /// True when the header said all that nalcast reads off the streams, so that probing
     /// (`avformat_find_stream_info`) has nothing to add: an MP4's moov (each track's codec,
     /// extradata and picture size or sample rate), not MPEG-TS's PMT (codecs only).
-    static func describedByHeader(_ ctx: UnsafeMutablePointer<AVFormatContext>) -> Bool {
-        guard ctx.pointee.iformat.map({ String(cString: $0.pointee.name).hasPrefix("mov,mp4,") }) == true,
-              ctx.pointee.nb_streams > 0 else { return false }
+    static func describedByHeader(_ ctx: UnsafeMutablePointer<AVFormatContext>, _ formatName: String) -> Bool {
+        guard formatName.hasPrefix("mov,mp4,"), ctx.pointee.nb_streams > 0 else { return false }
         return (0..<Int(ctx.pointee.nb_streams)).allSatisfy { i in
             guard let par = ctx.pointee.streams[i]?.pointee.codecpar.pointee else { return false }
             switch par.codec_type {
