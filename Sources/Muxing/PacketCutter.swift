@@ -10,12 +10,15 @@ import Media
 /// - NAL units are cut by `AnnexBScanner` across packets: a NAL unit (an access unit) may
 ///   span PES packets, and one PES packet may hold several access units. NAL units inside one
 ///   packet share its bytes.
-/// - An access unit ends where the next one begins: at an AUD, SPS, PPS, SEI or a NAL unit of
-///   type 14 to 18 after a picture's slices, or at a slice whose first_mb_in_slice is not past
-///   the last slice's (the rule libavcodec's parser cuts by); end of sequence and end of
-///   stream close the one they end. The NAL unit in progress is looked at from its first
-///   bytes (`AnnexBScanner.pendingHead`): an access unit goes out as soon as the next one's
-///   first NAL unit has begun, as the parser's did (it too waited for the next picture).
+/// - An access unit ends where the next one begins, by nalcast's one rule for that: an
+///   `AccessUnitAssembler`'s (`beginsAccessUnit`: an AUD, SPS, PPS, SEI or a NAL unit of type
+///   14 to 18 after a picture's slices, or the first slice of a new primary coded picture;
+///   end of sequence and end of stream close the one they end), as for every other Annex-B
+///   input. The NAL unit in progress is looked at from its first bytes
+///   (`AnnexBScanner.pendingHead`): an access unit goes out as soon as the next one's first
+///   NAL unit has begun, as the parser's did (it too waited for the next picture). A unit
+///   with nothing to decode (AUDs, end of stream alone) is not handed on: its bytes are
+///   accounted for in the next one's.
 /// - Times are H.222.0's: a PES packet's time belongs to the first access unit that begins
 ///   in it; an access unit that begins in a packet whose time went to an earlier one has
 ///   none (`MediaClock` counts it on from the frame rate).
@@ -38,18 +41,16 @@ public struct PacketCutter {
     }
 
     private var scanner = AnnexBScanner()
-    private var group: [NALUnit] = []
-    private var groupOrigin: Origin?
-    private var groupBytes = 0
-    private var hasVCL = false
-    private var lastFirstMb = -1
-    private var closeBeforeNext = false
+    /// Holds the access unit in hand and says where the next begins.
+    private var assembler = AccessUnitAssembler()
+    /// The packet the access unit in hand began in.
+    private var unitOrigin: Origin?
     /// The packet the NAL unit in progress began in.
     private var pendingOrigin: Origin?
     private var serial = 0
     /// The last packet whose time went to an access unit.
     private var timedSerial = -1
-    /// Bytes the scanner skipped or dropped, not yet in a unit's `bytes`.
+    /// Bytes the scanner skipped or dropped, or of a unit not handed on, not yet in a unit's `bytes`.
     private var unaccounted = 0
     private var lastSkipped = 0
     private var lastOversized = 0
@@ -58,9 +59,6 @@ public struct PacketCutter {
     public private(set) var malformedPackets = 0
 
     public init() {}
-
-    /// Bytes held for the access unit not yet cut (NAL units and the one in progress).
-    public var bytesInHand: Int { groupBytes + scanner.pendingBytes }
 
     /// The next packet and its container time; returns the access units it completed.
     public mutating func push(_ packet: [UInt8], time: MediaTime?) -> [Unit] {
@@ -80,7 +78,7 @@ public struct PacketCutter {
         noteScannerLosses()
         // The NAL unit in progress may show already that the access unit in hand is whole.
         let head = scanner.pendingHead()
-        if !head.isEmpty, begins(head: head, isWhole: false) == true { close(into: &out) }
+        if !head.isEmpty, assembler.beginsAccessUnit(head: head, isWhole: false) == true { close(into: &out) }
         return out
     }
 
@@ -95,59 +93,29 @@ public struct PacketCutter {
     }
 
     private mutating func add(_ nal: NALUnit, _ origin: Origin, into out: inout [Unit]) {
-        let body = nal.body
-        if begins(head: body, isWhole: true) == true { close(into: &out) }
-        if group.isEmpty { groupOrigin = origin }
-        let type = nal.type.rawValue
-        if type == 1 || type == 2 || type == 5 {
-            hasVCL = true
-            lastFirstMb = Self.firstMb(body) ?? lastFirstMb
-        } else if type == 10 || type == 11 {
-            closeBeforeNext = true
-        }
-        group.append(nal)
-        groupBytes += nal.wire.count
+        if assembler.beginsAccessUnit(head: nal.body, isWhole: true) == true { close(into: &out) }
+        if assembler.nalUnitsInHand == 0 { unitOrigin = origin }
+        assembler.append(nal)
     }
 
-    /// Whether the NAL unit whose body begins with `head` begins a new access unit; nil when
-    /// its first bytes are too few to tell.
-    private func begins(head: ArraySlice<UInt8>, isWhole: Bool) -> Bool? {
-        guard let first = head.first, !group.isEmpty else { return false }
-        let type = first & 0x1f
-        if closeBeforeNext { return type != 10 && type != 11 }
-        switch type {
-        case 6, 7, 8, 9, 14...18:
-            return hasVCL
-        case 1, 2, 5:
-            guard hasVCL else { return false }
-            guard let mb = Self.firstMb(head) else { return isWhole ? false : nil }
-            return mb <= lastFirstMb
-        default:
-            return false
-        }
-    }
-
-    /// first_mb_in_slice of a slice's body (header byte first); nil when unreadable.
-    private static func firstMb(_ body: ArraySlice<UInt8>) -> Int? {
-        let rbsp = RBSP.unescapedPrefix(body.dropFirst(), limit: 16)
-        return try? SliceHeader.peekPPSId(rbsp: rbsp).firstMb
-    }
-
+    /// Ends the access unit in hand: out with the time of the packet it began in, unless that
+    /// went to an earlier one; one with nothing to decode is not handed on (its time is left
+    /// for the next, its bytes carried into the next one's).
     private mutating func close(into out: inout [Unit]) {
-        guard !group.isEmpty, let origin = groupOrigin else { return }
+        guard let origin = unitOrigin else { return }
+        let bytes = assembler.bytesInHand + unaccounted
+        unitOrigin = nil
+        guard let unit = assembler.endAccessUnit() else {
+            unaccounted = bytes
+            return
+        }
         var time: MediaTime?
         if origin.serial > timedSerial {
             time = origin.time
             timedSerial = origin.serial
         }
-        out.append(Unit(nals: group, time: time, bytes: groupBytes + unaccounted))
-        group = []
-        groupOrigin = nil
-        groupBytes = 0
+        out.append(Unit(nals: unit.nalUnits, time: time, bytes: bytes))
         unaccounted = 0
-        hasVCL = false
-        lastFirstMb = -1
-        closeBeforeNext = false
     }
 
     private mutating func noteScannerLosses() {

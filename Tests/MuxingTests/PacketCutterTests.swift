@@ -1,6 +1,7 @@
-import H264
 import Media
+import TestSupport
 import Testing
+@testable import H264
 @testable import Muxing
 
 /// MPEG-TS's PES payloads, read without libavcodec's parser, cut into access units: NAL
@@ -84,5 +85,57 @@ import Testing
         let made = units.compactMap { packager.assemble($0.nals) }
         #expect(made.map(\.nalTypes) == [[.accessUnitDelimiter, .sps, .pps, .idrSlice], [.accessUnitDelimiter, .slice]])
         #expect(made.first?.isIDR == true && made.first?.resolution != nil)
+    }
+    /// A P slice of the picture with `frameNum` for `AnnexBPackagerTests.sps`/`pps`, starting at
+    /// macroblock `firstMb`: the fields 7.4.1.2.4 compares, as that SPS and PPS lay them out.
+    static func pSlice(firstMb: Int, frameNum: UInt64) throws -> [UInt8] {
+        let sps = try SequenceParameterSet(AnnexBPackagerTests.sps)
+        let pps = try PictureParameterSet(AnnexBPackagerTests.pps)
+        var w = BitWriter()
+        w.ue(firstMb)
+        w.ue(5)  // slice_type P
+        w.ue(pps.id)
+        w.bits(frameNum, sps.log2MaxFrameNum)
+        if !sps.frameMbsOnly { w.bit(false) }  // field_pic_flag
+        if sps.picOrderCntType == 0 {
+            w.bits(2 * frameNum, sps.log2MaxPicOrderCntLsb)
+            if pps.bottomFieldPicOrderInFramePresent { w.se(0) }
+        }
+        w.bits(0x5a, 8)  // the rest: not read for the cut
+        return [NALHeader(refIdc: 2, type: .slice).byte] + RBSP.escape(w.rbsp())
+    }
+
+    @Test func wherePicturesBeginIsTheAssemblersRule() throws {
+        // Arbitrary slice order: the picture's second slice starts at a lower macroblock than
+        // its first. The same picture by 7.4.1.2.4 (frame_num, PPS, picture order count):
+        // one access unit, as every other Annex-B input has it; a first_mb_in_slice rule
+        // would cut it in two.
+        let first = try Self.pSlice(firstMb: 10, frameNum: 1), second = try Self.pSlice(firstMb: 0, frameNum: 1)
+        let next = try Self.pSlice(firstMb: 0, frameNum: 2)
+        var cutter = PacketCutter()
+        var units = cutter.push(Self.annexB([Self.aud, Self.sps, Self.pps, Self.idr]), time: Self.time(0))
+        units += cutter.push(Self.annexB([Self.aud, first, second]), time: Self.time(3000))
+        units += cutter.push(Self.annexB([next]), time: Self.time(6000)) + cutter.finish()
+        #expect(units.map(Self.bodies) == [[Self.aud, Self.sps, Self.pps, Self.idr], [Self.aud, first, second], [next]])
+    }
+
+    @Test(arguments: ConformanceStream.all)
+    func cutsConformanceStreamsAsTheParserDoes(stream: ConformanceStream) throws {
+        // The stream as PES payloads of 1316 bytes (7 TS packets' worth), of 97, and whole:
+        // the access units of nalcast's Annex-B parser, bytes all accounted for.
+        let bytes = try stream.load()
+        var parser = AnnexBParser()
+        let expected = (parser.push(bytes) + parser.finish()).map { $0.nalUnits.map { Array($0.body) } }
+        #expect(expected.count == stream.accessUnits)
+        for size in [1316, 97, bytes.count] {
+            var cutter = PacketCutter()
+            var units: [PacketCutter.Unit] = []
+            for at in stride(from: 0, to: bytes.count, by: size) {
+                units += cutter.push(Array(bytes[at..<min(at + size, bytes.count)]), time: Self.time(Int64(at)))
+            }
+            units += cutter.finish()
+            #expect(units.map(Self.bodies) == expected, "packets of \(size) bytes")
+            #expect(units.reduce(0) { $0 + $1.bytes } == bytes.count, "packets of \(size) bytes")
+        }
     }
 }
