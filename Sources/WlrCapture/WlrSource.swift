@@ -48,8 +48,6 @@ public final class WlrSource: FrameSource {
     public let version: UInt32
     /// The output's name as asked for, nil for the first output.
     public let outputName: String?
-    /// The name the compositor gives the output copied ("" when it names none).
-    public let capturedName: String
 
     private let connection: WlrConnection
     private var client: OpaquePointer { connection.client }
@@ -74,7 +72,6 @@ public final class WlrSource: FrameSource {
         var info = nc_wlr_info()
         nc_wlr_peek(client, &info)
         version = info.version
-        capturedName = withUnsafeBytes(of: info.output) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
         // The first copy gives the size (a new output is all damage: it comes at once).
         let deadline = Int64(MonotonicClock.nanoseconds) + 10_000_000_000
         while info.state == Int32(NC_WLR_WAITING) {
