@@ -100,8 +100,8 @@ public final class PipeWireSource: FrameSource {
         return (info.received, info.replaced, info.metadata_only, info.damaged, info.formats, info.cursor_updates)
     }
 
-    private let connection: PipeWireStream
-    private var stream: OpaquePointer { connection.handle }
+    private let connection: SharedHandle
+    private var stream: OpaquePointer { connection.pointer }
     /// What must live as long as the stream (the portal's session).
     public let owner: AnyObject?
     private let log: (@Sendable (String) -> Void)?
@@ -128,7 +128,7 @@ public final class PipeWireSource: FrameSource {
             throw missing == 1 ? .noSuchNode(why) : .unavailable(why)
         }
         // From here on the stream closes once the source and its frames are gone, on a throw too.
-        connection = PipeWireStream(stream)
+        connection = SharedHandle(stream, close: nc_pw_close)
         var info = nc_pw_info()
         // The format comes within a few milliseconds of a live node; a node that never
         // gives one (paused, or nothing links it) is an error rather than a silent wait.
@@ -234,7 +234,7 @@ public final class PipeWireSource: FrameSource {
         guard nc_pw_acquire(stream, &data, &info) == 1, let data else { return nil }
         take(info)
         let connection = connection
-        let buffer = FrameBuffer(wrapping: data, capacity: Int(info.stride) * Int(info.height)) { nc_pw_release(connection.handle) }
+        let buffer = FrameBuffer(wrapping: data, capacity: Int(info.stride) * Int(info.height)) { nc_pw_release(connection.pointer) }
         return frame(in: buffer, stride: Int(info.stride), at: now)
     }
 
@@ -291,14 +291,4 @@ public final class PipeWireSource: FrameSource {
     private func message(_ info: nc_pw_info) -> String {
         withUnsafeBytes(of: info.message) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
     }
-}
-
-/// The shim's stream, closed once the source and every frame still pointing into one of its
-/// buffers are gone (a frame's release gives its buffer back through it).
-final class PipeWireStream {
-    let handle: OpaquePointer
-
-    init(_ handle: OpaquePointer) { self.handle = handle }
-
-    deinit { nc_pw_close(handle) }
 }

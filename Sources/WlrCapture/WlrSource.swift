@@ -49,8 +49,8 @@ public final class WlrSource: FrameSource {
     /// The output's name as asked for, nil for the first output.
     public let outputName: String?
 
-    private let connection: WlrConnection
-    private var client: OpaquePointer { connection.client }
+    private let connection: SharedHandle
+    private var client: OpaquePointer { connection.pointer }
     private let log: (@Sendable (String) -> Void)?
     private var frames: ChangeDrivenFrames
     private var lastGrab: Int64 = 0
@@ -68,7 +68,7 @@ public final class WlrSource: FrameSource {
             let text = error.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
             throw code == 3 ? .noSuchOutput(text) : .unavailable(text)
         }
-        connection = WlrConnection(client)
+        connection = SharedHandle(client, close: nc_wlr_close)
         var info = nc_wlr_info()
         nc_wlr_peek(client, &info)
         version = info.version
@@ -121,7 +121,7 @@ public final class WlrSource: FrameSource {
         let slot = nc_wlr_acquire(client, &data, &info)
         guard slot >= 0, let data else { return nil }
         let connection = connection
-        let buffer = FrameBuffer(wrapping: data, capacity: Int(info.stride) * Int(info.height)) { nc_wlr_release(connection.client, slot) }
+        let buffer = FrameBuffer(wrapping: data, capacity: Int(info.stride) * Int(info.height)) { nc_wlr_release(connection.pointer, slot) }
         let size = (Int(info.width) & ~1, Int(info.height) & ~1)
         if size != (width, height) {
             log?("wlr: the output is now \(info.width)x\(info.height)")
@@ -154,14 +154,4 @@ public final class WlrSource: FrameSource {
     private func message(_ info: nc_wlr_info) -> String {
         withUnsafeBytes(of: info.message) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
     }
-}
-
-/// The compositor connection, closed once the source and every frame still pointing into
-/// its shared memory are gone (a frame's release gives its buffer back through it).
-final class WlrConnection {
-    let client: OpaquePointer
-
-    init(_ client: OpaquePointer) { self.client = client }
-
-    deinit { nc_wlr_close(client) }
 }
