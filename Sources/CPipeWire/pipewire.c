@@ -1,6 +1,6 @@
 // libpipewire for CPipeWire.h: a stream on a thread loop of its own, the newest frame kept
-// (frames.c hands it to the capture thread). Everything shared between PipeWire's thread and the capture thread is read and written
-// under the thread loop's lock.
+// (frames.c hands it to the capture thread). Everything shared between PipeWire's thread
+// and the capture thread is read and written under the thread loop's lock.
 #include "shim.h"
 #include <errno.h>
 #include <pthread.h>
@@ -223,7 +223,6 @@ static const struct pw_stream_events nc_pw_stream_events = {
 
 // MARK: open and close (from the capture thread)
 
-
 /// Waits (the loop locked) for the registry's first round of globals.
 static int nc_pw_roundtrip(nc_pw *s) {
     s->synced = 0;
@@ -269,8 +268,6 @@ nc_pw *nc_pw_open(const char *target, int fd, int cursor, char *error, size_t er
         else { *missing = 1; snprintf(error, error_size, "PipeWire has no video node %s (video nodes: %s)", target, s->nodes[0] ? s->nodes : "none"); }
         pw_thread_loop_unlock(s->loop); nc_pw_close(s); return NULL;
     }
-    char serial[16];
-    snprintf(serial, sizeof serial, "%u", s->target_id);
     s->stream = pw_stream_new(s->core, "nalcast", pw_properties_new(
         PW_KEY_MEDIA_TYPE, "Video", PW_KEY_MEDIA_CATEGORY, "Capture", PW_KEY_MEDIA_ROLE, "Screen",
         PW_KEY_NODE_DONT_RECONNECT, "true", NULL));
