@@ -144,7 +144,7 @@ public final class PipeWireSource: FrameSource {
                 let state = withUnsafeBytes(of: info.stream_state) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
                 throw .unusable("node \(options.node) gave no video format within \(short(options.formatTimeout)) s (stream \(state.isEmpty ? "not connected" : state))")
             }
-            waitForEvent(timeoutMs: milliseconds(until: deadline, from: now))
+            waitForEvent(timeoutMs: MonotonicClock.pollTimeout(until: deadline, from: now))
         }
         take(info)
         nodeID = info.node
@@ -177,14 +177,14 @@ public final class PipeWireSource: FrameSource {
             let now = Int64(MonotonicClock.nanoseconds)
             if info.has_frame != 0 {
                 if !frames.started || now >= lastGrab + interval, let frame = grab(at: now) { return frame }
-                waitForEvent(timeoutMs: milliseconds(until: lastGrab + interval, from: now), watchWakeUp: false)
+                waitForEvent(timeoutMs: MonotonicClock.pollTimeout(until: lastGrab + interval, from: now), watchWakeUp: false)
                 continue
             }
             if let pointer, frames.started, pointer.picture != nil, info.cursor_serial != pointer.drawnSerial {
                 if now >= lastGrab + interval, let buffer = pointer.redraw(stream: stream) {
                     return frame(in: buffer, stride: pointerStride, at: now)
                 }
-                waitForEvent(timeoutMs: milliseconds(until: lastGrab + interval, from: now), watchWakeUp: false)
+                waitForEvent(timeoutMs: MonotonicClock.pollTimeout(until: lastGrab + interval, from: now), watchWakeUp: false)
                 continue
             }
             if info.state >= Int32(NC_PW_ENDED) {
@@ -199,7 +199,7 @@ public final class PipeWireSource: FrameSource {
             if frames.started {
                 if wakeUp?.drain() == true || frames.idleRepeatDue(at: now) { return sendRepeat(at: now) }
             }
-            waitForEvent(timeoutMs: frames.nextRepeat.map { milliseconds(until: $0, from: now) } ?? -1, watchWakeUp: frames.started)
+            waitForEvent(timeoutMs: frames.nextRepeat.map { MonotonicClock.pollTimeout(until: $0, from: now) } ?? -1, watchWakeUp: frames.started)
         }
     }
 
@@ -279,11 +279,6 @@ public final class PipeWireSource: FrameSource {
                    pollfd(fd: wakeUp?.fd ?? -1, events: Int16(POLLIN), revents: 0)]
         _ = poll(&fds, watchWakeUp ? 2 : 1, timeoutMs)
         nc_pw_drain(stream)
-    }
-
-    /// A deadline already past is a zero timeout (poll() takes a negative one as forever).
-    private func milliseconds(until deadline: Int64, from now: Int64) -> Int32 {
-        Int32(clamping: Swift.max(0, deadline - now + 999_999) / 1_000_000)
     }
 
     private func short(_ value: Double) -> String { value == value.rounded() ? String(Int(value)) : String(value) }

@@ -97,7 +97,7 @@ public final class WlrSource: FrameSource {
             let now = Int64(MonotonicClock.nanoseconds)
             if info.state == Int32(NC_WLR_READY) {
                 if !frames.started || now >= lastGrab + interval { if let frame = grab(at: now) { return frame } }
-                wait(timeoutMs: milliseconds(until: lastGrab + interval, from: now), watchWakeUp: false)
+                wait(timeoutMs: MonotonicClock.pollTimeout(until: lastGrab + interval, from: now), watchWakeUp: false)
                 continue
             }
             if info.state == Int32(NC_WLR_FAILED) { throw WlrError.failed(message(info)) }
@@ -111,7 +111,7 @@ public final class WlrSource: FrameSource {
             if frames.started {
                 if wakeUp?.drain() == true || frames.idleRepeatDue(at: now) { return sendRepeat(at: now) }
             }
-            wait(timeoutMs: frames.nextRepeat.map { milliseconds(until: $0, from: now) } ?? -1, watchWakeUp: frames.started)
+            wait(timeoutMs: frames.nextRepeat.map { MonotonicClock.pollTimeout(until: $0, from: now) } ?? -1, watchWakeUp: frames.started)
         }
     }
 
@@ -145,10 +145,6 @@ public final class WlrSource: FrameSource {
                    pollfd(fd: wakeUp?.fd ?? -1, events: Int16(POLLIN), revents: 0)]
         _ = poll(&fds, watchWakeUp ? 2 : 1, timeoutMs)
         if fds[0].revents != 0 { _ = nc_wlr_dispatch(client) }
-    }
-
-    private func milliseconds(until deadline: Int64, from now: Int64) -> Int32 {
-        Int32(clamping: Swift.max(0, deadline - now + 999_999) / 1_000_000)
     }
 
     private func message(_ info: nc_wlr_info) -> String {
