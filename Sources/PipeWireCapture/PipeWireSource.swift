@@ -176,7 +176,7 @@ public final class PipeWireSource: FrameSource {
             nc_pw_peek(stream, &info)
             let now = Int64(MonotonicClock.nanoseconds)
             if info.has_frame != 0 {
-                if !frames.started || now >= lastGrab + interval, let frame = grab(at: now) { return frame }
+                if !frames.started || now >= lastGrab + interval, let frame = grab(info, at: now) { return frame }
                 waitForEvent(timeoutMs: MonotonicClock.pollTimeout(until: lastGrab + interval, from: now), watchWakeUp: false)
                 continue
             }
@@ -205,9 +205,9 @@ public final class PipeWireSource: FrameSource {
 
     // MARK: frames
 
-    private func grab(at now: Int64) -> Frame? {
-        var info = nc_pw_info()
-        nc_pw_peek(stream, &info)
+    /// The waiting picture (`info`: the stream's state as `nextFrame` just read it).
+    private func grab(_ info: nc_pw_info, at now: Int64) -> Frame? {
+        var info = info
         // No pointer to draw (none asked for, or the node sends no cursor metadata): in place.
         if pointer == nil || info.cursor_serial == 0, let frame = grabInPlace(at: now) { return frame }
         let bytes = Int(info.width) * Int(info.height) * 4
