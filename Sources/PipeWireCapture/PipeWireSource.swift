@@ -141,14 +141,14 @@ public final class PipeWireSource: FrameSource {
             if info.format != 0 { break }
             let now = Int64(MonotonicClock.nanoseconds)
             if now >= deadline {
-                let state = withUnsafeBytes(of: info.stream_state) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
+                let state = String(cField: info.stream_state)
                 throw .unusable("node \(options.node) gave no video format within \(short(options.formatTimeout)) s (stream \(state.isEmpty ? "not connected" : state))")
             }
             waitForEvent(timeoutMs: MonotonicClock.pollTimeout(until: deadline, from: now))
         }
         take(info)
         nodeID = info.node
-        nodeName = withUnsafeBytes(of: info.node_name) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
+        nodeName = String(cField: info.node_name)
     }
 
     /// What came and what became of it: every picture PipeWire gave is either taken or
@@ -284,6 +284,6 @@ public final class PipeWireSource: FrameSource {
     private func short(_ value: Double) -> String { value == value.rounded() ? String(Int(value)) : String(value) }
 
     private func message(_ info: nc_pw_info) -> String {
-        withUnsafeBytes(of: info.message) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
+        String(cField: info.message)
     }
 }

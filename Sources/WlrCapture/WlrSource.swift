@@ -148,6 +148,6 @@ public final class WlrSource: FrameSource {
     }
 
     private func message(_ info: nc_wlr_info) -> String {
-        withUnsafeBytes(of: info.message) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
+        String(cField: info.message)
     }
 }
