@@ -23,6 +23,14 @@ void nc_pw_peek(nc_pw *s, nc_pw_info *info) {
     pw_thread_loop_unlock(s->loop);
 }
 
+/// Where the rows of a frame's buffer are: its first row's offset and the bytes from one row
+/// to the next (the picture's own row bytes when the node gives no stride).
+static void nc_pw_rows(const nc_pw *s, const struct spa_data *d, uint32_t *offset, size_t *stride) {
+    int32_t given = d->chunk->stride;
+    *stride = given > 0 ? (size_t)given : (size_t)s->info.width * 4;
+    *offset = d->chunk->offset % (d->maxsize ? d->maxsize : 1);
+}
+
 /// Copies the waiting frame into `dst` (rows of width*4 bytes) and gives its buffer back.
 /// Returns 1 when copied, 0 when there was none, or -needed when `capacity` is too small.
 long nc_pw_take(nc_pw *s, uint8_t *dst, size_t capacity, nc_pw_info *info) {
@@ -33,17 +41,17 @@ long nc_pw_take(nc_pw *s, uint8_t *dst, size_t capacity, nc_pw_info *info) {
     struct pw_buffer *b = s->pending;
     if (b) {
         struct spa_data *d = &b->buffer->datas[0];
-        size_t row = (size_t)s->info.width * 4, rows = s->info.height;
-        int32_t stride = d->chunk->stride > 0 ? d->chunk->stride : (int32_t)row;
-        uint32_t offset = d->chunk->offset % (d->maxsize ? d->maxsize : 1);
+        size_t row = (size_t)s->info.width * 4, rows = s->info.height, stride;
+        uint32_t offset;
+        nc_pw_rows(s, d, &offset, &stride);
         if (row * rows > capacity) {
             result = -(long)(row * rows);
         } else {
             const uint8_t *src = (const uint8_t *)d->data + offset;
             size_t available = d->maxsize - offset;
             size_t copy_rows = rows;
-            if ((size_t)stride * (rows - 1) + row > available) copy_rows = available / (size_t)stride;
-            for (size_t y = 0; y < copy_rows; y++) memcpy(dst + y * row, src + y * (size_t)stride, row);
+            if (stride * (rows - 1) + row > available) copy_rows = available / stride;
+            for (size_t y = 0; y < copy_rows; y++) memcpy(dst + y * row, src + y * stride, row);
             if (copy_rows < rows) memset(dst + copy_rows * row, 0, (rows - copy_rows) * row);
             info->stride = (uint32_t)row;
             pw_stream_queue_buffer(s->stream, b);
@@ -65,11 +73,11 @@ int nc_pw_acquire(nc_pw *s, uint8_t **data, nc_pw_info *info) {
     int held = 0;
     if (b && s->held == NULL) {
         struct spa_data *d = &b->buffer->datas[0];
-        size_t row = (size_t)s->info.width * 4, rows = s->info.height;
-        int32_t stride = d->chunk->stride > 0 ? d->chunk->stride : (int32_t)row;
-        uint32_t offset = d->chunk->offset % (d->maxsize ? d->maxsize : 1);
+        size_t row = (size_t)s->info.width * 4, rows = s->info.height, stride;
+        uint32_t offset;
+        nc_pw_rows(s, d, &offset, &stride);
         // A chunk shorter than the picture (a node's odd stride) is copied instead (nc_pw_take).
-        if ((size_t)stride >= row && offset + (size_t)stride * rows <= d->maxsize) {
+        if (stride >= row && offset + stride * rows <= d->maxsize) {
             *data = (uint8_t *)d->data + offset;
             info->stride = (uint32_t)stride;
             s->held = b;

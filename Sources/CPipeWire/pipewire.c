@@ -1,6 +1,6 @@
 // libpipewire for CPipeWire.h: a stream on a thread loop of its own, the newest frame kept
-// (frames.c hands it to the capture thread). Everything shared between PipeWire's thread and the capture thread is read and written
-// under the thread loop's lock.
+// (frames.c hands it to the capture thread). Everything shared between PipeWire's thread
+// and the capture thread is read and written under the thread loop's lock.
 #include "shim.h"
 #include <errno.h>
 #include <pthread.h>
@@ -9,9 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/eventfd.h>
-#include <spa/param/video/format-utils.h>
-#include <spa/param/buffers.h>
-#include <spa/buffer/meta.h>
+#include "params.h"
 #include <spa/utils/result.h>
 
 static void nc_pw_signal(nc_pw *s) {
@@ -154,32 +152,10 @@ static void nc_pw_param_changed(void *data, uint32_t id, const struct spa_pod *p
     s->info.width = raw.size.width;
     s->info.height = raw.size.height;
     s->info.formats += 1;
-    // Buffers in memory we can map (memfd, shm or plain memory): no DMA-BUF, which would
-    // need a GPU to read. Damage rectangles and the header are asked for as metadata.
     uint8_t bytes[1024];
     struct spa_pod_builder b = SPA_POD_BUILDER_INIT(bytes, sizeof bytes);
     const struct spa_pod *params[4];
-    params[0] = spa_pod_builder_add_object(&b, SPA_TYPE_OBJECT_ParamBuffers, SPA_PARAM_Buffers,
-        SPA_PARAM_BUFFERS_buffers, SPA_POD_CHOICE_RANGE_Int(4, 2, 16),
-        SPA_PARAM_BUFFERS_blocks, SPA_POD_Int(1),
-        SPA_PARAM_BUFFERS_dataType, SPA_POD_CHOICE_FLAGS_Int((1 << SPA_DATA_MemFd) | (1 << SPA_DATA_MemPtr)));
-    params[1] = spa_pod_builder_add_object(&b, SPA_TYPE_OBJECT_ParamMeta, SPA_PARAM_Meta,
-        SPA_PARAM_META_type, SPA_POD_Id(SPA_META_Header),
-        SPA_PARAM_META_size, SPA_POD_Int(sizeof(struct spa_meta_header)));
-    params[2] = spa_pod_builder_add_object(&b, SPA_TYPE_OBJECT_ParamMeta, SPA_PARAM_Meta,
-        SPA_PARAM_META_type, SPA_POD_Id(SPA_META_VideoDamage),
-        SPA_PARAM_META_size, SPA_POD_CHOICE_RANGE_Int(sizeof(struct spa_meta_region) * 16,
-                                                      sizeof(struct spa_meta_region), sizeof(struct spa_meta_region) * 16));
-    int count = 3;
-    // The pointer as metadata (position, hotspot, and its bitmap when it changed), for
-    // --cursor: a compositor in cursor mode "metadata" sends a pointer move as a buffer
-    // without pixels, and we draw the bitmap ourselves.
-    if (s->want_cursor)
-        params[count++] = spa_pod_builder_add_object(&b, SPA_TYPE_OBJECT_ParamMeta, SPA_PARAM_Meta,
-            SPA_PARAM_META_type, SPA_POD_Id(SPA_META_Cursor),
-            SPA_PARAM_META_size, SPA_POD_CHOICE_RANGE_Int(NC_PW_CURSOR_META_SIZE(64, 64), NC_PW_CURSOR_META_SIZE(1, 1),
-                                                          NC_PW_CURSOR_META_SIZE(NC_PW_CURSOR_MAX, NC_PW_CURSOR_MAX)));
-    pw_stream_update_params(s->stream, params, (uint32_t)count);
+    pw_stream_update_params(s->stream, params, nc_pw_buffer_params(&b, params, s->want_cursor));
     nc_pw_signal(s);
 }
 
@@ -245,21 +221,7 @@ static const struct pw_stream_events nc_pw_stream_events = {
     .remove_buffer = nc_pw_remove_buffer, .process = nc_pw_process,
 };
 
-/// The formats we take: BGRx, RGBx, xRGB (and their alpha forms), any size, any rate.
-static const struct spa_pod *nc_pw_format_param(struct spa_pod_builder *b) {
-    struct spa_rectangle def = SPA_RECTANGLE(1280, 720), min = SPA_RECTANGLE(2, 2), max = SPA_RECTANGLE(16384, 16384);
-    struct spa_fraction rdef = SPA_FRACTION(30, 1), rmin = SPA_FRACTION(0, 1), rmax = SPA_FRACTION(1000, 1);
-    return spa_pod_builder_add_object(b, SPA_TYPE_OBJECT_Format, SPA_PARAM_EnumFormat,
-        SPA_FORMAT_mediaType, SPA_POD_Id(SPA_MEDIA_TYPE_video),
-        SPA_FORMAT_mediaSubtype, SPA_POD_Id(SPA_MEDIA_SUBTYPE_raw),
-        SPA_FORMAT_VIDEO_format, SPA_POD_CHOICE_ENUM_Id(7, SPA_VIDEO_FORMAT_BGRx, SPA_VIDEO_FORMAT_BGRx,
-            SPA_VIDEO_FORMAT_RGBx, SPA_VIDEO_FORMAT_xRGB, SPA_VIDEO_FORMAT_BGRA, SPA_VIDEO_FORMAT_RGBA, SPA_VIDEO_FORMAT_ARGB),
-        SPA_FORMAT_VIDEO_size, SPA_POD_CHOICE_RANGE_Rectangle(&def, &min, &max),
-        SPA_FORMAT_VIDEO_framerate, SPA_POD_CHOICE_RANGE_Fraction(&rdef, &rmin, &rmax));
-}
-
 // MARK: open and close (from the capture thread)
-
 
 /// Waits (the loop locked) for the registry's first round of globals.
 static int nc_pw_roundtrip(nc_pw *s) {
@@ -306,8 +268,6 @@ nc_pw *nc_pw_open(const char *target, int fd, int cursor, char *error, size_t er
         else { *missing = 1; snprintf(error, error_size, "PipeWire has no video node %s (video nodes: %s)", target, s->nodes[0] ? s->nodes : "none"); }
         pw_thread_loop_unlock(s->loop); nc_pw_close(s); return NULL;
     }
-    char serial[16];
-    snprintf(serial, sizeof serial, "%u", s->target_id);
     s->stream = pw_stream_new(s->core, "nalcast", pw_properties_new(
         PW_KEY_MEDIA_TYPE, "Video", PW_KEY_MEDIA_CATEGORY, "Capture", PW_KEY_MEDIA_ROLE, "Screen",
         PW_KEY_NODE_DONT_RECONNECT, "true", NULL));

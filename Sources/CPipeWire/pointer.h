@@ -6,11 +6,7 @@
 #include "CPipeWire.h"
 #include <spa/buffer/buffer.h>
 #include <spa/buffer/meta.h>
-
-/// Room for a cursor metadata of a `w`x`h` bitmap (as PipeWire's examples count it).
-#define NC_PW_CURSOR_META_SIZE(w, h) ((int)(sizeof(struct spa_meta_cursor) + sizeof(struct spa_meta_bitmap) + (w) * (h) * 4))
-/// The largest bitmap taken (mutter offers at most 384 a side, scaled pointers included).
-#define NC_PW_CURSOR_MAX 384
+#include "params.h"  // NC_PW_CURSOR_MAX
 
 typedef struct {
     nc_pw_cursor cursor;        // where, and the bitmap's size

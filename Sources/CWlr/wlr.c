@@ -198,25 +198,23 @@ static void (*xdg_output_listener[5])(void) = {
 
 static const char *output_label(const struct output *out) { return out->name[0] ? out->name : out->xdg_name; }
 
-/// The outputs' names, for xdg-output where wl_output is older than version 4, then one
-/// round trip for the answers.
+/// The outputs' names, asked of xdg-output where wl_output is older than version 4, come in
+/// one round trip (wl_output v4 sends its name as it is bound, after the registry's).
 static void name_outputs(nc_wlr *s) {
-    int asked = 0;
     for (int i = 0; i < s->output_count; i++) {
         struct output *out = &s->outputs[i];
         if (out->version >= 4 || !s->xdg_manager) continue;
         out->xdg = wl.marshal_flags(s->xdg_manager, 1, &xdg_output_interface, wl.get_version(s->xdg_manager), 0, NULL, out->proxy);
         wl.add_listener(out->xdg, xdg_output_listener, out);
-        asked = 1;
     }
-    int versioned = 0;
-    for (int i = 0; i < s->output_count; i++) versioned |= s->outputs[i].version >= 4;
-    if (asked || versioned) wl.display_roundtrip(s->display);
+    wl.display_roundtrip(s->display);
 }
 
-/// The output named `name` (the first when NULL); NULL and `error` listing them when none is.
+/// The output named `name` (the first when NULL: no names asked); NULL and `error` listing
+/// them when none is.
 static struct output *choose_output(nc_wlr *s, const char *name, char *error, size_t error_size) {
     if (name == NULL) return &s->outputs[0];
+    name_outputs(s);
     for (int i = 0; i < s->output_count; i++) if (strcmp(output_label(&s->outputs[i]), name) == 0) return &s->outputs[i];
     char list[256] = "";
     size_t used = 0;
@@ -386,7 +384,6 @@ nc_wlr *nc_wlr_open(const char *display, const char *output, int overlay_cursor,
         nc_wlr_close(s);
         return NULL;
     }
-    name_outputs(s);
     struct output *chosen = choose_output(s, output, error, error_size);
     if (chosen == NULL) {
         *code = 3;
@@ -394,7 +391,6 @@ nc_wlr *nc_wlr_open(const char *display, const char *output, int overlay_cursor,
         return NULL;
     }
     s->output = chosen->proxy;
-    snprintf(s->info.output, sizeof s->info.output, "%s", output_label(chosen));
     s->info.version = s->manager_version;
     capture(s);
     wl.display_flush(s->display);

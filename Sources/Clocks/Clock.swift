@@ -26,6 +26,13 @@ public enum MonotonicClock {
         var ts = timespec(tv_sec: Int(deadline / 1_000_000_000), tv_nsec: Int(deadline % 1_000_000_000))
         while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nil) == EINTR {}
     }
+
+    /// A `poll()` timeout in milliseconds from `now` until `deadline` (nanoseconds of this
+    /// clock): rounded up, so the wait does not end just before the deadline, and 0 once it
+    /// has passed (poll() takes any negative timeout as forever).
+    public static func pollTimeout(until deadline: Int64, from now: Int64) -> Int32 {
+        Int32(clamping: Swift.max(0, deadline - now + 999_999) / 1_000_000)
+    }
 }
 
 /// Wall-clock time (`clock_gettime(CLOCK_REALTIME)`): may jump when the system's time is set.

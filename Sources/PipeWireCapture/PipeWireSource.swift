@@ -100,8 +100,8 @@ public final class PipeWireSource: FrameSource {
         return (info.received, info.replaced, info.metadata_only, info.damaged, info.formats, info.cursor_updates)
     }
 
-    private let connection: PipeWireStream
-    private var stream: OpaquePointer { connection.handle }
+    private let connection: SharedHandle
+    private var stream: OpaquePointer { connection.pointer }
     /// What must live as long as the stream (the portal's session).
     public let owner: AnyObject?
     private let log: (@Sendable (String) -> Void)?
@@ -128,7 +128,7 @@ public final class PipeWireSource: FrameSource {
             throw missing == 1 ? .noSuchNode(why) : .unavailable(why)
         }
         // From here on the stream closes once the source and its frames are gone, on a throw too.
-        connection = PipeWireStream(stream)
+        connection = SharedHandle(stream, close: nc_pw_close)
         var info = nc_pw_info()
         // The format comes within a few milliseconds of a live node; a node that never
         // gives one (paused, or nothing links it) is an error rather than a silent wait.
@@ -141,14 +141,14 @@ public final class PipeWireSource: FrameSource {
             if info.format != 0 { break }
             let now = Int64(MonotonicClock.nanoseconds)
             if now >= deadline {
-                let state = withUnsafeBytes(of: info.stream_state) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
+                let state = String(cField: info.stream_state)
                 throw .unusable("node \(options.node) gave no video format within \(short(options.formatTimeout)) s (stream \(state.isEmpty ? "not connected" : state))")
             }
-            waitForEvent(timeoutMs: milliseconds(until: deadline, from: now))
+            waitForEvent(timeoutMs: MonotonicClock.pollTimeout(until: deadline, from: now))
         }
         take(info)
         nodeID = info.node
-        nodeName = withUnsafeBytes(of: info.node_name) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
+        nodeName = String(cField: info.node_name)
     }
 
     /// What came and what became of it: every picture PipeWire gave is either taken or
@@ -176,15 +176,15 @@ public final class PipeWireSource: FrameSource {
             nc_pw_peek(stream, &info)
             let now = Int64(MonotonicClock.nanoseconds)
             if info.has_frame != 0 {
-                if !frames.started || now >= lastGrab + interval, let frame = grab(at: now) { return frame }
-                waitForEvent(timeoutMs: milliseconds(until: lastGrab + interval, from: now), watchWakeUp: false)
+                if !frames.started || now >= lastGrab + interval, let frame = grab(info, at: now) { return frame }
+                waitForEvent(timeoutMs: MonotonicClock.pollTimeout(until: lastGrab + interval, from: now), watchWakeUp: false)
                 continue
             }
             if let pointer, frames.started, pointer.picture != nil, info.cursor_serial != pointer.drawnSerial {
                 if now >= lastGrab + interval, let buffer = pointer.redraw(stream: stream) {
                     return frame(in: buffer, stride: pointerStride, at: now)
                 }
-                waitForEvent(timeoutMs: milliseconds(until: lastGrab + interval, from: now), watchWakeUp: false)
+                waitForEvent(timeoutMs: MonotonicClock.pollTimeout(until: lastGrab + interval, from: now), watchWakeUp: false)
                 continue
             }
             if info.state >= Int32(NC_PW_ENDED) {
@@ -199,15 +199,15 @@ public final class PipeWireSource: FrameSource {
             if frames.started {
                 if wakeUp?.drain() == true || frames.idleRepeatDue(at: now) { return sendRepeat(at: now) }
             }
-            waitForEvent(timeoutMs: frames.nextRepeat.map { milliseconds(until: $0, from: now) } ?? -1, watchWakeUp: frames.started)
+            waitForEvent(timeoutMs: frames.nextRepeat.map { MonotonicClock.pollTimeout(until: $0, from: now) } ?? -1, watchWakeUp: frames.started)
         }
     }
 
     // MARK: frames
 
-    private func grab(at now: Int64) -> Frame? {
-        var info = nc_pw_info()
-        nc_pw_peek(stream, &info)
+    /// The waiting picture (`info`: the stream's state as `nextFrame` just read it).
+    private func grab(_ info: nc_pw_info, at now: Int64) -> Frame? {
+        var info = info
         // No pointer to draw (none asked for, or the node sends no cursor metadata): in place.
         if pointer == nil || info.cursor_serial == 0, let frame = grabInPlace(at: now) { return frame }
         let bytes = Int(info.width) * Int(info.height) * 4
@@ -234,7 +234,7 @@ public final class PipeWireSource: FrameSource {
         guard nc_pw_acquire(stream, &data, &info) == 1, let data else { return nil }
         take(info)
         let connection = connection
-        let buffer = FrameBuffer(wrapping: data, capacity: Int(info.stride) * Int(info.height)) { nc_pw_release(connection.handle) }
+        let buffer = FrameBuffer(wrapping: data, capacity: Int(info.stride) * Int(info.height)) { nc_pw_release(connection.pointer) }
         return frame(in: buffer, stride: Int(info.stride), at: now)
     }
 
@@ -281,24 +281,9 @@ public final class PipeWireSource: FrameSource {
         nc_pw_drain(stream)
     }
 
-    /// A deadline already past is a zero timeout (poll() takes a negative one as forever).
-    private func milliseconds(until deadline: Int64, from now: Int64) -> Int32 {
-        Int32(clamping: Swift.max(0, deadline - now + 999_999) / 1_000_000)
-    }
-
     private func short(_ value: Double) -> String { value == value.rounded() ? String(Int(value)) : String(value) }
 
     private func message(_ info: nc_pw_info) -> String {
-        withUnsafeBytes(of: info.message) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
+        String(cField: info.message)
     }
-}
-
-/// The shim's stream, closed once the source and every frame still pointing into one of its
-/// buffers are gone (a frame's release gives its buffer back through it).
-final class PipeWireStream {
-    let handle: OpaquePointer
-
-    init(_ handle: OpaquePointer) { self.handle = handle }
-
-    deinit { nc_pw_close(handle) }
 }

@@ -83,7 +83,7 @@ public final class ScreenCastPortal {
                                             persist_mode: 2, restore_token: kept == nil ? nil : token)
             return nc_portal_open(&request, &result, &code)
         }
-        let error = withUnsafeBytes(of: result.error) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
+        let error = String(cField: result.error)
         guard let opened else {
             switch Int(code) {
             case Int(NC_PORTAL_UNAVAILABLE): throw .unavailable(error)
@@ -97,7 +97,7 @@ public final class ScreenCastPortal {
         version = result.version
         cursorMode = result.cursor_mode
         usedToken = kept != nil
-        let token = withUnsafeBytes(of: result.restore_token) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
+        let token = String(cField: result.restore_token)
         if let file = options.tokenFile, !token.isEmpty {
             tokenNote = Self.keepToken(token, in: file) ?? "choice kept in \(file)"
         } else {

@@ -48,7 +48,7 @@ public final class CaptureControl: Sendable {
             let now = MonotonicClock.nanoseconds
             guard now < end else { return endDuration() }
             var fd = pollfd(fd: timerWakeUp.fd, events: Int16(POLLIN), revents: 0)
-            _ = poll(&fd, 1, Int32(clamping: (end - now + 999_999) / 1_000_000))
+            _ = poll(&fd, 1, MonotonicClock.pollTimeout(until: Int64(clamping: end), from: Int64(clamping: now)))
         }
     }
 

@@ -48,11 +48,9 @@ public final class WlrSource: FrameSource {
     public let version: UInt32
     /// The output's name as asked for, nil for the first output.
     public let outputName: String?
-    /// The name the compositor gives the output copied ("" when it names none).
-    public let capturedName: String
 
-    private let connection: WlrConnection
-    private var client: OpaquePointer { connection.client }
+    private let connection: SharedHandle
+    private var client: OpaquePointer { connection.pointer }
     private let log: (@Sendable (String) -> Void)?
     private var frames: ChangeDrivenFrames
     private var lastGrab: Int64 = 0
@@ -70,11 +68,10 @@ public final class WlrSource: FrameSource {
             let text = error.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
             throw code == 3 ? .noSuchOutput(text) : .unavailable(text)
         }
-        connection = WlrConnection(client)
+        connection = SharedHandle(client, close: nc_wlr_close)
         var info = nc_wlr_info()
         nc_wlr_peek(client, &info)
         version = info.version
-        capturedName = withUnsafeBytes(of: info.output) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
         // The first copy gives the size (a new output is all damage: it comes at once).
         let deadline = Int64(MonotonicClock.nanoseconds) + 10_000_000_000
         while info.state == Int32(NC_WLR_WAITING) {
@@ -100,7 +97,7 @@ public final class WlrSource: FrameSource {
             let now = Int64(MonotonicClock.nanoseconds)
             if info.state == Int32(NC_WLR_READY) {
                 if !frames.started || now >= lastGrab + interval { if let frame = grab(at: now) { return frame } }
-                wait(timeoutMs: milliseconds(until: lastGrab + interval, from: now), watchWakeUp: false)
+                wait(timeoutMs: MonotonicClock.pollTimeout(until: lastGrab + interval, from: now), watchWakeUp: false)
                 continue
             }
             if info.state == Int32(NC_WLR_FAILED) { throw WlrError.failed(message(info)) }
@@ -114,7 +111,7 @@ public final class WlrSource: FrameSource {
             if frames.started {
                 if wakeUp?.drain() == true || frames.idleRepeatDue(at: now) { return sendRepeat(at: now) }
             }
-            wait(timeoutMs: frames.nextRepeat.map { milliseconds(until: $0, from: now) } ?? -1, watchWakeUp: frames.started)
+            wait(timeoutMs: frames.nextRepeat.map { MonotonicClock.pollTimeout(until: $0, from: now) } ?? -1, watchWakeUp: frames.started)
         }
     }
 
@@ -124,7 +121,7 @@ public final class WlrSource: FrameSource {
         let slot = nc_wlr_acquire(client, &data, &info)
         guard slot >= 0, let data else { return nil }
         let connection = connection
-        let buffer = FrameBuffer(wrapping: data, capacity: Int(info.stride) * Int(info.height)) { nc_wlr_release(connection.client, slot) }
+        let buffer = FrameBuffer(wrapping: data, capacity: Int(info.stride) * Int(info.height)) { nc_wlr_release(connection.pointer, slot) }
         let size = (Int(info.width) & ~1, Int(info.height) & ~1)
         if size != (width, height) {
             log?("wlr: the output is now \(info.width)x\(info.height)")
@@ -150,21 +147,7 @@ public final class WlrSource: FrameSource {
         if fds[0].revents != 0 { _ = nc_wlr_dispatch(client) }
     }
 
-    private func milliseconds(until deadline: Int64, from now: Int64) -> Int32 {
-        Int32(clamping: Swift.max(0, deadline - now + 999_999) / 1_000_000)
-    }
-
     private func message(_ info: nc_wlr_info) -> String {
-        withUnsafeBytes(of: info.message) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
+        String(cField: info.message)
     }
-}
-
-/// The compositor connection, closed once the source and every frame still pointing into
-/// its shared memory are gone (a frame's release gives its buffer back through it).
-final class WlrConnection {
-    let client: OpaquePointer
-
-    init(_ client: OpaquePointer) { self.client = client }
-
-    deinit { nc_wlr_close(client) }
 }

@@ -67,10 +67,5 @@ func pixelsOff(_ picture: [UInt8], width: Int, box: (x: Int, y: Int, w: Int, h: 
 
 /// Decodes the stream so far until its newest picture satisfies `test` (20 s at most).
 func waitForLastPicture(_ file: URL, width: Int = 640, height: Int = 360, _ test: ([UInt8]) -> Bool) throws -> Bool {
-    let deadline = Date().addingTimeInterval(20)
-    while Date() < deadline {
-        if let picture = try lastPicture(file, width: width, height: height), test(picture) { return true }
-        usleep(200_000)
-    }
-    return false
+    try Wait.until(timeout: 20, every: 0.2) { try lastPicture(file, width: width, height: height).map(test) ?? false }
 }

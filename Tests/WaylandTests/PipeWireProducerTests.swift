@@ -18,20 +18,24 @@ extension MutterCaptureTests {
     /// reads is freed only once that frame is released. The pictures go on, the last has the
     /// last size and colour, and `produce` ends cleanly.
     private func checkResizesWhileReading(_ session: MutterSession, _ dir: URL, _ source: String) throws {
-        let control = dir.appendingPathComponent("resize-control"), events = dir.appendingPathComponent("resize.out")
-        let producer = try Background(source, ["nalcast-test-resizes", "320", "240", control.path], stdoutTo: events, environment: session.environment)
+        let (producer, control, events) = try startSource("nalcast-test-resizes", session, dir, source)
         defer { producer.signal(SIGTERM); producer.wait() }
-        #expect(waitForLine("node ", in: events), "\(producer.stderr)")
         let file = dir.appendingPathComponent("resizes.h264")
         let produce = try Background(Self.nalcast, ["produce", "--source", "pipewire:nalcast-test-resizes", "--no-cursor", "--idle-fps", "0",
                                                     "-o", file.path], environment: session.environment)
         #expect(produce.waitFor("320x240 bgra, on change"), "\(produce.stderr)")
+        // Each size once it is the stream's (the source's "format W H"), not on a clock: sizes
+        // sent faster than the source reads them would be one renegotiation, not forty.
         for step in 0..<40 {
-            try send("size \(320 + step % 4 * 16) \(240 + step % 3 * 8)", to: control)
+            let size = "\(320 + step % 4 * 16) \(240 + step % 3 * 8)"
+            try send("size \(size)", to: control)
             try send("color \(step % 2 == 0 ? "ff0000" : "0000ff")", to: control)
-            usleep(15_000)
+            try #require(waitForFormat(size, in: events), "\(producer.stderr)")
         }
+        // The last colour once the last size is the stream's, so that no buffer of the size
+        // before carries it.
         try send("size 368 256", to: control)
+        try #require(waitForFormat("368 256", in: events), "\(producer.stderr)")
         try send("color 00ff00", to: control)
         // FFmpeg scales every picture to the first one's size: a flat colour stays itself.
         #expect(try waitForPicture(file, left: (0, 255, 0), right: (0, 255, 0), width: 320, height: 240), "\(produce.stderr)")
@@ -46,10 +50,8 @@ extension MutterCaptureTests {
     /// (a buffer without pixels): a frame of its own, the pointer where it went and the
     /// picture back where it was.
     private func checkSizeChangeAndPointerAlone(_ session: MutterSession, _ dir: URL, _ source: String) throws {
-        let control = dir.appendingPathComponent("source-control"), events = dir.appendingPathComponent("source.out")
-        let producer = try Background(source, ["nalcast-test-source", "320", "240", control.path], stdoutTo: events, environment: session.environment)
+        let (producer, control, _) = try startSource("nalcast-test-source", session, dir, source)
         defer { producer.signal(SIGTERM); producer.wait() }
-        #expect(waitForLine("node ", in: events), "\(producer.stderr)")
         let file = dir.appendingPathComponent("source.h264")
         let produce = try Background(Self.nalcast, ["produce", "--source", "pipewire:nalcast-test-source", "--idle-fps", "5", "-o", file.path],
                                      environment: session.environment)
@@ -68,8 +70,7 @@ extension MutterCaptureTests {
 
         try send("size 400 300", to: control)
         #expect(produce.waitFor("pipewire: the stream is now 400x300 bgra"), "\(produce.stderr)")
-        let deadline = Date().addingTimeInterval(20)
-        while try pictureSizes(file).last != "400x300", Date() < deadline { usleep(200_000) }
+        try Wait.until(timeout: 20, every: 0.2) { try pictureSizes(file).last == "400x300" }
         produce.signal(SIGINT)
         #expect(produce.wait(timeout: 20) == 0, "\(produce.stderr)")
         let units = try inspect(file)
@@ -87,11 +88,8 @@ extension MutterCaptureTests {
     /// A node that offers DMA-BUF buffers only: the link fails on the server, and nalcast
     /// says so in one line and exits 69 instead of waiting for frames.
     private func checkDMABUFOnly(_ session: MutterSession, _ dir: URL, _ source: String) throws {
-        let control = dir.appendingPathComponent("dmabuf-control"), events = dir.appendingPathComponent("dmabuf.out")
-        let producer = try Background(source, ["nalcast-test-dmabuf", "320", "240", control.path, "dmabuf"], stdoutTo: events,
-                                      environment: session.environment)
+        let (producer, _, _) = try startSource("nalcast-test-dmabuf", session, dir, source, extra: ["dmabuf"])
         defer { producer.signal(SIGTERM); producer.wait() }
-        #expect(waitForLine("node ", in: events), "\(producer.stderr)")
         let produce = try Background(Self.nalcast, ["produce", "--source", "pipewire:nalcast-test-dmabuf", "-o", "/dev/null"],
                                      environment: session.environment)
         #expect(produce.wait(timeout: 20) == 69, "\(produce.stderr)")
@@ -113,6 +111,16 @@ extension MutterCaptureTests {
         return binary
     }
 
+    /// pw-video-src as node `name`, 320x240, once its node is there: the process, its control
+    /// FIFO and the file of what it prints.
+    private func startSource(_ name: String, _ session: MutterSession, _ dir: URL, _ source: String,
+                             extra: [String] = []) throws -> (Background, control: URL, events: URL) {
+        let control = dir.appendingPathComponent("\(name).control"), events = dir.appendingPathComponent("\(name).out")
+        let producer = try Background(source, [name, "320", "240", control.path] + extra, stdoutTo: events, environment: session.environment)
+        #expect(waitForLine("node ", in: events), "\(producer.stderr)")
+        return (producer, control, events)
+    }
+
     private func send(_ line: String, to control: URL) throws {
         let fd = open(control.path, O_WRONLY | O_NONBLOCK)
         guard fd >= 0 else { throw MediaServerError("pw-video-src's control FIFO: \(String(cString: strerror(errno)))") }
@@ -123,12 +131,13 @@ extension MutterCaptureTests {
 
     /// Waits for a line of the producer's output starting with `prefix` (20 s at most).
     private func waitForLine(_ prefix: String, in file: URL) -> Bool {
-        let deadline = Date().addingTimeInterval(20)
-        while Date() < deadline {
-            let text = (try? String(contentsOf: file, encoding: .utf8)) ?? ""
-            if text.split(separator: "\n").contains(where: { $0.hasPrefix(prefix) }) { return true }
-            usleep(20_000)
-        }
-        return false
+        Wait.until(timeout: 20, every: 0.02) { lines(file).contains { $0.hasPrefix(prefix) } }
     }
+
+    /// Waits until the producer's last format is `W H` (20 s at most): the stream has that size.
+    private func waitForFormat(_ size: String, in file: URL) -> Bool {
+        Wait.until(timeout: 20, every: 0.01) { lines(file).last { $0.hasPrefix("format ") } == "format \(size)" }
+    }
+
+    private func lines(_ file: URL) -> [Substring] { ((try? String(contentsOf: file, encoding: .utf8)) ?? "").split(separator: "\n") }
 }

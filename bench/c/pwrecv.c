@@ -1,7 +1,7 @@
 // pwrecv: the floor of a PipeWire screen capture, for bench/wayland-cpu's still rows.
 // Connects to the video node NODE (a PipeWire thread loop, as nalcast's CPipeWire shim),
-// negotiates BGRx/RGBx/xRGB of any size with the same buffer and metadata parameters
-// (memfd or plain memory, mapped; header and damage metadata), and for SECONDS takes each
+// negotiates with nalcast's own parameters (Sources/CPipeWire/params.h: its formats at any
+// size; memfd or plain memory, mapped; header and damage metadata), and for SECONDS takes each
 // buffer and gives it back at once: no copy, no conversion, no encode. What a PipeWire
 // capture spends beyond this is its own; this much is PipeWire's (the library's start,
 // the connection, the negotiation, the buffers mapped).
@@ -12,9 +12,7 @@
 // buffers are mapped, not locked. With it, PipeWire's default: every buffer locked into
 // memory as it is mapped. Prints the buffers received and their size to stderr.
 #include <pipewire/pipewire.h>
-#include <spa/param/video/format-utils.h>
-#include <spa/param/buffers.h>
-#include <spa/buffer/meta.h>
+#include "../../Sources/CPipeWire/params.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,18 +36,8 @@ static void on_param_changed(void *data, uint32_t id, const struct spa_pod *para
     s->height = raw.size.height;
     uint8_t bytes[1024];
     struct spa_pod_builder b = SPA_POD_BUILDER_INIT(bytes, sizeof bytes);
-    const struct spa_pod *params[3];
-    params[0] = spa_pod_builder_add_object(&b, SPA_TYPE_OBJECT_ParamBuffers, SPA_PARAM_Buffers,
-        SPA_PARAM_BUFFERS_buffers, SPA_POD_CHOICE_RANGE_Int(4, 2, 16),
-        SPA_PARAM_BUFFERS_blocks, SPA_POD_Int(1),
-        SPA_PARAM_BUFFERS_dataType, SPA_POD_CHOICE_FLAGS_Int((1 << SPA_DATA_MemFd) | (1 << SPA_DATA_MemPtr)));
-    params[1] = spa_pod_builder_add_object(&b, SPA_TYPE_OBJECT_ParamMeta, SPA_PARAM_Meta,
-        SPA_PARAM_META_type, SPA_POD_Id(SPA_META_Header), SPA_PARAM_META_size, SPA_POD_Int(sizeof(struct spa_meta_header)));
-    params[2] = spa_pod_builder_add_object(&b, SPA_TYPE_OBJECT_ParamMeta, SPA_PARAM_Meta,
-        SPA_PARAM_META_type, SPA_POD_Id(SPA_META_VideoDamage),
-        SPA_PARAM_META_size, SPA_POD_CHOICE_RANGE_Int(sizeof(struct spa_meta_region) * 16, sizeof(struct spa_meta_region),
-                                                      sizeof(struct spa_meta_region) * 16));
-    pw_stream_update_params(s->stream, params, 3);
+    const struct spa_pod *params[4];
+    pw_stream_update_params(s->stream, params, nc_pw_buffer_params(&b, params, 0));
 }
 
 static void on_process(void *data) {
@@ -91,14 +79,7 @@ int main(int argc, char **argv) {
     pw_stream_add_listener(s.stream, &s.listener, &events, &s);
     uint8_t bytes[1024];
     struct spa_pod_builder b = SPA_POD_BUILDER_INIT(bytes, sizeof bytes);
-    struct spa_rectangle def = SPA_RECTANGLE(1280, 720), min = SPA_RECTANGLE(2, 2), max = SPA_RECTANGLE(16384, 16384);
-    struct spa_fraction rdef = SPA_FRACTION(30, 1), rmin = SPA_FRACTION(0, 1), rmax = SPA_FRACTION(1000, 1);
-    const struct spa_pod *params[1] = { spa_pod_builder_add_object(&b, SPA_TYPE_OBJECT_Format, SPA_PARAM_EnumFormat,
-        SPA_FORMAT_mediaType, SPA_POD_Id(SPA_MEDIA_TYPE_video), SPA_FORMAT_mediaSubtype, SPA_POD_Id(SPA_MEDIA_SUBTYPE_raw),
-        SPA_FORMAT_VIDEO_format, SPA_POD_CHOICE_ENUM_Id(4, SPA_VIDEO_FORMAT_BGRx, SPA_VIDEO_FORMAT_BGRx, SPA_VIDEO_FORMAT_RGBx,
-                                                        SPA_VIDEO_FORMAT_xRGB),
-        SPA_FORMAT_VIDEO_size, SPA_POD_CHOICE_RANGE_Rectangle(&def, &min, &max),
-        SPA_FORMAT_VIDEO_framerate, SPA_POD_CHOICE_RANGE_Fraction(&rdef, &rmin, &rmax)) };
+    const struct spa_pod *params[1] = { nc_pw_format_param(&b) };
     pw_stream_connect(s.stream, PW_DIRECTION_INPUT, (uint32_t)atoi(argv[1]),
                       PW_STREAM_FLAG_AUTOCONNECT | PW_STREAM_FLAG_MAP_BUFFERS, params, 1);
     pw_thread_loop_unlock(s.loop);

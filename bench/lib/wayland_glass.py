@@ -3,8 +3,7 @@
     python3 bench/lib/wayland_glass.py NALCAST SESSION_DIR SOURCE PAINTS [SETTINGS...]
 
 `nalcast produce --source SOURCE --idle-fps 0 SETTINGS --listen tcp://127.0.0.1:0` (SOURCE:
-`pipewire:NODE` on mutter, `wlr` on sway; a bare number is taken as a PipeWire node) with
-one reader here (live.ThreadReader). The session's GTK client
+`pipewire:NODE` on mutter, `wlr` on sway) with one reader here (live.ThreadReader). The session's GTK client
 (Tests/Fixtures/wayland/mutter-client.py) fills the monitor's halves with one of two colour
 pairs PAINTS times, 250 ms apart, and says when each frame was painted and handed to
 the compositor ("drawn L R NS", CLOCK_REALTIME). A paint's latency: from that instant to the last
@@ -12,7 +11,7 @@ byte of the first picture whose SEI capture time is at or after it, read from lo
 split into the time until nalcast took the compositor's picture (its capture time: the
 compositor, and PipeWire or the screencopy) and from there to the socket (copy, convert, encode, send).
 Nothing else moves and there are no keep-alives (`--idle-fps 0`), so every picture after
-the paint is one mutter sent for it. Prints one line: median, p99, max in ms, and the count.
+the paint is one the compositor sent for it. Prints one line: median, p99, max in ms, and the count.
 """
 
 from __future__ import annotations
@@ -43,8 +42,6 @@ def drawn_after(events: Path, count: int, pair: tuple, timeout: float = 5) -> in
 
 def main() -> None:
     nalcast, session, source, paints = sys.argv[1], Path(sys.argv[2]), sys.argv[3], int(sys.argv[4])
-    if source.isdigit():
-        source = f"pipewire:{source}"
     settings = sys.argv[5:]
     events, control = session / "events", session / "control"
     log = Path(os.environ.get("TMPDIR", "/tmp")) / "nalcast-wayland-glass.stderr"

@@ -18,7 +18,6 @@ typedef struct {
     uint32_t version;          // the manager's version (2 and up: with damage)
     uint64_t frames;           // frames copied
     uint64_t failed;           // copies the compositor failed
-    char output[64];           // the name of the output copied ("" when the compositor names none)
     char message[256];
 } nc_wlr_info;
 

@@ -4,9 +4,9 @@
 # It writes "node ID" to DIR/events when the PipeWire node is there, and "drawn LEFT RIGHT
 # NS" each time it has drawn (NS: CLOCK_REALTIME once the frame was painted and handed to
 # the compositor, for bench/wayland-cpu's glass-to-socket). With NALCAST_CLIENT_NO_CAST=1 it
-# only paints (on sway: bench/wayland-cpu), and with NALCAST_CLIENT_SIZE=WxH it covers that much
-# of a screen without a window manager instead of asking for fullscreen (on Xvfb). It reads commands from the FIFO DIR/control, one
-# a line:
+# only paints (on sway: bench/wayland-cpu), and with NALCAST_CLIENT_SIZE=WxH it covers that
+# much of a screen without a window manager instead of asking for fullscreen (on Xvfb). It
+# reads commands from the FIFO DIR/control, one a line:
 #   colors LEFT RIGHT   (RRGGBB each) paint the halves
 #   stop                stop the ScreenCast session (the stream ends)
 #   cast                a new ScreenCast session (a new "node ID")

@@ -6,8 +6,9 @@
 //
 //   pw-video-src NAME WIDTH HEIGHT CONTROL [dmabuf]
 //
-// It drives its own graph and sends a frame only when something changed, as a compositor
-// does. It makes the FIFO CONTROL and reads commands from it, one a line:
+// It drives its own graph (a cycle 20 times a second) and sends a frame only when something
+// changed, as a compositor does. It makes the FIFO CONTROL and reads commands from it, one
+// a line:
 //   color RRGGBB    fill the picture with this colour (a frame)
 //   size W H        offer only W x H: the consumer renegotiates (a frame at the new size)
 //   pointer X Y     move the pointer (a 16x16 black square, hotspot at its corner): a buffer
@@ -163,13 +164,18 @@ static void command(struct source *s, const char *line) {
     pw_stream_trigger_process(s->stream);
 }
 
-/// What is pending goes out at the next cycle this source drives; a trigger that found no
-/// buffer (one renegotiating, or all with the consumer) is tried again 20 times a second.
-/// Before the stream streams, the move to streaming sends it (on_state_changed).
+/// The graph cycles 20 times a second, as a clocked driver's does, whether or not something
+/// is pending. A buffer queued while the consumer has not yet taken the one before (it runs
+/// late on a loaded machine, or its link is still starting) waits in the stream's queue for
+/// the next cycle (pw_stream's process_output): with cycles only on a command, a picture sent
+/// right after another (a colour after a new size's first frame) waited for the test's next
+/// command, while the test waited for that picture. A trigger that
+/// found no buffer (one renegotiating, or all with the consumer) is tried again here too.
+/// Before the stream streams, the move to streaming sends what is pending (on_state_changed).
 static void on_timer(void *data, uint64_t expirations) {
     struct source *s = data;
     (void)expirations;
-    if (s->pending_frame || s->pending_pointer) pw_stream_trigger_process(s->stream);
+    if (s->streaming || s->pending_frame || s->pending_pointer) pw_stream_trigger_process(s->stream);
 }
 
 /// SIGTERM ends it, whatever signals the program that started it blocked (a signalfd).
