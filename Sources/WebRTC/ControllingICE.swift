@@ -63,7 +63,7 @@ extension WebRTCPeer {
     /// the path the server chose is the one used from now (the controlled agent should
     /// follow our nomination; aioice uses the first pair its own checks validated).
     func latch(_ from: UDPAddress) {
-        if address != from { address = from }
+        address = from
     }
 
     /// A binding response from `from`: true when it answers this peer's check.
