@@ -2,8 +2,9 @@
 #define CTLS_SHIM_H
 // OpenSSL (libssl3, 3.0+) for the built-in TLS of --web and --metrics: a server context with
 // Mozilla's "intermediate" configuration, its certificate from PEM files or made in memory,
-// and the few calls a non-blocking connection needs. Several of OpenSSL's calls are macros
-// or variadic, which Swift cannot call: they are wrapped here.
+// and the few calls a non-blocking connection needs; and a blocking client, for a WHIP push
+// to an https:// URL. Several of OpenSSL's calls are macros or variadic, which Swift cannot
+// call: they are wrapped here.
 #include <openssl/ssl.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
@@ -137,11 +138,8 @@ static inline SSL *nalcast_tls_client(int fd, const char *host, const char *ca_f
     SSL_CTX_free(ctx);  // the SSL holds its own reference
     return ssl;
 fail:
-    if (!error[0]) {
-        unsigned long code = ERR_get_error();
-        if (code) ERR_error_string_n(code, error, size);
-        else snprintf(error, size, "the TLS handshake failed");
-    }
+    if (!error[0]) nalcast_tls_error(error, size);
+    if (!error[0]) snprintf(error, size, "the TLS handshake failed");
     ERR_clear_error();
     SSL_free(ssl);
     SSL_CTX_free(ctx);

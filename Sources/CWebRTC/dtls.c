@@ -153,9 +153,7 @@ static BIO_METHOD *nc_bio_method(void) {
     return method;
 }
 
-nc_dtls *nc_dtls_new(nc_dtls_context *context) { return nc_dtls_new_role(context, 0); }
-
-nc_dtls *nc_dtls_new_role(nc_dtls_context *context, int client) {
+nc_dtls *nc_dtls_new(nc_dtls_context *context, int client) {
     BIO_METHOD *method = nc_bio_method();
     if (!method) return NULL;
     nc_dtls *dtls = calloc(1, sizeof *dtls);

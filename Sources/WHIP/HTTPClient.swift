@@ -68,8 +68,9 @@ struct HTTPClient {
         }
         var sent = 0
         while sent < bytes.count {
-            let n = bytes[sent...].withUnsafeBytes { b in Glibc.send(socket.fd, b.baseAddress, b.count, Int32(MSG_NOSIGNAL)) }
-            guard n > 0 else { throw Failure(description: "send: \(Errno(code: errno, function: "send"))") }
+            let n: Int?
+            do { n = try bytes[sent...].withUnsafeBytes { try socket.write($0) } } catch { throw Failure(description: "\(error)") }
+            guard let n else { throw Failure(description: "the request could not be sent within \(Int(timeout)) s") }
             sent += n
         }
     }
@@ -79,10 +80,7 @@ struct HTTPClient {
         var buffer = [UInt8](repeating: 0, count: 16 << 10)
         var parsed: (status: Int, headers: [(String, String)], bodyStart: Int)?
         while MonotonicClock.seconds < deadline {
-            let n = secure.map { $0.read(into: &buffer) } ?? buffer.withUnsafeMutableBytes { Glibc.recv(socket.fd, $0.baseAddress, $0.count, 0) }
-            if n < 0 && secure != nil { throw Failure(description: "TLS: no whole response within \(Int(timeout)) s") }
-            if n < 0 && errno == EINTR { continue }
-            if n < 0 { throw Failure(description: errno == EAGAIN ? "no response within \(Int(timeout)) s" : "recv: \(Errno(code: errno, function: "recv"))") }
+            let n = try receive(socket, secure, into: &buffer)
             data += buffer[0..<n]
             if parsed == nil { parsed = try Self.head(data) }
             if let (status, headers, start) = parsed {
@@ -95,6 +93,20 @@ struct HTTPClient {
             if n == 0 { throw Failure(description: "the server closed the connection before its response's head") }
         }
         throw Failure(description: "no whole response within \(Int(timeout)) s")
+    }
+
+    /// The bytes read into `buffer` (0 at the end of the connection), within the socket's
+    /// receive timeout.
+    private func receive(_ socket: Socket, _ secure: TLSClient?, into buffer: inout [UInt8]) throws(Failure) -> Int {
+        if let secure {
+            let n = secure.read(into: &buffer)
+            guard n >= 0 else { throw Failure(description: "TLS: no whole response within \(Int(timeout)) s") }
+            return n
+        }
+        let n: Int?
+        do { n = try buffer.withUnsafeMutableBytes { try socket.read(into: $0) } } catch { throw Failure(description: "\(error)") }
+        guard let n else { throw Failure(description: "no response within \(Int(timeout)) s") }
+        return n
     }
 
     /// The status and headers once the head is whole (nil before).
@@ -111,17 +123,16 @@ struct HTTPClient {
         }
         let headers = lines.dropFirst().compactMap { line -> (String, String)? in
             guard let colon = line.firstIndex(of: ":") else { return nil }
-            return (line[..<colon].lowercased(), String(line[line.index(after: colon)...]).trimmingCharacters(in: " \t"))
+            return (line[..<colon].lowercased(), trimmed(line[line.index(after: colon)...]))
         }
         return (status, headers, at + 4)
     }
-}
 
-extension String {
-    func trimmingCharacters(in set: String) -> String {
-        var s = Substring(self)
-        while let f = s.first, set.contains(f) { s.removeFirst() }
-        while let l = s.last, set.contains(l) { s.removeLast() }
+    /// A header's value without the spaces and tabs around it.
+    private static func trimmed(_ value: Substring) -> String {
+        var s = value
+        while let f = s.first, f == " " || f == "\t" { s.removeFirst() }
+        while let l = s.last, l == " " || l == "\t" { s.removeLast() }
         return String(s)
     }
 }

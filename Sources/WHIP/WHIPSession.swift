@@ -31,6 +31,7 @@ final class WHIPSession: @unchecked Sendable {
         var closed: String?
         /// PLI and FIR not yet taken.
         var keyframeRequests = 0
+        /// The peer's counters, once it ended (`stop`).
         var counters: WebRTCPeer.Counters?
         /// Opus packets not sent (before the first picture, or refused), not yet taken.
         var droppedAudio = 0
@@ -122,10 +123,7 @@ final class WHIPSession: @unchecked Sendable {
                 update { $0.closed = error.description }
             }
         case .unit(let payloads, let pts, let wall):
-            guard let peer else { return }
-            _ = peer.send(payloads, pts90k: pts, wallNs: wall)
-            let counters = peer.counters
-            update { $0.counters = counters }
+            _ = peer?.send(payloads, pts90k: pts, wallNs: wall)
         case .audio(let opus, let time):
             guard let peer else { return }
             if peer.sendAudio(opus, mediaTime90k: time) != .sent { update { $0.droppedAudio += 1 } }

@@ -123,7 +123,6 @@ public final class WHIPTransport: ForwardTransport {
         guard let session else { throw ForwardError("not connected") }
         let now = session.take()
         if let why = now.closed { throw ForwardError(why) }
-        summary = now.counters.map(Self.summary)
         if unit.isEntryPoint { gop = [] }
         if now.keyframeRequests > 0 { answerKeyframeRequest(session) }
         gop.append(unit)

@@ -18,9 +18,6 @@ struct ControllingICE {
     /// Requests waiting for an answer: transaction id → where it went and when.
     private var pending: [[UInt8]: (to: UDPAddress, sentNs: UInt64)] = [:]
     private var nextCheckNs: UInt64 = 0
-    /// Checks sent and answered, for the peer's counters.
-    private(set) var checksSent = 0
-    private(set) var checksAnswered = 0
 
     init(localUfrag: String, remoteUfrag: String, remotePassword: String, candidates: [UDPAddress]) {
         self.localUfrag = localUfrag
@@ -39,7 +36,6 @@ struct ControllingICE {
         return targets.map { to in
             let id = (0..<12).map { _ in UInt8.random(in: 0...255) }
             pending[id] = (to, nowNs)
-            checksSent += 1
             return (STUN.bindingRequest(transactionID: id, username: "\(remoteUfrag):\(localUfrag)", password: remotePassword, useCandidate: true), to)
         }
     }
@@ -50,56 +46,8 @@ struct ControllingICE {
         guard let request = pending[response.transactionID], request.to == from,
               response.isSuccess, response.isAuthentic(password: remotePassword) else { return false }
         pending[response.transactionID] = nil
-        checksAnswered += 1
         if selected == nil { selected = from }
         return true
-    }
-}
-
-extension STUN {
-    /// A response to a binding request, as read (RFC 8489: success 0x0101, error 0x0111).
-    struct Response {
-        let transactionID: [UInt8]
-        let isSuccess: Bool
-        let signedPart: [UInt8]
-        let integrity: [UInt8]?
-
-        func isAuthentic(password: String) -> Bool {
-            guard let integrity else { return false }
-            return STUN.hmac(key: Array(password.utf8), signedPart) == integrity
-        }
-    }
-
-    /// Whether a datagram is a binding response (success or error).
-    static func isResponse(_ bytes: [UInt8]) -> Bool {
-        bytes.count >= 20 && bytes[0] == 0x01 && (bytes[1] == 0x01 || bytes[1] == 0x11)
-    }
-
-    /// Reads a binding response; nil when it is malformed or its FINGERPRINT is wrong.
-    static func parseResponse(_ bytes: [UInt8]) -> Response? {
-        guard isResponse(bytes), word(bytes, 4) == magicCookie else { return nil }
-        let length = Int(bytes[2]) << 8 | Int(bytes[3])
-        guard length % 4 == 0, 20 + length == bytes.count else { return nil }
-        var integrity: [UInt8]?
-        var signedPart: [UInt8] = []
-        var at = 20
-        while at + 4 <= bytes.count {
-            let kind = UInt16(bytes[at]) << 8 | UInt16(bytes[at + 1])
-            let size = Int(bytes[at + 2]) << 8 | Int(bytes[at + 3])
-            let value = at + 4
-            guard value + size <= bytes.count else { return nil }
-            if kind == Attribute.messageIntegrity.rawValue && integrity == nil && size == 20 {
-                integrity = Array(bytes[value..<(value + 20)])
-                signedPart = Array(bytes[0..<at])
-                let signedLength = at + 24 - 20
-                signedPart[2] = UInt8(signedLength >> 8)
-                signedPart[3] = UInt8(truncatingIfNeeded: signedLength)
-            } else if kind == Attribute.fingerprint.rawValue {
-                guard size == 4, word(bytes, value) == crc32(bytes[0..<at]) ^ 0x5354_554E else { return nil }
-            }
-            at = value + (size + 3) / 4 * 4
-        }
-        return Response(transactionID: Array(bytes[8..<20]), isSuccess: bytes[1] == 0x01, signedPart: signedPart, integrity: integrity)
     }
 }
 
@@ -115,7 +63,7 @@ extension WebRTCPeer {
     /// the path the server chose is the one used from now (the controlled agent should
     /// follow our nomination; aioice uses the first pair its own checks validated).
     func latch(_ from: UDPAddress) {
-        if address != from { address = from }
+        address = from
     }
 
     /// A binding response from `from`: true when it answers this peer's check.

@@ -1,6 +1,8 @@
 import CWebRTC
 
-/// DTLS for WebRTC's DTLS-SRTP (RFC 5764), over OpenSSL (`CWebRTC`), as the server for WHEP viewers and either role for a WHIP push: one
+/// DTLS for WebRTC's DTLS-SRTP (RFC 5764), over OpenSSL (`CWebRTC`): the server for WHEP
+/// viewers, else the role the other side's SDP leaves (a WHIP server's answer, a WHIP
+/// publisher's offer that says a=setup:passive makes this side the client). One
 /// certificate for the process, made at start (ECDSA P-256, its SHA-256 fingerprint in every
 /// answer), and an association per peer fed the datagrams that arrive and giving back the
 /// ones to send. Loop-owned.
@@ -38,8 +40,8 @@ final class DTLSAssociation {
     /// The handshake's client (a WHIP server answered a=setup:passive) rather than its server.
     let isClient: Bool
 
-    init?(_ context: DTLSContext, client: Bool = false) {
-        guard let made = nc_dtls_new_role(context.raw, client ? 1 : 0) else { return nil }
+    init?(_ context: DTLSContext, client: Bool) {
+        guard let made = nc_dtls_new(context.raw, client ? 1 : 0) else { return nil }
         raw = made
         self.context = context
         isClient = client
@@ -76,12 +78,15 @@ final class DTLSAssociation {
         return nc_dtls_peer_fingerprint(raw, &print) == 1 ? print : nil
     }
 
-    /// (client key, client salt, server key, server salt), or nil when the profile is not
-    /// SRTP_AES128_CM_SHA1_80.
-    var srtpKeys: (clientKey: [UInt8], clientSalt: [UInt8], serverKey: [UInt8], serverSalt: [UInt8])? {
+    /// The SRTP keys and salts this side protects with (`local`) and the peer does
+    /// (`remote`): the client's write key and salt and the server's (RFC 5764 §4.2), by this
+    /// side's role; nil when the profile is not SRTP_AES128_CM_SHA1_80.
+    var srtpKeys: (local: (key: [UInt8], salt: [UInt8]), remote: (key: [UInt8], salt: [UInt8]))? {
         var material = [UInt8](repeating: 0, count: 60)
         guard nc_dtls_srtp_keys(raw, &material) == 1 else { return nil }
-        return (Array(material[0..<16]), Array(material[32..<46]), Array(material[16..<32]), Array(material[46..<60]))
+        let client = (key: Array(material[0..<16]), salt: Array(material[32..<46]))
+        let server = (key: Array(material[16..<32]), salt: Array(material[46..<60]))
+        return isClient ? (client, server) : (server, client)
     }
 
     func shutdown() { nc_dtls_shutdown(raw) }

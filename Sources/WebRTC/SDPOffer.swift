@@ -72,14 +72,8 @@ public struct SDPOffer: Sendable {
         public var fingerprint: [UInt8]
         /// This side is the DTLS client: the answer said a=setup:passive.
         public var dtlsClient: Bool
-        /// Its UDP candidates of the IP family `ipv4` (or IPv6), best first.
-        public var candidates: [UDPAddressText]
-    }
-
-    /// A candidate's address as written (numeric host, port).
-    public struct UDPAddressText: Sendable, Equatable {
-        public let host: String
-        public let port: UInt16
+        /// Its UDP candidates with an IPv4 address, best first.
+        public var candidates: [UDPAddress]
     }
 
     /// Why an answer cannot be used, one line each.
@@ -134,15 +128,15 @@ public struct SDPOffer: Sendable {
 
     /// The answer's `a=candidate` lines for RTP (component 1) over UDP with a numeric IPv4
     /// address, by priority (highest first), each once.
-    static func candidates(in text: String) -> [UDPAddressText] {
-        var found: [(priority: Int, address: UDPAddressText)] = []
+    static func candidates(in text: String) -> [UDPAddress] {
+        var found: [(priority: Int, address: UDPAddress)] = []
         for line in text.split(whereSeparator: { $0 == "\n" || $0 == "\r\n" || $0 == "\r" }) where line.hasPrefix("a=candidate:") {
             let parts = line.split(separator: " ")
             guard parts.count >= 8, parts[1] == "1", parts[2].lowercased() == "udp", let priority = Int(parts[3]),
-                  let port = UInt16(parts[5]), UDPAddress(host: String(parts[4]), port: port)?.ip.count == 4 else { continue }
-            found.append((priority, UDPAddressText(host: String(parts[4]), port: port)))
+                  let port = UInt16(parts[5]), let address = UDPAddress(host: String(parts[4]), port: port), address.ip.count == 4 else { continue }
+            found.append((priority, address))
         }
-        var seen: [UDPAddressText] = []
+        var seen: [UDPAddress] = []
         for (_, address) in found.sorted(by: { $0.priority > $1.priority }) where !seen.contains(address) { seen.append(address) }
         return seen
     }

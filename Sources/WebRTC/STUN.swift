@@ -2,7 +2,9 @@ import CWebRTC
 
 /// STUN (RFC 8489) as ICE-lite needs it (RFC 8445 §2.5): a binding request read, its
 /// integrity checked, and the success response written with XOR-MAPPED-ADDRESS,
-/// MESSAGE-INTEGRITY (HMAC-SHA1, OpenSSL's) and FINGERPRINT. Pure, but for the HMAC.
+/// MESSAGE-INTEGRITY (HMAC-SHA1, OpenSSL's) and FINGERPRINT; and as a WHIP push's
+/// controlling agent needs it: its requests written, the responses read by the same
+/// attribute reader as the requests. Pure, but for the HMAC.
 public enum STUN {
     public static let magicCookie: UInt32 = 0x2112_A442
     static let bindingRequest: UInt16 = 0x0001
@@ -30,15 +32,31 @@ public enum STUN {
         /// `USERNAME`: "our-ufrag:their-ufrag".
         public let username: String
         public let useCandidate: Bool
-        /// The bytes up to MESSAGE-INTEGRITY and its HMAC, for `isAuthentic(password:)`.
-        let signedPart: [UInt8]
-        let integrity: [UInt8]?
+        let signature: Signature
 
         /// The ufrag this side gave (the part before the colon).
         public var localUfrag: Substring { username.split(separator: ":", maxSplits: 1).first ?? "" }
 
         /// True when MESSAGE-INTEGRITY is there and is the HMAC of the message with `password`.
-        public func isAuthentic(password: String) -> Bool {
+        public func isAuthentic(password: String) -> Bool { signature.isAuthentic(password: password) }
+    }
+
+    /// A response to a binding request (a WHIP push's check), as read (RFC 8489: success
+    /// 0x0101, error 0x0111).
+    struct Response {
+        let transactionID: [UInt8]
+        let isSuccess: Bool
+        let signature: Signature
+
+        func isAuthentic(password: String) -> Bool { signature.isAuthentic(password: password) }
+    }
+
+    /// A message's MESSAGE-INTEGRITY: the bytes it signs and its HMAC (nil when there is none).
+    struct Signature: Equatable, Sendable {
+        var signedPart: [UInt8] = []
+        var integrity: [UInt8]?
+
+        func isAuthentic(password: String) -> Bool {
             guard let integrity else { return false }
             return STUN.hmac(key: Array(password.utf8), signedPart) == integrity
         }
@@ -51,16 +69,41 @@ public enum STUN {
 
     /// Reads a binding request (other STUN messages, indications, responses: `.notBindingRequest`).
     public static func parseBindingRequest(_ bytes: [UInt8]) throws(ParseError) -> BindingRequest {
+        guard try messageType(bytes) == bindingRequest else { throw .notBindingRequest }
+        let read = try attributes(bytes)
+        return BindingRequest(transactionID: Array(bytes[8..<20]), username: read.username, useCandidate: read.useCandidate, signature: read.signature)
+    }
+
+    /// Whether a datagram is a binding response (success or error).
+    static func isResponse(_ bytes: [UInt8]) -> Bool {
+        bytes.count >= 20 && bytes[0] == 0x01 && (bytes[1] == 0x01 || bytes[1] == 0x11)
+    }
+
+    /// Reads a binding response; nil when it is malformed or its FINGERPRINT is wrong.
+    static func parseResponse(_ bytes: [UInt8]) -> Response? {
+        guard isResponse(bytes), let type = try? messageType(bytes), let read = try? attributes(bytes) else { return nil }
+        return Response(transactionID: Array(bytes[8..<20]), isSuccess: type == bindingSuccess, signature: read.signature)
+    }
+
+    // MARK: - Reading
+
+    /// The type of a STUN message whose header holds (the magic cookie, a length that is the
+    /// rest of the datagram, in words).
+    static func messageType(_ bytes: [UInt8]) throws(ParseError) -> UInt16 {
         guard bytes.count >= 20 else { throw .tooShort }
         guard bytes[0] & 0xC0 == 0, word(bytes, 4) == magicCookie else { throw .notSTUN }
-        let type = UInt16(bytes[0]) << 8 | UInt16(bytes[1])
         let length = Int(bytes[2]) << 8 | Int(bytes[3])
         guard length % 4 == 0, 20 + length == bytes.count else { throw .badLength }
-        guard type == bindingRequest else { throw .notBindingRequest }
+        return UInt16(bytes[0]) << 8 | UInt16(bytes[1])
+    }
+
+    /// What ICE reads of a message's attributes, requests' and responses' alike: USERNAME,
+    /// USE-CANDIDATE, the first MESSAGE-INTEGRITY with the bytes it signs; a FINGERPRINT
+    /// checked. The header is `messageType`'s to check.
+    static func attributes(_ bytes: [UInt8]) throws(ParseError) -> (username: String, useCandidate: Bool, signature: Signature) {
         var username = ""
         var useCandidate = false
-        var integrity: [UInt8]?
-        var signedPart: [UInt8] = []
+        var signature = Signature()
         var at = 20
         while at + 4 <= bytes.count {
             let kind = UInt16(bytes[at]) << 8 | UInt16(bytes[at + 1])
@@ -70,23 +113,20 @@ public enum STUN {
             switch Attribute(rawValue: kind) {
             case .username: username = String(decoding: bytes[value..<(value + size)], as: UTF8.self)
             case .useCandidate: useCandidate = true
-            case .messageIntegrity where integrity == nil:
+            case .messageIntegrity where signature.integrity == nil:
                 guard size == 20 else { throw .malformedAttribute }
-                integrity = Array(bytes[value..<(value + 20)])
+                signature.integrity = Array(bytes[value..<(value + 20)])
                 // The HMAC covers the message up to this attribute, its length field counting
                 // up to the end of MESSAGE-INTEGRITY (RFC 8489 §14.5).
-                signedPart = Array(bytes[0..<at])
-                let signedLength = at + 24 - 20
-                signedPart[2] = UInt8(signedLength >> 8)
-                signedPart[3] = UInt8(truncatingIfNeeded: signedLength)
+                signature.signedPart = Array(bytes[0..<at])
+                setLength(&signature.signedPart, at + 24 - 20)
             case .fingerprint:
                 guard size == 4, word(bytes, value) == crc32(bytes[0..<at]) ^ 0x5354_554E else { throw .badFingerprint }
             default: break
             }
             at = value + (size + 3) / 4 * 4
         }
-        return BindingRequest(transactionID: Array(bytes[8..<20]), username: username, useCandidate: useCandidate,
-                              signedPart: signedPart, integrity: integrity)
+        return (username, useCandidate, signature)
     }
 
     /// The success response to `request` from `address` (the peer's address as seen here:

@@ -8,11 +8,7 @@ import IO
 extension WebRTCEndpoint {
     /// A WHIP push's offer: `profileLevelID` the stream's, `sound` an Opus section too.
     public func makeOffer(profileLevelID: String, sound: Bool) -> SDPOffer {
-        let local = SDPAnswer.Local(ufrag: Self.token(8), password: Self.token(24), fingerprint: context.fingerprint,
-                                    candidates: candidateHosts.map { ($0, socket.local.port) }, ssrc: Self.random32() | 1,
-                                    audioSSRC: Self.random32() & ~1 | 2,
-                                    sessionID: UInt64(Self.random32()) << 20 | UInt64(Self.random32() & 0xFFFFF))
-        return SDPOffer(profileLevelID: profileLevelID, sound: sound, local: local)
+        SDPOffer(profileLevelID: profileLevelID, sound: sound, local: newLocal())
     }
 
     /// The peer of a WHIP push whose `offer` the server answered with `answer`: it starts
@@ -28,10 +24,8 @@ extension WebRTCEndpoint {
                               remoteFingerprint: answer.fingerprint, answer: offer.text, sender: sender, audioSender: audio,
                               nowNs: MonotonicClock.nanoseconds)
         peer.ice = ControllingICE(localUfrag: offer.local.ufrag, remoteUfrag: answer.ufrag, remotePassword: answer.password,
-                                  candidates: answer.candidates.compactMap { UDPAddress(host: $0.host, port: $0.port) })
-        byUfrag[offer.local.ufrag] = peer
-        byID[peer.id] = peer
-        metrics.peers.set(Double(byID.count))
+                                  candidates: answer.candidates)
+        register(peer)
         return peer
     }
 

@@ -87,23 +87,31 @@ public final class WebRTCEndpoint {
             choice = try SDPAnswer(offer: offer, profile: profile, sound: sound, direction: direction)
         } catch { throw .offer(error) }
         guard let dtls = DTLSAssociation(context, client: choice.dtlsClient) else { throw .unavailable("DTLS: could not make an association") }
-        let ufrag = Self.token(8)
-        let password = Self.token(24)
-        let ssrc = Self.random32() | 1
-        let audioSSRC = Self.random32() & ~1 | 2  // even and not 0: never the video's (odd)
-        let local = SDPAnswer.Local(ufrag: ufrag, password: password, fingerprint: context.fingerprint,
-                                    candidates: candidateHosts.map { ($0, socket.local.port) }, ssrc: ssrc, audioSSRC: audioSSRC,
-                                    sessionID: UInt64(Self.random32()) << 20 | UInt64(Self.random32() & 0xFFFFF))
-        let sender = RTPSender(ssrc: ssrc, payloadType: choice.format.payloadType, captureTimeExtension: choice.captureTimeExtension,
+        let local = newLocal()
+        let sender = RTPSender(ssrc: local.ssrc, payloadType: choice.format.payloadType, captureTimeExtension: choice.captureTimeExtension,
                                sendTimeExtension: choice.sendTimeExtension, playoutDelayExtension: choice.playoutDelayExtension,
                                transportSequenceExtension: choice.transportSequenceExtension, firstSequence: UInt16(truncatingIfNeeded: Self.random32()))
-        let audio = choice.audio.map { OpusRTPSender(ssrc: audioSSRC, payloadType: $0.payloadType, firstSequence: UInt16(truncatingIfNeeded: Self.random32())) }
-        let peer = WebRTCPeer(id: Self.token(16), endpoint: self, dtls: dtls, local: (ufrag, password), remoteFingerprint: offer.fingerprint,
+        let audio = choice.audio.map { OpusRTPSender(ssrc: local.audioSSRC, payloadType: $0.payloadType, firstSequence: UInt16(truncatingIfNeeded: Self.random32())) }
+        let peer = WebRTCPeer(id: Self.token(16), endpoint: self, dtls: dtls, local: (local.ufrag, local.password), remoteFingerprint: offer.fingerprint,
                               answer: choice.text(local), sender: sender, audioSender: audio, nowNs: MonotonicClock.nanoseconds)
-        byUfrag[ufrag] = peer
+        register(peer)
+        return peer
+    }
+
+    /// What this side says of itself to a new peer (an answer's, or a WHIP push's offer): fresh
+    /// ICE credentials, the certificate's fingerprint, the host candidates, new SSRCs.
+    func newLocal() -> SDPAnswer.Local {
+        SDPAnswer.Local(ufrag: Self.token(8), password: Self.token(24), fingerprint: context.fingerprint,
+                        candidates: candidateHosts.map { ($0, socket.local.port) }, ssrc: Self.random32() | 1,
+                        audioSSRC: Self.random32() & ~1 | 2,  // even and not 0: never the video's (odd)
+                        sessionID: UInt64(Self.random32()) << 20 | UInt64(Self.random32() & 0xFFFFF))
+    }
+
+    /// A new peer, found by its ufrag (binding requests) and its id from now on.
+    func register(_ peer: WebRTCPeer) {
+        byUfrag[peer.localUfrag] = peer
         byID[peer.id] = peer
         metrics.peers.set(Double(byID.count))
-        return peer
     }
 
     // MARK: - For the peers

@@ -290,12 +290,9 @@ public final class WebRTCPeer {
         guard dtls.peerFingerprint == remoteFingerprint else {
             return close("DTLS: the viewer's certificate is not the one its offer named", notify: true)
         }
-        // This side's keys are the server's, or the client's for a WHIP push's DTLS client.
         guard let keys = dtls.srtpKeys,
-              let outbound = dtls.isClient ? SRTPSession(key: keys.clientKey, salt: keys.clientSalt, outbound: true)
-                                            : SRTPSession(key: keys.serverKey, salt: keys.serverSalt, outbound: true),
-              let inbound = dtls.isClient ? SRTPSession(key: keys.serverKey, salt: keys.serverSalt, outbound: false)
-                                           : SRTPSession(key: keys.clientKey, salt: keys.clientSalt, outbound: false) else {
+              let outbound = SRTPSession(key: keys.local.key, salt: keys.local.salt, outbound: true),
+              let inbound = SRTPSession(key: keys.remote.key, salt: keys.remote.salt, outbound: false) else {
             return close("DTLS: no SRTP_AES128_CM_SHA1_80 keys", notify: true)
         }
         srtpOut = outbound

@@ -32,6 +32,16 @@ import Testing
         return (server, out, chosen)
     }
 
+    /// `body` with a temporary directory and the WHIP server of `extra` started in it (its
+    /// process, its stdout, its port); both gone after it.
+    static func withServer<T>(_ extra: [String], _ body: (_ server: Background, _ dir: URL, _ out: URL, _ port: Int) throws -> T) throws -> T {
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let (server, out, port) = try startServer(dir, extra)
+        defer { server.signal(SIGKILL); server.wait() }
+        return try body(server, dir, out, port)
+    }
+
     /// The server's events of kind `event`, waiting (up to 30 s) until there are `count`.
     static func serverEvents(_ out: URL, _ event: String, count: Int = 1) -> [[String: Any]] {
         let deadline = Date().addingTimeInterval(30)
@@ -57,51 +67,47 @@ import Testing
     /// IDR from the encoder; `--audio tone`'s beeps arrive as Opus (1 kHz at -6 dBFS).
     @Test(.enabled(if: WHEPTests.aiortcMissing == nil, "\(WHEPTests.aiortcMissing ?? "")"))
     func producePushes() throws {
-        let dir = try temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: dir) }
-        let (server, out, port) = try Self.startServer(dir, ["--token", "s3cret-token", "--passive", "--pli", "10"])
-        defer { server.signal(SIGKILL); server.wait() }
-        let events = dir.appendingPathComponent("events.jsonl")
-        var environment = ProcessInfo.processInfo.environment
-        environment["NALCAST_WHIP_TOKEN"] = "s3cret-token"
-        let producer = try Background(Run.nalcast, ["produce"] + Self.rareIDRs + ["--duration", "4s", "--audio", "tone", "--events", events.path,
-                                                                               "--forward", "whip://127.0.0.1:\(port)/whip"], environment: environment)
-        #expect(producer.wait(timeout: 60) == 0, "\(producer.stderr)")
-        let ended = try #require(Self.serverEvents(out, "ended").first, "no session ended: \(producer.stderr)")
-        Self.checkSession(ended, "aiortc's last frame pushed by produce")
-        #expect(ended["answer"].map { "\($0)".contains("a=setup:passive") } == true, "the server did not answer passive")
-        #expect((ended["keyframesAfterPLI"] as? Int ?? 0) >= 1, "no IDR after the PLI: \(ended)")
-        #expect(!producer.stderr.contains("s3cret-token"), "the token was printed: \(producer.stderr)")
-        let audio = ended["audio"] as? [String: Any] ?? [:]
-        #expect((audio["seconds"] as? Double ?? 0) >= 2, "the sound decoded: \(audio)")
-        #expect(abs((audio["rms"] as? Double ?? 0) - 0.354) < 0.05, "RMS \(audio), a -6 dBFS sine is 0.354")
-        #expect(abs((audio["crossingsPerSecond"] as? Double ?? 0) - 1000) < 10, "\(audio)")
-        #expect(ended["offer"].map { "\($0)".contains("m=audio 9 UDP/TLS/RTP/SAVPF 111") } == true, "no Opus offered")
-        let connected = WebViewerTests.events(events).filter { $0["event"] as? String == "forward-connected" }
-        #expect(connected.count == 1, "\(connected)")
-        print("WHIP push: POST to the server's first decoded frame \(ended["firstFrameMs"] ?? "?") ms")
+        try Self.withServer(["--token", "s3cret-token", "--passive", "--pli", "10"]) { _, dir, out, port in
+            let events = dir.appendingPathComponent("events.jsonl")
+            var environment = ProcessInfo.processInfo.environment
+            environment["NALCAST_WHIP_TOKEN"] = "s3cret-token"
+            let producer = try Background(Run.nalcast, ["produce"] + Self.rareIDRs + ["--duration", "4s", "--audio", "tone", "--events", events.path,
+                                                                                   "--forward", "whip://127.0.0.1:\(port)/whip"], environment: environment)
+            #expect(producer.wait(timeout: 60) == 0, "\(producer.stderr)")
+            let ended = try #require(Self.serverEvents(out, "ended").first, "no session ended: \(producer.stderr)")
+            Self.checkSession(ended, "aiortc's last frame pushed by produce")
+            #expect(ended["answer"].map { "\($0)".contains("a=setup:passive") } == true, "the server did not answer passive")
+            #expect((ended["keyframesAfterPLI"] as? Int ?? 0) >= 1, "no IDR after the PLI: \(ended)")
+            #expect(!producer.stderr.contains("s3cret-token"), "the token was printed: \(producer.stderr)")
+            let audio = ended["audio"] as? [String: Any] ?? [:]
+            #expect((audio["seconds"] as? Double ?? 0) >= 2, "the sound decoded: \(audio)")
+            #expect(abs((audio["rms"] as? Double ?? 0) - 0.354) < 0.05, "RMS \(audio), a -6 dBFS sine is 0.354")
+            #expect(abs((audio["crossingsPerSecond"] as? Double ?? 0) - 1000) < 10, "\(audio)")
+            #expect(ended["offer"].map { "\($0)".contains("m=audio 9 UDP/TLS/RTP/SAVPF 111") } == true, "no Opus offered")
+            let connected = WebViewerTests.events(events).filter { $0["event"] as? String == "forward-connected" }
+            #expect(connected.count == 1, "\(connected)")
+            print("WHIP push: POST to the server's first decoded frame \(ended["firstFrameMs"] ?? "?") ms")
+        }
     }
 
     /// A relay pushes what it reads to a server that answers a=setup:active (nalcast the DTLS
     /// server); a PLI gets the relay's cached GOP again.
     @Test(.enabled(if: WHEPTests.aiortcMissing == nil, "\(WHEPTests.aiortcMissing ?? "")"))
     func relayPushes() throws {
-        let dir = try temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: dir) }
-        let (server, out, port) = try Self.startServer(dir, ["--pli", "10"])
-        defer { server.signal(SIGKILL); server.wait() }
-        let producer = try Background(Run.nalcast, ["produce"] + Self.rareIDRs + ["--listen", "tcp://127.0.0.1:0"])
-        defer { producer.signal(SIGINT); producer.wait() }
-        let endpoint = try #require(producer.servingEndpoint(), "\(producer.stderr)")
-        let relay = try Background(Run.nalcast, ["consume", "--from", endpoint, "--forward", "http://127.0.0.1:\(port)/whip"])
-        let frames = Self.serverEvents(out, "frames")
-        relay.signal(SIGINT)
-        #expect(relay.wait(timeout: 30) == 0, "\(relay.stderr)")
-        #expect(!frames.isEmpty, "no 30 frames at the server: \(relay.stderr)")
-        let ended = try #require(Self.serverEvents(out, "ended").first, "no session ended: \(relay.stderr)")
-        Self.checkSession(ended, "aiortc's last frame pushed by a relay")
-        #expect(ended["answer"].map { "\($0)".contains("a=setup:active") } == true, "the server did not answer active")
-        #expect((ended["keyframesAfterPLI"] as? Int ?? 0) >= 1, "no IDR after the PLI: \(ended)")
+        try Self.withServer(["--pli", "10"]) { _, _, out, port in
+            let producer = try Background(Run.nalcast, ["produce"] + Self.rareIDRs + ["--listen", "tcp://127.0.0.1:0"])
+            defer { producer.signal(SIGINT); producer.wait() }
+            let endpoint = try #require(producer.servingEndpoint(), "\(producer.stderr)")
+            let relay = try Background(Run.nalcast, ["consume", "--from", endpoint, "--forward", "http://127.0.0.1:\(port)/whip"])
+            let frames = Self.serverEvents(out, "frames")
+            relay.signal(SIGINT)
+            #expect(relay.wait(timeout: 30) == 0, "\(relay.stderr)")
+            #expect(!frames.isEmpty, "no 30 frames at the server: \(relay.stderr)")
+            let ended = try #require(Self.serverEvents(out, "ended").first, "no session ended: \(relay.stderr)")
+            Self.checkSession(ended, "aiortc's last frame pushed by a relay")
+            #expect(ended["answer"].map { "\($0)".contains("a=setup:active") } == true, "the server did not answer active")
+            #expect((ended["keyframesAfterPLI"] as? Int ?? 0) >= 1, "no IDR after the PLI: \(ended)")
+        }
     }
 
     /// Over https: a server whose certificate a private CA signed (here a self-signed one,
@@ -131,17 +137,15 @@ import Testing
     /// A wrong bearer token: the server's 401 is one line and exit 77, the token not in it.
     @Test(.enabled(if: WHEPTests.aiortcMissing == nil, "\(WHEPTests.aiortcMissing ?? "")"))
     func wrongTokenIsRefused() throws {
-        let dir = try temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: dir) }
-        let (server, out, port) = try Self.startServer(dir, ["--token", "right-token"])
-        defer { server.signal(SIGKILL); server.wait() }
-        let r = try Run.program(Run.nalcast, ["produce"] + Self.stream + ["--duration", "20s", "--quiet", "--whip-token", "wrong-token",
-                                                                        "--forward", "whip://127.0.0.1:\(port)/whip"], timeout: 60)
-        #expect(r.status == 77, "exit \(r.status): \(r.stderr)")
-        let lines = r.stderr.split(separator: "\n")
-        #expect(lines.count == 1 && lines[0].contains("refused the bearer token (401"), "\(r.stderr)")
-        #expect(!r.stderr.contains("wrong-token"), "the token was printed: \(r.stderr)")
-        #expect(Self.serverEvents(out, "refused").count == 1)
+        try Self.withServer(["--token", "right-token"]) { _, _, out, port in
+            let r = try Run.program(Run.nalcast, ["produce"] + Self.stream + ["--duration", "20s", "--quiet", "--whip-token", "wrong-token",
+                                                                            "--forward", "whip://127.0.0.1:\(port)/whip"], timeout: 60)
+            #expect(r.status == 77, "exit \(r.status): \(r.stderr)")
+            let lines = r.stderr.split(separator: "\n")
+            #expect(lines.count == 1 && lines[0].contains("refused the bearer token (401"), "\(r.stderr)")
+            #expect(!r.stderr.contains("wrong-token"), "the token was printed: \(r.stderr)")
+            #expect(Self.serverEvents(out, "refused").count == 1)
+        }
     }
 
     /// The server goes away (SIGTERM: aiortc closes the session with a DTLS close_notify)
@@ -149,25 +153,23 @@ import Testing
     /// stream, and the events count both connections.
     @Test(.enabled(if: WHEPTests.aiortcMissing == nil, "\(WHEPTests.aiortcMissing ?? "")"))
     func serverComesBack() throws {
-        let dir = try temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: dir) }
-        let (first, firstOut, port) = try Self.startServer(dir, [])
-        defer { first.signal(SIGKILL); first.wait() }
-        let events = dir.appendingPathComponent("events.jsonl")
-        let producer = try Background(Run.nalcast, ["produce"] + Self.stream + ["--events", events.path, "--forward", "whip://127.0.0.1:\(port)/whip"])
-        defer { producer.signal(SIGKILL); producer.wait() }
-        #expect(!Self.serverEvents(firstOut, "frames").isEmpty, "no frames at the first server: \(producer.stderr)")
-        first.signal(SIGTERM)
-        #expect(first.wait() == 0)
-        #expect(WHEPTests.waitForEvent(events) { $0["event"] as? String == "forward-disconnected" }, "\(producer.stderr)")
-        let (second, secondOut, _) = try Self.startServer(dir, [], port: port)
-        defer { second.signal(SIGKILL); second.wait() }
-        #expect(!Self.serverEvents(secondOut, "frames").isEmpty, "no frames at the second server: \(producer.stderr)")
-        producer.signal(SIGINT)
-        #expect(producer.wait(timeout: 30) == 0, "\(producer.stderr)")
-        let ended = try #require(Self.serverEvents(secondOut, "ended").first, "no second session ended: \(producer.stderr)")
-        Self.checkSession(ended, "aiortc's last frame after the server came back")
-        let connected = WebViewerTests.events(events).filter { $0["event"] as? String == "forward-connected" }
-        #expect(connected.count == 2, "\(connected)")
+        try Self.withServer([]) { first, dir, firstOut, port in
+            let events = dir.appendingPathComponent("events.jsonl")
+            let producer = try Background(Run.nalcast, ["produce"] + Self.stream + ["--events", events.path, "--forward", "whip://127.0.0.1:\(port)/whip"])
+            defer { producer.signal(SIGKILL); producer.wait() }
+            #expect(!Self.serverEvents(firstOut, "frames").isEmpty, "no frames at the first server: \(producer.stderr)")
+            first.signal(SIGTERM)
+            #expect(first.wait() == 0)
+            #expect(WHEPTests.waitForEvent(events) { $0["event"] as? String == "forward-disconnected" }, "\(producer.stderr)")
+            let (second, secondOut, _) = try Self.startServer(dir, [], port: port)
+            defer { second.signal(SIGKILL); second.wait() }
+            #expect(!Self.serverEvents(secondOut, "frames").isEmpty, "no frames at the second server: \(producer.stderr)")
+            producer.signal(SIGINT)
+            #expect(producer.wait(timeout: 30) == 0, "\(producer.stderr)")
+            let ended = try #require(Self.serverEvents(secondOut, "ended").first, "no second session ended: \(producer.stderr)")
+            Self.checkSession(ended, "aiortc's last frame after the server came back")
+            let connected = WebViewerTests.events(events).filter { $0["event"] as? String == "forward-connected" }
+            #expect(connected.count == 2, "\(connected)")
+        }
     }
 }

@@ -46,7 +46,7 @@ final class WHIPOfferTests: XCTestCase {
         XCTAssertEqual(accepted.fingerprint.count, 32)
         XCTAssertTrue(accepted.dtlsClient, "passive: nalcast is the DTLS client")
         // UDP IPv4 only, by priority, each once.
-        XCTAssertEqual(accepted.candidates, [.init(host: "192.0.2.2", port: 41136), .init(host: "198.51.100.9", port: 5000)])
+        XCTAssertEqual(accepted.candidates, [UDPAddress(host: "192.0.2.2", port: 41136)!, UDPAddress(host: "198.51.100.9", port: 5000)!])
         XCTAssertFalse(try offer.read(answer: Self.answer.replacingOccurrences(of: "a=setup:passive", with: "a=setup:active")).dtlsClient)
     }
 

@@ -28,12 +28,11 @@ enum {
     NC_DTLS_FAILED = -1,      // the handshake or a record failed: nc_dtls_error says why
 };
 
-// One association, as the server (a=setup:passive: the browser connects).
+// One association: `client` 0, the server (a=setup:passive here: a browser or a WHIP server
+// connects); 1, the client (a=setup:active here: the other side's offer or answer said
+// passive), which speaks first with nc_dtls_start.
 typedef struct nc_dtls nc_dtls;
-nc_dtls *nc_dtls_new(nc_dtls_context *context);
-// One association in either role: `client` 1 for a=setup:active on this side (a WHIP
-// server that answered passive), then nc_dtls_start sends the ClientHello.
-nc_dtls *nc_dtls_new_role(nc_dtls_context *context, int client);
+nc_dtls *nc_dtls_new(nc_dtls_context *context, int client);
 // The client's first flight (a datagram to take with nc_dtls_next_datagram); NC_DTLS_*.
 int nc_dtls_start(nc_dtls *dtls);
 void nc_dtls_free(nc_dtls *dtls);
