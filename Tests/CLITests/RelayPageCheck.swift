@@ -18,7 +18,10 @@ extension RelaySourceTests {
 
         static func start(_ consumer: ServerProcess, in dir: URL, _ context: String) throws -> PageCheck? {
             guard PlaybackTests.chromiumMissing == nil else { return nil }
-            return try launch(in: dir, context, page: try #require(RelaySourceTests.pageURL(consumer), "\(consumer.logTail())"))
+            // Unwrapped here: passed straight to `page: String?`, a nil would go through as
+            // "no page yet" and the check would wait for a URL file nothing writes.
+            let page = try #require(RelaySourceTests.pageURL(consumer), "\(consumer.logTail())")
+            return try launch(in: dir, context, page: page)
         }
 
         /// The browser alone, before the relay starts: a stream that ends a few seconds after
