@@ -115,11 +115,7 @@ final class WHIPPublisher {
         let latency = Self.wallSeconds - (report.seconds + Double(ticks - report.rtp) / 90_000)
         guard latency >= 0 && latency < 10 else { return }
         intake.metrics.latency.observe(latency)
-        if firstLatency == nil { firstLatency = latency }
     }
-
-    /// The first picture's capture → here, once the sender's reports gave it.
-    private(set) var firstLatency: Double?
 
     private func takeAudio(_ packet: RTPPacket, _ now: Double) {
         audioSSRC = packet.ssrc
@@ -191,8 +187,4 @@ final class WHIPPublisher {
         peer.sendRTCP([0x80, 201, 0, 1, UInt8(ourSSRC >> 24), UInt8(truncatingIfNeeded: ourSSRC >> 16),
                        UInt8(truncatingIfNeeded: ourSSRC >> 8), UInt8(truncatingIfNeeded: ourSSRC)] + feedback)
     }
-
-    /// Packets recovered by a NACK (or reordering), for the publisher's end line.
-    var recovered: Int { reorder.recovered }
-    var skipped: Int { reorder.skipped }
 }

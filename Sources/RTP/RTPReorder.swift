@@ -18,8 +18,6 @@ public struct RTPReorder: Sendable {
     public private(set) var skipped = 0
     /// Packets that came late or twice, left out.
     public private(set) var duplicates = 0
-    /// Sequence numbers asked for again (each time asked).
-    public private(set) var requested = 0
     /// Holes filled by a packet that came after later ones (a retransmission, or reordering).
     public private(set) var recovered = 0
 
@@ -86,7 +84,6 @@ public struct RTPReorder: Sendable {
             missing[sequence] = (hole.since, now, hole.count + 1)
             out.append(sequence)
         }
-        requested += out.count
         return out.sorted { rtpSequence($1, isAfter: $0) }
     }
 
