@@ -48,6 +48,8 @@ final class WHIPPublisher {
     /// When the last RTP packet came (what a stall is measured from).
     private(set) var lastPacket = MonotonicClock.seconds
     private var countedSkips = 0
+    /// The peer's packets that did not unprotect (SRTP), counted as malformed so far.
+    private var countedBadRTP = 0
     /// Access units handed to the intake.
     private(set) var delivered = 0
 
@@ -127,9 +129,11 @@ final class WHIPPublisher {
         guard let transcoder else { return }
         // Before the first picture there is no video clock: the intake drops (and counts) it.
         let videoTicks = RTSPTracks.TrackClock.place(ticks, from: audioClock, to: videoClock) ?? 0
+        let refused = transcoder.refusedPackets
         for aac in transcoder.transcode(AudioPacket(data: Array(packet.payload), mediaTime: MediaTime(ticks: videoTicks))) {
             intake.push(audio: aac.data, packetTime: aac.mediaTime)
         }
+        if transcoder.refusedPackets > refused { metrics.malformedPackets.increment() }
     }
 
     /// A sender report re-anchors its track's clock.
@@ -158,6 +162,10 @@ final class WHIPPublisher {
         if reorder.skipped > countedSkips {
             intake.metrics.lostPackets.increment(by: UInt64(reorder.skipped - countedSkips))
             countedSkips = reorder.skipped
+        }
+        if peer.badRTP > countedBadRTP {
+            metrics.malformedPackets.increment(by: UInt64(peer.badRTP - countedBadRTP))
+            countedBadRTP = peer.badRTP
         }
         let lost = reorder.nacks(now: now)
         if let media = videoSSRC, !lost.isEmpty {
