@@ -192,7 +192,6 @@ final class WHIPPublisher {
 
     /// Feedback behind an empty receiver report: a compound packet, as RFC 3550 §6.1 wants.
     private func send(_ feedback: [UInt8]) {
-        peer.sendRTCP([0x80, 201, 0, 1, UInt8(ourSSRC >> 24), UInt8(truncatingIfNeeded: ourSSRC >> 16),
-                       UInt8(truncatingIfNeeded: ourSSRC >> 8), UInt8(truncatingIfNeeded: ourSSRC)] + feedback)
+        peer.sendRTCP(RTPReception.emptyReceiverReport(ourSSRC: ourSSRC) + feedback)
     }
 }
