@@ -113,8 +113,7 @@ public final class WHIPIngest {
     private func post(_ request: HTTPRequest) -> HTTPResponse {
         loop.preconditionOnLoop()
         metrics.offers.increment()
-        let type = request.header("content-type")?.split(separator: ";").first.map { String($0.filter { $0 != " " && $0 != "\t" }).lowercased() }
-        guard type == "application/sdp" else {
+        guard request.mediaType == "application/sdp" else {
             metrics.refusedBadOffer.increment()
             return HTTPResponse(status: 415, body: "WHIP: the offer must be sent as Content-Type: application/sdp\n")
         }
