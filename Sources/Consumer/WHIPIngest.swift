@@ -203,7 +203,6 @@ public final class WHIPIngest {
         tickTimer = nil
         intake.inputFailed()
         let clean = reason == Self.deleted || reason.hasSuffix("(DTLS close_notify)")
-        let reason = reason.hasSuffix("(DTLS close_notify)") ? "closed by the publisher (DTLS close_notify)" : reason
         let retrying = config.reconnectTimeout.map { $0 > 0 } ?? true
         onEvent(InputEvent(.publisher, config.shown, .lost(reason: reason, retrying: retrying)))
         guard let timeout = config.reconnectTimeout else { return }

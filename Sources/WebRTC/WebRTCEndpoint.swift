@@ -100,6 +100,7 @@ public final class WebRTCEndpoint {
         let audio = choice.audio.map { OpusRTPSender(ssrc: audioSSRC, payloadType: $0.payloadType, firstSequence: UInt16(truncatingIfNeeded: Self.random32())) }
         let peer = WebRTCPeer(id: Self.token(16), endpoint: self, dtls: dtls, local: (ufrag, password), remoteFingerprint: offer.fingerprint,
                               answer: choice.text(local), sender: sender, audioSender: audio, nowNs: MonotonicClock.nanoseconds)
+        peer.receives = direction == .receive
         byUfrag[ufrag] = peer
         byID[peer.id] = peer
         metrics.peers.set(Double(byID.count))
