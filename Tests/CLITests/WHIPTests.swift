@@ -143,18 +143,20 @@ import Testing
     }
 
     /// One publisher at a time: while a green one publishes, a second offer is 409 with one
-    /// line; the first goes away without a word (no DELETE, no DTLS close: its process ends),
-    /// which consume sees (no packet for --stall-timeout) and waits; the next (red) comes and
-    /// is written on after the green pictures.
+    /// line; the first goes away without a word (no DELETE, no DTLS close: its process ends,
+    /// told to by the test once the second was refused, however long that took), which
+    /// consume sees (no packet for --stall-timeout) and waits; the next (red) comes and is
+    /// written on after the green pictures.
     @Test(.enabled(if: WHEPTests.aiortcMissing == nil, "\(WHEPTests.aiortcMissing ?? "")"))
     func onePublisherAtATimeAndTheNextAfterIt() throws {
         try Self.withIngest(["--stall-timeout", "1s"]) { url, consume, events, dir in
-            let first = try Background(PlaybackTests.venvPython, [Self.publisher, url, "2", "--colour", "0,255,0", "--no-delete"])
+            let first = try Background(PlaybackTests.venvPython, [Self.publisher, url, "60", "--colour", "0,255,0", "--no-delete"])
             #expect(WHEPTests.waitForEvent(events) { $0["event"] as? String == "connected" }, "\(consume.stderr)")
             let second = try Self.publish(url, seconds: 1, ["--offer-only"])
             #expect(second["status"] as? Int == 409, "\(second)")
             #expect((second["body"] as? String)?.hasPrefix("WHIP: /whip already has a publisher (one at a time)") == true, "\(second)")
             #expect(consume.waitFor("refused a second publisher (409)"), "\(consume.stderr)")
+            first.signal(SIGTERM)
             #expect(first.wait(timeout: 60) == 0, "\(first.stderr)")
             #expect(WHEPTests.waitForEvent(events) { $0["event"] as? String == "disconnected" }, "\(consume.stderr)")
             #expect(consume.stderr.contains("stalled: no packet for 1.000 s"), "\(consume.stderr)")
