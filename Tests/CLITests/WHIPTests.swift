@@ -16,22 +16,24 @@ import Testing
     static let left = (x: 80, y: 120)
     static let right = (x: 240, y: 120)
 
-    /// `consume --from whip-listen://127.0.0.1:PORT/whip -o DIR/out.ts` with `extra`, its
-    /// events in the test's directory DIR; `body` gets the WHIP URL, the consumer, its events
-    /// file and DIR. The consumer is stopped (SIGINT) when `body` returns, if it still runs.
+    /// `consume --from whip-listen://127.0.0.1:0/whip -o DIR/out.ts` with `extra`, its
+    /// events in the test's directory DIR; `body` gets the WHIP URL (the port the listener
+    /// bound, from its line: a port found free before consume starts is free for anyone to
+    /// take), the consumer, its events file and DIR. The consumer is stopped (SIGINT) when
+    /// `body` returns, if it still runs.
     static func withIngest(_ extra: [String], _ body: (_ url: String, _ consume: Background, _ events: URL, _ dir: URL) throws -> Void) throws {
         let dir = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let events = dir.appendingPathComponent("events.jsonl")
-        let port = try freePort()
-        let url = "http://127.0.0.1:\(port)/whip"
-        let consume = try Background(Run.nalcast, ["consume", "--from", "whip-listen://127.0.0.1:\(port)/whip", "--events", events.path,
+        let consume = try Background(Run.nalcast, ["consume", "--from", "whip-listen://127.0.0.1:0/whip", "--events", events.path,
                                                    "-o", dir.appendingPathComponent("out.ts").path] + extra)
         defer {
             consume.signal(SIGINT)
             consume.wait()
         }
-        #expect(consume.waitFor("WHIP: publishers POST their SDP offer to \(url)"), "\(consume.stderr)")
+        #expect(consume.waitFor("WHIP: publishers POST their SDP offer to "), "\(consume.stderr)")
+        let url = try #require(consume.stderr.firstMatch(of: #/POST their SDP offer to (http://127\.0\.0\.1:[1-9][0-9]*/whip) /#).map { String($0.1) },
+                               "\(consume.stderr)")
         try body(url, consume, events, dir)
     }
 
@@ -98,11 +100,10 @@ import Testing
     /// and pitch.
     @Test(.enabled(if: WHEPTests.aiortcMissing == nil, "\(WHEPTests.aiortcMissing ?? "")"))
     func aiortcPublishesPicturesAndSoundThroughTheRelay() throws {
-        let relayPort = try freePort()
-        try Self.withIngest(["--listen", "ts:tcp://127.0.0.1:\(relayPort)"]) { url, consume, _, dir in
+        try Self.withIngest(["--listen", "ts:tcp://127.0.0.1:0"]) { url, consume, _, dir in
             let relayed = dir.appendingPathComponent("relayed.ts")
-            let reader = try Background("ffmpeg", ["-nostdin", "-v", "error", "-i", "tcp://127.0.0.1:\(relayPort)", "-c", "copy", "-f", "mpegts", relayed.path])
-            #expect(consume.waitFor("serving"), "\(consume.stderr)")
+            #expect(consume.waitFor("(MPEG-TS)"), "\(consume.stderr)")
+            let reader = try Background("ffmpeg", ["-nostdin", "-v", "error", "-i", try RelayAudioTests.tsAddress(consume), "-c", "copy", "-f", "mpegts", relayed.path])
             let seen = try Self.publish(url, seconds: 4, ["--tone", "440"])
             #expect(seen["status"] as? Int == 201 && seen["deleted"] as? Int == 200, "\(seen)")
             let answer = seen["answer"] as? String ?? ""
@@ -195,8 +196,8 @@ import Testing
     /// writes still decodes without an error, the colours in place to the end.
     @Test(.enabled(if: WHEPTests.aiortcMissing == nil, "\(WHEPTests.aiortcMissing ?? "")"))
     func lostPacketsAreAskedForAgainOrThePictureIs() throws {
-        let port = try freePort()
-        try Self.withIngest(["--metrics", "tcp://127.0.0.1:\(port)"]) { url, consume, events, dir in
+        try Self.withIngest(["--metrics", "tcp://127.0.0.1:0"]) { url, consume, events, dir in
+            let port = try #require(ContractProcess.metricsPort(consume), "\(consume.stderr)")
             let resent = try Self.publish(url, seconds: 1.5, ["--drop", "10"])
             #expect(resent["status"] as? Int == 201 && (resent["dropped"] as? Int ?? 0) >= 3, "\(resent) \(consume.stderr)")
             #expect(WHEPTests.waitForEvent(events) { $0["reason"] as? String == "DELETE of its session" }, "\(consume.stderr)")
