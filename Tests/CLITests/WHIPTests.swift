@@ -62,6 +62,14 @@ import Testing
 
     static func near(_ seen: [Int], _ wanted: [Int]) -> Bool { zip(seen, wanted).allSatisfy { abs($0 - $1) <= 16 } }
 
+    /// What consume wrote to DIR/out.ts, once it has ended: at least `count` frames, every one
+    /// with its left half `colour` and its right half blue.
+    static func expectFrames(_ dir: URL, atLeast count: Int, leftHalf colour: [Int]) throws {
+        let frames = try written(dir)
+        #expect(frames.count >= count, "\(frames.count) frames")
+        #expect(frames.allSatisfy { near($0[0], colour) && near($0[1], [0, 0, 255]) }, "\(frames.prefix(3)) ... \(frames.suffix(3))")
+    }
+
     /// The frames of DIR/out.ts once consume has ended: all 320x240, and the colours of
     /// each at the two halves.
     static func written(_ dir: URL) throws -> [[[Int]]] {
@@ -88,9 +96,7 @@ import Testing
             #expect(consume.stderr.contains("H.264; its handshake took"), "\(consume.stderr)")
             #expect(consume.wait(timeout: 30) == 0, "\(consume.stderr)")
             #expect(consume.stderr.contains("the producer ended the stream; not waiting"), "\(consume.stderr)")
-            let frames = try Self.written(dir)
-            #expect(frames.count >= 30, "\(frames.count) frames")
-            #expect(frames.allSatisfy { Self.near($0[0], [255, 0, 0]) && Self.near($0[1], [0, 0, 255]) }, "\(frames.prefix(3)) ... \(frames.suffix(3))")
+            try Self.expectFrames(dir, atLeast: 30, leftHalf: [255, 0, 0])
         }
     }
 
@@ -137,9 +143,7 @@ import Testing
             #expect(consume.waitFor("H.264; its handshake took"), "\(consume.stderr)")
             consume.signal(SIGINT)
             #expect(consume.wait() == 0, "\(consume.stderr)")
-            let frames = try Self.written(dir)
-            #expect(frames.count >= 20, "\(frames.count) frames")
-            #expect(frames.allSatisfy { Self.near($0[0], [0, 255, 0]) && Self.near($0[1], [0, 0, 255]) }, "\(frames.prefix(3))")
+            try Self.expectFrames(dir, atLeast: 20, leftHalf: [0, 255, 0])
         }
     }
 
@@ -176,16 +180,6 @@ import Testing
         }
     }
 
-    /// Whether the events file holds `count` events named `name`, waiting for them (up to 20 s).
-    static func waitFor(_ events: URL, count: Int, of name: String) -> Bool {
-        let deadline = Date().addingTimeInterval(20)
-        while WebViewerTests.events(events).filter({ $0["event"] as? String == name }).count < count {
-            guard Date() < deadline else { return false }
-            usleep(50_000)
-        }
-        return true
-    }
-
     static func metric(_ port: Int, _ name: String) throws -> Double {
         try WHEPTests.metric("http://127.0.0.1:\(port)/", name)
     }
@@ -206,15 +200,13 @@ import Testing
             let requestsBefore = try Self.metric(port, "nalcast_whip_picture_requests_total")
             let lost = try Self.publish(url, seconds: 1.5, ["--lose", "15"])
             #expect(lost["status"] as? Int == 201 && (lost["dropped"] as? Int ?? 0) >= 1, "\(lost)")
-            #expect(Self.waitFor(events, count: 2, of: "disconnected"), "\(consume.stderr)")
+            #expect(Wait.until { WebViewerTests.events(events).filter { $0["event"] as? String == "disconnected" }.count >= 2 }, "\(consume.stderr)")
             #expect(try Self.metric(port, "nalcast_whip_dropped_access_units_total{reason=\"damaged\"}") >= 1)
             #expect(try Self.metric(port, "nalcast_whip_picture_requests_total") >= requestsBefore + 2, "the start's and the damaged picture's")
             #expect(try Self.metric(port, "nalcast_consumer_lost_packets_total") >= 1, "the packets given up on")
             consume.signal(SIGINT)
             #expect(consume.wait() == 0, "\(consume.stderr)")
-            let frames = try Self.written(dir)
-            #expect(frames.count >= 60, "\(frames.count) frames")
-            #expect(frames.allSatisfy { Self.near($0[0], [255, 0, 0]) && Self.near($0[1], [0, 0, 255]) }, "\(frames.suffix(3))")
+            try Self.expectFrames(dir, atLeast: 60, leftHalf: [255, 0, 0])
         }
     }
 
