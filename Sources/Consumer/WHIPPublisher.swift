@@ -16,8 +16,8 @@ import WebRTC
 ///   start, so that the relay starts at an IDR): the outputs and the relay's readers see the
 ///   picture stop, never a broken one;
 /// - sound: Opus packets placed on the video's clock by both tracks' RTCP sender reports (the
-///   first packets' arrival before there are some), made AAC (`AACTranscoder`) and handed to
-///   the intake as any input's AAC;
+///   first packets' arrival before there are some), made AAC off the loop (`WHIPSound`) and
+///   handed to the intake as any input's AAC;
 /// - receiver reports once a second for both.
 ///
 /// Loop-owned (the peer's loop, the intake's thread).
@@ -27,7 +27,7 @@ final class WHIPPublisher {
     private let intake: StreamIntake
     private let metrics: WHIPMetrics
     private let types: (video: UInt8, audio: UInt8?)
-    private let transcoder: AACTranscoder?
+    private let sound: WHIPSound?
     private var reorder = RTPReorder()
     private var depacketizer = H264Depacketizer()
     private var packager = try! AnnexBPackager(extradata: [])
@@ -53,20 +53,20 @@ final class WHIPPublisher {
     /// Access units handed to the intake.
     private(set) var delivered = 0
 
-    init(peer: WebRTCPeer, loop: EventLoop, intake: StreamIntake, metrics: WHIPMetrics, transcoder: AACTranscoder?) {
+    init(peer: WebRTCPeer, loop: EventLoop, intake: StreamIntake, metrics: WHIPMetrics, sound: WHIPSound?) {
         self.peer = peer
         self.loop = loop
         self.intake = intake
         self.metrics = metrics
         self.types = peer.payloadTypes
-        self.transcoder = peer.payloadTypes.audio == nil ? nil : transcoder
-        if let format = self.transcoder?.format { intake.declare(audio: format) }
+        self.sound = peer.payloadTypes.audio == nil ? nil : sound
+        if let format = self.sound?.format { intake.declare(audio: format) }
         peer.onRTP = { [unowned self] bytes in self.take(bytes) }
         peer.onRTCP = { [unowned self] packet in self.take(packet) }
     }
 
     /// The publisher sends sound (the answer took its Opus and it can be made AAC here).
-    var hasSound: Bool { transcoder != nil }
+    var hasSound: Bool { sound != nil }
 
     // MARK: - In
 
@@ -126,14 +126,10 @@ final class WHIPPublisher {
         lastAudioSequence = packet.sequenceNumber
         let ticks = audioTime.extend(packet.timestamp)
         if audioClock.first == nil { audioClock.first = (ticks, Self.wallSeconds) }
-        guard let transcoder else { return }
+        guard let sound else { return }
         // Before the first picture there is no video clock: the intake drops (and counts) it.
         let videoTicks = RTSPTracks.TrackClock.place(ticks, from: audioClock, to: videoClock) ?? 0
-        let refused = transcoder.refusedPackets
-        for aac in transcoder.transcode(AudioPacket(data: Array(packet.payload), mediaTime: MediaTime(ticks: videoTicks))) {
-            intake.push(audio: aac.data, packetTime: aac.mediaTime)
-        }
-        if transcoder.refusedPackets > refused { metrics.malformedPackets.increment() }
+        sound.take(AudioPacket(data: Array(packet.payload), mediaTime: MediaTime(ticks: videoTicks)))
     }
 
     /// A sender report re-anchors its track's clock.
