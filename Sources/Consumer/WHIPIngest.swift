@@ -206,7 +206,7 @@ public final class WHIPIngest {
         tickTimer?.stop()
         tickTimer = nil
         intake.inputFailed()
-        let clean = reason == Self.deleted || reason.hasSuffix("(DTLS close_notify)")
+        let clean = reason == Self.deleted || peer.closedByRemote
         let retrying = config.reconnectTimeout.map { $0 > 0 } ?? true
         onEvent(InputEvent(.publisher, config.shown, .lost(reason: reason, retrying: retrying)))
         guard let timeout = config.reconnectTimeout else { return }

@@ -19,6 +19,8 @@ public final class WebRTCPeer {
     public internal(set) var address: UDPAddress?
     public private(set) var isConnected = false
     public private(set) var isClosed = false
+    /// The other end closed it with DTLS's close_notify: it ended cleanly, rather than went away.
+    public private(set) var closedByRemote = false
     /// The answer to its offer.
     public let answer: String
     var sender: RTPSender
@@ -285,7 +287,9 @@ public final class WebRTCPeer {
         switch state {
         case .handshaking, .open: break
         case .connected: connected()
-        case .closed: close("closed by the \(remoteName) (DTLS close_notify)", notify: false)
+        case .closed:
+            if !isClosed { closedByRemote = true }
+            close("closed by the \(remoteName) (DTLS close_notify)", notify: false)
         case .failed(let why): close("DTLS: \(why)", notify: false)
         }
     }

@@ -147,6 +147,20 @@ import Testing
         }
     }
 
+    /// A publisher that ends with DTLS's close_notify and no DELETE ends cleanly all the
+    /// same: with `--reconnect-timeout 0` consume ends by itself (exit 0), as after a DELETE.
+    @Test(.enabled(if: WHEPTests.aiortcMissing == nil, "\(WHEPTests.aiortcMissing ?? "")"))
+    func aCloseNotifyIsACleanEnd() throws {
+        try Self.withIngest(["--reconnect-timeout", "0"]) { url, consume, _, dir in
+            let seen = try Self.publish(url, seconds: 1, ["--close"])
+            #expect(seen["status"] as? Int == 201 && seen["deleted"] == nil, "\(seen)")
+            #expect(consume.wait(timeout: 30) == 0, "\(consume.stderr)")
+            #expect(consume.stderr.contains("the publisher left whip-listen://127.0.0.1:0/whip (closed by the publisher (DTLS close_notify))"), "\(consume.stderr)")
+            #expect(consume.stderr.contains("the producer ended the stream; not waiting"), "\(consume.stderr)")
+            try Self.expectFrames(dir, atLeast: 15, leftHalf: [255, 0, 0])
+        }
+    }
+
     /// One publisher at a time: while a green one publishes, a second offer is 409 with one
     /// line; the first goes away without a word (no DELETE, no DTLS close: its process ends,
     /// told to by the test once the second was refused, however long that took), which

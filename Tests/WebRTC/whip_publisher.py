@@ -3,7 +3,7 @@ Chromium's), as a test's peer: sends H.264 pictures of known colours, and a tone
 endpoint, then ends its session. Prints what happened as JSON.
 
     whip_publisher.py WHIP_URL SECONDS [--token TOKEN] [--colour R,G,B] [--tone HZ]
-                      [--vp8-only] [--offer-only] [--no-delete] [--drop N | --lose N]
+                      [--vp8-only] [--offer-only] [--no-delete | --close] [--drop N | --lose N]
 
 The pictures are 320x240, the left half of `--colour` (default 255,0,0) and the right half
 blue (0,0,255), 30 a second, for SECONDS from when the connection is up (ICE and DTLS), or
@@ -11,6 +11,7 @@ until SIGTERM ends the sending sooner. With --tone HZ an Opus track goes beside 
 sine of HZ at -6 dBFS (amplitude 0.5), stereo, 48 kHz. --vp8-only offers VP8 alone (an offer
 nalcast must refuse); --offer-only POSTs the offer, prints the answer's status and stops
 (a second publisher); --no-delete goes away without DELETE (its ICE and DTLS just stop);
+--close ends without DELETE too, but with DTLS's close_notify (a clean end all the same);
 --drop N loses every Nth video RTP packet the first time it is sent (as a path would: the
 receiver NACKs it and aiortc sends it again); --lose N never sends every Nth, not even
 again (the receiver must give up on its picture and ask for a new one). Prints {"status", "location", "body",
@@ -166,6 +167,8 @@ async def publish(args):
         base = args["url"].split("/", 3)
         out["deleted"] = http("DELETE", base[0] + "//" + base[2] + out["location"], token=args["token"])[0]
         await pc.close()
+    elif args["close"]:
+        await pc.close()  # DTLS's close_notify, no DELETE
     else:
         # Gone without a word: the process ends with nothing more sent, not even DTLS's close_notify.
         print(json.dumps(out), flush=True)
@@ -177,7 +180,7 @@ def main():
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})  # until `until_term` handles it
     argv = sys.argv[1:]
     args = {"url": argv[0], "seconds": float(argv[1]), "token": None, "colour": (255, 0, 0), "tone": None, "vp8": False,
-            "offerOnly": False, "delete": True, "drop": 0, "lose": 0, "passive": False}
+            "offerOnly": False, "delete": True, "close": False, "drop": 0, "lose": 0, "passive": False}
     rest = argv[2:]
     while rest:
         flag = rest.pop(0)
@@ -195,6 +198,8 @@ def main():
             args["passive"] = True
         elif flag == "--no-delete":
             args["delete"] = False
+        elif flag == "--close":
+            args["delete"], args["close"] = False, True
         elif flag == "--drop":
             args["drop"] = int(rest.pop(0))
         elif flag == "--lose":
