@@ -13,14 +13,8 @@ public final class OpusTranscoder {
     public let format: AudioFormat
     private let decoder: AudioDecoder
     private let encoder: AudioEncoding
-    /// Decoded samples waiting for a whole Opus frame (interleaved stereo).
-    private var pending: [Float] = []
-    /// The media time of the encoder's sample 0 (moved at a jump), and the samples (48 kHz)
-    /// handed to the encoder.
-    private var origin: MediaTime?
-    private var position: Int64 = 0
-    /// Where the next AAC packet should begin; one further off starts the time line again.
-    private var expected: MediaTime?
+    /// The decoded samples waiting for a whole Opus frame, the time line they go on.
+    private var timeline = TranscodeTimeline()
     /// AAC packets the decoder refused (counted, skipped).
     public private(set) var refusedPackets = 0
 
@@ -34,26 +28,16 @@ public final class OpusTranscoder {
     /// at its media time (the first may sit a few ms before the sound: libopus's look-ahead,
     /// which a WebRTC receiver plays as it comes).
     public func transcode(_ aac: AudioPacket) -> [AudioPacket] {
-        if let expected, abs(aac.mediaTime.ticks - expected.ticks) > MediaTime.ticksPerSecond / 10 {
-            // A gap or a jump (a relay's source came back): the time line starts again here.
-            pending.removeAll(keepingCapacity: true)
-            origin = nil
-        }
-        if origin == nil {
-            // The encoder's sample count goes on (what it still holds keeps its place, just
-            // before the new sound): the time line is moved under it, not started at 0, or a
-            // packet it held would come out as far ahead as the time before the jump lasted.
-            origin = MediaTime(ticks: aac.mediaTime.ticks - position * MediaTime.ticksPerSecond / 48_000)
-        }
-        expected = MediaTime(ticks: aac.mediaTime.ticks + decoderPacketTicks)
+        timeline.place(aac.mediaTime)  // a gap or a jump (a relay's source came back) starts it again
+        timeline.expect(MediaTime(ticks: aac.mediaTime.ticks + decoderPacketTicks))
         do {
-            try decoder.decode(aac.data) { samples in pending.append(contentsOf: samples) }
+            try decoder.decode(aac.data) { samples in timeline.pending.append(contentsOf: samples) }
         } catch {
             refusedPackets += 1
         }
         var out: [AudioPacket] = []
         let frameSamples = format.samplesPerPacket
-        while pending.count >= frameSamples * 2 {
+        while timeline.hasFrame(frameSamples) {
             encode(count: frameSamples, captureTimeNs: aac.captureTimeNs, into: &out)
         }
         return out
@@ -62,22 +46,21 @@ public final class OpusTranscoder {
     private var decoderPacketTicks: Int64 { 1024 * MediaTime.ticksPerSecond / 48_000 }
 
     private func encode(count: Int, captureTimeNs: UInt64, into out: inout [AudioPacket]) {
-        guard let origin else { return }
         let (frame, packet) = (encoder.frame, encoder.packet)
         _ = CMedia_av_frame_make_writable(frame)
         if let plane = frame.pointee.data.0 {
-            pending.withUnsafeBufferPointer { source in
+            timeline.pending.withUnsafeBufferPointer { source in
                 UnsafeMutableRawPointer(plane).copyMemory(from: source.baseAddress!, byteCount: count * 2 * MemoryLayout<Float>.size)
             }
         }
-        pending.removeFirst(count * 2)
-        frame.pointee.pts = position
-        position += Int64(count)
+        frame.pointee.pts = timeline.position
+        timeline.advance(count)
         guard CMedia_avcodec_send_frame(encoder.context, frame) >= 0 else { return }
         while CMedia_avcodec_receive_packet(encoder.context, packet) >= 0 {
-            let ticks = origin.ticks + packet.pointee.pts * MediaTime.ticksPerSecond / 48_000
-            out.append(AudioPacket(data: Array(UnsafeBufferPointer(start: packet.pointee.data, count: Int(packet.pointee.size))),
-                                   mediaTime: MediaTime(ticks: ticks), captureTimeNs: captureTimeNs))
+            if let time = timeline.time(ofSample: packet.pointee.pts) {
+                out.append(AudioPacket(data: Array(UnsafeBufferPointer(start: packet.pointee.data, count: Int(packet.pointee.size))),
+                                       mediaTime: time, captureTimeNs: captureTimeNs))
+            }
             CMedia_av_packet_unref(packet)
         }
     }

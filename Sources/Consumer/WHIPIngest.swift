@@ -46,7 +46,8 @@ public final class WHIPIngest {
     private let udp: WebRTCEndpoint
     private let intake: StreamIntake
     private let metrics: WHIPMetrics
-    private let transcoder: AACTranscoder?
+    /// The publishers' Opus made AAC off the loop; nil when it cannot be (no libavcodec).
+    private let sound: WHIPSound?
     private let onEvent: (InputEvent) -> Void
     private let onEnd: (DemuxReader.End) -> Void
     /// Lines for the log (a refused offer, a failed handshake).
@@ -62,8 +63,8 @@ public final class WHIPIngest {
     /// came (seen on the next tick, within 20 ms).
     public var onFirstPicture: (Double) -> Void = { _ in }
 
-    /// Binds the HTTP listener and the UDP socket (a busy port throws here). `noSound`: why
-    /// the publisher's Opus cannot be made AAC (no libavcodec), else nil.
+    /// Binds the HTTP listener and the UDP socket (a busy port throws here); starts the
+    /// sound's thread (`WHIPSound`), or says why a publisher's Opus cannot be made AAC.
     public init(loop: EventLoop, config: Config, intake: StreamIntake, registry: MetricsRegistry, log: @escaping (String) -> Void,
                 onEvent: @escaping (InputEvent) -> Void, onEnd: @escaping (DemuxReader.End) -> Void) throws {
         self.loop = loop
@@ -80,9 +81,11 @@ public final class WHIPIngest {
         // WHEP's counters are not these: the peers' own are kept apart, not rendered.
         udp = try WebRTCEndpoint(loop: loop, host: bind, candidates: candidates, metrics: WebRTCMetrics(registry: MetricsRegistry()))
         do {
-            transcoder = try AACTranscoder()
+            sound = WHIPSound(try AACTranscoder(), loop: loop, dropped: intake.metrics.droppedAudioPackets, refused: metrics.malformedPackets) {
+                [intake] packets in for aac in packets { intake.push(audio: aac.data, packetTime: aac.mediaTime) }
+            }
         } catch {
-            transcoder = nil
+            sound = nil
             log("\(config.shown): a publisher's sound is not relayed: \(error)")
         }
         http.routes.add("POST", config.path, maxBody: 64 << 10, needs: .publish) { [unowned self] request in self.post(request) }
@@ -104,6 +107,7 @@ public final class WHIPIngest {
         publisher?.peer.onClosed = { _ in }
         udp.close("the relay stopped")
         http.close()
+        sound?.stop()
         pending = nil
         publisher = nil
     }
@@ -113,8 +117,7 @@ public final class WHIPIngest {
     private func post(_ request: HTTPRequest) -> HTTPResponse {
         loop.preconditionOnLoop()
         metrics.offers.increment()
-        let type = request.header("content-type")?.split(separator: ";").first.map { String($0.filter { $0 != " " && $0 != "\t" }).lowercased() }
-        guard type == "application/sdp" else {
+        guard request.mediaType == "application/sdp" else {
             metrics.refusedBadOffer.increment()
             return HTTPResponse(status: 415, body: "WHIP: the offer must be sent as Content-Type: application/sdp\n")
         }
@@ -125,7 +128,7 @@ public final class WHIPIngest {
         }
         let peer: WebRTCPeer
         do {
-            peer = try udp.offer(String(decoding: request.body, as: UTF8.self), profile: nil, sound: transcoder != nil, direction: .receive)
+            peer = try udp.offer(String(decoding: request.body, as: UTF8.self), profile: nil, sound: sound != nil, direction: .receive)
         } catch {
             metrics.refusedBadOffer.increment()
             let line = Self.refusal(error)
@@ -169,7 +172,7 @@ public final class WHIPIngest {
         if everPublished { intake.metrics.reconnects.increment() }
         everPublished = true
         metrics.publishers.increment()
-        let publisher = WHIPPublisher(peer: peer, loop: loop, intake: intake, metrics: metrics, transcoder: transcoder)
+        let publisher = WHIPPublisher(peer: peer, loop: loop, intake: intake, metrics: metrics, sound: sound)
         self.publisher = publisher
         firstUnitSince = posted.postedAt
         let found = "webrtc from \(peer.address?.description ?? "?"), H.264" + (publisher.hasSound ? " and Opus (relayed as AAC)" : "")
@@ -203,8 +206,7 @@ public final class WHIPIngest {
         tickTimer?.stop()
         tickTimer = nil
         intake.inputFailed()
-        let clean = reason == Self.deleted || reason.hasSuffix("(DTLS close_notify)")
-        let reason = reason.hasSuffix("(DTLS close_notify)") ? "closed by the publisher (DTLS close_notify)" : reason
+        let clean = reason == Self.deleted || peer.closedByRemote
         let retrying = config.reconnectTimeout.map { $0 > 0 } ?? true
         onEvent(InputEvent(.publisher, config.shown, .lost(reason: reason, retrying: retrying)))
         guard let timeout = config.reconnectTimeout else { return }

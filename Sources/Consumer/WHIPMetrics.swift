@@ -25,7 +25,7 @@ public struct WHIPMetrics: Sendable {
         unitsBeforeIDR = registry.counter("nalcast_whip_dropped_access_units_total", help: dropped, labels: [("reason", "before-idr")])
         nackedPackets = registry.counter("nalcast_whip_nacked_packets_total", help: "Video packets a WHIP publisher was asked to send again (RTCP NACK; each time asked).")
         pictureRequests = registry.counter("nalcast_whip_picture_requests_total", help: "Picture loss indications sent to WHIP publishers (at the start and after a damaged access unit, until an IDR).")
-        malformedPackets = registry.counter("nalcast_whip_malformed_packets_total", help: "RTP packets from WHIP publishers that did not parse or had a payload type the answer did not take, dropped.")
+        malformedPackets = registry.counter("nalcast_whip_malformed_packets_total", help: "RTP packets from WHIP publishers that did not unprotect (SRTP) or parse, had a payload type the answer did not take, or whose Opus did not decode, dropped.")
         lateAudioPackets = registry.counter("nalcast_whip_late_audio_packets_total", help: "Opus packets from WHIP publishers that came after a later one, dropped.")
     }
 }

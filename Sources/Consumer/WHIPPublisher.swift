@@ -16,8 +16,8 @@ import WebRTC
 ///   start, so that the relay starts at an IDR): the outputs and the relay's readers see the
 ///   picture stop, never a broken one;
 /// - sound: Opus packets placed on the video's clock by both tracks' RTCP sender reports (the
-///   first packets' arrival before there are some), made AAC (`AACTranscoder`) and handed to
-///   the intake as any input's AAC;
+///   first packets' arrival before there are some), made AAC off the loop (`WHIPSound`) and
+///   handed to the intake as any input's AAC;
 /// - receiver reports once a second for both.
 ///
 /// Loop-owned (the peer's loop, the intake's thread).
@@ -27,7 +27,7 @@ final class WHIPPublisher {
     private let intake: StreamIntake
     private let metrics: WHIPMetrics
     private let types: (video: UInt8, audio: UInt8?)
-    private let transcoder: AACTranscoder?
+    private let sound: WHIPSound?
     private var reorder = RTPReorder()
     private var depacketizer = H264Depacketizer()
     private var packager = try! AnnexBPackager(extradata: [])
@@ -48,23 +48,25 @@ final class WHIPPublisher {
     /// When the last RTP packet came (what a stall is measured from).
     private(set) var lastPacket = MonotonicClock.seconds
     private var countedSkips = 0
+    /// The peer's packets that did not unprotect (SRTP), counted as malformed so far.
+    private var countedBadRTP = 0
     /// Access units handed to the intake.
     private(set) var delivered = 0
 
-    init(peer: WebRTCPeer, loop: EventLoop, intake: StreamIntake, metrics: WHIPMetrics, transcoder: AACTranscoder?) {
+    init(peer: WebRTCPeer, loop: EventLoop, intake: StreamIntake, metrics: WHIPMetrics, sound: WHIPSound?) {
         self.peer = peer
         self.loop = loop
         self.intake = intake
         self.metrics = metrics
         self.types = peer.payloadTypes
-        self.transcoder = peer.payloadTypes.audio == nil ? nil : transcoder
-        if let format = self.transcoder?.format { intake.declare(audio: format) }
+        self.sound = peer.payloadTypes.audio == nil ? nil : sound
+        if let format = self.sound?.format { intake.declare(audio: format) }
         peer.onRTP = { [unowned self] bytes in self.take(bytes) }
         peer.onRTCP = { [unowned self] packet in self.take(packet) }
     }
 
     /// The publisher sends sound (the answer took its Opus and it can be made AAC here).
-    var hasSound: Bool { transcoder != nil }
+    var hasSound: Bool { sound != nil }
 
     // MARK: - In
 
@@ -115,11 +117,7 @@ final class WHIPPublisher {
         let latency = Self.wallSeconds - (report.seconds + Double(ticks - report.rtp) / 90_000)
         guard latency >= 0 && latency < 10 else { return }
         intake.metrics.latency.observe(latency)
-        if firstLatency == nil { firstLatency = latency }
     }
-
-    /// The first picture's capture → here, once the sender's reports gave it.
-    private(set) var firstLatency: Double?
 
     private func takeAudio(_ packet: RTPPacket, _ now: Double) {
         audioSSRC = packet.ssrc
@@ -128,12 +126,10 @@ final class WHIPPublisher {
         lastAudioSequence = packet.sequenceNumber
         let ticks = audioTime.extend(packet.timestamp)
         if audioClock.first == nil { audioClock.first = (ticks, Self.wallSeconds) }
-        guard let transcoder else { return }
+        guard let sound else { return }
         // Before the first picture there is no video clock: the intake drops (and counts) it.
         let videoTicks = RTSPTracks.TrackClock.place(ticks, from: audioClock, to: videoClock) ?? 0
-        for aac in transcoder.transcode(AudioPacket(data: Array(packet.payload), mediaTime: MediaTime(ticks: videoTicks))) {
-            intake.push(audio: aac.data, packetTime: aac.mediaTime)
-        }
+        sound.take(AudioPacket(data: Array(packet.payload), mediaTime: MediaTime(ticks: videoTicks)))
     }
 
     /// A sender report re-anchors its track's clock.
@@ -163,6 +159,10 @@ final class WHIPPublisher {
             intake.metrics.lostPackets.increment(by: UInt64(reorder.skipped - countedSkips))
             countedSkips = reorder.skipped
         }
+        if peer.badRTP > countedBadRTP {
+            metrics.malformedPackets.increment(by: UInt64(peer.badRTP - countedBadRTP))
+            countedBadRTP = peer.badRTP
+        }
         let lost = reorder.nacks(now: now)
         if let media = videoSSRC, !lost.isEmpty {
             metrics.nackedPackets.increment(by: UInt64(lost.count))
@@ -188,11 +188,6 @@ final class WHIPPublisher {
 
     /// Feedback behind an empty receiver report: a compound packet, as RFC 3550 §6.1 wants.
     private func send(_ feedback: [UInt8]) {
-        peer.sendRTCP([0x80, 201, 0, 1, UInt8(ourSSRC >> 24), UInt8(truncatingIfNeeded: ourSSRC >> 16),
-                       UInt8(truncatingIfNeeded: ourSSRC >> 8), UInt8(truncatingIfNeeded: ourSSRC)] + feedback)
+        peer.sendRTCP(RTPReception.emptyReceiverReport(ourSSRC: ourSSRC) + feedback)
     }
-
-    /// Packets recovered by a NACK (or reordering), for the publisher's end line.
-    var recovered: Int { reorder.recovered }
-    var skipped: Int { reorder.skipped }
 }

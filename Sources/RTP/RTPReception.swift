@@ -50,7 +50,7 @@ public struct RTPReception: Sendable {
 
     /// A receiver report from `ourSSRC` with one block for this source, at `now` seconds.
     public mutating func receiverReport(ourSSRC: UInt32, now: Double) -> [UInt8] {
-        guard let base = baseSequence else { return [0x80, 201, 0, 1] + Self.word(ourSSRC) }
+        guard let base = baseSequence else { return Self.emptyReceiverReport(ourSSRC: ourSSRC) }
         let extended = cycles &+ UInt32(maxSequence)
         let expected = extended &- base &+ 1
         let expectedInterval = expected &- expectedPrior
@@ -68,6 +68,10 @@ public struct RTPReception: Sendable {
         out += Self.word(lastSR.map { UInt32(min(Double(UInt32.max), max(0, now - $0.at) * 65536)) } ?? 0)
         return out
     }
+
+    /// A receiver report from `ourSSRC` with no block: what feedback (NACK, PLI) goes behind
+    /// in a compound packet when there is nothing to report (RFC 3550 §6.1).
+    public static func emptyReceiverReport(ourSSRC: UInt32) -> [UInt8] { [0x80, 201, 0, 1] + word(ourSSRC) }
 
     static func word(_ v: UInt32) -> [UInt8] {
         [UInt8(v >> 24), UInt8(truncatingIfNeeded: v >> 16), UInt8(truncatingIfNeeded: v >> 8), UInt8(truncatingIfNeeded: v)]

@@ -18,14 +18,16 @@ public struct RTPReorder: Sendable {
     public private(set) var skipped = 0
     /// Packets that came late or twice, left out.
     public private(set) var duplicates = 0
-    /// Sequence numbers asked for again (each time asked).
-    public private(set) var requested = 0
     /// Holes filled by a packet that came after later ones (a retransmission, or reordering).
     public private(set) var recovered = 0
 
     /// The next sequence number to hand on.
     private var next: UInt16?
     private var held: [UInt16: RTPPacket] = [:]
+    /// The newest sequence number taken: when packets are held, the newest of them (all
+    /// held ones lie between `next` and it), so that a packet's gap is found without going
+    /// through them.
+    private var newest: UInt16?
     /// The holes: since when each is missing, when it was last asked for and how often.
     private var missing: [UInt16: (since: Double, asked: Double, count: Int)] = [:]
 
@@ -42,6 +44,7 @@ public struct RTPReorder: Sendable {
         let sequence = packet.sequenceNumber
         guard let expected = next else {
             next = sequence &+ 1
+            newest = sequence
             return [packet]
         }
         if sequence != expected && !rtpSequence(sequence, isAfter: expected) || held[sequence] != nil {
@@ -54,11 +57,13 @@ public struct RTPReorder: Sendable {
             skipped += Int(sequence &- (next ?? sequence))
             missing.removeAll()
             next = sequence &+ 1
+            newest = sequence
             return out + [packet]
         }
         if missing.removeValue(forKey: sequence) != nil { recovered += 1 }
         var gapStart = expected
-        if let newest = newestHeld, rtpSequence(newest, isAfter: gapStart) { gapStart = newest &+ 1 }
+        if let newest, rtpSequence(newest, isAfter: gapStart) { gapStart = newest &+ 1 }
+        if newest.map({ rtpSequence(sequence, isAfter: $0) }) ?? true { newest = sequence }
         var at = gapStart
         while at != sequence && rtpSequence(sequence, isAfter: at) {
             if held[at] == nil && missing[at] == nil { missing[at] = (now, -.infinity, 0) }
@@ -86,17 +91,11 @@ public struct RTPReorder: Sendable {
             missing[sequence] = (hole.since, now, hole.count + 1)
             out.append(sequence)
         }
-        requested += out.count
         return out.sorted { rtpSequence($1, isAfter: $0) }
     }
 
     /// Packets held behind a hole now.
     public var heldCount: Int { held.count }
-
-    private var newestHeld: UInt16? {
-        guard let first = held.keys.first else { return nil }
-        return held.keys.reduce(first) { rtpSequence($1, isAfter: $0) ? $1 : $0 }
-    }
 
     /// The packets from `next` on that are here, in order.
     private mutating func drain() -> [RTPPacket] {

@@ -18,6 +18,12 @@ public struct HTTPRequest: Sendable {
         return headers.first { $0.name == lower }?.value
     }
 
+    /// The media type of its Content-Type, lowercased, without parameters or blanks
+    /// (`Application/SDP; charset=x`: `application/sdp`); nil without one.
+    public var mediaType: String? {
+        header("content-type")?.split(separator: ";").first.map { String($0.filter { $0 != " " && $0 != "\t" }).lowercased() }
+    }
+
     /// Parses a head (request line and header fields, up to the blank line); nil when malformed.
     public init?(head: ArraySlice<UInt8>) {
         var lines = head.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)

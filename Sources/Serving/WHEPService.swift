@@ -98,8 +98,7 @@ public final class WHEPService: UnitPackager {
             metrics.offersRefused.increment()
             return HTTPResponse(status: status, body: line + "\n")
         }
-        let type = request.header("content-type")?.split(separator: ";").first.map { String($0.filter { $0 != " " && $0 != "\t" }).lowercased() }
-        guard type == "application/sdp" else { return refuse(415, "WHEP: the offer must be sent as Content-Type: application/sdp") }
+        guard request.mediaType == "application/sdp" else { return refuse(415, "WHEP: the offer must be sent as Content-Type: application/sdp") }
         guard !server.draining else { return refuse(503, "the stream has ended") }
         guard server.readerCount + pending.count < server.config.broadcaster.maxReaders else { return refuse(503, "too many readers") }
         let peer: WebRTCPeer

@@ -94,6 +94,7 @@ public final class WebRTCEndpoint {
         let audio = choice.audio.map { OpusRTPSender(ssrc: local.audioSSRC, payloadType: $0.payloadType, firstSequence: UInt16(truncatingIfNeeded: Self.random32())) }
         let peer = WebRTCPeer(id: Self.token(16), endpoint: self, dtls: dtls, local: (local.ufrag, local.password), remoteFingerprint: offer.fingerprint,
                               answer: choice.text(local), sender: sender, audioSender: audio, nowNs: MonotonicClock.nanoseconds)
+        peer.receives = direction == .receive
         register(peer)
         return peer
     }

@@ -19,6 +19,8 @@ public final class WebRTCPeer {
     public internal(set) var address: UDPAddress?
     public private(set) var isConnected = false
     public private(set) var isClosed = false
+    /// The other end closed it with DTLS's close_notify: it ended cleanly, rather than went away.
+    public private(set) var closedByRemote = false
     /// The answer to its offer.
     public let answer: String
     var sender: RTPSender
@@ -69,6 +71,11 @@ public final class WebRTCPeer {
     let dtls: DTLSAssociation
     /// The controlling ICE agent of a WHIP push (nil for a WHEP viewer: ICE-lite answers checks).
     var ice: ControllingICE?
+    /// Its answer takes what it sends (a WHIP publisher), rather than sending to it.
+    var receives = false
+    /// What the other end is called in its lines: a WHEP viewer, a WHIP publisher, or the
+    /// WHIP server a push goes to.
+    var remoteName: String { ice != nil ? "server" : receives ? "publisher" : "viewer" }
     private var srtpOut: SRTPSession?
     private var srtpIn: SRTPSession?
     /// The video's packets as protected, the last `historySize`.
@@ -181,21 +188,20 @@ public final class WebRTCPeer {
             return
         }
         lastCheckNs = nowNs
+        // The DTLS client of an answered offer (a=setup:passive) speaks first, once ICE has a
+        // path: its ClientHello after the answer to the first check.
+        var opensHandshake = false
         if ice != nil {
             // A WHIP server (the controlled agent) may pick another pair than ours: its
             // address is known from here, and media from it latches (`latch`).
             endpoint.alias(self, from)
         } else if address == nil || (request.useCandidate && address != from) {
             endpoint.move(self, to: from)
-            let first = address == nil
+            opensHandshake = address == nil && dtls.isClient
             address = from
-            endpoint.socket.send(STUN.bindingSuccess(to: request, mapped: (from.ip, from.port), password: localPassword), to: from)
-            // The DTLS client of an answered offer (a=setup:passive) speaks first, once ICE
-            // has a path: its ClientHello after the answer to the first check.
-            if first && dtls.isClient { handle(dtls.start()) }
-            return
         }
         endpoint.socket.send(STUN.bindingSuccess(to: request, mapped: (from.ip, from.port), password: localPassword), to: from)
+        if opensHandshake { handle(dtls.start()) }
     }
 
     /// A datagram from the peer's address that is not STUN: DTLS or SRTCP (RFC 7983).
@@ -281,14 +287,16 @@ public final class WebRTCPeer {
         switch state {
         case .handshaking, .open: break
         case .connected: connected()
-        case .closed: close("closed by the \(ice == nil ? "viewer" : "server") (DTLS close_notify)", notify: false)
+        case .closed:
+            if !isClosed { closedByRemote = true }
+            close("closed by the \(remoteName) (DTLS close_notify)", notify: false)
         case .failed(let why): close("DTLS: \(why)", notify: false)
         }
     }
 
     private func connected() {
         guard dtls.peerFingerprint == remoteFingerprint else {
-            return close("DTLS: the viewer's certificate is not the one its offer named", notify: true)
+            return close("DTLS: the \(remoteName)'s certificate is not the one its offer named", notify: true)
         }
         guard let keys = dtls.srtpKeys,
               let outbound = SRTPSession(key: keys.local.key, salt: keys.local.salt, outbound: true),

@@ -71,8 +71,9 @@ extension ConsumeSession {
         return reader
     }
 
-    /// What the end of an input thread (the demuxer's or the RTSP client's) means for the run.
-    static func inputEnded(_ end: DemuxReader.End, _ shown: String, _ ending: Ending, _ reporter: InputReporter) {
+    /// What the end of an input (the demuxer's or the RTSP client's thread, or the WHIP
+    /// listener's wait for the next publisher) means for the run; `kind` words a give-up.
+    static func inputEnded(_ end: DemuxReader.End, _ shown: String, _ ending: Ending, _ reporter: InputReporter, kind: InputEvent.Kind = .demuxed) {
         switch end {
         case .ended: ending.end(.inputEnded)
         case .failed(let message): ending.end(.inputFailed(message))
@@ -80,7 +81,7 @@ extension ConsumeSession {
         case .refused(let message): ending.end(.refused(message))
         case .missing(let message): ending.end(.missing(message))
         case .gaveUp(let reason, let everOpened, let endedCleanly):
-            reporter.report(InputEvent(.demuxed, shown, .gaveUp(reason: reason, everOpened: everOpened, endedCleanly: endedCleanly)))
+            reporter.report(InputEvent(kind, shown, .gaveUp(reason: reason, everOpened: everOpened, endedCleanly: endedCleanly)))
         }
     }
 }
@@ -98,11 +99,7 @@ extension ConsumeSession {
             whip = try WHIPIngest(loop: loop, config: WHIPIngest.Config(endpoint: endpoint, path: path, shown: shown, stallTimeout: config.stallTimeout,
                                                                       reconnectTimeout: config.reconnectTimeout),
                                   intake: makeIntake(fanout, .arrival), registry: metrics.registry, log: { log.line($0) },
-                                  onEvent: { reporter.report($0) }, onEnd: { end in
-                                      // Given up waiting for the next publisher: said in a listener's words.
-                                      guard case .gaveUp(let reason, let everOpened, let endedCleanly) = end else { return Self.inputEnded(end, shown, ending, reporter) }
-                                      reporter.report(InputEvent(.publisher, shown, .gaveUp(reason: reason, everOpened: everOpened, endedCleanly: endedCleanly)))
-                                  })
+                                  onEvent: { reporter.report($0) }, onEnd: { Self.inputEnded($0, shown, ending, reporter, kind: .publisher) })
         } catch {
             throw CommandError.unavailable("consume: --from \(shown): \(error)")
         }

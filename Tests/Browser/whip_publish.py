@@ -7,9 +7,10 @@ saw, as JSON.
 The page (about:blank, a canvas of 320x240 made by the script) paints its left half red
 (255,0,0) and its right half blue (0,0,255) every 33 ms, offers the canvas' stream sendonly
 with H.264 alone (packetization-mode=1, setCodecPreferences) and the resolution kept under
-congestion, POSTs the offer (application/sdp), sets the 201's answer, sends for SECONDS,
-then DELETEs the session at the answer's Location. Prints {"status", "location", "deleted",
-"framesEncoded", "encoder", "state", "nackCount", "pliCount"} or {"error": ...} (exit 1).
+congestion, POSTs the offer (application/sdp), sets the 201's answer, sends for SECONDS
+from when the connection is up (ICE and DTLS), then DELETEs the session at the answer's
+Location. Prints {"status", "location", "deleted", "framesEncoded", "encoder", "state",
+"nackCount", "pliCount"} or {"error": ...} (exit 1).
 
 Chromium runs with --disable-web-security: the page's origin (about:blank) is not the WHIP
 endpoint's, and what a cross-origin publisher page needs of the endpoint (CORS) is not what
@@ -59,6 +60,16 @@ try {
   const answer = await response.text();
   if (response.status !== 201) { result.body = answer; clearInterval(painter); pc.close(); return done(result); }
   await pc.setRemoteDescription({type: 'answer', sdp: answer});
+  // The seconds of sending count from when ICE and DTLS are up, not from the answer (a
+  // loaded machine's handshake would eat into them).
+  await new Promise((resolve, reject) => {
+    const changed = () => {
+      if (pc.connectionState === 'connected') resolve();
+      else if (pc.connectionState === 'failed' || pc.connectionState === 'closed') reject(new Error('the connection ' + pc.connectionState));
+    };
+    pc.addEventListener('connectionstatechange', changed);
+    changed();
+  });
   await new Promise(resolve => setTimeout(resolve, seconds * 1000));
   result.state = pc.connectionState;
   (await pc.getStats()).forEach(s => {

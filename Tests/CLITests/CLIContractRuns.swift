@@ -102,7 +102,10 @@ struct ContractProcess {
     /// The port of `--metrics tcp://127.0.0.1:0`: the one port it listens on that its log
     /// does not name (the log names its listeners and its page). Read from /proc, so that no
     /// port has to be chosen before it starts (a port found free is free for anyone to take).
-    func metricsPort(timeout: Double = 20) -> Int? {
+    func metricsPort(timeout: Double = 20) -> Int? { Self.metricsPort(process, timeout: timeout) }
+
+    /// `metricsPort()` of any nalcast `process` started with `--metrics tcp://127.0.0.1:0`.
+    static func metricsPort(_ process: Background, timeout: Double = 20) -> Int? {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline && process.process.isRunning {
             let named = Set(process.stderr.matches(of: /127\.0\.0\.1:(\d+)/).compactMap { Int($0.1) })

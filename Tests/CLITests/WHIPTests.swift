@@ -16,22 +16,24 @@ import Testing
     static let left = (x: 80, y: 120)
     static let right = (x: 240, y: 120)
 
-    /// `consume --from whip-listen://127.0.0.1:PORT/whip -o DIR/out.ts` with `extra`, its
-    /// events in the test's directory DIR; `body` gets the WHIP URL, the consumer, its events
-    /// file and DIR. The consumer is stopped (SIGINT) when `body` returns, if it still runs.
+    /// `consume --from whip-listen://127.0.0.1:0/whip -o DIR/out.ts` with `extra`, its
+    /// events in the test's directory DIR; `body` gets the WHIP URL (the port the listener
+    /// bound, from its line: a port found free before consume starts is free for anyone to
+    /// take), the consumer, its events file and DIR. The consumer is stopped (SIGINT) when
+    /// `body` returns, if it still runs.
     static func withIngest(_ extra: [String], _ body: (_ url: String, _ consume: Background, _ events: URL, _ dir: URL) throws -> Void) throws {
         let dir = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let events = dir.appendingPathComponent("events.jsonl")
-        let port = try freePort()
-        let url = "http://127.0.0.1:\(port)/whip"
-        let consume = try Background(Run.nalcast, ["consume", "--from", "whip-listen://127.0.0.1:\(port)/whip", "--events", events.path,
+        let consume = try Background(Run.nalcast, ["consume", "--from", "whip-listen://127.0.0.1:0/whip", "--events", events.path,
                                                    "-o", dir.appendingPathComponent("out.ts").path] + extra)
         defer {
             consume.signal(SIGINT)
             consume.wait()
         }
-        #expect(consume.waitFor("WHIP: publishers POST their SDP offer to \(url)"), "\(consume.stderr)")
+        #expect(consume.waitFor("WHIP: publishers POST their SDP offer to "), "\(consume.stderr)")
+        let url = try #require(consume.stderr.firstMatch(of: #/POST their SDP offer to (http://127\.0\.0\.1:[1-9][0-9]*/whip) /#).map { String($0.1) },
+                               "\(consume.stderr)")
         try body(url, consume, events, dir)
     }
 
@@ -60,6 +62,14 @@ import Testing
 
     static func near(_ seen: [Int], _ wanted: [Int]) -> Bool { zip(seen, wanted).allSatisfy { abs($0 - $1) <= 16 } }
 
+    /// What consume wrote to DIR/out.ts, once it has ended: at least `count` frames, every one
+    /// with its left half `colour` and its right half blue.
+    static func expectFrames(_ dir: URL, atLeast count: Int, leftHalf colour: [Int]) throws {
+        let frames = try written(dir)
+        #expect(frames.count >= count, "\(frames.count) frames")
+        #expect(frames.allSatisfy { near($0[0], colour) && near($0[1], [0, 0, 255]) }, "\(frames.prefix(3)) ... \(frames.suffix(3))")
+    }
+
     /// The frames of DIR/out.ts once consume has ended: all 320x240, and the colours of
     /// each at the two halves.
     static func written(_ dir: URL) throws -> [[[Int]]] {
@@ -86,9 +96,7 @@ import Testing
             #expect(consume.stderr.contains("H.264; its handshake took"), "\(consume.stderr)")
             #expect(consume.wait(timeout: 30) == 0, "\(consume.stderr)")
             #expect(consume.stderr.contains("the producer ended the stream; not waiting"), "\(consume.stderr)")
-            let frames = try Self.written(dir)
-            #expect(frames.count >= 30, "\(frames.count) frames")
-            #expect(frames.allSatisfy { Self.near($0[0], [255, 0, 0]) && Self.near($0[1], [0, 0, 255]) }, "\(frames.prefix(3)) ... \(frames.suffix(3))")
+            try Self.expectFrames(dir, atLeast: 30, leftHalf: [255, 0, 0])
         }
     }
 
@@ -98,11 +106,10 @@ import Testing
     /// and pitch.
     @Test(.enabled(if: WHEPTests.aiortcMissing == nil, "\(WHEPTests.aiortcMissing ?? "")"))
     func aiortcPublishesPicturesAndSoundThroughTheRelay() throws {
-        let relayPort = try freePort()
-        try Self.withIngest(["--listen", "ts:tcp://127.0.0.1:\(relayPort)"]) { url, consume, _, dir in
+        try Self.withIngest(["--listen", "ts:tcp://127.0.0.1:0"]) { url, consume, _, dir in
             let relayed = dir.appendingPathComponent("relayed.ts")
-            let reader = try Background("ffmpeg", ["-nostdin", "-v", "error", "-i", "tcp://127.0.0.1:\(relayPort)", "-c", "copy", "-f", "mpegts", relayed.path])
-            #expect(consume.waitFor("serving"), "\(consume.stderr)")
+            #expect(consume.waitFor("(MPEG-TS)"), "\(consume.stderr)")
+            let reader = try Background("ffmpeg", ["-nostdin", "-v", "error", "-i", try RelayAudioTests.tsAddress(consume), "-c", "copy", "-f", "mpegts", relayed.path])
             let seen = try Self.publish(url, seconds: 4, ["--tone", "440"])
             #expect(seen["status"] as? Int == 201 && seen["deleted"] as? Int == 200, "\(seen)")
             let answer = seen["answer"] as? String ?? ""
@@ -136,25 +143,39 @@ import Testing
             #expect(consume.waitFor("H.264; its handshake took"), "\(consume.stderr)")
             consume.signal(SIGINT)
             #expect(consume.wait() == 0, "\(consume.stderr)")
-            let frames = try Self.written(dir)
-            #expect(frames.count >= 20, "\(frames.count) frames")
-            #expect(frames.allSatisfy { Self.near($0[0], [0, 255, 0]) && Self.near($0[1], [0, 0, 255]) }, "\(frames.prefix(3))")
+            try Self.expectFrames(dir, atLeast: 20, leftHalf: [0, 255, 0])
+        }
+    }
+
+    /// A publisher that ends with DTLS's close_notify and no DELETE ends cleanly all the
+    /// same: with `--reconnect-timeout 0` consume ends by itself (exit 0), as after a DELETE.
+    @Test(.enabled(if: WHEPTests.aiortcMissing == nil, "\(WHEPTests.aiortcMissing ?? "")"))
+    func aCloseNotifyIsACleanEnd() throws {
+        try Self.withIngest(["--reconnect-timeout", "0"]) { url, consume, _, dir in
+            let seen = try Self.publish(url, seconds: 1, ["--close"])
+            #expect(seen["status"] as? Int == 201 && seen["deleted"] == nil, "\(seen)")
+            #expect(consume.wait(timeout: 30) == 0, "\(consume.stderr)")
+            #expect(consume.stderr.contains("the publisher left whip-listen://127.0.0.1:0/whip (closed by the publisher (DTLS close_notify))"), "\(consume.stderr)")
+            #expect(consume.stderr.contains("the producer ended the stream; not waiting"), "\(consume.stderr)")
+            try Self.expectFrames(dir, atLeast: 15, leftHalf: [255, 0, 0])
         }
     }
 
     /// One publisher at a time: while a green one publishes, a second offer is 409 with one
-    /// line; the first goes away without a word (no DELETE, no DTLS close: its process ends),
-    /// which consume sees (no packet for --stall-timeout) and waits; the next (red) comes and
-    /// is written on after the green pictures.
+    /// line; the first goes away without a word (no DELETE, no DTLS close: its process ends,
+    /// told to by the test once the second was refused, however long that took), which
+    /// consume sees (no packet for --stall-timeout) and waits; the next (red) comes and is
+    /// written on after the green pictures.
     @Test(.enabled(if: WHEPTests.aiortcMissing == nil, "\(WHEPTests.aiortcMissing ?? "")"))
     func onePublisherAtATimeAndTheNextAfterIt() throws {
         try Self.withIngest(["--stall-timeout", "1s"]) { url, consume, events, dir in
-            let first = try Background(PlaybackTests.venvPython, [Self.publisher, url, "2", "--colour", "0,255,0", "--no-delete"])
+            let first = try Background(PlaybackTests.venvPython, [Self.publisher, url, "60", "--colour", "0,255,0", "--no-delete"])
             #expect(WHEPTests.waitForEvent(events) { $0["event"] as? String == "connected" }, "\(consume.stderr)")
             let second = try Self.publish(url, seconds: 1, ["--offer-only"])
             #expect(second["status"] as? Int == 409, "\(second)")
             #expect((second["body"] as? String)?.hasPrefix("WHIP: /whip already has a publisher (one at a time)") == true, "\(second)")
             #expect(consume.waitFor("refused a second publisher (409)"), "\(consume.stderr)")
+            first.signal(SIGTERM)
             #expect(first.wait(timeout: 60) == 0, "\(first.stderr)")
             #expect(WHEPTests.waitForEvent(events) { $0["event"] as? String == "disconnected" }, "\(consume.stderr)")
             #expect(consume.stderr.contains("stalled: no packet for 1.000 s"), "\(consume.stderr)")
@@ -173,16 +194,6 @@ import Testing
         }
     }
 
-    /// Whether the events file holds `count` events named `name`, waiting for them (up to 20 s).
-    static func waitFor(_ events: URL, count: Int, of name: String) -> Bool {
-        let deadline = Date().addingTimeInterval(20)
-        while WebViewerTests.events(events).filter({ $0["event"] as? String == name }).count < count {
-            guard Date() < deadline else { return false }
-            usleep(50_000)
-        }
-        return true
-    }
-
     static func metric(_ port: Int, _ name: String) throws -> Double {
         try WHEPTests.metric("http://127.0.0.1:\(port)/", name)
     }
@@ -193,8 +204,8 @@ import Testing
     /// writes still decodes without an error, the colours in place to the end.
     @Test(.enabled(if: WHEPTests.aiortcMissing == nil, "\(WHEPTests.aiortcMissing ?? "")"))
     func lostPacketsAreAskedForAgainOrThePictureIs() throws {
-        let port = try freePort()
-        try Self.withIngest(["--metrics", "tcp://127.0.0.1:\(port)"]) { url, consume, events, dir in
+        try Self.withIngest(["--metrics", "tcp://127.0.0.1:0"]) { url, consume, events, dir in
+            let port = try #require(ContractProcess.metricsPort(consume), "\(consume.stderr)")
             let resent = try Self.publish(url, seconds: 1.5, ["--drop", "10"])
             #expect(resent["status"] as? Int == 201 && (resent["dropped"] as? Int ?? 0) >= 3, "\(resent) \(consume.stderr)")
             #expect(WHEPTests.waitForEvent(events) { $0["reason"] as? String == "DELETE of its session" }, "\(consume.stderr)")
@@ -203,15 +214,13 @@ import Testing
             let requestsBefore = try Self.metric(port, "nalcast_whip_picture_requests_total")
             let lost = try Self.publish(url, seconds: 1.5, ["--lose", "15"])
             #expect(lost["status"] as? Int == 201 && (lost["dropped"] as? Int ?? 0) >= 1, "\(lost)")
-            #expect(Self.waitFor(events, count: 2, of: "disconnected"), "\(consume.stderr)")
+            #expect(Wait.until { WebViewerTests.events(events).filter { $0["event"] as? String == "disconnected" }.count >= 2 }, "\(consume.stderr)")
             #expect(try Self.metric(port, "nalcast_whip_dropped_access_units_total{reason=\"damaged\"}") >= 1)
             #expect(try Self.metric(port, "nalcast_whip_picture_requests_total") >= requestsBefore + 2, "the start's and the damaged picture's")
             #expect(try Self.metric(port, "nalcast_consumer_lost_packets_total") >= 1, "the packets given up on")
             consume.signal(SIGINT)
             #expect(consume.wait() == 0, "\(consume.stderr)")
-            let frames = try Self.written(dir)
-            #expect(frames.count >= 60, "\(frames.count) frames")
-            #expect(frames.allSatisfy { Self.near($0[0], [255, 0, 0]) && Self.near($0[1], [0, 0, 255]) }, "\(frames.suffix(3))")
+            try Self.expectFrames(dir, atLeast: 60, leftHalf: [255, 0, 0])
         }
     }
 

@@ -25,11 +25,12 @@ import asyncio
 import json
 import sys
 import time
-import urllib.request
 
 import aioice
 from aiortc import RTCPeerConnection, RTCSessionDescription
 from aiortc.rtp import RtcpSrPacket
+
+from sdp_http import http
 
 DROPPED = []
 
@@ -55,18 +56,6 @@ def lose_every(nth):
             return data
 
     aioice.Connection.recv = lossy
-
-
-def http(method, url, body=None, token=None):
-    headers = {"Content-Type": "application/sdp"} if body is not None else {}
-    if token:
-        headers["Authorization"] = "Bearer " + token
-    request = urllib.request.Request(url, data=body.encode() if body is not None else None, method=method, headers=headers)
-    try:
-        with urllib.request.urlopen(request, timeout=10) as response:
-            return response.status, dict(response.headers), response.read().decode()
-    except urllib.error.HTTPError as error:
-        return error.code, dict(error.headers), error.read().decode()
 
 
 def is_key(frame):

@@ -3,13 +3,15 @@ Chromium's), as a test's peer: sends H.264 pictures of known colours, and a tone
 endpoint, then ends its session. Prints what happened as JSON.
 
     whip_publisher.py WHIP_URL SECONDS [--token TOKEN] [--colour R,G,B] [--tone HZ]
-                      [--vp8-only] [--offer-only] [--no-delete] [--drop N | --lose N]
+                      [--vp8-only] [--offer-only] [--no-delete | --close] [--drop N | --lose N]
 
 The pictures are 320x240, the left half of `--colour` (default 255,0,0) and the right half
-blue (0,0,255), 30 a second, for SECONDS. With --tone HZ an Opus track goes beside them: a
+blue (0,0,255), 30 a second, for SECONDS from when the connection is up (ICE and DTLS), or
+until SIGTERM ends the sending sooner. With --tone HZ an Opus track goes beside them: a
 sine of HZ at -6 dBFS (amplitude 0.5), stereo, 48 kHz. --vp8-only offers VP8 alone (an offer
 nalcast must refuse); --offer-only POSTs the offer, prints the answer's status and stops
 (a second publisher); --no-delete goes away without DELETE (its ICE and DTLS just stop);
+--close ends without DELETE too, but with DTLS's close_notify (a clean end all the same);
 --drop N loses every Nth video RTP packet the first time it is sent (as a path would: the
 receiver NACKs it and aiortc sends it again); --lose N never sends every Nth, not even
 again (the receiver must give up on its picture and ask for a new one). Prints {"status", "location", "body",
@@ -21,27 +23,17 @@ import fractions
 import json
 import math
 import os
+import signal
 import sys
-import urllib.request
 
 import numpy
 from av import AudioFrame, VideoFrame
 from aiortc import MediaStreamTrack, RTCPeerConnection, RTCRtpSender, RTCSessionDescription
 
+from sdp_http import http
+
 WIDTH, HEIGHT, FPS = 320, 240, 30
 DROPPED = []
-
-
-def http(method, url, body=None, token=None):
-    headers = {"Content-Type": "application/sdp"} if body is not None else {}
-    if token:
-        headers["Authorization"] = "Bearer " + token
-    request = urllib.request.Request(url, data=body.encode() if body is not None else None, method=method, headers=headers)
-    try:
-        with urllib.request.urlopen(request, timeout=10) as response:
-            return response.status, dict(response.headers), response.read().decode()
-    except urllib.error.HTTPError as error:
-        return error.code, dict(error.headers), error.read().decode()
 
 
 class Pictures(MediaStreamTrack):
@@ -114,6 +106,36 @@ def lose_every(nth, forever=False):
     return patch_transport
 
 
+async def connected(pc):
+    """Until ICE and DTLS are up: the SECONDS of sending count from there, not from the
+    answer (a loaded machine's handshake would eat into them)."""
+    done = asyncio.get_running_loop().create_future()
+
+    @pc.on("connectionstatechange")
+    def changed():
+        if pc.connectionState in ("connected", "failed", "closed") and not done.done():
+            done.set_result(pc.connectionState)
+
+    changed()
+    state = await done
+    if state != "connected":
+        raise RuntimeError("the connection " + state)
+
+
+async def until_term(seconds):
+    """`seconds`, or less when SIGTERM comes (the test ends the sending when it is done).
+    SIGTERM is blocked from the start (`main`) and let in only here, once it has a handler:
+    one sent before is held, not lost; and a test runner's blocked or ignored SIGTERM, which
+    its children inherit, does not keep it out."""
+    stop = asyncio.Event()
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+    try:
+        await asyncio.wait_for(stop.wait(), seconds)
+    except asyncio.TimeoutError:
+        pass
+
+
 async def publish(args):
     pc = RTCPeerConnection()
     video = pc.addTransceiver(Pictures(args["colour"]), direction="sendonly")
@@ -135,7 +157,8 @@ async def publish(args):
     await pc.setRemoteDescription(RTCSessionDescription(body, "answer"))
     if args["drop"] or args["lose"]:
         lose_every(args["drop"] or args["lose"], forever=bool(args["lose"]))(video.sender.transport)
-    await asyncio.sleep(args["seconds"])
+    await connected(pc)
+    await until_term(args["seconds"])
     out["framesSent"] = video.sender.track.count if video.sender.track else 0
     stats = await video.sender.getStats()
     out["nacked"] = sum(getattr(s, "nackCount", 0) or 0 for s in stats.values())
@@ -144,6 +167,8 @@ async def publish(args):
         base = args["url"].split("/", 3)
         out["deleted"] = http("DELETE", base[0] + "//" + base[2] + out["location"], token=args["token"])[0]
         await pc.close()
+    elif args["close"]:
+        await pc.close()  # DTLS's close_notify, no DELETE
     else:
         # Gone without a word: the process ends with nothing more sent, not even DTLS's close_notify.
         print(json.dumps(out), flush=True)
@@ -152,9 +177,10 @@ async def publish(args):
 
 
 def main():
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})  # until `until_term` handles it
     argv = sys.argv[1:]
     args = {"url": argv[0], "seconds": float(argv[1]), "token": None, "colour": (255, 0, 0), "tone": None, "vp8": False,
-            "offerOnly": False, "delete": True, "drop": 0, "lose": 0, "passive": False}
+            "offerOnly": False, "delete": True, "close": False, "drop": 0, "lose": 0, "passive": False}
     rest = argv[2:]
     while rest:
         flag = rest.pop(0)
@@ -172,6 +198,8 @@ def main():
             args["passive"] = True
         elif flag == "--no-delete":
             args["delete"] = False
+        elif flag == "--close":
+            args["delete"], args["close"] = False, True
         elif flag == "--drop":
             args["drop"] = int(rest.pop(0))
         elif flag == "--lose":
