@@ -246,8 +246,7 @@ final class RTMPSession {
 
     private func flushReplies(_ deadline: Double) throws(ForwardError) {
         guard !replies.isEmpty else { return }
-        let queued = writer.isEmpty
-        precondition(queued, "replies are sent between flushes")
+        precondition(writer.isEmpty, "replies are sent between flushes")
         for reply in replies { writer.message(reply.payload, chunkStream: 2, type: reply.type) }
         replies.removeAll()
         try send(deadline, step: "write")
