@@ -40,10 +40,7 @@ public struct PushTarget: Sendable, CustomStringConvertible, Equatable {
         }
         self.url = url
         let rest = url[url.index(colon, offsetBy: 3)...]
-        let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" } ?? rest.endIndex
-        var authority = rest[..<authorityEnd]
-        if let at = authority.lastIndex(of: "@") { authority = authority[authority.index(after: at)...] }
-        let (host, port) = Self.split(authority)
+        let (host, port, authorityEnd) = Self.hostAndPort(rest)
         guard !host.isEmpty else { throw PushTargetError("\(scheme):// needs a host: \(Self.shape(kind))") }
         if let port, Int(port).map({ !(1...65535).contains($0) }) ?? true {
             throw PushTargetError("bad port '\(port)' in \(scheme):// URL")
@@ -118,6 +115,16 @@ public struct PushTarget: Sendable, CustomStringConvertible, Equatable {
         case .rtsp: "rtsp://HOST[:PORT]/PATH"
         case .udp: "udp://HOST:PORT"
         }
+    }
+
+    /// HOST and PORT of a URL's authority (`rest`: what follows `scheme://`; a user and
+    /// password left out), and where the authority ends (its path or query begins there).
+    static func hostAndPort(_ rest: Substring) -> (host: String, port: String?, end: Substring.Index) {
+        let end = rest.firstIndex { $0 == "/" || $0 == "?" } ?? rest.endIndex
+        var authority = rest[..<end]
+        if let at = authority.lastIndex(of: "@") { authority = authority[authority.index(after: at)...] }
+        let (host, port) = split(authority)
+        return (host, port, end)
     }
 
     /// HOST and PORT of `[IPv6]:PORT`, `HOST:PORT` or `HOST`.

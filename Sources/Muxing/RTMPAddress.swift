@@ -14,21 +14,10 @@ struct RTMPAddress: Equatable {
     init?(_ url: String) {
         guard url.lowercased().hasPrefix("rtmp://") else { return nil }
         let rest = url.dropFirst("rtmp://".count)
-        let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" } ?? rest.endIndex
-        var authority = rest[..<authorityEnd]
-        if let at = authority.lastIndex(of: "@") { authority = authority[authority.index(after: at)...] }
-        var host = String(authority)
+        let (host, portText, authorityEnd) = PushTarget.hostAndPort(rest)
         var port: UInt16 = 1935
-        if authority.hasPrefix("["), let close = authority.firstIndex(of: "]") {
-            host = String(authority[authority.index(after: authority.startIndex)..<close])
-            let after = authority[authority.index(after: close)...]
-            if after.hasPrefix(":") {
-                guard let p = UInt16(after.dropFirst()) else { return nil }
-                port = p
-            }
-        } else if let colon = authority.lastIndex(of: ":") {
-            host = String(authority[..<colon])
-            guard let p = UInt16(authority[authority.index(after: colon)...]) else { return nil }
+        if let portText {
+            guard let p = UInt16(portText) else { return nil }
             port = p
         }
         // The path without its leading slash; the query stays with it, as FFmpeg keeps it.

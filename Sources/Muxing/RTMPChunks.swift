@@ -31,8 +31,6 @@ struct RTMPChunkWriter {
     /// The message being built (`add`), its pieces and length.
     private var payload: [Piece] = []
     private var payloadLength = 0
-    /// Bytes of the messages waiting (headers included).
-    private(set) var pendingBytes = 0
 
     var isEmpty: Bool { pieces.isEmpty }
 
@@ -116,7 +114,6 @@ struct RTMPChunkWriter {
         scratch.removeAll(keepingCapacity: true)
         payload.removeAll(keepingCapacity: true)
         payloadLength = 0
-        pendingBytes = 0
     }
 
     private mutating func own(_ bytes: [UInt8]) {
@@ -127,7 +124,6 @@ struct RTMPChunkWriter {
 
     private mutating func append(_ piece: Piece) {
         pieces.append(piece)
-        pendingBytes += piece.count
     }
 }
 

@@ -25,13 +25,18 @@ public final class RTMPPublisher: ForwardTransport {
 
     /// nil when `push` is not a plain `rtmp://` URL this publisher can parse.
     public init?(_ push: PushTarget, fallbackFrameRate: Double? = nil, countedClock: Bool = false, connectTimeout: Double = 5, sendTimeout: Double = 5) {
-        guard push.kind == .rtmp, let address = RTMPAddress(push.url) else { return nil }
+        guard let address = Self.address(of: push) else { return nil }
         self.push = push
         self.address = address
         self.connectTimeout = connectTimeout
         self.sendTimeout = sendTimeout
         self.fallbackFrameRate = fallbackFrameRate
         timer = PacketTimer(countedClock: countedClock, waitsForDuration: false)
+    }
+
+    /// Where `push` goes when this publisher takes it: a plain `rtmp://` URL it can parse.
+    static func address(of push: PushTarget) -> RTMPAddress? {
+        push.kind == .rtmp ? RTMPAddress(push.url) : nil
     }
 
     public var target: String { push.description }
@@ -119,6 +124,7 @@ extension PushTarget {
         return PushTransport(self, fallbackFrameRate: fallbackFrameRate, countedClock: countedClock)
     }
 
-    /// True when the push goes through libavformat (which must then be there).
-    public var needsFFmpeg: Bool { RTMPAddress(url) == nil || kind != .rtmp }
+    /// True when the push goes through libavformat (which must then be there): when
+    /// `makeTransport` does not give nalcast's own RTMP publisher.
+    public var needsFFmpeg: Bool { RTMPPublisher.address(of: self) == nil }
 }

@@ -133,7 +133,7 @@ final class RTMPSession {
                 if let values = try handle(message) { return values }
             }
             try flushReplies(deadline)
-            guard try waitUntilReady(socket.fd, for: Int32(POLLIN), deadline: deadline) else { throw timedOut(step, deadline) }
+            guard try waitUntilReady(socket.fd, for: Int32(POLLIN), deadline: deadline) else { throw timedOut(step) }
             try receive()
         }
     }
@@ -142,7 +142,7 @@ final class RTMPSession {
         var bytes = [UInt8](repeating: 0, count: count)
         var have = 0
         while have < count {
-            guard try waitUntilReady(socket.fd, for: Int32(POLLIN), deadline: deadline) else { throw timedOut("handshake", deadline) }
+            guard try waitUntilReady(socket.fd, for: Int32(POLLIN), deadline: deadline) else { throw timedOut("handshake") }
             let n: Int?
             do {
                 n = try bytes.withUnsafeMutableBytes { buffer throws(Errno) in try socket.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[have...])) }
@@ -163,7 +163,7 @@ final class RTMPSession {
         return ForwardError("the server refused the \(what): \(code)\(description)")
     }
 
-    private func timedOut(_ step: String, _ deadline: Double) -> ForwardError {
+    private func timedOut(_ step: String) -> ForwardError {
         ForwardError("RTMP \(step): timed out (no answer from the server)")
     }
 
@@ -246,8 +246,7 @@ final class RTMPSession {
 
     private func flushReplies(_ deadline: Double) throws(ForwardError) {
         guard !replies.isEmpty else { return }
-        let queued = writer.isEmpty
-        precondition(queued, "replies are sent between flushes")
+        precondition(writer.isEmpty, "replies are sent between flushes")
         for reply in replies { writer.message(reply.payload, chunkStream: 2, type: reply.type) }
         replies.removeAll()
         try send(deadline, step: "write")
@@ -268,7 +267,7 @@ final class RTMPSession {
             case .done(let n): cursor.advance(by: n, in: slices)
             case .wouldBlock:
                 guard try waitUntilReady(socket.fd, for: Int32(POLLOUT | POLLIN), deadline: deadline) else {
-                    throw step == "write" ? ForwardError("the server stopped reading: timed out") : timedOut(step, deadline)
+                    throw step == "write" ? ForwardError("the server stopped reading: timed out") : timedOut(step)
                 }
                 try receive()
             }
@@ -285,7 +284,6 @@ final class RTMPSession {
 
     /// Says the stream ends (FCUnpublish, deleteStream), best effort within `timeout`.
     func unpublish(timeout: Double) {
-        guard streamID != 0 || !playpath.isEmpty else { return }
         command(["FCUnpublish", 6, .null, .string(playpath)])
         command(["deleteStream", 7, .null, .number(Double(streamID))])
         try? send(MonotonicClock.seconds + timeout, step: "write")

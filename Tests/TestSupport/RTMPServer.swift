@@ -22,11 +22,17 @@ public final class RTMPServer: Sendable {
 
     /// The user nginx runs as when the tests run as root and ask for another (`runAs`).
     public let user: (name: String, uid: uid_t, gid: gid_t)?
+    /// nginx tells its players when a publish ends (`publish_notify`).
+    public let publishNotify: Bool
 
     /// Starts nginx on `port` (a free one by default) and waits until it listens. `runAs`
     /// (root only) names a user to run it as instead, its directory handed over to that user:
-    /// the tests prove with `nobody` that nothing in it needs root.
-    public init(port: UInt16? = nil, runAs: String? = nil) throws {
+    /// the tests prove with `nobody` that nothing in it needs root. `publishNotify`: nginx
+    /// tells its players when a publish ends (`NetStream.Play.UnpublishNotify`), and an FFmpeg
+    /// player ends there, having read all of it (`startPlayer`); off, a player waits for a
+    /// publisher again (the restart tests).
+    public init(port: UInt16? = nil, runAs: String? = nil, publishNotify: Bool = false) throws {
+        self.publishNotify = publishNotify
         directory = try MediaServerDirectory.make("rtmp")
         self.port = try port ?? FreePort.tcp()
         process = ServerProcess(name: "nginx-rtmp", logURL: directory.appendingPathComponent("nginx.stderr"))
@@ -79,7 +85,7 @@ public final class RTMPServer: Sendable {
                     record off;
                     # A player joins at a key frame, so what it reads decodes from its first frame.
                     wait_key on;
-                    wait_video on;
+                    wait_video on;\(publishNotify ? "\n            publish_notify on;" : "")
                 }
             }
         }
@@ -130,9 +136,12 @@ public final class RTMPServer: Sendable {
     /// Starts FFmpeg playing `key` and copying the video into `file` (FLV), its stderr in `log`,
     /// and waits until nginx has the player. Started before the publisher, it gets the publish
     /// from its first frame (nginx holds a player until a publisher comes, `wait_key` starts it
-    /// at a key frame) and writes it as it comes; it exits once no data has come for
-    /// `idleTimeout` seconds after the publish ended (FFmpeg waits that long twice, reading and
-    /// closing), so `waitForExit(timeout:)` on it should allow for more than twice that.
+    /// at a key frame) and writes it as it comes. It exits when nginx says the publish ended
+    /// (`publishNotify`), or else once no data has come for `idleTimeout` seconds after it
+    /// (FFmpeg waits that long twice, reading and closing), so `waitForExit(timeout:)` on it
+    /// should allow for more than twice that. No data for `idleTimeout` before the publish
+    /// starts is the same timeout, which ends the player with an error: the publisher must
+    /// be going within that.
     /// `-analyzeduration 1s`: FFmpeg's FLV demuxer would otherwise read 5 s of a live stream
     /// (looking for the audio the FLV header announces) before writing anything. `map`: the
     /// streams it keeps (FFmpeg's `-map`), the video by default.
