@@ -15,7 +15,10 @@ import WebRTC
 /// next is due, a quarter of the media time between them after this one was due, so a
 /// relay's cached GOP (at a join, and again after a PLI) goes out at four times real time
 /// instead of in one burst, however late the loop's timer fires, and what is not sent yet
-/// stays in its `ReaderQueue`, where a PLI's restart at the IDR replaces it.
+/// stays in its `ReaderQueue`, where a PLI's restart at the IDR replaces it. The pacing
+/// never costs a skip: while the queue is near its bound (a relay's input that comes in a
+/// burst, as it does while the relay catches up after opening it) the server writes on
+/// (`isPacing`).
 ///
 /// Loop-owned.
 final class WebRTCViewer: StreamReader {
@@ -40,6 +43,7 @@ final class WebRTCViewer: StreamReader {
     }
 
     var isReady: Bool { webrtc.isConnected && !webrtc.isClosed && pacing?.isActive != true }
+    var isPacing: Bool { webrtc.isConnected && !webrtc.isClosed && pacing?.isActive == true }
     var isClosed: Bool { webrtc.isClosed }
 
     /// Sends `unit` timed by its capture (its SEI's time, else now), which its RTP timestamp,
