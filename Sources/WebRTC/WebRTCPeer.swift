@@ -181,21 +181,20 @@ public final class WebRTCPeer {
             return
         }
         lastCheckNs = nowNs
+        var first = false
         if ice != nil {
             // A WHIP server (the controlled agent) may pick another pair than ours: its
             // address is known from here, and media from it latches (`latch`).
             endpoint.alias(self, from)
         } else if address == nil || (request.useCandidate && address != from) {
             endpoint.move(self, to: from)
-            let first = address == nil
+            first = address == nil
             address = from
-            endpoint.socket.send(STUN.bindingSuccess(to: request, mapped: (from.ip, from.port), password: localPassword), to: from)
-            // The DTLS client of an answered offer (a=setup:passive) speaks first, once ICE
-            // has a path: its ClientHello after the answer to the first check.
-            if first && dtls.isClient { handle(dtls.start()) }
-            return
         }
         endpoint.socket.send(STUN.bindingSuccess(to: request, mapped: (from.ip, from.port), password: localPassword), to: from)
+        // The DTLS client of an answered offer (a=setup:passive) speaks first, once ICE has a
+        // path: its ClientHello after the answer to the first check.
+        if first && dtls.isClient { handle(dtls.start()) }
     }
 
     /// A datagram from the peer's address that is not STUN: DTLS or SRTCP (RFC 7983).
