@@ -23,7 +23,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import subprocess
@@ -33,7 +32,7 @@ from pathlib import Path
 
 from harness import Case, Context, Contender, Sample
 from live import alive as _alive, guard as _guard
-from live import BenchError, Procs, cpu_s, median, pct, rss_kib, stderr_tail
+from live import BenchError, Procs, browser_result, cpu_s, finish, median, pct, rss_kib, stderr_tail
 from web_nginx import nginx_missing, start_nginx
 import web_loss
 
@@ -121,19 +120,11 @@ def _paint_measure(p: dict, size: tuple, webrtc: bool = False):
             browser = procs.start([VENV_PYTHON, LIB / "web_paint.py", page,
                                    p["warm_frames"], p["paint_window"]],
                                   stdout=subprocess.PIPE, stderr=ctx.dir("logs") / f"web-paint-{tag}-chromium.stderr")
-            try:
-                out, _ = browser.communicate(timeout=120 + p["paint_window"])
-            except subprocess.TimeoutExpired:
-                raise BenchError("web_paint.py did not finish in time")
+            out = finish(browser, 120 + p["paint_window"], "web_paint.py")
             c1, t1 = cpu_s(proc.pid), time.monotonic()
             _, hwm = rss_kib(proc.pid)
             _alive(proc, log)
-        try:
-            r = json.loads(out.decode().strip().splitlines()[-1])
-        except (ValueError, IndexError):
-            raise BenchError(f"web_paint.py exited {browser.returncode} without a result")
-        if "error" in r:
-            raise BenchError(f"Chromium: {r['error']}")
+        r = browser_result(out, browser, "web_paint.py")
         lat = r["latency_ms"]
         if r.get("problem"):
             raise BenchError(f"the page says: {r['problem']}")
