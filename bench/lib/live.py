@@ -9,7 +9,6 @@ capture_time_ns, so a reader can compare the two directly.
 from __future__ import annotations
 
 import bisect
-import json
 import os
 import re
 import signal
@@ -101,27 +100,6 @@ def alive(proc, log: Path) -> None:
     """Raises BenchError with the tail of its stderr when the producer has exited."""
     if proc.poll() is not None:
         raise BenchError(f"producer exited {proc.returncode}: {stderr_tail(log)}")
-
-
-def finish(proc, timeout: float, name: str) -> bytes:
-    """A browser script's stdout once it exited; BenchError when it takes longer than `timeout`."""
-    try:
-        out, _ = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        raise BenchError(f"{name} did not finish in time")
-    return out
-
-
-def browser_result(out: bytes, proc, name: str) -> dict:
-    """The JSON a browser script (web_paint.py, lossy_path.py) printed last; BenchError when
-    there is none or it says Chromium failed."""
-    try:
-        r = json.loads(out.decode().strip().splitlines()[-1])
-    except (ValueError, IndexError):
-        raise BenchError(f"{name} exited {proc.returncode} without a result")
-    if "error" in r:
-        raise BenchError(f"Chromium: {r['error']}")
-    return r
 
 
 def guard(fn):

@@ -32,7 +32,8 @@ from pathlib import Path
 
 from harness import Case, Context, Contender, Sample
 from live import alive as _alive, guard as _guard
-from live import BenchError, Procs, browser_result, cpu_s, finish, median, pct, rss_kib, stderr_tail
+from live import BenchError, Procs, cpu_s, median, pct, rss_kib, stderr_tail
+from web_browser import browser_result, finish
 from web_nginx import nginx_missing, start_nginx
 import web_loss
 

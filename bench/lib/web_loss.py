@@ -22,7 +22,8 @@ import time
 from pathlib import Path
 
 from harness import Case, Context, Contender, Sample
-from live import BenchError, Procs, alive, browser_result, cpu_s, finish, guard, median, pct, rss_kib
+from live import BenchError, Procs, alive, cpu_s, guard, median, pct, rss_kib
+from web_browser import browser_result, finish
 
 LIB = Path(__file__).resolve().parent
 TOOLS = LIB.parent.parent / "Tests" / "WebRTC"
