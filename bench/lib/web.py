@@ -237,6 +237,9 @@ def _viewers_notes(case: Case) -> list:
         if a and b:
             # the runs are interleaved: run i of both rows ran in the same round, side by side
             paired = sorted(x / y for x, y in zip(runs[a], runs[b]) if y)
+            if not by[b] or not paired:
+                notes.append(f"{case.label}: {what}: no ratio, {b} measured no CPU (runs too short: --quick)")
+                continue
             notes.append(f"{case.label}: {what}, the same viewers: {by[a] / by[b]:.3f}x (per round: median "
                          f"{median(paired):.3f}x, {paired[0]:.3f}-{paired[-1]:.3f}x; target: <= {target}x)")
     return notes
