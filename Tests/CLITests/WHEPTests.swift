@@ -32,12 +32,7 @@ import Testing
 
     /// Whether the events file holds an event that `matches`, waiting for it (up to 20 s).
     static func waitForEvent(_ events: URL, _ matches: ([String: Any]) -> Bool) -> Bool {
-        let deadline = Date().addingTimeInterval(20)
-        while !WebViewerTests.events(events).contains(where: matches) {
-            guard Date() < deadline else { return false }
-            usleep(50_000)
-        }
-        return true
+        Wait.until { WebViewerTests.events(events).contains(where: matches) }
     }
 
     static func metric(_ page: String, _ name: String) throws -> Double {
