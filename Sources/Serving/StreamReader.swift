@@ -37,7 +37,7 @@ protocol StreamReader: AnyObject {
     /// so that pacing never makes it skip to the next IDR.
     var isPacing: Bool { get }
     /// Writes `unit` (the head of its queue, now in flight) and what the transport takes of
-    /// it now. Only when `isReady`.
+    /// it now. Only when `isReady` (or `isPacing`, its queue near its bound).
     func write(_ unit: QueuedAccessUnit) -> ReaderProgress
     /// The stream ended and everything queued was written: ends the stream its format's way
     /// (an end of sequence, a close frame) and closes gracefully.
