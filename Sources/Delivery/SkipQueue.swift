@@ -164,6 +164,14 @@ public struct SkipQueue<Element: SkipQueueElement>: Sendable {
         return last.mediaTimeNs(since: first)
     }
 
+    /// Within half the lag bound (or half the byte bound) of passing its bound, grace
+    /// included: the owner of a reader that holds its queue back by choice (a paced WebRTC
+    /// viewer) writes on rather than let the next element skip it to the next entry point.
+    public var isNearItsBound: Bool {
+        lagNs.saturatingAdd(limits.maxLagNs / 2) > limits.maxLagNs.saturatingAdd(graceLagNs)
+            || queuedBytes + limits.maxBytes / 2 > limits.maxBytes + graceBytes
+    }
+
     /// The queued elements, oldest first (for inspection and tests).
     public var queued: ArraySlice<Element> { entries.elements }
 

@@ -45,8 +45,8 @@ public struct CrossOrigin: Sendable, Equatable {
         return allowed.contains { $0.lowercased() == origin.lowercased() } ? origin : nil
     }
 
-    /// The headers of an answer to `request` (a POST's 201 or error, a DELETE's, a 401): none
-    /// unless its origin is allowed.
+    /// The headers of an answer to `request` (a POST's 201 or error, a DELETE's, a 401, and
+    /// the first of a preflight's grant): none unless its origin is allowed.
     public func headers(_ request: HTTPRequest) -> [(String, String)] {
         guard let value = allowOrigin(request.header("origin")) else { return [] }
         var out = [("Access-Control-Allow-Origin", value), ("Access-Control-Expose-Headers", Self.exposedHeaders)]
@@ -63,11 +63,10 @@ public struct CrossOrigin: Sendable, Equatable {
         var response = HTTPResponse(status: 204, body: "")
         response.headers.append(("Allow", methods))
         if acceptsPost { response.headers.append(("Accept-Post", "application/sdp")) }
-        guard let value = allowOrigin(request.header("origin")) else { return response }
-        response.headers += [("Access-Control-Allow-Origin", value), ("Access-Control-Allow-Methods", methods),
-                             ("Access-Control-Allow-Headers", Self.requestHeaders), ("Access-Control-Expose-Headers", Self.exposedHeaders),
-                             ("Access-Control-Max-Age", "600")]
-        if value != "*" { response.headers.append(("Vary", "Origin")) }
+        let grant = headers(request)
+        guard !grant.isEmpty else { return response }
+        response.headers += grant + [("Access-Control-Allow-Methods", methods), ("Access-Control-Allow-Headers", Self.requestHeaders),
+                                     ("Access-Control-Max-Age", "600")]
         return response
     }
 }

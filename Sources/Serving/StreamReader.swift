@@ -32,8 +32,12 @@ protocol StreamReader: AnyObject {
     /// True when it takes the next access unit now: nothing of the last one still waits to
     /// be written and it is not ending.
     var isReady: Bool { get }
+    /// True when it is not ready only because it spaces its writes out (a WebRTC viewer's
+    /// `CatchUpPacer`): the server writes to it anyway while its queue is near its bound,
+    /// so that pacing never makes it skip to the next IDR.
+    var isPacing: Bool { get }
     /// Writes `unit` (the head of its queue, now in flight) and what the transport takes of
-    /// it now. Only when `isReady`.
+    /// it now. Only when `isReady` (or `isPacing`, its queue near its bound).
     func write(_ unit: QueuedAccessUnit) -> ReaderProgress
     /// The stream ended and everything queued was written: ends the stream its format's way
     /// (an end of sequence, a close frame) and closes gracefully.
@@ -47,6 +51,11 @@ protocol StreamReader: AnyObject {
     /// Why the reader ended itself (a viewer's close, a protocol error), for `reader-closed`;
     /// nil when it did not.
     var closeReason: String? { get }
+}
+
+extension StreamReader {
+    /// Readers that do not pace: not ready is their transport's.
+    var isPacing: Bool { false }
 }
 
 /// What writes to a reader finished.

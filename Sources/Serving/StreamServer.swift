@@ -276,7 +276,8 @@ public final class StreamServer {
     /// the last one of a drain.
     private func pump(_ id: ReaderID) {
         guard let reader = readers[id] else { return }
-        while reader.isReady, let unit = broadcaster.nextUnitToWrite(id) {
+        while reader.isReady || reader.isPacing && broadcaster.queue(of: id)?.isNearItsBound == true,
+              let unit = broadcaster.nextUnitToWrite(id) {
             let progress = reader.write(unit)
             account(id, progress)
             guard progress.units > 0 else { break }

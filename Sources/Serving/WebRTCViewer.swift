@@ -11,10 +11,14 @@ import WebRTC
 /// the peer's history) or, when a picture is lost, asks a new one for (PLI, FIR:
 /// `onKeyframeRequest`). Admitted by `WHEPService` once its handshake is done.
 ///
-/// Paced (`CatchUpPacer`): after each unit it is not ready for the next one for a quarter
-/// of the media time since the one before, so a relay's cached GOP (at a join, and again
-/// after a PLI) goes out at four times real time instead of in one burst, and what is not
-/// sent yet stays in its `ReaderQueue`, where a PLI's restart at the IDR replaces it.
+/// Paced (`CatchUpPacer`): after each unit it is not ready for the next one until the
+/// next is due, a quarter of the media time between them after this one was due, so a
+/// relay's cached GOP (at a join, and again after a PLI) goes out at four times real time
+/// instead of in one burst, however late the loop's timer fires, and what is not sent yet
+/// stays in its `ReaderQueue`, where a PLI's restart at the IDR replaces it. The pacing
+/// never costs a skip: while the queue is near its bound (a relay's input that comes in a
+/// burst, as it does while the relay catches up after opening it) the server writes on
+/// (`isPacing`).
 ///
 /// Loop-owned.
 final class WebRTCViewer: StreamReader {
@@ -39,6 +43,7 @@ final class WebRTCViewer: StreamReader {
     }
 
     var isReady: Bool { webrtc.isConnected && !webrtc.isClosed && pacing?.isActive != true }
+    var isPacing: Bool { webrtc.isConnected && !webrtc.isClosed && pacing?.isActive == true }
     var isClosed: Bool { webrtc.isClosed }
 
     /// Sends `unit` timed by its capture (its SEI's time, else now), which its RTP timestamp,
@@ -51,7 +56,7 @@ final class WebRTCViewer: StreamReader {
         // (a relay's cached GOP at a join) is packetized here.
         let payloads = unit.forms[RTPPayloads.self] ?? RTPPayloads(unit.nalUnits)
         let bytes = webrtc.send(payloads, pts90k: pts, wallNs: wall)
-        hold(forNs: pacer.sent(pts90k: pts))
+        hold(forNs: pacer.sent(pts90k: pts, nowNs: MonotonicClock.nanoseconds))
         return ReaderProgress(bytes: bytes, units: 1, items: 1)
     }
 

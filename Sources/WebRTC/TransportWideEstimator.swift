@@ -19,8 +19,8 @@ import RTP
 public struct TransportWideEstimator: Sendable {
     public static let queueGrowthUs: Int64 = 20_000
     public static let ceiling: UInt64 = 1_000_000_000
-    /// The packets sent, by transport-wide sequence number modulo the ring's size.
-    private var sent: [(sequence: UInt16, bytes: Int, sendUs: Int64)?]
+    /// The packets sent, by transport-wide sequence number: each one's size and send time.
+    private var sent: PacketHistory<(bytes: Int, sendUs: Int64)>
     private var window: [(sendUs: Int64, delayUs: Int64, bytes: Int)] = []
     private var lostInWindow = 0
     private var lastCloseNs: UInt64?
@@ -32,20 +32,19 @@ public struct TransportWideEstimator: Sendable {
     public private(set) var reported = 0
 
     public init(history: Int = 4096) {
-        precondition(history > 0 && 65536 % history == 0, "the history's size divides 65536")
-        sent = Array(repeating: nil, count: history)
+        sent = PacketHistory(size: history)
     }
 
     /// A packet numbered `sequence` of `bytes` left at `sendNs` (any monotonic clock).
     public mutating func sent(_ sequence: UInt16, bytes: Int, sendNs: UInt64) {
-        sent[Int(sequence) % sent.count] = (sequence, bytes, Int64(sendNs / 1000))
+        sent.remember(sequence, (bytes, Int64(sendNs / 1000)))
     }
 
     /// A feedback packet: each packet it names that was sent here (and is still in the ring)
     /// joins the window, received or lost.
     public mutating func feedback(_ feedback: TransportFeedback) {
         for (sequence, arrival) in feedback.packets {
-            guard let packet = sent[Int(sequence) % sent.count], packet.sequence == sequence else { continue }
+            guard let packet = sent[sequence] else { continue }
             reported += 1
             if let arrival {
                 window.append((packet.sendUs, arrival - packet.sendUs, packet.bytes))

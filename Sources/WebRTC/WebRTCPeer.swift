@@ -79,9 +79,9 @@ public final class WebRTCPeer {
     private var srtpOut: SRTPSession?
     private var srtpIn: SRTPSession?
     /// The video's packets as protected, the last `historySize`.
-    private var history = PacketHistory(size: historySize)
+    private var history = PacketHistory<[UInt8]>(size: historySize)
     /// The sound's packets as protected (about 10 s of 20 ms packets).
-    private var audioHistory = PacketHistory(size: historySize)
+    private var audioHistory = PacketHistory<[UInt8]>(size: historySize)
     static let historySize = 512
     let createdNs: UInt64
     var lastCheckNs: UInt64

@@ -58,10 +58,10 @@ import Testing
             site.wait()
         }
         var port = ""
-        for _ in 0..<400 where port.isEmpty {
+        Wait.until(every: 0.025) {
             let text = (try? String(contentsOf: portFile, encoding: .utf8)) ?? ""
             port = text.hasPrefix("port ") ? text.dropFirst(5).trimmingCharacters(in: .whitespacesAndNewlines) : ""
-            if port.isEmpty { usleep(25_000) }
+            return !port.isEmpty
         }
         try #require(!port.isEmpty, "serve.py did not start: \(site.stderr)")
         func open(_ extra: [String]) throws -> [String: Any] {

@@ -133,6 +133,20 @@ final class ReaderQueueTests: XCTestCase {
         XCTAssertFalse(queue.enqueueBacklog([QueuedAccessUnit(Fixture.picture(1, idr: false), arrivalNs: 0)], now: 0))
     }
 
+    /// A paced reader is told to write on a quarter of a second (half the 500 ms bound) before
+    /// its queue would skip: a 1 s GOP's grace included, near at 1.23 s of lag, skipped past 1.47 s.
+    func testNearItsBoundHalfTheLagBoundBeforeTheSkip() {
+        var queue = ReaderQueue(limits: QueueLimits(maxLagNs: Nanoseconds.milliseconds(500)), now: 0)
+        XCTAssertTrue(queue.enqueueBacklog(Fixture.stream(0..<30).map { QueuedAccessUnit($0, arrivalNs: 0) }, now: 0))
+        XCTAssertFalse(queue.isNearItsBound, "the cached GOP alone (967 ms) is within its grace")
+        for frame in 30...36 { XCTAssertFalse(queue.enqueue(Fixture.picture(frame, idr: false), arrivalNs: 0).didSkip) }
+        XCTAssertFalse(queue.isNearItsBound, "1.2 s of lag")
+        XCTAssertFalse(queue.enqueue(Fixture.picture(37, idr: false), arrivalNs: 0).didSkip)
+        XCTAssertTrue(queue.isNearItsBound, "1.233 s of lag, the bound 1.467 s")
+        for frame in 38...44 { XCTAssertFalse(queue.enqueue(Fixture.picture(frame, idr: false), arrivalNs: 0).didSkip, "frame \(frame)") }
+        XCTAssertTrue(queue.enqueue(Fixture.picture(45, idr: false), arrivalNs: 0).didSkip, "past the bound")
+    }
+
     func testTimeoutCountsOnlyWithPendingData() {
         var queue = ReaderQueue(now: 0)
         let timeout = Nanoseconds.milliseconds(10_000)

@@ -5,7 +5,8 @@ decoded, as JSON.
     whep_client.py WHEP_URL FRAMES POINTS_JSON [--token TOKEN] [--pli N] [--nack N] [--drop N] [--audio SECONDS]
 
 POSTs its offer (application/sdp), takes the 201's answer and Location, decodes FRAMES
-frames (up to 60 s; with --audio, also until the sound is decoded), reads the RGB colours at POINTS_JSON ([[x, y], ...]) of the last one,
+frames (up to 60 s; with --audio, also until the sound is decoded and the pictures have
+caught up with its end), reads the RGB colours at POINTS_JSON ([[x, y], ...]) of the last one,
 then DELETEs the session. With --pli N it sends a picture loss indication after frame N
 and counts the keyframes decoded after it ("keyframesAfterPLI"); with --nack N, after frame
 N, a NACK of the two packets before the last one received and of one 2000 packets before
@@ -97,6 +98,16 @@ async def hear(track, clock, seconds):
     return frames
 
 
+def pictures_behind(sound, audio_clock, video_clock, last_rtp):
+    """True while the last picture decoded is older, on the sender's wall clock, than the end
+    of the sound heard: a relay's first pictures are its cached GOP's, older than the sound,
+    and a loaded decoder lags, so the flashes of the sound's last second may not be in yet."""
+    if last_rtp is None or video_clock.report is None or audio_clock.report is None:
+        return True
+    rtp, samples = sound[-1]
+    return video_clock.wall(last_rtp) < audio_clock.wall((rtp + len(samples)) % 2**32)
+
+
 def analyse(sound, audio_clock, flashes, video_clock):
     import numpy
     left = numpy.concatenate([samples for _, samples in sound])
@@ -148,10 +159,14 @@ async def run(url, wanted, points, token, pli_at=None, nack_at=None, audio=None)
         audio_clock = Clock(pc.getTransceivers()[1].receiver, 48000)
         listening = asyncio.ensure_future(hear(await asyncio.wait_for(heard, 20), audio_clock, audio))
     deadline = time.time() + 60
-    # With sound, the pictures until the sound is heard too (a relay's first are its cached GOP's, older).
-    while (frames < wanted or (listening and not listening.done())) and time.time() < deadline:
+    last_rtp = None
+    # With sound, the pictures until the sound is heard too and they have caught up with its end.
+    while (frames < wanted or (listening and (not listening.done()
+                                              or pictures_behind(listening.result(), audio_clock, video_clock, last_rtp)))) \
+            and time.time() < deadline:
         frame = await asyncio.wait_for(track.recv(), 20)
         frames += 1
+        last_rtp = video_clock.rtp(frame.pts) if audio else None
         if is_key(frame):
             keyframes += 1
             if pli_at is not None and frames > pli_at:

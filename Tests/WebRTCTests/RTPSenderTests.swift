@@ -101,7 +101,7 @@ final class RTPSenderTests: XCTestCase {
 final class PacketHistoryTests: XCTestCase {
     /// A NACK finds the last `size` packets, across the 16-bit wrap, and nothing older or never sent.
     func testHistoryKeepsTheLastPacketsAcrossTheWrap() {
-        var history = PacketHistory(size: 512)
+        var history = PacketHistory<[UInt8]>(size: 512)
         for i in 0..<1000 { history.remember(UInt16(truncatingIfNeeded: 65000 + i), [UInt8(truncatingIfNeeded: i)]) }
         // Sent: 65000 ... 65535, 0 ... 463; the last 512 are 65488 ... 463.
         XCTAssertEqual(history[463], [UInt8(truncatingIfNeeded: 999)])

@@ -23,7 +23,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import subprocess
@@ -34,6 +33,7 @@ from pathlib import Path
 from harness import Case, Context, Contender, Sample
 from live import alive as _alive, guard as _guard
 from live import BenchError, Procs, cpu_s, median, pct, rss_kib, stderr_tail
+from web_browser import browser_result, finish
 from web_nginx import nginx_missing, start_nginx
 import web_loss
 
@@ -121,19 +121,11 @@ def _paint_measure(p: dict, size: tuple, webrtc: bool = False):
             browser = procs.start([VENV_PYTHON, LIB / "web_paint.py", page,
                                    p["warm_frames"], p["paint_window"]],
                                   stdout=subprocess.PIPE, stderr=ctx.dir("logs") / f"web-paint-{tag}-chromium.stderr")
-            try:
-                out, _ = browser.communicate(timeout=120 + p["paint_window"])
-            except subprocess.TimeoutExpired:
-                raise BenchError("web_paint.py did not finish in time")
+            out = finish(browser, 120 + p["paint_window"], "web_paint.py")
             c1, t1 = cpu_s(proc.pid), time.monotonic()
             _, hwm = rss_kib(proc.pid)
             _alive(proc, log)
-        try:
-            r = json.loads(out.decode().strip().splitlines()[-1])
-        except (ValueError, IndexError):
-            raise BenchError(f"web_paint.py exited {browser.returncode} without a result")
-        if "error" in r:
-            raise BenchError(f"Chromium: {r['error']}")
+        r = browser_result(out, browser, "web_paint.py")
         lat = r["latency_ms"]
         if r.get("problem"):
             raise BenchError(f"the page says: {r['problem']}")
@@ -245,6 +237,9 @@ def _viewers_notes(case: Case) -> list:
         if a and b:
             # the runs are interleaved: run i of both rows ran in the same round, side by side
             paired = sorted(x / y for x, y in zip(runs[a], runs[b]) if y)
+            if not by[b] or not paired:
+                notes.append(f"{case.label}: {what}: no ratio, {b} measured no CPU (runs too short: --quick)")
+                continue
             notes.append(f"{case.label}: {what}, the same viewers: {by[a] / by[b]:.3f}x (per round: median "
                          f"{median(paired):.3f}x, {paired[0]:.3f}-{paired[-1]:.3f}x; target: <= {target}x)")
     return notes

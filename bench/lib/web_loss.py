@@ -22,7 +22,8 @@ import time
 from pathlib import Path
 
 from harness import Case, Context, Contender, Sample
-from live import BenchError, Procs, cpu_s, guard, median, pct, rss_kib, alive
+from live import BenchError, Procs, alive, cpu_s, guard, median, pct, rss_kib
+from web_browser import browser_result, finish
 
 LIB = Path(__file__).resolve().parent
 TOOLS = LIB.parent.parent / "Tests" / "WebRTC"
@@ -74,21 +75,13 @@ def _measure(size: tuple, seconds: float, webrtc: bool):
                 browser = procs.start(["ip", "netns", "exec", name, VENV_PYTHON, TOOLS / "lossy_path.py", page, seconds,
                                        json.dumps(path)], stdout=subprocess.PIPE,
                                       stderr=ctx.dir("logs") / f"web-loss-{tag}-chromium.stderr")
-                try:
-                    out, _ = browser.communicate(timeout=180 + seconds)
-                except subprocess.TimeoutExpired:
-                    raise BenchError("lossy_path.py did not finish in time")
+                out = finish(browser, 180 + seconds, "lossy_path.py")
                 c1, t1 = cpu_s(proc.pid), time.monotonic()
                 _, hwm = rss_kib(proc.pid)
                 alive(proc, log)
         finally:
             subprocess.run([tool, "down", name], check=False)
-        try:
-            r = json.loads(out.decode().strip().splitlines()[-1])
-        except (ValueError, IndexError):
-            raise BenchError(f"lossy_path.py exited {browser.returncode} without a result")
-        if "error" in r:
-            raise BenchError(f"Chromium: {r['error']}")
+        r = browser_result(out, browser, "lossy_path.py")
         if r.get("problem"):
             raise BenchError(f"the page says: {r['problem']}")
         if r.get("transport") != ("webrtc" if webrtc else "websocket"):
