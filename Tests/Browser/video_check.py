@@ -17,23 +17,15 @@ given both paths, so it never looks for a browser or driver of its own.
 import json
 import sys
 
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
+from headless import chromium
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMEDRIVER = "/usr/bin/chromedriver"
 
 
 def main() -> int:
     url, seek = sys.argv[1], float(sys.argv[2])
     frame_time = sys.argv[3] == "--frame-time"
     points = None if frame_time else json.loads(sys.argv[3])
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
-                 "--autoplay-policy=no-user-gesture-required", "--mute-audio"):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
+    driver = chromium("--autoplay-policy=no-user-gesture-required", "--mute-audio")
     try:
         driver.set_script_timeout(90)
         driver.get(url)

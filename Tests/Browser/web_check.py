@@ -24,11 +24,8 @@ import os
 import sys
 import time
 
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
+from headless import chromium
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMEDRIVER = "/usr/bin/chromedriver"
 
 READ = "return Object.assign({}, window.nalcastViewer || {});"
 PIXELS = """
@@ -79,13 +76,8 @@ def main() -> int:
     url, problem = sys.argv[1], sys.argv[2] == "--problem"
     points = [] if problem else json.loads(sys.argv[2])
     goal = json.loads(sys.argv[3]) if len(sys.argv) > 3 else None
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
     # The TLS proxy test serves the page with a certificate of its own making.
-    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--mute-audio",
-                 "--ignore-certificate-errors"):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
+    driver = chromium("--mute-audio", "--ignore-certificate-errors")
     try:
         print("browser started", file=sys.stderr, flush=True)
         driver.get(page_url(url))

@@ -22,11 +22,8 @@ import json
 import sys
 import tempfile
 
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
+from headless import chromium
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMEDRIVER = "/usr/bin/chromedriver"
 
 PUBLISH = """
 const [url, seconds, token, done] = arguments;
@@ -94,12 +91,7 @@ def main() -> int:
     url, seconds = sys.argv[1], float(sys.argv[2])
     token = sys.argv[4] if len(sys.argv) > 4 and sys.argv[3] == "--token" else None
     with tempfile.TemporaryDirectory(prefix="nalcast-whip-publish-") as profile:
-        options = webdriver.ChromeOptions()
-        options.binary_location = CHROMIUM
-        for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--mute-audio",
-                     "--disable-web-security", "--user-data-dir=" + profile):
-            options.add_argument(flag)
-        driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
+        driver = chromium("--mute-audio", "--disable-web-security", "--user-data-dir=" + profile)
         try:
             driver.set_script_timeout(seconds + 60)
             driver.get("about:blank")

@@ -15,11 +15,11 @@ import signal
 import sys
 import time
 
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
+from pathlib import Path
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMEDRIVER = "/usr/bin/chromedriver"
+# The browser started as the tests' scripts start it (Tests/Browser/headless.py).
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "Tests" / "Browser"))
+from headless import chromium  # noqa: E402
 READ = "return Object.assign({}, window.nalcastViewer || {});"
 leave = False
 
@@ -33,13 +33,9 @@ def main() -> int:
     signal.signal(signal.SIGTERM, on_term)
     url = sys.argv[1]
     out = {"error": None}
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--mute-audio"):
-        options.add_argument(flag)
     driver = None
     try:
-        driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
+        driver = chromium("--mute-audio")
         t0 = time.monotonic()
         driver.get(url)
         viewer = {}

@@ -20,11 +20,11 @@ import json
 import sys
 import time
 
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
+from pathlib import Path
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMEDRIVER = "/usr/bin/chromedriver"
+# The browser started as the tests' scripts start it (Tests/Browser/headless.py).
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "Tests" / "Browser"))
+from headless import chromium  # noqa: E402
 
 READ = "return Object.assign({}, window.nalcastViewer || {});"
 HOOK = """
@@ -43,11 +43,7 @@ return true;
 
 def main() -> int:
     url, warm, seconds = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--mute-audio"):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
+    driver = chromium("--mute-audio")
     try:
         driver.get(url)
         if not driver.execute_script(HOOK):
