@@ -3,7 +3,10 @@
 //   readers PORT N SECONDS
 //
 // Connects N sockets to 127.0.0.1:PORT, reads and discards with poll() for SECONDS,
-// then prints one line per reader: "BYTES EOF" (EOF 1 if the server closed it).
+// then prints one line per reader: "BYTES EOF COUNTED_MS" (EOF 1 if the server closed it).
+// BYTES are counted from the moment every reader has had its first bytes, COUNTED_MS long:
+// a server starts each reader at a keyframe, so the readers begin at different moments,
+// and bytes counted from each one's connect would differ by when its keyframe came.
 // Exit 0, or 69 when a connection fails. Cheap on purpose: it shares the machine with
 // the producer whose CPU is being measured.
 #include <arpa/inet.h>
@@ -49,6 +52,9 @@ int main(int argc, char **argv) {
         fds[i].events = POLLIN;
     }
     static char buf[1 << 16];
+    int *began = calloc((size_t)n, sizeof *began);
+    int waiting = n;       /* readers without their first bytes yet */
+    double counting = -1;  /* when the last of them had them */
     double end = now_s() + seconds;
     for (double t = now_s(); t < end; t = now_s()) {
         int r = poll(fds, (nfds_t)n, (int)((end - t) * 1000) + 1);
@@ -61,14 +67,21 @@ int main(int argc, char **argv) {
             if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
             ssize_t got = read(fds[i].fd, buf, sizeof buf);
             if (got > 0) {
-                bytes[i] += got;
+                if (!began[i]) {
+                    began[i] = 1;
+                    waiting--;
+                }
+                if (counting >= 0) bytes[i] += got;
             } else if (got == 0 || (errno != EINTR && errno != EAGAIN)) {
                 eof[i] = 1;
                 close(fds[i].fd);
                 fds[i].fd = -1;  // poll ignores it from now on
             }
         }
+        // From the next poll on, once all have begun: the same bytes for every reader.
+        if (waiting == 0 && counting < 0) counting = now_s();
     }
-    for (int i = 0; i < n; i++) printf("%lld %d\n", bytes[i], eof[i]);
+    long long counted_ms = counting < 0 ? 0 : (long long)((now_s() - counting) * 1000);
+    for (int i = 0; i < n; i++) printf("%lld %d %lld\n", bytes[i], eof[i], counted_ms);
     return 0;
 }

@@ -379,11 +379,11 @@ def check_readers(per_reader: list, seconds: float, slack_s: float = 0) -> int:
     """The fewest bytes any reader got; BenchError when the server closed one, or when one
     got less than 90 % of the most, less `slack_s` seconds of the stream (a server that starts
     each reader at a keyframe: one GOP)."""
-    closed = sum(1 for _, eof in per_reader if eof)
+    closed = sum(1 for r in per_reader if r[1])
     if closed:
         raise BenchError(f"{closed} of {len(per_reader)} readers were closed by the server")
-    most = max(b for b, _ in per_reader)
-    least = min(b for b, _ in per_reader)
+    most = max(r[0] for r in per_reader)
+    least = min(r[0] for r in per_reader)
     if least < 0.9 * most - most / seconds * slack_s:
         raise BenchError(f"uneven readers: {least} bytes against {most}")
     return least
