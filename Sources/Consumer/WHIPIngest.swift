@@ -78,8 +78,9 @@ public final class WHIPIngest {
         var bind = "0.0.0.0"
         if let address = try? SocketAddress.resolve(config.endpoint, passive: true).first { bind = address.host }
         let candidates = try HostCandidates.list(bound: bind, extra: [])
-        // WHEP's counters are not these: the peers' own are kept apart, not rendered.
-        udp = try WebRTCEndpoint(loop: loop, host: bind, candidates: candidates, metrics: WebRTCMetrics(registry: MetricsRegistry()))
+        // WHEP's counters are not these: the publisher's are WHIPMetrics'.
+        udp = try WebRTCEndpoint(loop: loop, host: bind, candidates: candidates,
+                                 metrics: .apart(badRTCP: metrics.badRTCP, strayDatagrams: metrics.strayDatagrams))
         do {
             sound = WHIPSound(try AACTranscoder(), loop: loop, dropped: intake.metrics.droppedAudioPackets, refused: metrics.malformedPackets) {
                 [intake] packets in for aac in packets { intake.push(audio: aac.data, packetTime: aac.mediaTime) }

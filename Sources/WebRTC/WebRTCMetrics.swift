@@ -12,8 +12,10 @@ public struct WebRTCMetrics: Sendable {
     public let retransmittedPackets: Counter
     public let nackedNotInHistory: Counter
     public let keyframeRequests: Counter
-    public let badRTCP: Counter
-    public let strayDatagrams: Counter
+    /// `var`: an endpoint whose peers are not WHEP viewers reports these two as its own
+    /// (`apart(badRTCP:strayDatagrams:)`).
+    public var badRTCP: Counter
+    public var strayDatagrams: Counter
     public let peers: Gauge
     /// The sound: Opus packets made once for every viewer, SRTP packets sent, and packets
     /// left out by reason.
@@ -51,5 +53,15 @@ public struct WebRTCMetrics: Sendable {
         estimatedBitrate = registry.gauge("nalcast_webrtc_estimated_bitrate_bps", help: "The lowest estimate of the WebRTC viewers' paths now (their REMB, or nalcast's from their transport-wide feedback), bits per second; 0 when there is none.")
         transportFeedback = registry.counter("nalcast_webrtc_transport_feedback_total", help: "Transport-wide congestion control feedback packets (TWCC) read from WebRTC viewers.")
         transportLost = registry.counter("nalcast_webrtc_transport_feedback_lost_packets_total", help: "Packets the WebRTC viewers' transport-wide feedback reported lost (each time it was reported).")
+    }
+
+    /// The counters of an endpoint whose peers are not WHEP viewers (the WHIP ingest's
+    /// publisher): kept out of the `nalcast_webrtc_*` series, but for the SRTCP it drops and
+    /// the datagrams from no peer, which go to the caller's own counters.
+    public static func apart(badRTCP: Counter, strayDatagrams: Counter) -> WebRTCMetrics {
+        var metrics = WebRTCMetrics(registry: MetricsRegistry())
+        metrics.badRTCP = badRTCP
+        metrics.strayDatagrams = strayDatagrams
+        return metrics
     }
 }
