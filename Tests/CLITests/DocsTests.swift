@@ -167,15 +167,17 @@ import Testing
 
     /// A WHIP ingest serves `consume`'s metrics and the WHIP ones.
     @Test func operationsMetricTableOfTheWHIPIngest() throws {
-        let port = try freePort(), whipPort = try freePort()
+        // Ports the process binds itself (0), read back: none taken between a check and the bind.
         let dir = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let c = try Background(Run.nalcast, ["consume", "--from", "whip-listen://127.0.0.1:\(whipPort)/whip", "-o", dir.appendingPathComponent("o.ts").path,
-                                             "--metrics", "tcp://127.0.0.1:\(port)"], environment: Deploy.environment())
+        let c = try Background(Run.nalcast, ["consume", "--from", "whip-listen://127.0.0.1:0/whip", "-o", dir.appendingPathComponent("o.ts").path,
+                                             "--metrics", "tcp://127.0.0.1:0"], environment: Deploy.environment())
+        #expect(c.waitFor("publishers POST their SDP offer to"), "\(c.stderr)")
+        let port = try #require(ContractProcess.metricsPort(c), "\(c.stderr)")
         var served: Set<String> = []
-        for _ in 0..<50 where served.isEmpty {
-            usleep(100_000)
+        Wait.until(every: 0.1) {
             served = Self.servedMetrics(port)
+            return !served.isEmpty
         }
         c.signal(SIGTERM)
         c.wait()
