@@ -52,6 +52,10 @@ extension MutterCaptureTests {
         #expect(produce.wait(timeout: 20) == 0, "\(produce.stderr)")
         let resized = produce.stderr.split(separator: "\n").filter { $0.hasPrefix("nalcast: pipewire: the stream is now ") }
         #expect(resized.count >= 2, "\(produce.stderr)")
+        // Every picture the source sent is accounted for: taken, replaced by a newer one, or
+        // unread (the next size took its buffer back before nalcast took it; or the end).
+        let report = produce.stderr.firstMatch(of: /(\d+) pictures from node \d+: (\d+) taken, (\d+) replaced by a newer one first(?:, (\d+) unread)?/)
+        #expect(report.map { Int($0.1)! == Int($0.2)! + Int($0.3)! + ($0.4.map { Int($0)! } ?? 0) } == true, "\(produce.stderr)")
     }
 
     /// A new size: the next picture has it and is an IDR with a new SPS. A pointer move alone
