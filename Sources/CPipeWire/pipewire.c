@@ -147,7 +147,7 @@ static void nc_pw_param_changed(void *data, uint32_t id, const struct spa_pod *p
         nc_pw_end(s, NC_PW_FAILED, "the PipeWire node offers none of BGRx, RGBx, xRGB");
         return;
     }
-    if (s->pending) { pw_stream_queue_buffer(s->stream, s->pending); s->pending = NULL; }
+    if (s->pending) { s->info.withdrawn += 1; pw_stream_queue_buffer(s->stream, s->pending); s->pending = NULL; }
     s->info.format = format;
     s->info.width = raw.size.width;
     s->info.height = raw.size.height;
@@ -209,7 +209,7 @@ static void nc_pw_process(void *data) {
 /// memory is unmapped after this.
 static void nc_pw_remove_buffer(void *data, struct pw_buffer *buffer) {
     nc_pw *s = data;
-    if (s->pending == buffer) s->pending = NULL;
+    if (s->pending == buffer) { s->info.withdrawn += 1; s->pending = NULL; }
     // A frame still reads it in place: wait (the lock let go) until it is converted and
     // released, which needs nothing of this thread; then it is not given back.
     if (s->held == buffer) s->held_removed = 1;

@@ -93,11 +93,15 @@ public final class PipeWireSource: FrameSource {
     /// Why the frames ended (nil while they go on).
     public private(set) var endReason: String?
     /// The shim's counts: buffers with pixels, replaced before taken, without pixels, with damage.
-    /// `pointer`: buffers whose cursor metadata changed the pointer (with `drawCursor`).
-    public var counts: (received: UInt64, replaced: UInt64, metadataOnly: UInt64, damaged: UInt64, formats: UInt64, pointer: UInt64) {
+    /// `unread`: pictures never taken because PipeWire took their buffer back first (a new
+    /// format: a size change; or the end), or still waiting now. `pointer`: buffers whose
+    /// cursor metadata changed the pointer (with `drawCursor`).
+    public var counts: (received: UInt64, replaced: UInt64, unread: UInt64, metadataOnly: UInt64, damaged: UInt64, formats: UInt64,
+                        pointer: UInt64) {
         var info = nc_pw_info()
         nc_pw_peek(stream, &info)
-        return (info.received, info.replaced, info.metadata_only, info.damaged, info.formats, info.cursor_updates)
+        return (info.received, info.replaced, info.withdrawn + (info.has_frame != 0 ? 1 : 0), info.metadata_only, info.damaged, info.formats,
+                info.cursor_updates)
     }
 
     private let connection: SharedHandle
@@ -151,13 +155,15 @@ public final class PipeWireSource: FrameSource {
         nodeName = String(cField: info.node_name)
     }
 
-    /// What came and what became of it: every picture PipeWire gave is either taken or
-    /// replaced by a newer one before it was (a burst faster than --fps, or while encoding).
+    /// What came and what became of it: every picture PipeWire gave is either taken,
+    /// replaced by a newer one before it was (a burst faster than --fps, or while encoding),
+    /// or unread: its buffer taken back by a size change before it was, or the stream ending.
     deinit {
         let c = counts
         if c.received > 0 {
             let own = pointer?.ownFrames ?? 0
             log?("\(options.label): \(c.received) pictures from node \(nodeID): \(changedFrames - own) taken, \(c.replaced) replaced by a newer one first"
+                + (c.unread > 0 ? ", \(c.unread) unread (a new size or the end came first)" : "")
                 + (c.metadataOnly > 0 ? ", \(c.metadataOnly) buffers without pixels" : "")
                 + (c.pointer > 0 ? ", \(c.pointer) pointer changes drawn (\(own) frames for the pointer alone)" : ""))
         }

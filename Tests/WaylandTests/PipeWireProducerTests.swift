@@ -24,6 +24,13 @@ extension MutterCaptureTests {
         let produce = try Background(Self.nalcast, ["produce", "--source", "pipewire:nalcast-test-resizes", "--no-cursor", "--idle-fps", "0",
                                                     "-o", file.path], environment: session.environment)
         #expect(produce.waitFor("320x240 bgra, on change"), "\(produce.stderr)")
+        // The first picture, red at 320x240, before any new size: FFmpeg scales every picture
+        // of the file to the first one's size, and the checks below decode at 320x240. The line
+        // above says nalcast has the format, not a picture: the source streams only after it
+        // (on a loaded machine, after the first sizes below had come), and a picture it queued
+        // is freed by the next renegotiation unless nalcast took it first, so the file could
+        // begin at 336x248, where no decode at 320x240 ever showed the green.
+        try #require(try waitForPicture(file, left: (255, 0, 0), right: (255, 0, 0), width: 320, height: 240), "\(produce.stderr)")
         // Each size once it is the stream's (the source's "format W H"), not on a clock: sizes
         // sent faster than the source reads them would be one renegotiation, not forty.
         for step in 0..<40 {
@@ -38,12 +45,17 @@ extension MutterCaptureTests {
         try #require(waitForFormat("368 256", in: events), "\(producer.stderr)")
         try send("color 00ff00", to: control)
         // FFmpeg scales every picture to the first one's size: a flat colour stays itself.
-        #expect(try waitForPicture(file, left: (0, 255, 0), right: (0, 255, 0), width: 320, height: 240), "\(produce.stderr)")
+        #expect(try waitForPicture(file, left: (0, 255, 0), right: (0, 255, 0), width: 320, height: 240),
+                "\(produce.stderr)\npictures: \((try? pictureSizes(file)) ?? [])")
         #expect(try pictureSizes(file).last == "368x256", "\(produce.stderr)")
         produce.signal(SIGINT)
         #expect(produce.wait(timeout: 20) == 0, "\(produce.stderr)")
         let resized = produce.stderr.split(separator: "\n").filter { $0.hasPrefix("nalcast: pipewire: the stream is now ") }
         #expect(resized.count >= 2, "\(produce.stderr)")
+        // Every picture the source sent is accounted for: taken, replaced by a newer one, or
+        // unread (the next size took its buffer back before nalcast took it; or the end).
+        let report = produce.stderr.firstMatch(of: /(\d+) pictures from node \d+: (\d+) taken, (\d+) replaced by a newer one first(?:, (\d+) unread)?/)
+        #expect(report.map { Int($0.1)! == Int($0.2)! + Int($0.3)! + ($0.4.map { Int($0)! } ?? 0) } == true, "\(produce.stderr)")
     }
 
     /// A new size: the next picture has it and is an IDR with a new SPS. A pointer move alone

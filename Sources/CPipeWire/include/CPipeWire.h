@@ -21,6 +21,7 @@ typedef struct {
     uint32_t stride;           // bytes per row of the frame taken
     uint64_t received;         // buffers with pixels received
     uint64_t replaced;         // of those, replaced by a newer one before they were taken
+    uint64_t withdrawn;        // of those, not taken when PipeWire took their buffer back (a new format, the end)
     uint64_t metadata_only;    // buffers without pixels (a cursor move, no damage)
     uint64_t damaged;          // buffers that carried damage rectangles
     uint64_t formats;          // formats negotiated (1, then one more per size change)

@@ -7,7 +7,7 @@
 //   pw-video-src NAME WIDTH HEIGHT CONTROL [dmabuf]
 //
 // It drives its own graph (a cycle 20 times a second) and sends a frame only when something
-// changed, as a compositor does. It makes the FIFO CONTROL and reads commands from it, one
+// changed, as a compositor does; the first, red (ff0000), once its stream streams. It makes the FIFO CONTROL and reads commands from it, one
 // a line:
 //   color RRGGBB    fill the picture with this colour (a frame)
 //   size W H        offer only W x H: the consumer renegotiates (a frame at the new size)
