@@ -143,24 +143,44 @@ public final class MutterSession: @unchecked Sendable {
 
     /// The cursor modes the portal's backend offers (AvailableCursorModes: 1 hidden, 2
     /// embedded, 4 metadata; 3 until set). xdg-desktop-portal reads them at its start: it is
-    /// stopped (by its PID) and the session starts it again; returns once it offers them.
+    /// stopped (by its PID) and the session starts it again; returns once the new one owns
+    /// the portal's name and offers them.
+    ///
+    /// Nothing may call the portal while its name has no owner: the bus would start one
+    /// itself from the system's service file (no backend, none of the test's settings), which
+    /// then holds the name against the session's. So the wait is on the session's new PID
+    /// owning the name, asked of the bus (which starts nothing), and the modes read once.
     public func offerCursorModes(_ modes: Int, timeout: Double = 20) throws {
         try "\(modes)\n".write(to: directory.appendingPathComponent("cursor-modes"), atomically: true, encoding: .utf8)
         try "\n".write(to: directory.appendingPathComponent("portal-restart"), atomically: true, encoding: .utf8)
         handOver(directory.appendingPathComponent("portal-restart").path)
-        let pid = (try? String(contentsOf: directory.appendingPathComponent("portal.pid"), encoding: .utf8)).flatMap {
-            Int32($0.trimmingCharacters(in: .whitespacesAndNewlines))
+        let pidFile = directory.appendingPathComponent("portal.pid")
+        func portalPID() -> Int32? {
+            (try? String(contentsOf: pidFile, encoding: .utf8)).flatMap { Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
         }
-        guard let pid, kill(pid, SIGTERM) == 0 else { throw MediaServerError("no xdg-desktop-portal to restart\n" + logs) }
-        let (program, arguments) = try asSessionUser("/usr/bin/env", [
-            "DBUS_SESSION_BUS_ADDRESS=\(environment["DBUS_SESSION_BUS_ADDRESS"] ?? "")", "gdbus", "call", "--session",
-            "--dest", "org.freedesktop.portal.Desktop", "--object-path", "/org/freedesktop/portal/desktop",
-            "--method", "org.freedesktop.DBus.Properties.Get", "org.freedesktop.portal.ScreenCast", "AvailableCursorModes"])
+        guard let old = portalPID(), kill(old, SIGTERM) == 0 else { throw MediaServerError("no xdg-desktop-portal to restart\n" + logs) }
+        func gdbus(_ dest: String, _ path: String, _ method: String, _ arguments: [String]) throws -> String {
+            let (program, prefix) = try asSessionUser("/usr/bin/env", [
+                "DBUS_SESSION_BUS_ADDRESS=\(environment["DBUS_SESSION_BUS_ADDRESS"] ?? "")", "gdbus", "call", "--session",
+                "--dest", dest, "--object-path", path, "--method", method])
+            return try Tool.run([program] + prefix + arguments).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
         let deadline = Date().addingTimeInterval(timeout)
-        while try Tool.run([program] + arguments).stdout.trimmingCharacters(in: .whitespacesAndNewlines) != "(<uint32 \(modes)>,)" {
-            guard Date() < deadline else { throw MediaServerError("the portal does not offer cursor modes \(modes)\n" + logs) }
+        var owner = ""
+        while true {
+            if let new = portalPID(), new != old {
+                owner = try gdbus("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus.GetConnectionUnixProcessID",
+                                  ["org.freedesktop.portal.Desktop"])
+                if owner == "(uint32 \(new),)" { break }
+            }
+            guard Date() < deadline else {
+                throw MediaServerError("the restarted xdg-desktop-portal (was PID \(old)) does not own its name (owner: \(owner))\n" + logs)
+            }
             usleep(50_000)
         }
+        let offered = try gdbus("org.freedesktop.portal.Desktop", "/org/freedesktop/portal/desktop", "org.freedesktop.DBus.Properties.Get",
+                                ["org.freedesktop.portal.ScreenCast", "AvailableCursorModes"])
+        guard offered == "(<uint32 \(modes)>,)" else { throw MediaServerError("the portal offers cursor modes \(offered), not \(modes)\n" + logs) }
     }
 
     private func send(_ line: String) throws {
