@@ -151,14 +151,18 @@ final class ResettingServer: @unchecked Sendable {
 
 enum Streams {
     /// A small x264 stream made by FFmpeg (cached per parameters in the temporary directory).
+    /// Suites run in processes of their own at once and may make the same stream together:
+    /// each writes a file of its own and renames it into place (rename(2) replaces a file
+    /// another one put there first, where moveItem would refuse).
     static func ffmpeg(frames: Int, keyint: Int, bitrate: String = "500k", size: String = "320x240") throws -> [UInt8] {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("nalcast-consume-\(frames)-\(keyint)-\(bitrate)-\(size).h264")
         if !FileManager.default.fileExists(atPath: path.path) {
+            let own = path.path + ".\(getpid())-\(UUID().uuidString).tmp"
             let r = try Run.program("ffmpeg", ["-nostdin", "-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=\(size):rate=30",
                                                "-frames:v", String(frames), "-c:v", "libx264", "-preset", "ultrafast", "-g", String(keyint),
-                                               "-bf", "0", "-b:v", bitrate, "-f", "h264", path.path + ".tmp"])
-            guard r.status == 0 else { throw POSIXError(.EIO) }
-            try FileManager.default.moveItem(atPath: path.path + ".tmp", toPath: path.path)
+                                               "-bf", "0", "-b:v", bitrate, "-f", "h264", own])
+            guard r.status == 0 else { try? FileManager.default.removeItem(atPath: own); throw POSIXError(.EIO) }
+            guard rename(own, path.path) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
         }
         return [UInt8](try Data(contentsOf: path))
     }
