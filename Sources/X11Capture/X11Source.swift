@@ -222,9 +222,9 @@ public final class X11Source: FrameSource {
                        pollfd(fd: wakeUp?.fd ?? -1, events: Int16(POLLIN), revents: 0)]
             let count: nfds_t = pendingChange || wakeUp == nil ? 1 : 2
             // A deadline already past (a pointer query that took longer than a frame
-            // interval on a busy machine) is a zero timeout: poll() takes any negative one
-            // as "forever", and a still screen would then send no keep-alive again.
-            let timeout = deadline == Int64.max ? -1 : Int32(clamping: Swift.max(0, deadline - now + 999_999) / 1_000_000)
+            // interval on a busy machine) is a zero timeout (pollTimeout), not a negative one,
+            // which poll() takes as "forever": a still screen would then send no keep-alive again.
+            let timeout = deadline == Int64.max ? -1 : MonotonicClock.pollTimeout(until: deadline, from: now)
             _ = poll(&fds, count, timeout)
         }
     }
