@@ -43,16 +43,6 @@ import TestSupport
         return units.map { ($0["idr"] as? Bool ?? false, ($0["timestamp"] as? [String: Any])?["sequence"] as? Int) }
     }
 
-    /// Polls `condition` for up to `timeout` seconds.
-    static func waitUntil(timeout: Double = 20, _ condition: () -> Bool) -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if condition() { return true }
-            usleep(20_000)
-        }
-        return condition()
-    }
-
     static func stop(_ p: Background) -> Int32 {
         p.signal(SIGINT)
         return p.wait()
@@ -196,7 +186,7 @@ import TestSupport
         #expect(late.received.isEmpty, "\(late.received.count) bytes of a source that is gone")
         let second = try Background(Run.nalcast, ["produce", "--size", "320x240", "--listen", address])
         #expect(second.waitFor("serving "))
-        #expect(Self.waitUntil { relay.stderr.components(separatedBy: "connected to ").count > 2 }, "not connected again: \(relay.stderr)")
+        #expect(Wait.until { relay.stderr.components(separatedBy: "connected to ").count > 2 }, "not connected again: \(relay.stderr)")
         usleep(2_500_000)
         #expect(!reader.isClosedByPeer, "the relay closed its reader: \(relay.stderr)")
         let lateUnits = try Self.units(late.finish())
@@ -230,7 +220,7 @@ import TestSupport
         #expect(early < 130, "\(early) of 150 access units in the first 2 s: not paced")
         #expect(relay.wait(timeout: 30) == 0, "\(relay.stderr)")
         // The reader's thread sees the end when it reads it: wait for that, not a moment.
-        #expect(Self.waitUntil { reader.isClosedByPeer })
+        #expect(Wait.until { reader.isClosedByPeer })
         let stream = reader.finish()
         #expect(endsWithEndOfStream([UInt8](stream)), "no end-of-stream NAL unit at the end")
         let units = try Self.units(stream)
@@ -347,7 +337,7 @@ import TestSupport
             if onWeb.isEmpty { onWeb = DocsTests.servedMetrics(webPort) }
             return !served.isEmpty && !onWeb.isEmpty
         }
-        #expect(Self.waitUntil { relay.stderr.contains("readers=1") }, "\(relay.stderr)")
+        #expect(Wait.until { relay.stderr.contains("readers=1") }, "\(relay.stderr)")
         _ = reader.finish()
         #expect(Self.stop(relay) == 0)
         let documented = try DocsTests.documentedMetrics("consume").union(try DocsTests.documentedMetrics("consume --listen"))
