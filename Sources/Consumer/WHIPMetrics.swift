@@ -13,6 +13,7 @@ public struct WHIPMetrics: Sendable {
     public let pictureRequests: Counter
     public let malformedPackets: Counter
     public let lateAudioPackets: Counter
+    public let lateVideoPackets: Counter
     public let badRTCP: Counter
     public let strayDatagrams: Counter
 
@@ -29,6 +30,7 @@ public struct WHIPMetrics: Sendable {
         pictureRequests = registry.counter("nalcast_whip_picture_requests_total", help: "Picture loss indications sent to WHIP publishers (at the start and after a damaged access unit, until an IDR).")
         malformedPackets = registry.counter("nalcast_whip_malformed_packets_total", help: "RTP packets from WHIP publishers that did not unprotect (SRTP) or parse, had a payload type the answer did not take, or whose Opus did not decode, dropped.")
         lateAudioPackets = registry.counter("nalcast_whip_late_audio_packets_total", help: "Opus packets from WHIP publishers that came after a later one, dropped.")
+        lateVideoPackets = registry.counter("nalcast_whip_late_video_packets_total", help: "Video packets from WHIP publishers that came twice, or after the ones behind them had gone on without them (a retransmission of a packet given up on), dropped.")
         badRTCP = registry.counter("nalcast_whip_bad_rtcp_total", help: "SRTCP packets from WHIP publishers that did not authenticate or parse, dropped.")
         strayDatagrams = registry.counter("nalcast_whip_stray_datagrams_total", help: "Datagrams on the WHIP ingest's socket from no publisher (unknown ufrag or address), dropped.")
     }

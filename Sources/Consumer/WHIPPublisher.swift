@@ -77,7 +77,9 @@ final class WHIPPublisher {
         if packet.payloadType == types.video {
             if videoSSRC == nil { videoSSRC = packet.ssrc; requestPicture(now) }
             videoReception.note(packet, arrival: now)
+            let duplicates = reorder.duplicates
             for inOrder in reorder.take(packet, now: now) { depacketize(inOrder) }
+            if reorder.duplicates > duplicates { metrics.lateVideoPackets.increment() }
         } else if packet.payloadType == types.audio {
             takeAudio(packet, now)
         } else {
