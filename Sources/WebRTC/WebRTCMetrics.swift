@@ -8,6 +8,7 @@ public struct WebRTCMetrics: Sendable {
     public let handshakesFailed: Counter
     public let packetsSent: Counter
     public let sendFailures: Counter
+    public let protectFailures: Counter
     public let nackedPackets: Counter
     public let retransmittedPackets: Counter
     public let nackedNotInHistory: Counter
@@ -37,6 +38,7 @@ public struct WebRTCMetrics: Sendable {
         handshakesFailed = registry.counter("nalcast_webrtc_handshakes_failed_total", help: "WebRTC viewers that ended before their handshake completed (DTLS failure, wrong certificate, timeout).")
         packetsSent = registry.counter("nalcast_webrtc_rtp_packets_sent_total", help: "SRTP video packets sent to WebRTC viewers (retransmissions not included).")
         sendFailures = registry.counter("nalcast_webrtc_send_failures_total", help: "Datagrams to WebRTC viewers the kernel did not take (send buffer full).")
+        protectFailures = registry.counter("nalcast_webrtc_protect_failures_total", help: "RTP and RTCP packets to WebRTC viewers that libsrtp would not protect, not sent.")
         nackedPackets = registry.counter("nalcast_webrtc_nacked_packets_total", help: "Packets WebRTC viewers reported lost (RTCP NACK).")
         retransmittedPackets = registry.counter("nalcast_webrtc_retransmitted_packets_total", help: "NACKed packets sent again from a viewer's history.")
         nackedNotInHistory = registry.counter("nalcast_webrtc_nacked_not_in_history_total", help: "NACKed packets no longer in the viewer's history (512 packets), not sent again.")

@@ -118,7 +118,7 @@ public final class WebRTCPeer {
         var transport = sender.transportSequence
         for (sequence, packet) in sender.packets(payloads: unit.payloads, pts90k: pts90k, wallNs: wallNs, sendNs: now) {
             defer { transport &+= 1 }
-            guard let protected = srtpOut.protect(packet) else { continue }
+            guard let protected = protect(packet, with: srtpOut) else { continue }
             transportWide?.sent(transport, bytes: protected.count, sendNs: now)
             history.remember(sequence, protected)
             if endpoint.socket.send(protected, to: address) {
@@ -141,7 +141,7 @@ public final class WebRTCPeer {
     public func sendAudio(_ opus: [UInt8], mediaTime90k: Int64) -> AudioOutcome {
         guard isConnected, !isClosed, let address, let srtpOut, audioSender != nil else { return .notConnected }
         guard let (sequence, packet) = audioSender!.packet(opus, mediaTime90k: mediaTime90k, video: sender) else { return .beforeVideo }
-        guard let protected = srtpOut.protect(packet) else { return .failed }
+        guard let protected = protect(packet, with: srtpOut) else { return .failed }
         audioHistory.remember(sequence, protected)
         guard endpoint.socket.send(protected, to: address) else {
             metrics.sendFailures.increment()
@@ -168,13 +168,23 @@ public final class WebRTCPeer {
         }
     }
 
+    /// `packet` protected for this peer, or nil, counted: libsrtp refused it (nothing is
+    /// sent in its place).
+    private func protect(_ packet: [UInt8], rtcp: Bool = false, with session: SRTPSession) -> [UInt8]? {
+        guard let protected = session.protect(packet, rtcp: rtcp) else {
+            metrics.protectFailures.increment()
+            return nil
+        }
+        return protected
+    }
+
     /// A sender report, when one is due (every second once media flows).
     func reportIfDue(nowNs: UInt64, wallNs: UInt64) {
         guard isConnected, let address, let srtpOut, nowNs - lastReportNs >= 1_000_000_000,
-              let report = sender.senderReport(nowNs: wallNs), let protected = srtpOut.protect(report.serialized(), rtcp: true) else { return }
+              let report = sender.senderReport(nowNs: wallNs), let protected = protect(report.serialized(), rtcp: true, with: srtpOut) else { return }
         lastReportNs = nowNs
         endpoint.socket.send(protected, to: address)
-        if let audio = audioSender?.senderReport(nowNs: wallNs, video: sender), let protected = srtpOut.protect(audio.serialized(), rtcp: true) {
+        if let audio = audioSender?.senderReport(nowNs: wallNs, video: sender), let protected = protect(audio.serialized(), rtcp: true, with: srtpOut) {
             endpoint.socket.send(protected, to: address)
         }
     }
@@ -221,7 +231,7 @@ public final class WebRTCPeer {
     /// false when it did not go.
     @discardableResult
     public func sendRTCP(_ compound: [UInt8]) -> Bool {
-        guard isConnected, !isClosed, let address, let srtpOut, let protected = srtpOut.protect(compound, rtcp: true) else { return false }
+        guard isConnected, !isClosed, let address, let srtpOut, let protected = protect(compound, rtcp: true, with: srtpOut) else { return false }
         return endpoint.socket.send(protected, to: address)
     }
 
