@@ -171,6 +171,13 @@ nc_dtls *nc_dtls_new(nc_dtls_context *context, int client) {
     BIO_set_mem_eof_return(dtls->in, -1);
     BIO_set_data(out, dtls);
     SSL_set_bio(dtls->ssl, dtls->in, out);  // the SSL owns both now
+    // The profiles libsrtp2 can do (loaded by now), the context's AES_CM-only list otherwise.
+    // use_srtp: 0 on success, against OpenSSL's habit.
+    if (SSL_set_tlsext_use_srtp(dtls->ssl, nc_srtp_profiles()) != 0) {
+        SSL_free(dtls->ssl);
+        free(dtls);
+        return NULL;
+    }
     if (client) SSL_set_connect_state(dtls->ssl);
     else SSL_set_accept_state(dtls->ssl);
     SSL_set_mtu(dtls->ssl, NC_MTU);
@@ -265,9 +272,14 @@ int nc_dtls_peer_fingerprint(nc_dtls *dtls, uint8_t *out) {
 
 int nc_dtls_srtp_keys(nc_dtls *dtls, uint8_t *out) {
     SRTP_PROTECTION_PROFILE *profile = SSL_get_selected_srtp_profile(dtls->ssl);
-    if (!profile || profile->id != SRTP_AES128_CM_SHA1_80) return 0;
+    if (!profile) return 0;
+    size_t length;
+    if (profile->id == NC_SRTP_AES128_CM_SHA1_80) length = 2 * (16 + 14);
+    else if (profile->id == NC_SRTP_AEAD_AES_128_GCM) length = 2 * (16 + 12);
+    else return 0;
     static const char label[] = "EXTRACTOR-dtls_srtp";
-    return SSL_export_keying_material(dtls->ssl, out, 60, label, sizeof label - 1, NULL, 0, 0) == 1;
+    if (SSL_export_keying_material(dtls->ssl, out, length, label, sizeof label - 1, NULL, 0, 0) != 1) return 0;
+    return (int)profile->id;
 }
 
 void nc_dtls_shutdown(nc_dtls *dtls) {

@@ -20,12 +20,14 @@ static struct {
     srtp_err_status_t (*unprotect_rtcp)(srtp_t, void *, int *);
     void (*rtp_default)(srtp_crypto_policy_t *);
     void (*rtcp_default)(srtp_crypto_policy_t *);
+    void (*gcm_128)(srtp_crypto_policy_t *);  // NULL when this libsrtp2 has no AES-GCM
     const char *(*version)(void);
     int loaded;
     char why[200];
 } lib;
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
+struct nc_srtp { srtp_t session; };
 
 static void nc_srtp_open(void) {
     void *handle = dlopen("libsrtp2.so.1", RTLD_NOW | RTLD_LOCAL);
@@ -51,6 +53,17 @@ static void nc_srtp_open(void) {
         return;
     }
     lib.loaded = 1;
+    // AES-GCM only where a session of it can be made: libsrtp2 built without a crypto
+    // library (its own AES) has the setter but no GCM cipher.
+    *(void **)&lib.gcm_128 = dlsym(handle, "srtp_crypto_policy_set_aes_gcm_128_16_auth");
+    uint8_t key[16] = {0}, salt[14] = {0};
+    nc_srtp *probe = lib.gcm_128 ? nc_srtp_new(NC_SRTP_AEAD_AES_128_GCM, key, salt, 1) : NULL;
+    if (!probe) lib.gcm_128 = NULL;
+    nc_srtp_free(probe);
+}
+
+const char *nc_srtp_profiles(void) {
+    return lib.gcm_128 ? "SRTP_AEAD_AES_128_GCM:SRTP_AES128_CM_SHA1_80" : "SRTP_AES128_CM_SHA1_80";
 }
 
 int nc_srtp_load(char *why, int size) {
@@ -61,17 +74,24 @@ int nc_srtp_load(char *why, int size) {
 
 const char *nc_srtp_version(void) { return lib.loaded ? lib.version() : ""; }
 
-struct nc_srtp { srtp_t session; };
-
-nc_srtp *nc_srtp_new(const uint8_t *key, const uint8_t *salt, int outbound) {
+nc_srtp *nc_srtp_new(int profile, const uint8_t *key, const uint8_t *salt, int outbound) {
     if (!lib.loaded) return NULL;
-    uint8_t master[30];  // SRTP_AES_ICM_128_KEY_LEN_WSALT: the key, then the salt
-    memcpy(master, key, 16);
-    memcpy(master + 16, salt, 14);
     srtp_policy_t policy;
     memset(&policy, 0, sizeof policy);
-    lib.rtp_default(&policy.rtp);
-    lib.rtcp_default(&policy.rtcp);
+    // The master key then the master salt: 16 + 14 bytes for AES_CM, 16 + 12 for GCM.
+    uint8_t master[30];
+    memcpy(master, key, 16);
+    if (profile == NC_SRTP_AEAD_AES_128_GCM && lib.gcm_128) {
+        memcpy(master + 16, salt, 12);
+        lib.gcm_128(&policy.rtp);
+        lib.gcm_128(&policy.rtcp);
+    } else if (profile == NC_SRTP_AES128_CM_SHA1_80) {
+        memcpy(master + 16, salt, 14);
+        lib.rtp_default(&policy.rtp);
+        lib.rtcp_default(&policy.rtcp);
+    } else {
+        return NULL;
+    }
     policy.ssrc.type = outbound ? ssrc_any_outbound : ssrc_any_inbound;
     policy.key = master;
     policy.window_size = 1024;

@@ -176,7 +176,8 @@ public final class WHIPIngest {
         let publisher = WHIPPublisher(peer: peer, loop: loop, intake: intake, metrics: metrics, sound: sound)
         self.publisher = publisher
         firstUnitSince = posted.postedAt
-        let found = "webrtc from \(peer.address?.description ?? "?"), H.264" + (publisher.hasSound ? " and Opus (relayed as AAC)" : "")
+        let found = "webrtc from \(peer.address?.description ?? "?"), \(peer.srtpProfile?.name ?? "no SRTP profile"), H.264"
+            + (publisher.hasSound ? " and Opus (relayed as AAC)" : "")
         onEvent(InputEvent(.publisher, config.shown, .opened(attempts: 1, opening: InputEvent.Opening(seconds: MonotonicClock.seconds - posted.postedAt, found: found, ignored: []))))
         let timer = LoopTimer(loop: loop) { [unowned self] in self.tick() }
         timer.start(after: 0.02, repeating: 0.02)

@@ -44,7 +44,7 @@
 /// which (`websocket` or `webrtc`). The offer receives audio too: a stream with sound sends
 /// it as Opus, played by an `<audio>` element (a click on the page starts it where the
 /// browser refuses to play sound unasked); `audioPackets` (getStats' packetsReceived, once a
-/// second) says how much came.
+/// second) says how much came, `srtpCipher` (its transport's) how the media is protected.
 public enum ViewerPage {
     public static let html = """
         <!doctype html>
@@ -136,6 +136,7 @@ public enum ViewerPage {
           const video = document.getElementById('remote');
           const sound = new Audio();
           setInterval(() => pc && pc.getStats().then(report => report.forEach(s => {
+            if (s.type === 'transport' && s.srtpCipher) viewer.srtpCipher = s.srtpCipher;
             if (s.type !== 'inbound-rtp' || s.kind !== 'audio') return;
             viewer.audioPackets = s.packetsReceived;
           })).catch(() => {}), 1000);

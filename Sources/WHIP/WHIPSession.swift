@@ -33,6 +33,8 @@ final class WHIPSession: @unchecked Sendable {
         var keyframeRequests = 0
         /// The peer's counters, once it ended (`stop`).
         var counters: WebRTCPeer.Counters?
+        /// The SRTP profile its handshake chose.
+        var profile: SRTPProfile?
         /// Opus packets not sent (before the first picture, or refused), not yet taken.
         var droppedAudio = 0
     }
@@ -116,7 +118,10 @@ final class WHIPSession: @unchecked Sendable {
             do {
                 let made = try endpoint.publish(offer, answer: answer)
                 peer = made
-                made.onConnected = { [unowned self] in self.update { $0.connected = true } }
+                made.onConnected = { [unowned self, unowned made] in
+                    let profile = made.srtpProfile
+                    self.update { $0.connected = true; $0.profile = profile }
+                }
                 made.onClosed = { [unowned self] why in self.update { $0.closed = why } }
                 made.onKeyframeRequest = { [unowned self] in self.update { $0.keyframeRequests += 1 } }
             } catch {

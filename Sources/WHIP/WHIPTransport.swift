@@ -160,7 +160,8 @@ public final class WHIPTransport: ForwardTransport {
         deleteResource()
         if let session {
             session.stop(notify: finishing)
-            summary = session.take().counters.map(Self.summary)
+            let state = session.take()
+            summary = state.counters.map { Self.summary($0, profile: state.profile) }
         }
         session = nil
     }
@@ -177,7 +178,8 @@ public final class WHIPTransport: ForwardTransport {
         _ = try? client(timeout: 2).send("DELETE", path, headers: authorization)
     }
 
-    static func summary(_ c: WebRTCPeer.Counters) -> String {
-        "\(c.packetsSent) RTP packets sent, \(c.nackedPackets) NACKed, \(c.retransmitted) retransmitted, \(c.keyframeRequests) keyframe requests"
+    static func summary(_ c: WebRTCPeer.Counters, profile: SRTPProfile?) -> String {
+        "\(c.packetsSent) RTP packets sent (\(profile?.name ?? "never keyed")), \(c.nackedPackets) NACKed, \(c.retransmitted) retransmitted, "
+            + "\(c.keyframeRequests) keyframe requests"
     }
 }

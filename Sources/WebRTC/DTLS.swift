@@ -78,15 +78,16 @@ final class DTLSAssociation {
         return nc_dtls_peer_fingerprint(raw, &print) == 1 ? print : nil
     }
 
-    /// The SRTP keys and salts this side protects with (`local`) and the peer does
-    /// (`remote`): the client's write key and salt and the server's (RFC 5764 §4.2), by this
-    /// side's role; nil when the profile is not SRTP_AES128_CM_SHA1_80.
-    var srtpKeys: (local: (key: [UInt8], salt: [UInt8]), remote: (key: [UInt8], salt: [UInt8]))? {
+    /// The SRTP profile the handshake chose and the keys and salts this side protects with
+    /// (`local`) and the peer does (`remote`): the client's write key and salt and the
+    /// server's (RFC 5764 §4.2), by this side's role; nil when the profile is none nalcast takes.
+    var srtpKeys: (profile: SRTPProfile, local: (key: [UInt8], salt: [UInt8]), remote: (key: [UInt8], salt: [UInt8]))? {
         var material = [UInt8](repeating: 0, count: 60)
-        guard nc_dtls_srtp_keys(raw, &material) == 1 else { return nil }
-        let client = (key: Array(material[0..<16]), salt: Array(material[32..<46]))
-        let server = (key: Array(material[16..<32]), salt: Array(material[46..<60]))
-        return isClient ? (client, server) : (server, client)
+        guard let profile = SRTPProfile(rawValue: nc_dtls_srtp_keys(raw, &material)) else { return nil }
+        let salt = profile.saltLength
+        let client = (key: Array(material[0..<16]), salt: Array(material[32..<32 + salt]))
+        let server = (key: Array(material[16..<32]), salt: Array(material[32 + salt..<32 + 2 * salt]))
+        return isClient ? (profile, client, server) : (profile, server, client)
     }
 
     func shutdown() { nc_dtls_shutdown(raw) }
@@ -102,6 +103,19 @@ final class DTLSAssociation {
     }
 }
 
+/// The SRTP protection profiles nalcast offers and takes in DTLS-SRTP's use_srtp, by their
+/// numbers there: AES-GCM first when libsrtp2 can do it (`nc_srtp_profiles`).
+public enum SRTPProfile: Int32, Sendable {
+    case aes128CMSHA1_80 = 0x0001
+    case aeadAES128GCM = 0x0007
+
+    /// The master salt's length (RFC 5764 §4.1.2, RFC 7714 §12).
+    var saltLength: Int { self == .aeadAES128GCM ? 12 : 14 }
+
+    /// Its name in IANA's DTLS-SRTP registry, as a browser's `srtpCipher` statistic gives it.
+    public var name: String { self == .aeadAES128GCM ? "SRTP_AEAD_AES_128_GCM" : "SRTP_AES128_CM_HMAC_SHA1_80" }
+}
+
 /// An SRTP session of libsrtp2 (opened with dlopen: `SRTPSession.load()` first). Loop-owned.
 final class SRTPSession {
     private let raw: OpaquePointer
@@ -113,8 +127,8 @@ final class SRTPSession {
         return "libsrtp2: " + String(decoding: why.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
-    init?(key: [UInt8], salt: [UInt8], outbound: Bool) {
-        guard let made = nc_srtp_new(key, salt, outbound ? 1 : 0) else { return nil }
+    init?(_ profile: SRTPProfile, key: [UInt8], salt: [UInt8], outbound: Bool) {
+        guard let made = nc_srtp_new(profile.rawValue, key, salt, outbound ? 1 : 0) else { return nil }
         raw = made
     }
 

@@ -77,6 +77,8 @@ public final class WebRTCPeer {
     /// WHIP server a push goes to.
     var remoteName: String { ice != nil ? "server" : receives ? "publisher" : "viewer" }
     private var srtpOut: SRTPSession?
+    /// The SRTP profile the DTLS handshake chose (nil before it completed).
+    public private(set) var srtpProfile: SRTPProfile?
     private var srtpIn: SRTPSession?
     /// The video's packets as protected, the last `historySize`.
     private var history = PacketHistory<[UInt8]>(size: historySize)
@@ -309,10 +311,11 @@ public final class WebRTCPeer {
             return close("DTLS: the \(remoteName)'s certificate is not the one its offer named", notify: true)
         }
         guard let keys = dtls.srtpKeys,
-              let outbound = SRTPSession(key: keys.local.key, salt: keys.local.salt, outbound: true),
-              let inbound = SRTPSession(key: keys.remote.key, salt: keys.remote.salt, outbound: false) else {
-            return close("DTLS: no SRTP_AES128_CM_SHA1_80 keys", notify: true)
+              let outbound = SRTPSession(keys.profile, key: keys.local.key, salt: keys.local.salt, outbound: true),
+              let inbound = SRTPSession(keys.profile, key: keys.remote.key, salt: keys.remote.salt, outbound: false) else {
+            return close("DTLS: no SRTP keys of a profile nalcast takes (SRTP_AEAD_AES_128_GCM, SRTP_AES128_CM_HMAC_SHA1_80)", notify: true)
         }
+        srtpProfile = keys.profile
         srtpOut = outbound
         srtpIn = inbound
         isConnected = true

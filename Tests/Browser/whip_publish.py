@@ -10,7 +10,7 @@ with H.264 alone (packetization-mode=1, setCodecPreferences) and the resolution 
 congestion, POSTs the offer (application/sdp), sets the 201's answer, sends for SECONDS
 from when the connection is up (ICE and DTLS), then DELETEs the session at the answer's
 Location. Prints {"status", "location", "deleted", "framesEncoded", "encoder", "state",
-"nackCount", "pliCount"} or {"error": ...} (exit 1).
+"nackCount", "pliCount", "srtpCipher"} or {"error": ...} (exit 1).
 
 Chromium runs with --disable-web-security: the page's origin (about:blank) is not the WHIP
 endpoint's, and what a cross-origin publisher page needs of the endpoint (CORS) is not what
@@ -70,6 +70,7 @@ try {
   await new Promise(resolve => setTimeout(resolve, seconds * 1000));
   result.state = pc.connectionState;
   (await pc.getStats()).forEach(s => {
+    if (s.type === 'transport') result.srtpCipher = s.srtpCipher;
     if (s.type === 'outbound-rtp' && s.kind === 'video') {
       result.framesEncoded = s.framesEncoded; result.encoder = s.encoderImplementation;
       result.nackCount = s.nackCount; result.pliCount = s.pliCount;

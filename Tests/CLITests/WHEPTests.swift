@@ -73,16 +73,19 @@ import Testing
     /// The page over WebRTC offers to receive audio too: with `--audio`, Chromium gets the
     /// Opus packets beside the pictures (its getStats' packetsReceived; what headless Chromium
     /// does not play out it does not measure, so the sound itself is aiortc's test below).
+    /// The media is protected with AES-GCM, the first profile nalcast offers in use_srtp
+    /// (the transport's srtpCipher).
     @Test(.enabled(if: PlaybackTests.chromiumMissing == nil, "\(PlaybackTests.chromiumMissing ?? "")"))
     func chromiumGetsTheSoundOverWebRTC() throws {
         try Self.withProducer(["--audio", "tone"]) { url, _, _ in
             let r = try Run.program(PlaybackTests.venvPython, [PlaybackTests.browserTools.appendingPathComponent("web_check.py").path, url + "?transport=webrtc",
-                                                               WebViewerTests.points, #"{"audioPackets": 50}"#], timeout: 120)
+                                                               WebViewerTests.points, #"{"audioPackets": 50, "srtpCipher": "SRTP_AEAD_AES_128_GCM"}"#], timeout: 120)
             #expect(r.status == 0, "\(r.text) \(r.stderr)")
             let last = r.stdout.split(separator: UInt8(ascii: "\n")).last.map { Data($0) } ?? Data()
             let seen = try #require(try JSONSerialization.jsonObject(with: last) as? [String: Any], "\(r.text) \(r.stderr)")
             #expect(seen["transport"] as? String == "webrtc" && (seen["painted"] as? Int ?? 0) >= 30, "\(seen)")
             #expect((seen["audioPackets"] as? Int ?? 0) >= 50, "\(seen)")
+            #expect(seen["srtpCipher"] as? String == "SRTP_AEAD_AES_128_GCM", "\(seen)")
             #expect(try Self.metric(url, "nalcast_webrtc_audio_packets_sent_total") >= 50)
         }
     }
@@ -107,6 +110,19 @@ import Testing
             #expect(all.filter { $0["event"] as? String == "idr-forced" }.count >= 2, "the join's IDR and the PLI's: \(all)")
             // The viewer's end is said on a later turn of the loop than the DELETE's answer.
             #expect(Self.waitForEvent(events) { $0["reason"] as? String == "ended by the viewer (DELETE)" }, "\(WebViewerTests.events(events))")
+        }
+    }
+
+    /// A peer whose libsrtp has no AES-GCM (aiortc told to offer SRTP_AES128_CM_SHA1_80
+    /// alone) gets AES-CM, nalcast's second choice: its handshake completes (OpenSSL picks
+    /// only a profile both offered) and every frame decodes.
+    @Test(.enabled(if: aiortcMissing == nil, "\(aiortcMissing ?? "")"))
+    func aPeerWithoutAESGCMGetsAESCM() throws {
+        try Self.withProducer([]) { url, _, _ in
+            let seen = try Self.play(url + "whep", frames: 30, ["--aes-cm-only"])
+            #expect(seen["frames"] as? Int == 30 && seen["width"] as? Int == 640, "\(seen)")
+            WebViewerTests.checkBars(seen["pixels"] as? [[Int]] ?? [], "aiortc's last frame over AES-CM")
+            #expect(try Self.metric(url, "nalcast_webrtc_connected_total") == 1)
         }
     }
 

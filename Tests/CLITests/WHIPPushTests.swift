@@ -86,6 +86,10 @@ import Testing
             #expect(ended["offer"].map { "\($0)".contains("m=audio 9 UDP/TLS/RTP/SAVPF 111") } == true, "no Opus offered")
             let connected = WebViewerTests.events(events).filter { $0["event"] as? String == "forward-connected" }
             #expect(connected.count == 1, "\(connected)")
+            // Its end says what it sent, protected with AES-GCM (nalcast's first SRTP profile,
+            // which aiortc's libsrtp does too).
+            let closed = WebViewerTests.events(events).first { $0["event"] as? String == "forward-closed" }
+            #expect((closed?["summary"] as? String)?.contains("sent (SRTP_AEAD_AES_128_GCM)") == true, "\(WebViewerTests.events(events))")
             print("WHIP push: POST to the server's first decoded frame \(ended["firstFrameMs"] ?? "?") ms")
         }
     }

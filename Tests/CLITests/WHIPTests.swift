@@ -91,6 +91,9 @@ import Testing
             let seen = try #require(try JSONSerialization.jsonObject(with: r.stdout) as? [String: Any], "\(r.text) \(r.stderr)")
             #expect(r.status == 0 && seen["status"] as? Int == 201 && seen["deleted"] as? Int == 200, "\(seen)")
             #expect(seen["state"] as? String == "connected" && (seen["framesEncoded"] as? Int ?? 0) >= 30, "\(seen)")
+            // AES-GCM: the first SRTP profile nalcast offers in use_srtp, which Chromium takes.
+            #expect(seen["srtpCipher"] as? String == "SRTP_AEAD_AES_128_GCM", "\(seen)")
+            #expect(consume.stderr.contains(", SRTP_AEAD_AES_128_GCM, H.264"), "\(consume.stderr)")
             #expect(WHEPTests.waitForEvent(events) { $0["event"] as? String == "disconnected" && $0["reason"] as? String == "DELETE of its session" },
                     "\(WebViewerTests.events(events))")
             #expect(consume.stderr.contains("H.264; its handshake took"), "\(consume.stderr)")
@@ -115,6 +118,8 @@ import Testing
             let answer = seen["answer"] as? String ?? ""
             #expect(answer.contains("a=recvonly") && answer.contains("H264/90000") && answer.contains("opus/48000/2") && answer.contains("a=ice-lite"), "\(answer)")
             #expect(consume.waitFor("H.264 and Opus (relayed as AAC)"), "\(consume.stderr)")
+            // aiortc's libsrtp does AES-GCM too: nalcast's first choice is taken.
+            #expect(consume.stderr.contains(", SRTP_AEAD_AES_128_GCM, H.264"), "\(consume.stderr)")
             consume.signal(SIGINT)
             #expect(consume.wait() == 0, "\(consume.stderr)")
             #expect(reader.wait() == 0, "\(reader.stderr)")

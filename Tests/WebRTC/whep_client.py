@@ -2,7 +2,7 @@
 Chromium's), as a test's peer: offers to receive video, plays what comes and prints what it
 decoded, as JSON.
 
-    whep_client.py WHEP_URL FRAMES POINTS_JSON [--token TOKEN] [--pli N] [--nack N] [--drop N] [--audio SECONDS]
+    whep_client.py WHEP_URL FRAMES POINTS_JSON [--token TOKEN] [--pli N] [--nack N] [--drop N] [--audio SECONDS] [--aes-cm-only]
 
 POSTs its offer (application/sdp), takes the 201's answer and Location, decodes FRAMES
 frames (up to 60 s; with --audio, also until the sound is decoded and the pictures have
@@ -11,7 +11,9 @@ then DELETEs the session. With --pli N it sends a picture loss indication after 
 and counts the keyframes decoded after it ("keyframesAfterPLI"); with --nack N, after frame
 N, a NACK of the two packets before the last one received and of one 2000 packets before
 it (never sent, or long out of any history: "nacked"); with --drop N it loses every Nth
-packet the first time it comes off ICE (aiortc then NACKs it: "dropped" counts them). Prints {"frames", "width", "height",
+packet the first time it comes off ICE (aiortc then NACKs it: "dropped" counts them); with
+--aes-cm-only its DTLS offers SRTP_AES128_CM_SHA1_80 alone, as a peer whose libsrtp has no
+AES-GCM (nalcast prefers GCM). Prints {"frames", "width", "height",
 "keyframes", "pixels", "status", "location", "deleted", "answer"} or {"error": ...} (exit 1).
 
 With --audio SECONDS it offers to receive audio too and, beside the frames, decodes that
@@ -204,6 +206,9 @@ def main():
     token, pli, nack, audio = option("--token"), option("--pli"), option("--nack"), option("--audio")
     if option("--drop"):
         lose_every(int(option("--drop")))
+    if "--aes-cm-only" in sys.argv:
+        import aiortc.rtcdtlstransport as dtls
+        dtls.SRTP_PROFILES[:] = [dtls.SRTP_AES128_CM_SHA1_80]
     try:
         result = asyncio.run(asyncio.wait_for(run(url, wanted, points, token, pli and int(pli), nack and int(nack), audio and float(audio)), 90))
     except Exception as error:  # noqa: BLE001 - any failure is the test's answer

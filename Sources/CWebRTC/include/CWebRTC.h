@@ -11,8 +11,8 @@
 // ---- DTLS (webrtc.c) ----
 
 // A DTLS server context: a fresh ECDSA P-256 certificate (self-signed, SHA-256) whose
-// fingerprint goes in the SDP, DTLS 1.2, use_srtp with SRTP_AES128_CM_SHA1_80 (libsrtp2's
-// default policy, which every browser offers).
+// fingerprint goes in the SDP, DTLS 1.2, use_srtp with the SRTP profiles libsrtp2 can do
+// (nc_srtp_profiles; each association sets them once libsrtp2 is loaded).
 typedef struct nc_dtls_context nc_dtls_context;
 // NULL on failure, with OpenSSL's reason in `error`.
 nc_dtls_context *nc_dtls_context_new(char *error, int size);
@@ -47,8 +47,9 @@ int nc_dtls_timeout_ms(nc_dtls *dtls);
 int nc_dtls_next_datagram(nc_dtls *dtls, uint8_t *buffer, size_t capacity);
 // The peer's certificate's SHA-256 fingerprint. 1 on success.
 int nc_dtls_peer_fingerprint(nc_dtls *dtls, uint8_t *out);
-// The SRTP keying material (RFC 5764 4.2): client key (16), server key (16), client salt
-// (14), server salt (14), 60 bytes. 1 when the profile is SRTP_AES128_CM_SHA1_80.
+// The SRTP keying material (RFC 5764 4.2) into `out` (60 bytes): client key (16), server
+// key (16), client salt, server salt (14 each for NC_SRTP_AES128_CM_SHA1_80, 12 each for
+// NC_SRTP_AEAD_AES_128_GCM: 56 bytes). The profile the handshake chose; 0 for none of those.
 int nc_dtls_srtp_keys(nc_dtls *dtls, uint8_t *out);
 // Sends close_notify (a datagram to take with nc_dtls_next_datagram).
 void nc_dtls_shutdown(nc_dtls *dtls);
@@ -62,9 +63,18 @@ int nc_srtp_load(char *why, int size);
 // libsrtp2's version text ("libsrtp2 2.5.0"), "" when not loaded.
 const char *nc_srtp_version(void);
 typedef struct nc_srtp nc_srtp;
-// A session with AES_CM_128_HMAC_SHA1_80 for RTP and RTCP, keyed with `key` (16 bytes) and
-// `salt` (14): for every outbound SSRC (`outbound` 1) or every inbound one (0). NULL on failure.
-nc_srtp *nc_srtp_new(const uint8_t *key, const uint8_t *salt, int outbound);
+// The SRTP protection profiles (their DTLS-SRTP numbers, RFC 5764 and RFC 7714).
+#define NC_SRTP_AES128_CM_SHA1_80 0x0001
+#define NC_SRTP_AEAD_AES_128_GCM 0x0007
+// The profiles to offer in use_srtp, in order of preference (OpenSSL's list form):
+// AEAD_AES_128_GCM first when libsrtp2 can do it (one pass of AES-GCM: with Debian's
+// libsrtp2 on NSS about a fifth of AES-CM with HMAC-SHA1's cost a packet), then
+// AES128_CM_SHA1_80, which every browser offers. After nc_srtp_load.
+const char *nc_srtp_profiles(void);
+// A session of `profile` for RTP and RTCP, keyed with `key` (16 bytes) and `salt` (14 for
+// AES_CM, 12 for GCM): for every outbound SSRC (`outbound` 1) or every inbound one (0).
+// NULL on failure.
+nc_srtp *nc_srtp_new(int profile, const uint8_t *key, const uint8_t *salt, int outbound);
 void nc_srtp_free(nc_srtp *srtp);
 // Protects the RTP (or RTCP) packet of `length` bytes in `buffer` in place; `capacity` must
 // leave room for the trailer (NC_SRTP_TRAILER bytes). The new length, or -1.
