@@ -15,7 +15,8 @@
   viewers (`ws_readers.py`: upgrade, then read and discard) against none, and with 16 TCP
   readers of --listen (`c/readers.c`, as the serve benchmark) for comparison, and 16 WebRTC
   viewers over WHEP (`webrtc_readers.py`: aiortc peers that depacketize and count, decoding
-  nothing). Every row
+  nothing), on SRTP_AEAD_AES_128_GCM (nalcast's first choice) and offering
+  SRTP_AES128_CM_SHA1_80 alone (a peer without GCM). Every row
   runs the same producer (--web and --listen both open), so only the readers differ. Over
   TLS: the producer's own (`--tls self-signed`), and nginx in front of its plain --web
   (`web_nginx.py`, the repository's recipe), counted as nalcast's CPU plus nginx's.
@@ -176,8 +177,9 @@ def _viewers_measure(p: dict, kind: str, n: int):
             time.sleep(p["warm"])
             readers = None
             if n:
-                if kind == "webrtc":
+                if kind in ("webrtc", "webrtc-aes-cm"):
                     argv = [VENV_PYTHON, LIB / "webrtc_readers.py", f"http://127.0.0.1:{port}/whep", n, span]
+                    argv += ["--aes-cm-only"] if kind == "webrtc-aes-cm" else []
                 elif kind == "tcp":
                     argv = [ctx.tool("readers"), tcp, n, span]
                 else:
@@ -232,8 +234,10 @@ def _viewers_notes(case: Case) -> list:
         notes.append(f"{case.label}: producer CPU against no viewer (medians of the runs): " + ", ".join(ratios)
                      + " (target for WebSocket viewers: <= 1.05x; for WebRTC viewers: <= 1.15x)")
     plain, tls, nginx = named(" websocket viewers"), named(" websocket viewers over tls"), named(" behind nginx's tls")
+    gcm, aes_cm = named(" webrtc viewers"), named(" webrtc viewers offering aes-cm only")
     for a, b, what, target in ((tls, plain, "over TLS against plain", "1.10"),
-                               (tls, nginx, "the built-in TLS against nginx in front (nalcast + nginx)", "1.00")):
+                               (tls, nginx, "the built-in TLS against nginx in front (nalcast + nginx)", "1.00"),
+                               (gcm, aes_cm, "WebRTC viewers on SRTP_AEAD_AES_128_GCM against SRTP_AES128_CM_SHA1_80", None)):
         if a and b:
             # the runs are interleaved: run i of both rows ran in the same round, side by side
             paired = sorted(x / y for x, y in zip(runs[a], runs[b]) if y)
@@ -241,7 +245,8 @@ def _viewers_notes(case: Case) -> list:
                 notes.append(f"{case.label}: {what}: no ratio, {b} measured no CPU (runs too short: --quick)")
                 continue
             notes.append(f"{case.label}: {what}, the same viewers: {by[a] / by[b]:.3f}x (per round: median "
-                         f"{median(paired):.3f}x, {paired[0]:.3f}-{paired[-1]:.3f}x; target: <= {target}x)")
+                         f"{median(paired):.3f}x, {paired[0]:.3f}-{paired[-1]:.3f}x"
+                         + (f"; target: <= {target}x)" if target else ")"))
     return notes
 
 
@@ -280,6 +285,8 @@ def cases(ctx: Context) -> list:
         row(f"nalcast {n} websocket viewers", _viewers_measure(p, "ws", n), skip_n),
         row(f"nalcast {n} tcp readers", _viewers_measure(p, "tcp", n), skip_n),
         row(f"nalcast {n} webrtc viewers", _viewers_measure(p, "webrtc", n), skip_n or aiortc_missing()),
+        row(f"nalcast {n} webrtc viewers offering aes-cm only", _viewers_measure(p, "webrtc-aes-cm", n),
+            skip_n or aiortc_missing()),
         row(f"nalcast {n} websocket viewers over tls", _viewers_measure(p, "wss", n), skip_n),
         row(f"nalcast {n} websocket viewers behind nginx's tls", _viewers_measure(p, "nginx", n),
             skip_n or nginx_missing()),

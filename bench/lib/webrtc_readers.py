@@ -4,12 +4,14 @@ browser's network side) whose decoder is replaced by one that decodes nothing, s
 viewers cost the machine their network work only, as ws_readers.py's WebSocket viewers do.
 Run by the venv python of scripts/setup (aiortc).
 
-    webrtc_readers.py WHEP_URL N SECONDS
+    webrtc_readers.py WHEP_URL N SECONDS [--aes-cm-only]
 
 Each viewer POSTs its offer and counts the bytes of the access units it is handed (its
 depacketized frames); counting starts once every viewer had its first frame and lasts
 SECONDS. Prints one line per viewer, "BYTES 0 COUNTED_MS" (the second field: 1 when the
-server ended it, as ws_readers.py says a close), or exits 1 with a line on stderr.
+server ended it, as ws_readers.py says a close), or exits 1 with a line on stderr. With
+--aes-cm-only the viewers' DTLS offers SRTP_AES128_CM_SHA1_80 alone (a peer whose libsrtp
+has no AES-GCM, which nalcast otherwise takes first).
 """
 
 import asyncio
@@ -86,6 +88,9 @@ async def run(url, n, seconds):
 
 def main():
     url, n, seconds = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+    if "--aes-cm-only" in sys.argv:
+        import aiortc.rtcdtlstransport as dtls
+        dtls.SRTP_PROFILES[:] = [dtls.SRTP_AES128_CM_SHA1_80]
     asyncio.run(run(url, n, seconds))
     return 0
 
