@@ -54,6 +54,10 @@ public struct Pacer: Sendable {
         return true
     }
 
+    /// Frames the source skipped that no later frame will show as a gap: the run ended at a
+    /// frame past its end, and those skipped before it that fell inside it are late too.
+    public mutating func countLate(_ frames: UInt64) { drops.late += frames }
+
     /// Same for a frame, by capture time when `live`, else by media time.
     public mutating func admit(_ frame: Frame, live: Bool) -> Bool {
         let time = live ? Int64(frame.captureTimeNs) : Int64(Int128(frame.pts90k) * 1_000_000_000 / 90_000)

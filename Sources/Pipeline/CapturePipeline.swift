@@ -68,6 +68,8 @@ public final class CapturePipeline {
         var firstPTS: UInt64?
         /// Media time of the last IDR encoded, for `keyintDuration`.
         var lastIDRPTS: UInt64?
+        /// The last frame the pacer saw: its sequence number and media time.
+        var lastPaced: (sequence: UInt64, pts90k: UInt64)?
         while !control.isStopped {
             if let limit = options.frameLimit, encoder?.framesEncoded ?? 0 >= UInt64(limit) { break }
             guard var frame = try source.nextFrame() else { break }
@@ -76,10 +78,22 @@ public final class CapturePipeline {
             let base = firstPTS ?? frame.pts90k
             firstPTS = base
             frame.pts90k -= Swift.min(base, frame.pts90k)
-            if let limit = options.durationLimit, frame.seconds >= limit { break }
+            if let limit = options.durationLimit, frame.seconds >= limit {
+                // The encoder was late and the source skipped frames up to this one, past the
+                // end: those that fell inside `--duration` are late drops, as a gap is anywhere else.
+                if let last = lastPaced, pacer != nil {
+                    pacer!.countLate(Self.skipped(after: last, before: (frame.sequence, frame.pts90k), endPTS: limit * 90_000))
+                    let late = pacer!.drops.late
+                    control.state.withLock { $0.counters.droppedLate = late }
+                }
+                break
+            }
 
             var keep = true
-            if pacer != nil { keep = pacer!.admit(frame, live: source.isLive) }
+            if pacer != nil {
+                keep = pacer!.admit(frame, live: source.isLive)
+                lastPaced = (frame.sequence, frame.pts90k)
+            }
             let drops = pacer?.drops ?? Pacer.Drops()
             control.state.withLock {
                 $0.counters.framesCaptured += 1
@@ -148,6 +162,16 @@ public final class CapturePipeline {
             }
             output(au)
         }
+    }
+
+    /// How many of the frames a source skipped between two it gave (`after`, `before`: their
+    /// sequence numbers and media times) lay before `endPTS`: placed evenly between the two,
+    /// at the source's own pace there.
+    static func skipped(after last: (sequence: UInt64, pts90k: UInt64), before next: (sequence: UInt64, pts90k: UInt64), endPTS: Double) -> UInt64 {
+        guard next.sequence > last.sequence + 1, next.pts90k > last.pts90k else { return 0 }
+        let gap = next.sequence - last.sequence
+        let span = Double(next.pts90k - last.pts90k)
+        return UInt64((1..<gap).count { Double(last.pts90k) + span * Double($0) / Double(gap) < endPTS })
     }
 
     /// True for the frame after which the run stops: a file's last, the `--frames`th, or the
