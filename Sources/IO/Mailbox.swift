@@ -12,7 +12,9 @@ import Synchronization
 /// nothing: an `ev_async_send` made there writes no eventfd but makes the loop's next poll
 /// return at once, one `epoll_wait` more per message. Its messages are handled instead just
 /// before the loop next polls (an `ev_prepare` watcher, started by such a send and stopped by
-/// the drain): the same order, never inside the sender's call, and no extra system call.
+/// the drain): the same order, never inside the sender's call, and no extra system call. A
+/// message sent while such a drain runs (a handler stopping the loop) wakes the loop as from
+/// another thread: this turn's prepare watchers have run.
 public final class Mailbox<Message: Sendable>: @unchecked Sendable {
     // @unchecked Sendable holds because: messages cross threads only through `pending`, a
     // Mutex; `watcher` is started, stopped and freed on the loop's owner thread (checked with
@@ -64,9 +66,14 @@ public final class Mailbox<Message: Sendable>: @unchecked Sendable {
         ev_async_start(raw, watcher)
         CLibEV_prepare_init(beforePoll) { _, watcher, _ in
             let wakeUp = Unmanaged<WakeUp>.fromOpaque(CLibEV_get_data(watcher)!).takeUnretainedValue()
-            wakeUp.fire()
+            wakeUp.fireBeforePoll()
         }
         CLibEV_set_data(beforePoll, Unmanaged.passUnretained(wakeUp).toOpaque())
+        wakeUp.beforePollAction = { [unowned(unsafe) self] in
+            self.loop.handlingBeforePoll = true
+            defer { self.loop.handlingBeforePoll = false }
+            self.drain()
+        }
     }
 
     deinit {
@@ -93,10 +100,12 @@ public final class Mailbox<Message: Sendable>: @unchecked Sendable {
             droppedCount.wrappingAdd(1, ordering: .relaxed)
             return false
         }
-        if loop.isOnLoop {
+        if loop.isOnLoop && !loop.handlingBeforePoll {
             // Handled before the loop next polls; starting an active watcher does nothing.
             ev_prepare_start(raw, beforePoll)
         } else {
+            // Another thread; or a handler running before the poll (the prepare watchers of
+            // this turn are taken already): the poll must not wait.
             ev_async_send(raw, watcher)
         }
         return true
@@ -122,5 +131,7 @@ public final class Mailbox<Message: Sendable>: @unchecked Sendable {
 /// The non-generic target of a mailbox's async watcher. Loop thread only.
 final class WakeUp {
     var action: () -> Void = {}
+    var beforePollAction: () -> Void = {}
     func fire() { action() }
+    func fireBeforePoll() { beforePollAction() }
 }
