@@ -16,6 +16,10 @@ static inline void CLibEV_timer_init(ev_timer *w, void (*cb)(struct ev_loop *, e
 static inline void CLibEV_async_init(ev_async *w, void (*cb)(struct ev_loop *, ev_async *, int)) {
     ev_async_init(w, cb);
 }
+// ev_prepare_init is a macro.
+static inline void CLibEV_prepare_init(ev_prepare *w, void (*cb)(struct ev_loop *, ev_prepare *, int)) {
+    ev_prepare_init(w, cb);
+}
 // ev_signal_init is a macro.
 static inline void CLibEV_signal_init(ev_signal *w, void (*cb)(struct ev_loop *, ev_signal *, int), int signum) {
     ev_signal_init(w, cb, signum);

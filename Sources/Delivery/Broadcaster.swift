@@ -91,6 +91,9 @@ public struct Broadcaster: Sendable {
     }
 
     private var readers: [ReaderID: Reader] = [:]
+    /// The readers' ids in ascending order (the order events come in), kept as readers come
+    /// and go rather than sorted for every access unit.
+    private var order: [ReaderID] = []
     private var nextID: UInt64 = 1
 
     /// The current GOP, from its IDR; empty when unavailable.
@@ -121,7 +124,7 @@ public struct Broadcaster: Sendable {
     }
 
     public var readerCount: Int { readers.count }
-    public var readerIDs: [ReaderID] { readers.keys.sorted() }
+    public var readerIDs: [ReaderID] { order }
 
     /// The cached GOP, from its IDR; empty when there is none or it grew past the cache bounds.
     public var cachedGOP: [AccessUnit] { gop.map(\.accessUnit) }
@@ -152,6 +155,8 @@ public struct Broadcaster: Sendable {
             break
         }
         readers[id] = reader
+        // Ids only grow: the newest reader sorts last.
+        order.append(id)
         return JoinOutcome(id: id, events: events)
     }
 
@@ -166,7 +171,8 @@ public struct Broadcaster: Sendable {
 
     /// Forgets a reader (its connection closed). Unknown ids are ignored.
     public mutating func removeReader(_ id: ReaderID) {
-        readers[id] = nil
+        guard readers.removeValue(forKey: id) != nil else { return }
+        order.removeAll { $0 == id }
     }
 
     /// Hands one access unit to every reader. The capture side never waits: slow readers skip.
@@ -185,7 +191,7 @@ public struct Broadcaster: Sendable {
             idrRequestDeferred = false
         }
         var events: [BroadcastEvent] = []
-        for id in readers.keys.sorted() {
+        for id in order {
             let result = readers[id]!.queue.offer(entry, now: now)
             if result.didSkip {
                 events.append(.readerSkipped(id, accessUnits: result.skippedAccessUnits, bytes: result.skippedBytes))
@@ -212,14 +218,14 @@ public struct Broadcaster: Sendable {
     /// viewer's message header needs its keyframe flag and timestamp): writes
     /// `nalUnits` and reports with `didWrite`. Nil when the queue is empty.
     public mutating func nextUnitToWrite(_ id: ReaderID) -> QueuedAccessUnit? {
-        guard readers[id] != nil else { return nil }
-        return readers[id]!.queue.startWrite()
+        guard let index = readers.index(forKey: id) else { return nil }
+        return readers.values[index].queue.startWrite()
     }
 
     /// Reports bytes written to the reader; `finished` when the in-flight access unit is all out.
     public mutating func didWrite(_ id: ReaderID, bytes: Int, finished: Bool) {
-        guard readers[id] != nil else { return }
-        readers[id]!.queue.didWrite(bytes: bytes, finished: finished, now: clock.nowNanoseconds)
+        guard let index = readers.index(forKey: id) else { return }
+        readers.values[index].queue.didWrite(bytes: bytes, finished: finished, now: clock.nowNanoseconds)
     }
 
     /// A reader lost its picture and asks for an entry point (a WebRTC viewer's PLI or FIR):
@@ -250,6 +256,13 @@ public struct Broadcaster: Sendable {
         return last + config.idrMinIntervalNs
     }
 
+    /// Whether `tick` has anything to look at: a deferred IDR request, or a reader with
+    /// something queued (only such a reader can time out). False while every reader has
+    /// taken what was published: its owner's timer may sleep until this is true again.
+    public var needsTicks: Bool {
+        idrRequestDeferred || readers.values.contains { !$0.queue.isEmpty }
+    }
+
     /// Time-driven work: deferred IDR requests and reader timeouts. Call it from a timer
     /// (every few hundred milliseconds, and at `nextDeadlineNs`).
     public mutating func tick() -> [BroadcastEvent] {
@@ -259,8 +272,8 @@ public struct Broadcaster: Sendable {
             idrRequestDeferred = false
             events += requestIDR(now: now)
         }
-        for id in readers.keys.sorted() where readers[id]!.queue.isTimedOut(now: now, timeoutNs: config.readerTimeoutNs) {
-            readers[id] = nil
+        for id in order where readers[id]!.queue.isTimedOut(now: now, timeoutNs: config.readerTimeoutNs) {
+            removeReader(id)
             events.append(.readerTimedOut(id))
         }
         return events

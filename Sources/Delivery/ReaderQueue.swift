@@ -1,8 +1,9 @@
 import Media
 
-/// One access unit waiting in a reader's queue. The NAL units are shared with every other
-/// reader's queue: nothing here copies a frame.
-public struct QueuedAccessUnit: Sendable {
+/// One access unit waiting in a reader's queue: one object per published access unit,
+/// shared by the GOP cache and every reader's queue (each holds one reference, not a copy of
+/// its arrays and forms). Nothing here copies a frame. Immutable.
+public final class QueuedAccessUnit: Sendable {
     public let accessUnit: AccessUnit
     /// What goes on the wire: for an IDR, its SPS and PPS are in front (`nalUnitsForEntry`).
     public let nalUnits: [NALUnit]

@@ -73,9 +73,32 @@ public struct AccessUnitDelimiting: AccessUnitFraming {
     /// an SEI, else the filler SEI's. Otherwise (the first access unit) with an AUD first, its
     /// own or one put in front. Nothing for an access unit with nothing but an AUD.
     public mutating func frame(_ nalUnits: [NALUnit]) -> [ArraySlice<UInt8>] {
+        guard let out = Self.chunks(nalUnits, nextIsOpen: nextIsOpen) else { return [] }
+        advance(over: nalUnits)
+        return out
+    }
+
+    /// What `frame` gives once the next delimiter is open, for any writer: made once per
+    /// access unit by a server and shared by its readers (`frame(_:continuing:)`).
+    public func continuing(_ nalUnits: [NALUnit]) -> [ArraySlice<UInt8>] {
+        Self.chunks(nalUnits, nextIsOpen: true) ?? []
+    }
+
+    /// `frame(nalUnits)` with `continuing` (what `continuing(nalUnits)` gave) as the chunks
+    /// when the next delimiter is open: the same bytes, not made again.
+    public mutating func frame(_ nalUnits: [NALUnit], continuing: [ArraySlice<UInt8>]) -> [ArraySlice<UInt8>] {
+        guard nextIsOpen else { return frame(nalUnits) }
+        guard !continuing.isEmpty else { return [] }
+        advance(over: nalUnits)
+        return continuing
+    }
+
+    /// The chunks for `nalUnits` after a writer's last access unit left the next delimiter
+    /// open or not; nil for an access unit with nothing but an AUD.
+    private static func chunks(_ nalUnits: [NALUnit], nextIsOpen: Bool) -> [ArraySlice<UInt8>]? {
         let hasOwn = nalUnits.first?.type == .accessUnitDelimiter
         var rest = hasOwn ? nalUnits.dropFirst() : nalUnits[...]
-        guard let first = rest.first else { return [] }
+        guard let first = rest.first else { return nil }
         var out: [ArraySlice<UInt8>] = []
         out.reserveCapacity(rest.count + 3)
         if nextIsOpen {
@@ -88,14 +111,22 @@ public struct AccessUnitDelimiting: AccessUnitFraming {
         } else {
             out.append(hasOwn ? nalUnits[0].wire : Self.delimiter[...])
         }
-        for nal in rest {
-            out.append(nal.wire)
-            if nal.type == .sps || nal.type == .pps { note(nal) }
-        }
-        ended = rest.last.map { $0.type == .endOfSequence || $0.type == .endOfStream } ?? false
-        if !ended { out.append(Self.trailer) }
-        nextIsOpen = !ended
+        for nal in rest { out.append(nal.wire) }
+        if !Self.endsStream(nalUnits) { out.append(Self.trailer) }
         return out
+    }
+
+    /// Whether the access unit's last NAL unit ends the stream (end of sequence or stream).
+    private static func endsStream(_ nalUnits: [NALUnit]) -> Bool {
+        nalUnits.last.map { $0.type == .endOfSequence || $0.type == .endOfStream } ?? false
+    }
+
+    /// The writer's state after an access unit went out (one with more than an AUD): the
+    /// parameter sets it carried, whether it ended the stream, whether the next is open.
+    private mutating func advance(over nalUnits: [NALUnit]) {
+        for nal in nalUnits where nal.type == .sps || nal.type == .pps { note(nal) }
+        ended = Self.endsStream(nalUnits)
+        nextIsOpen = !ended
     }
 
     /// What ends the stream: the filler SEI the trailer began, the closing picture

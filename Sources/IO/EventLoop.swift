@@ -21,6 +21,8 @@ public final class EventLoop: @unchecked Sendable {
     // which libev documents as safe from any thread; the owner is an atomic, and the rest of
     // the mutable state (`lifecycle`, `watchedSignals`) sits behind a Mutex. `control` is set
     // once in init and cleared in deinit, when no other thread can hold the loop.
+    // `handlingBeforePoll` is read and written on the loop's owner thread only (by the
+    // mailboxes, which check `isOnLoop` first).
 
     /// The `struct ev_loop *`.
     let raw: OpaquePointer
@@ -29,6 +31,10 @@ public final class EventLoop: @unchecked Sendable {
     private var control: Mailbox<ControlMessage>!
     /// Signals with a watcher: the loop thread unblocks them when it starts.
     let watchedSignals = Mutex<Set<Int32>>([])
+    /// True while a mailbox's messages are handled just before the loop polls (its
+    /// `ev_prepare` watcher): a message sent then on the loop thread must wake the loop the
+    /// usual way (`ev_async_send`), since this turn's prepare watchers have all been taken.
+    var handlingBeforePoll = false
 
     private struct Lifecycle {
         var state: State = .idle

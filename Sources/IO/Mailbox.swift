@@ -7,11 +7,20 @@ import Synchronization
 /// and the loop-side handler gets every pending message at once, in order. Send data, not
 /// closures. An optional capacity bounds the backlog: past it, `send` drops and counts, so
 /// the sender (the capture thread) never waits.
+///
+/// A sender on the loop thread itself (a relay's input socket, read on the loop) wakes
+/// nothing: an `ev_async_send` made there writes no eventfd but makes the loop's next poll
+/// return at once, one `epoll_wait` more per message. Its messages are handled instead just
+/// before the loop next polls (an `ev_prepare` watcher, started by such a send and stopped by
+/// the drain): the same order, never inside the sender's call, and no extra system call. A
+/// message sent while such a drain runs (a handler stopping the loop) wakes the loop as from
+/// another thread: this turn's prepare watchers have run.
 public final class Mailbox<Message: Sendable>: @unchecked Sendable {
     // @unchecked Sendable holds because: messages cross threads only through `pending`, a
     // Mutex; `watcher` is started, stopped and freed on the loop's owner thread (checked with
     // preconditionOnLoop) and otherwise only passed to ev_async_send, which libev documents as
-    // thread-safe; `handler` is called on the loop thread only.
+    // thread-safe; `beforePoll` is started and stopped on the loop's owner thread only (the
+    // sender checks `isOnLoop` first); `handler` is called on the loop thread only.
 
     public let capacity: Int
     private let raw: OpaquePointer
@@ -21,6 +30,8 @@ public final class Mailbox<Message: Sendable>: @unchecked Sendable {
     private let pending = Mutex<[Message]>([])
     private let droppedCount = Atomic<Int>(0)
     private let watcher: UnsafeMutablePointer<ev_async>
+    /// Drains before the loop polls, after a send from the loop thread.
+    private let beforePoll: UnsafeMutablePointer<ev_prepare>
     private let handler: ([Message]) -> Void
     /// What the watcher's data pointer finds: C callbacks cannot be generic.
     private let wakeUp = WakeUp()
@@ -45,6 +56,7 @@ public final class Mailbox<Message: Sendable>: @unchecked Sendable {
         self.keepAlive = keepAlive
         self.handler = handler
         self.watcher = .allocate(capacity: 1)
+        self.beforePoll = .allocate(capacity: 1)
         CLibEV_async_init(watcher) { _, watcher, _ in
             let wakeUp = Unmanaged<WakeUp>.fromOpaque(CLibEV_get_data(watcher)!).takeUnretainedValue()
             wakeUp.fire()
@@ -52,11 +64,23 @@ public final class Mailbox<Message: Sendable>: @unchecked Sendable {
         CLibEV_set_data(watcher, Unmanaged.passUnretained(wakeUp).toOpaque())
         wakeUp.action = { [unowned(unsafe) self] in self.drain() }
         ev_async_start(raw, watcher)
+        CLibEV_prepare_init(beforePoll) { _, watcher, _ in
+            let wakeUp = Unmanaged<WakeUp>.fromOpaque(CLibEV_get_data(watcher)!).takeUnretainedValue()
+            wakeUp.fireBeforePoll()
+        }
+        CLibEV_set_data(beforePoll, Unmanaged.passUnretained(wakeUp).toOpaque())
+        wakeUp.beforePollAction = { [unowned(unsafe) self] in
+            self.loop.handlingBeforePoll = true
+            defer { self.loop.handlingBeforePoll = false }
+            self.drain()
+        }
     }
 
     deinit {
         ev_async_stop(raw, watcher)
+        ev_prepare_stop(raw, beforePoll)
         watcher.deallocate()
+        beforePoll.deallocate()
     }
 
     /// Queues a message for the loop thread. Returns false (and counts it) when the mailbox is
@@ -76,7 +100,14 @@ public final class Mailbox<Message: Sendable>: @unchecked Sendable {
             droppedCount.wrappingAdd(1, ordering: .relaxed)
             return false
         }
-        ev_async_send(raw, watcher)
+        if loop.isOnLoop && !loop.handlingBeforePoll {
+            // Handled before the loop next polls; starting an active watcher does nothing.
+            ev_prepare_start(raw, beforePoll)
+        } else {
+            // Another thread; or a handler running before the poll (the prepare watchers of
+            // this turn are taken already): the poll must not wait.
+            ev_async_send(raw, watcher)
+        }
         return true
     }
 
@@ -88,6 +119,7 @@ public final class Mailbox<Message: Sendable>: @unchecked Sendable {
 
     private func drain() {
         loop.preconditionOnLoop()
+        ev_prepare_stop(raw, beforePoll)
         let messages = pending.withLock { pending in
             defer { pending.removeAll(keepingCapacity: true) }
             return pending
@@ -99,5 +131,7 @@ public final class Mailbox<Message: Sendable>: @unchecked Sendable {
 /// The non-generic target of a mailbox's async watcher. Loop thread only.
 final class WakeUp {
     var action: () -> Void = {}
+    var beforePollAction: () -> Void = {}
     func fire() { action() }
+    func fireBeforePoll() { beforePollAction() }
 }

@@ -96,6 +96,13 @@ public protocol AccessUnitFraming: Sendable {
     mutating func frame(_ nalUnits: [NALUnit]) -> [ArraySlice<UInt8>]
     /// The chunks that end the stream after the last access unit framed.
     func closing() -> [ArraySlice<UInt8>]
+    /// What `frame` gives for `nalUnits` once the next delimiter is open: the same for every
+    /// writer past its first access unit, so a server makes it once per access unit and
+    /// shares it (`frame(_:continuing:)`). Changes nothing.
+    func continuing(_ nalUnits: [NALUnit]) -> [ArraySlice<UInt8>]
+    /// `frame(nalUnits)`, taking `continuing` (what `continuing(nalUnits)` gave) as its chunks
+    /// when the next delimiter is open instead of making them again.
+    mutating func frame(_ nalUnits: [NALUnit], continuing: [ArraySlice<UInt8>]) -> [ArraySlice<UInt8>]
 }
 
 /// The presentation order of a codec's pictures (`VideoCodec.makePictureOrder`), access unit
@@ -136,12 +143,38 @@ public struct StreamFraming: Sendable {
     /// The chunks to write for an access unit's NAL units (`nalUnits`: as received, or
     /// with the parameter sets in front for an entry).
     public mutating func frame(_ nalUnits: [NALUnit], of codec: any VideoCodec) -> [ArraySlice<UInt8>] {
-        if framing == nil { framing = codec.makeFraming() }
-        return framing!.frame(nalUnits)
+        var framing = taken(codec)
+        defer { self.framing = framing }
+        return framing.frame(nalUnits)
+    }
+
+    /// The framing, moved out (nil left behind) so that mutating it finds its storage
+    /// unshared: mutated through `framing!`, the existential's boxed state (the last SPS)
+    /// was copied for every access unit. Made for `codec` the first time.
+    private mutating func taken(_ codec: any VideoCodec) -> any AccessUnitFraming {
+        guard let framing else { return codec.makeFraming() }
+        self.framing = nil
+        return framing
     }
 
     /// What ends the stream after the last access unit framed; nothing when none was.
     public func closing() -> [ArraySlice<UInt8>] { framing?.closing() ?? [] }
+
+    /// The chunks of `nalUnits` for a writer whose next delimiter is open
+    /// (`AccessUnitFraming.continuing`): made once per access unit, for every writer that
+    /// frames it with `frame(_:of:continuing:)`. Changes no writer's state.
+    public mutating func continuing(_ nalUnits: [NALUnit], of codec: any VideoCodec) -> [ArraySlice<UInt8>] {
+        if framing == nil { framing = codec.makeFraming() }
+        return framing?.continuing(nalUnits) ?? []
+    }
+
+    /// `frame(_:of:)` with the chunks `continuing(_:of:)` made for the same NAL units,
+    /// taken as they are when this writer's next delimiter is open.
+    public mutating func frame(_ nalUnits: [NALUnit], of codec: any VideoCodec, continuing: [ArraySlice<UInt8>]) -> [ArraySlice<UInt8>] {
+        var framing = taken(codec)
+        defer { self.framing = framing }
+        return framing.frame(nalUnits, continuing: continuing)
+    }
 }
 
 /// A codec's Annex-B byte stream parser (`VideoCodec.makeParser`): each access unit comes out

@@ -2,16 +2,39 @@ import IO
 import Media
 import Delivery
 
-/// The Annex-B listener kind (`tcp://…`, `unix:…`): no address prefix, nothing shared but
-/// the access units themselves (an IDR's wire list with its SPS and PPS, made once by
+/// The Annex-B listener kind (`tcp://…`, `unix:…`): no address prefix; what its readers share
+/// of each access unit is its framed chunks (`DelimitedUnit`), made once by
+/// `DelimitedPackaging` (an IDR's wire list with its SPS and PPS is made once by
 /// `QueuedAccessUnit`).
 enum AnnexBListener: ListenerKind {
     static let addressPrefix = ""
 
-    static func makePackager(_ config: StreamServer.Config, _ metrics: StreamServer.Metrics) -> (any UnitPackager)? { nil }
+    static func makePackager(_ config: StreamServer.Config, _ metrics: StreamServer.Metrics) -> (any UnitPackager)? {
+        DelimitedPackaging()
+    }
 
     static func makeReader(_ socket: Socket, peer: String, _ context: ReaderContext) -> any StreamReader {
         AnnexBReader(socket, peer: peer, context)
+    }
+}
+
+/// An access unit's chunks as every Annex-B reader past its first access unit writes them
+/// (`AccessUnitFraming.continuing`: without its own AUD, with the trailer behind), made once
+/// per published unit and shared: no reader builds a list of its own per unit.
+final class DelimitedUnit: Sendable {
+    let chunks: [ArraySlice<UInt8>]
+    init(chunks: [ArraySlice<UInt8>]) { self.chunks = chunks }
+}
+
+/// Makes each published unit's `DelimitedUnit` from the NAL units its readers get (an IDR
+/// with its parameter sets in front, as `QueuedAccessUnit` lists them). Loop-owned, as the
+/// stream server.
+final class DelimitedPackaging: UnitPackager {
+    private var framing = StreamFraming()
+
+    func package(_ unit: AccessUnit, pts90k: UInt64?, into forms: inout WireForms) {
+        let nalUnits = unit.isIDR ? unit.nalUnitsForEntry : unit.nalUnits
+        forms.add(DelimitedUnit(chunks: framing.continuing(nalUnits, of: unit.codec)))
     }
 }
 
@@ -24,8 +47,11 @@ final class AnnexBReader: ConnectionReader {
     /// The codec's framing (H.264: `AccessUnitDelimiting`), made at the first access unit.
     private var delimiting = StreamFraming()
 
+    /// The shared chunks (`DelimitedUnit`) once this reader's next delimiter is open; its
+    /// own framing for its first access unit (and for a unit published without them).
     override func frame(_ unit: QueuedAccessUnit) -> [ArraySlice<UInt8>] {
-        delimiting.frame(unit.nalUnits, of: unit.accessUnit.codec)
+        guard let shared = unit.forms[DelimitedUnit.self] else { return delimiting.frame(unit.nalUnits, of: unit.accessUnit.codec) }
+        return delimiting.frame(unit.nalUnits, of: unit.accessUnit.codec, continuing: shared.chunks)
     }
 
     /// It follows the AUD sent behind the last picture, which opened an access unit that

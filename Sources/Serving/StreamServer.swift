@@ -169,9 +169,22 @@ public final class StreamServer {
     public func start() {
         loop.preconditionOnLoop()
         for entry in listeners { entry.listener.start() }
-        let timer = LoopTimer(loop: loop) { [unowned self] in self.handle(self.broadcaster.tick()) }
+        let timer = LoopTimer(loop: loop) { [unowned self] in
+            self.handle(self.broadcaster.tick())
+            if !self.broadcaster.needsTicks { self.ticker?.stop() }
+        }
         timer.start(after: 0.1, repeating: 0.1)
         ticker = timer
+    }
+
+    /// The timer ticks (every 100 ms) only while the `Broadcaster` has time-driven work: a
+    /// reader with something queued, whose timeout runs, or a deferred IDR request. Readers
+    /// that take each access unit as it comes leave nothing queued, and the loop sleeps
+    /// until the next one instead of waking ten times a second. Called after whatever may
+    /// queue something or defer a request.
+    private func armTicker() {
+        guard !finishing, let ticker, !ticker.isActive, broadcaster.needsTicks else { return }
+        ticker.start(after: 0.1, repeating: 0.1)
     }
 
     /// Asks for an IDR now (SIGUSR1), through the same coalescing as joins.
@@ -201,6 +214,7 @@ public final class StreamServer {
                 broadcaster.forgetCachedGOP()
             }
         }
+        armTicker()
     }
 
     /// Fans `unit` out: packaged once for each kind that shares a form of it (at `pts90k`,
@@ -270,6 +284,7 @@ public final class StreamServer {
         reader.start()
         handle(events)
         pump(id)
+        armTicker()
     }
 
     /// Hands the reader its queued access units while it takes them; the stream's end after
@@ -349,6 +364,7 @@ public final class StreamServer {
     /// coalesced and rate-limited like joins; a relay's reader starts again at the cached GOP
     /// (once per `idrMinIntervalNs` at most).
     func keyframeWanted(by id: ReaderID) {
+        defer { armTicker() }
         if makesIDRs { return handle(broadcaster.requestKeyframe()) }
         if broadcaster.restartAtCachedGOP(id) { pump(id) }
     }

@@ -54,6 +54,35 @@ import Testing
         #expect(bare == [0, 0, 0, 1, 0x09, 0xF0] + Self.bytes([Self.idrSlice]) + trailer, "a stream without AUDs gets them")
     }
 
+    /// What a server makes once per access unit (`continuing`) and its readers take past
+    /// their first (`frame(_:continuing:)`) is byte for byte what each would frame itself,
+    /// from the first access unit through an AUD alone to one that ends the stream.
+    @Test func sharedChunksAreWhatEachWriterWouldFrame() {
+        let sei = NALUnit(escapedBody: [0x06, 0x05, 0x01, 0x42, 0x80])
+        let sps = NALUnit(escapedBody: [0x67, 0x42, 0xC0, 0x1E, 0xDA, 0x02, 0x80, 0xBF, 0xE5, 0x84, 0x00, 0x00, 0x03, 0x00, 0x04, 0x00, 0x00, 0x03, 0x00, 0xF0, 0x3C, 0x60, 0xC9, 0x20])
+        let pps = NALUnit(escapedBody: [0x68, 0xCE, 0x0F, 0xC8])
+        let eos = NALUnit(escapedBody: [0x0A])
+        let units: [[NALUnit]] = [[Self.aud, sps, pps, Self.idrSlice], [Self.aud, sei, Self.idrSlice], [Self.idrSlice], [Self.aud],
+                                  [Self.aud, Self.idrSlice], [Self.aud, sei, Self.idrSlice, eos]]
+        var own = AccessUnitDelimiting()
+        var sharing = AccessUnitDelimiting()
+        let maker = AccessUnitDelimiting()
+        for (n, unit) in units.enumerated() {
+            let shared = maker.continuing(unit)
+            let expected = own.frame(unit).flatMap { $0 }
+            #expect(sharing.frame(unit, continuing: shared).flatMap { $0 } == expected, "unit \(n)")
+            #expect(sharing.nextIsOpen == own.nextIsOpen && sharing.ended == own.ended, "unit \(n)")
+        }
+        #expect(own.ended, "the last unit ended the stream")
+        var reopened = own
+        var reopenedSharing = sharing
+        let later = [Self.aud, Self.idrSlice]
+        #expect(reopenedSharing.frame(later, continuing: maker.continuing(later)).flatMap { $0 } == reopened.frame(later).flatMap { $0 },
+                "after an end, the next unit begins with its own AUD again, not the shared chunks")
+        #expect(reopenedSharing.closing().flatMap { $0 } == reopened.closing().flatMap { $0 }, "the same closing picture (the SPS noted)")
+        #expect(!reopened.closing().isEmpty)
+    }
+
     /// A stream cut anywhere in the trailer has lost nothing; cut in the next access unit's
     /// SEI body, it has.
     @Test func theTrailerIsNothingInProgress() {

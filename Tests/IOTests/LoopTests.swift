@@ -1,3 +1,4 @@
+import Foundation
 import IO
 import Glibc
 import XCTest
@@ -18,6 +19,47 @@ final class LoopTests: XCTestCase {
         loop.join()
         XCTAssertEqual(Array(batches.current.joined()), Array(0..<1000))
         XCTAssertEqual(batches.current.count, 1, "sends before the loop ran wake it once")
+    }
+
+    /// A send on the loop thread itself (a relay's input read there) is handled once the
+    /// callback that sent it has returned, before the loop polls again: never inside the
+    /// sender's call, every message of the turn in one batch, in order.
+    func testSendOnTheLoopIsHandledAfterTheSenderReturns() {
+        let loop = EventLoop()
+        let batches = Shared<[[Int]]>([])
+        let seenInsideSender = Shared<[[Int]]?>(nil)
+        let done = expectation(description: "delivered")
+        let mailbox = Mailbox<Int>(loop: loop) { messages in
+            batches.update { $0.append(messages) }
+            done.fulfill()
+        }
+        let timer = LoopTimer(loop: loop) {
+            mailbox.send(1)
+            mailbox.send(2)
+            seenInsideSender.update { $0 = batches.current }
+        }
+        timer.start(after: 0.01)
+        loop.start()
+        wait(for: [done], timeout: 30)
+        loop.stop()
+        loop.join()
+        XCTAssertEqual(seenInsideSender.current, [], "nothing handled inside the sending callback")
+        XCTAssertEqual(batches.current, [[1, 2]])
+    }
+
+    /// A handler run for a send made on the loop thread (before the loop polls) that stops
+    /// the loop: the stop is not left waiting for a poll with nothing to wake it.
+    func testStopFromAHandlerOfASendOnTheLoop() {
+        let loop = EventLoop()
+        let mailbox = Mailbox<Int>(loop: loop) { _ in loop.stop() }
+        let timer = LoopTimer(loop: loop) { mailbox.send(1) }
+        timer.start(after: 0.01)
+        loop.start()
+        let deadline = Date().addingTimeInterval(10)
+        while !loop.hasFinished && Date() < deadline { usleep(10_000) }
+        XCTAssertTrue(loop.hasFinished, "the loop still waits in its poll")
+        if !loop.hasFinished { loop.stop() }
+        loop.join()
     }
 
     func testBoundedMailboxDropsAndCounts() {
