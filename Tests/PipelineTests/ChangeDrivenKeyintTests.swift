@@ -9,35 +9,12 @@ import Testing
 /// the last IDR is an IDR, however few frames came between; a still screen's keep-alives are
 /// not (they count as frames only), so stillness costs no IDRs.
 @Suite struct ChangeDrivenKeyintTests {
-    /// Pictures of the test pattern at scripted media times, changed or repeats, as the
-    /// damage-driven screen source gives them.
-    final class ScriptedChanges: FrameSource {
-        let pattern: TestPatternSource
-        var script: [(seconds: Double, isRepeat: Bool)]
-        init(_ script: [(seconds: Double, isRepeat: Bool)]) throws {
-            pattern = try TestPatternSource(width: 64, height: 64, realtime: false)
-            self.script = script
-        }
-        var frameRate: FrameRate { FrameRate(30) }
-        var width: Int { 64 }
-        var height: Int { 64 }
-        var pixelFormat: PixelFormat { pattern.pixelFormat }
-        var isLive: Bool { true }
-        var isChangeDriven: Bool { true }
-        func nextFrame() throws -> Frame? {
-            guard !script.isEmpty, var frame = try pattern.nextFrame() else { return nil }
-            let step = script.removeFirst()
-            frame.pts90k = UInt64(step.seconds * 90_000)
-            frame.isRepeat = step.isRepeat
-            return frame
-        }
-    }
-
     func idrs(keyintDuration: MediaTime?) throws -> [Bool] {
         // A change at 0 and 0.5 s, keep-alives each second of a still screen, changes at
         // 3.2 and 3.4 s, keep-alives again to 7 s, a change at 7.1 s.
-        let source = try ScriptedChanges([(0, false), (0.5, false), (1.5, true), (2.5, true), (3.2, false), (3.4, false),
-                                      (4.4, true), (5.4, true), (6.4, true), (7.1, false)])
+        let steps: [(Double, Bool)] = [(0, false), (0.5, false), (1.5, true), (2.5, true), (3.2, false), (3.4, false),
+                                       (4.4, true), (5.4, true), (6.4, true), (7.1, false)]
+        let source = try ScriptedPattern(steps.map { ScriptedPattern.Step(seconds: $0.0, isRepeat: $0.1) }, changeDriven: true)
         var options = CaptureOptions()
         options.targetFrameRate = nil
         options.encoder.preset = "ultrafast"

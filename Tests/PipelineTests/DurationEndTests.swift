@@ -9,34 +9,16 @@ import Testing
 /// lie past the end. The skipped frames that fell inside the duration are counted as late
 /// drops all the same, so that every slot of the run is encoded or counted.
 @Suite struct DurationEndTests {
-    /// The test pattern's pictures with scripted sequence numbers and media times, live.
-    final class ScriptedLive: FrameSource {
-        let pattern: TestPatternSource
-        var script: [(sequence: UInt64, seconds: Double)]
-        init(_ script: [(sequence: UInt64, seconds: Double)]) throws {
-            pattern = try TestPatternSource(width: 64, height: 64, realtime: false)
-            self.script = script
-        }
-        var frameRate: FrameRate { FrameRate(30) }
-        var width: Int { 64 }
-        var height: Int { 64 }
-        var pixelFormat: PixelFormat { pattern.pixelFormat }
-        var isLive: Bool { true }
-        func nextFrame() throws -> Frame? {
-            guard !script.isEmpty, var frame = try pattern.nextFrame() else { return nil }
-            let step = script.removeFirst()
-            frame.sequence = step.sequence
-            frame.pts90k = UInt64(step.seconds * 90_000)
-            frame.captureTimeNs = UInt64(step.seconds * 1e9) + 1_000_000_000
-            return frame
-        }
+    /// Frames with these numbers at these media times.
+    static func source(_ frames: [(sequence: UInt64, seconds: Double)]) throws -> ScriptedPattern {
+        try ScriptedPattern(frames.map { ScriptedPattern.Step(seconds: $0.seconds, sequence: $0.sequence) })
     }
 
     /// 0.4 s at 30 fps is 12 slots: frames 0-9 come on time, then the source skipped 10-14
     /// (the encoder was late) and gives frame 15 at 0.5 s, past the end. Of the skipped ones,
     /// 10 and 11 (0.333 and 0.367 s) lay inside the 0.4 s: 10 encoded + 2 late = 12.
     @Test func theSkippedFramesBeforeTheEndAreCountedLate() throws {
-        let source = try ScriptedLive((0..<10).map { (UInt64($0), Double($0) / 30) } + [(15, 0.5)])
+        let source = try Self.source((0..<10).map { (UInt64($0), Double($0) / 30) } + [(15, 0.5)])
         var options = CaptureOptions()
         options.encoder.preset = "ultrafast"
         options.durationLimit = 0.4
@@ -52,7 +34,7 @@ import Testing
     /// A gap wholly inside the duration is the pacer's, as before: counted once, not again
     /// at the end.
     @Test func aGapBeforeTheEndIsCountedOnce() throws {
-        let source = try ScriptedLive([(0, 0), (1, 1.0 / 30), (5, 5.0 / 30), (6, 6.0 / 30), (7, 7.0 / 30), (9, 0.3)])
+        let source = try Self.source([(0, 0), (1, 1.0 / 30), (5, 5.0 / 30), (6, 6.0 / 30), (7, 7.0 / 30), (9, 0.3)])
         var options = CaptureOptions()
         options.encoder.preset = "ultrafast"
         options.durationLimit = 0.25
