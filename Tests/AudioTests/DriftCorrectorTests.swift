@@ -111,9 +111,19 @@ struct Compensation {
         }
     }
 
-    @Test("a step of 10 ms is resampled away within 3 s, without a jump")
+    @Test("no resampling moves the pitch by more than 0.2 %, however far off the track is short of a jump")
+    func resamplingIsBounded() {
+        for step in [240.0, 480, 900, -900] {  // 5, 10, 18.75 ms behind, and ahead
+            let r = Self.run(reads: 1200, step: step)
+            let compensations = r.decisions.compactMap { if case .compensate(let delta, let distance) = $0 { return (delta, distance) }; return nil }
+            #expect(!compensations.isEmpty, "step \(step): nothing resampled")
+            #expect(compensations.allSatisfy { abs(Double($0.0)) <= Double($0.1) * 0.002 }, "step \(step): \(compensations)")
+        }
+    }
+
+    @Test("a step of 10 ms is resampled away within 6 s (at most 0.2 %: 2 ms a second), without a jump")
     func smallStepIsResampled() {
-        let r = Self.run(reads: 400, step: 480)
+        let r = Self.run(reads: 700, step: 480)
         #expect(!r.decisions.contains { if case .jump = $0 { return true }; return false }, "\(r.decisions)")
         #expect(abs(r.offset) < 48, "\(r.offset / 48) ms off")
     }
