@@ -42,8 +42,9 @@ final class WebRTCViewer: StreamReader {
         webrtc.onClosed = { [unowned self] reason in self.onClose?(self.closeReason ?? reason) }
     }
 
-    var isReady: Bool { webrtc.isConnected && !webrtc.isClosed && pacing?.isActive != true }
-    var isPacing: Bool { webrtc.isConnected && !webrtc.isClosed && pacing?.isActive == true }
+    var isReady: Bool { isOpen && pacing?.isActive != true }
+    var isPacing: Bool { isOpen && pacing?.isActive == true }
+    private var isOpen: Bool { webrtc.isConnected && !webrtc.isClosed }
     var isClosed: Bool { webrtc.isClosed }
 
     /// Sends `unit` timed by its capture (its SEI's time, else now), which its RTP timestamp,
