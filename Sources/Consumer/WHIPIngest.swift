@@ -80,7 +80,8 @@ public final class WHIPIngest {
         let candidates = try HostCandidates.list(bound: bind, extra: [])
         // WHEP's counters are not these: the publisher's are WHIPMetrics'.
         udp = try WebRTCEndpoint(loop: loop, host: bind, candidates: candidates,
-                                 metrics: .apart(badRTCP: metrics.badRTCP, strayDatagrams: metrics.strayDatagrams))
+                                 metrics: .apart(badRTCP: metrics.badRTCP, strayDatagrams: metrics.strayDatagrams,
+                                                notSent: metrics.rtcpNotSent))
         do {
             sound = WHIPSound(try AACTranscoder(), loop: loop, dropped: intake.metrics.droppedAudioPackets, refused: metrics.malformedPackets) {
                 [intake] packets in for aac in packets { intake.push(audio: aac.data, packetTime: aac.mediaTime) }

@@ -16,6 +16,7 @@ public struct WHIPMetrics: Sendable {
     public let lateVideoPackets: Counter
     public let badRTCP: Counter
     public let strayDatagrams: Counter
+    public let rtcpNotSent: Counter
 
     public init(registry: MetricsRegistry) {
         offers = registry.counter("nalcast_whip_offers_total", help: "WHIP offers (POST) received.")
@@ -33,5 +34,6 @@ public struct WHIPMetrics: Sendable {
         lateVideoPackets = registry.counter("nalcast_whip_late_video_packets_total", help: "Video packets from WHIP publishers that came twice, or after the ones behind them had gone on without them (a retransmission of a packet given up on), dropped.")
         badRTCP = registry.counter("nalcast_whip_bad_rtcp_total", help: "SRTCP packets from WHIP publishers that did not authenticate or parse, dropped.")
         strayDatagrams = registry.counter("nalcast_whip_stray_datagrams_total", help: "Datagrams on the WHIP ingest's socket from no publisher (unknown ufrag or address), dropped.")
+        rtcpNotSent = registry.counter("nalcast_whip_rtcp_not_sent_total", help: "RTCP packets to WHIP publishers (reports, NACKs, PLIs) not sent: libsrtp would not protect them or the kernel did not take them.")
     }
 }

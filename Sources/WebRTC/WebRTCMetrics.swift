@@ -7,14 +7,15 @@ public struct WebRTCMetrics: Sendable {
     public let connected: Counter
     public let handshakesFailed: Counter
     public let packetsSent: Counter
-    public let sendFailures: Counter
-    public let protectFailures: Counter
+    /// `var`, as `badRTCP` and `strayDatagrams` below.
+    public var sendFailures: Counter
+    public var protectFailures: Counter
     public let nackedPackets: Counter
     public let retransmittedPackets: Counter
     public let nackedNotInHistory: Counter
     public let keyframeRequests: Counter
     /// `var`: an endpoint whose peers are not WHEP viewers reports these two as its own
-    /// (`apart(badRTCP:strayDatagrams:)`).
+    /// (`apart(badRTCP:strayDatagrams:notSent:)`).
     public var badRTCP: Counter
     public var strayDatagrams: Counter
     public let peers: Gauge
@@ -58,12 +59,16 @@ public struct WebRTCMetrics: Sendable {
     }
 
     /// The counters of an endpoint whose peers are not WHEP viewers (the WHIP ingest's
-    /// publisher): kept out of the `nalcast_webrtc_*` series, but for the SRTCP it drops and
-    /// the datagrams from no peer, which go to the caller's own counters.
-    public static func apart(badRTCP: Counter, strayDatagrams: Counter) -> WebRTCMetrics {
+    /// publisher): kept out of the `nalcast_webrtc_*` series, but for what it drops, which
+    /// goes to the caller's own counters: the SRTCP that does not check, the datagrams from no
+    /// peer, and (`notSent`) packets of its own libsrtp would not protect or the kernel did not
+    /// take.
+    public static func apart(badRTCP: Counter, strayDatagrams: Counter, notSent: Counter) -> WebRTCMetrics {
         var metrics = WebRTCMetrics(registry: MetricsRegistry())
         metrics.badRTCP = badRTCP
         metrics.strayDatagrams = strayDatagrams
+        metrics.protectFailures = notSent
+        metrics.sendFailures = notSent
         return metrics
     }
 }
