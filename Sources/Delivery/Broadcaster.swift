@@ -88,6 +88,9 @@ public struct Broadcaster: Sendable {
         let joinedAtNs: UInt64
         /// When it last asked to start again at the cached GOP (`restartAtCachedGOP`).
         var lastRestartNs: UInt64?
+        /// It asked while an access unit of its was being written: the restart happens when
+        /// that unit is out (`didWrite`), not half-way through it.
+        var restartPending = false
     }
 
     private var readers: [ReaderID: Reader] = [:]
@@ -226,6 +229,10 @@ public struct Broadcaster: Sendable {
     public mutating func didWrite(_ id: ReaderID, bytes: Int, finished: Bool) {
         guard let index = readers.index(forKey: id) else { return }
         readers.values[index].queue.didWrite(bytes: bytes, finished: finished, now: clock.nowNanoseconds)
+        if finished && readers.values[index].restartPending {
+            readers.values[index].restartPending = false
+            restart(id, now: clock.nowNanoseconds)
+        }
     }
 
     /// A reader lost its picture and asks for an entry point (a WebRTC viewer's PLI or FIR):
@@ -237,13 +244,23 @@ public struct Broadcaster: Sendable {
     /// The same for a relay, which has no encoder to ask: the reader's queue starts again at
     /// the cached GOP's IDR (what it had queued is dropped), at most once every
     /// `idrMinIntervalNs` for a reader (a viewer asks again while the GOP is on its way). False
-    /// when too soon, when there is no cached GOP, or an access unit of the reader is being written.
+    /// when too soon or when there is no cached GOP; false too when an access unit of the
+    /// reader is being written (a paced viewer's, packet by packet): the restart then comes
+    /// once that unit is out, at its `didWrite(finished: true)`, whose owner writes on.
     public mutating func restartAtCachedGOP(_ id: ReaderID) -> Bool {
         guard let reader = readers[id] else { return false }
         let now = clock.nowNanoseconds
         if let last = reader.lastRestartNs, now - last < config.idrMinIntervalNs { return false }
         readers[id]!.lastRestartNs = now
-        guard !reader.queue.isHeadInFlight else { return false }
+        if reader.queue.isHeadInFlight {
+            readers[id]!.restartPending = true
+            return false
+        }
+        return restart(id, now: now)
+    }
+
+    @discardableResult
+    private mutating func restart(_ id: ReaderID, now: UInt64) -> Bool {
         var queue = ReaderQueue(limits: config.readerLimits, now: now)
         guard queue.enqueueBacklog(gop, now: now) else { return false }
         readers[id]!.queue = queue

@@ -95,6 +95,24 @@ final class BroadcasterTests: XCTestCase {
         XCTAssertEqual(drain(&b, id), Array(30...34))
     }
 
+    /// A viewer that asks while one of its access units is half written (a paced WebRTC
+    /// viewer's, packet by packet) is not turned away: it starts again at the cached GOP once
+    /// that unit is out.
+    func testARestartAskedMidUnitComesWhenTheUnitIsOut() {
+        var b = makeBroadcaster(.gop)
+        for au in Fixture.stream(0..<35) { _ = b.publish(au) }
+        let id = try! XCTUnwrap(b.addReader().id)
+        XCTAssertEqual(drain(&b, id), Array(30...34))
+        _ = b.publish(Fixture.picture(35, idr: false))
+        _ = b.publish(Fixture.picture(36, idr: false))
+        XCTAssertNotNil(b.nextUnitToWrite(id))
+        b.didWrite(id, bytes: 10, finished: false)
+        XCTAssertFalse(b.restartAtCachedGOP(id), "not half-way through a unit")
+        XCTAssertEqual(b.queue(of: id)?.count, 2)
+        b.didWrite(id, bytes: 10, finished: true)
+        XCTAssertEqual(drain(&b, id), Array(30...36), "the cached GOP again, from its IDR, once 35 was out")
+    }
+
     func testGOPJoinWithoutCacheWaitsForNextIDR() {
         var b = Broadcaster(config: BroadcasterConfig(joinPolicy: .gop, gopMaxBytes: 500), clock: clock)
         for au in Fixture.stream(0..<10) { _ = b.publish(au) }
