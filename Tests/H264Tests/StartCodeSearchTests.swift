@@ -14,22 +14,38 @@ import Media
     }
 
     /// Buffers dense with zeros and ones, so that pairs of zeros, start codes and near misses
-    /// (`00 01`, `00 00 02`, `00 00 00 01`) fall at every offset of the eight-byte words and
-    /// across the 16-byte steps, and lengths around the step.
+    /// (`00 01`, `00 00 02`, `00 00 00 01`) fall at every offset of the 16-byte groups and
+    /// across the 64-byte steps, and lengths around the group and the step (the search's
+    /// tail: a step needs 65 bytes, a group 17).
     static func buffers() -> [[UInt8]] {
         var rng = SplitMix(state: 7)
-        var out: [[UInt8]] = [[], [1], [0, 1], [0, 0, 1], [0, 0, 0, 1], [UInt8](repeating: 0, count: 40)]
-        for length in [3, 15, 16, 17, 18, 31, 32, 33, 34, 64, 100, 257] {
+        var out: [[UInt8]] = [[], [1], [0, 1], [0, 0, 1], [0, 0, 0, 1], [UInt8](repeating: 0, count: 40), [UInt8](repeating: 0, count: 130)]
+        for length in [3, 15, 16, 17, 18, 31, 32, 33, 34, 63, 64, 65, 66, 80, 81, 82, 100, 128, 129, 130, 145, 146, 257] {
             for _ in 0..<40 {
                 out.append((0..<length).map { _ in [0, 0, 0, 1, 2, 3, 0x80, 0xff][Int.random(in: 0...7, using: &rng)] })
             }
         }
-        // One start code at each offset of a long run of data bytes.
-        for offset in 0..<40 {
-            var bytes = [UInt8](repeating: 0x55, count: 48)
+        // One start code at each offset of a long run of data bytes: in each group of a step,
+        // across the groups and the steps, in the tail.
+        for offset in 0..<150 {
+            var bytes = [UInt8](repeating: 0x55, count: 152)
             bytes[offset] = 0
             bytes[offset + 1] = 0
             bytes[offset + 2] = 1
+            out.append(bytes)
+        }
+        // An escaped pair (`00 00 03`) in front of a start code: in the same group, the group
+        // before, the step before; and pairs whose `01` would be the byte past the end.
+        for (escape, start) in [(3, 9), (5, 20), (20, 70), (60, 64), (62, 66), (1, 140)] {
+            var bytes = [UInt8](repeating: 0x55, count: 152)
+            bytes.replaceSubrange(escape..<(escape + 3), with: [0, 0, 3])
+            bytes.replaceSubrange(start..<(start + 3), with: [0, 0, 1])
+            out.append(bytes)
+        }
+        for length in [17, 18, 64, 65, 66, 67, 81, 129] {
+            var bytes = [UInt8](repeating: 0x55, count: length)
+            bytes[length - 2] = 0
+            bytes[length - 1] = 0
             out.append(bytes)
         }
         return out
