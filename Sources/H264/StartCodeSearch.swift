@@ -47,6 +47,29 @@ public enum StartCodeSearch {
         return nil
     }
 
+    /// Whether two zero bytes in a row occur in `base[0..<count]`: the only place an
+    /// emulation prevention byte (`00 00 03`) can be, so a buffer without is plain RBSP.
+    static func hasZeroPair(_ base: UnsafePointer<UInt8>, count: Int) -> Bool {
+        guard count >= 17 else {
+            var k = 0
+            while k + 1 < count {
+                if base[k] == 0 && base[k + 1] == 0 { return true }
+                k += 1
+            }
+            return false
+        }
+        let raw = UnsafeRawPointer(base)
+        var k = 0
+        while k + 17 <= count {
+            let g = pairMask(raw, k)
+            if g[0] | g[1] != 0 { return true }
+            k &+= 16
+        }
+        // The last pairs, from count - 17 (overlapping the group before) to count - 2.
+        let g = pairMask(raw, count - 17)
+        return g[0] | g[1] != 0
+    }
+
     /// For the 16 positions from `k` on: all ones in lane `i` when `k + i` and `k + i + 1` are
     /// both zero, else zeros, as two words (the lanes' mask has no bit-mask form in Swift; the
     /// words are what a test for "any" needs). Reads `k ... k + 16`.

@@ -63,6 +63,49 @@ import Media
         }
     }
 
+    /// Two zeros in a row, found byte by byte: in every length of each buffer from its first
+    /// bytes, and in every tail (the 16-byte groups, the overlapping last group, buffers
+    /// shorter than one group).
+    @Test func findsZeroPairsAsAByteByByteSearch() {
+        for bytes in Self.buffers() {
+            // nextPair[i]: where the first pair at or after i begins (bytes.count if none).
+            var nextPair = [Int](repeating: bytes.count, count: bytes.count + 1)
+            for i in stride(from: bytes.count - 2, through: 0, by: -1) {
+                nextPair[i] = bytes[i] == 0 && bytes[i + 1] == 0 ? i : nextPair[i + 1]
+            }
+            bytes.withUnsafeBufferPointer { buffer in
+                guard let base = buffer.baseAddress else { return }
+                var ranges = (0...Swift.min(3, bytes.count)).flatMap { from in (from...bytes.count).map { (from, $0) } }
+                ranges += (0...bytes.count).map { ($0, bytes.count) }
+                for (from, end) in ranges {
+                    let expected = nextPair[from] + 1 < end
+                    #expect(StartCodeSearch.hasZeroPair(base + from, count: end - from) == expected, "\(bytes) \(from)..<\(end)")
+                }
+            }
+        }
+    }
+
+    /// The RBSP prefix a slice header is read from is the unescaped bytes' first ones, shared
+    /// or copied: for escaped payloads with and without emulation prevention bytes, at every
+    /// limit.
+    @Test func unescapedPrefixIsTheRBSPsFirstBytes() {
+        var rng = SplitMix(state: 5)
+        // Escaped payloads, and raw bytes (pairs of zeros before other bytes than 03).
+        var payloads: [[UInt8]] = Self.buffers().map { RBSP.escape($0) } + Self.buffers()
+        for length in [20, 48, 49, 60, 100] {
+            for _ in 0..<20 {
+                payloads.append(RBSP.escape((0..<length).map { _ in [0, 0, 3, 0x40, 0xff][Int.random(in: 0...4, using: &rng)] }))
+            }
+        }
+        for escaped in payloads {
+            let rbsp = RBSP.unescape(escaped)
+            for limit in [1, 16, 17, 33, 48, 64] {
+                let prefix = RBSP.unescapedPrefix(escaped[...], limit: limit)
+                #expect(Array(prefix) == Array(rbsp.prefix(limit)), "\(escaped) limit \(limit)")
+            }
+        }
+    }
+
     /// The NAL unit bodies of `bytes`, cut byte by byte: each from the byte after a start
     /// code to the zeros before the next one (a body of zeros only is no NAL unit), the last
     /// to the end less its trailing zeros (at least its header byte).
