@@ -34,15 +34,35 @@ public enum StartCodeSearch {
 
     /// The first start code whose zero pair begins in `from..<to`, 16 positions a step (a
     /// group without a pair is passed over), reading up to `base[to + 15]`: a step of `next`
-    /// that found a pair (one in about 80), and the tail.
+    /// that found a pair (one in about 80), and the tail. Each pair in a group is found from
+    /// its lane in the mask (the lowest set byte of a word is the first pair), and only the
+    /// byte after it is read.
     @inline(never)
     static func inPairs(_ raw: UnsafeRawPointer, from: Int, to: Int, count: Int) -> Int? {
         let base = raw.assumingMemoryBound(to: UInt8.self)
         var k = from
         while k < to {
             let g = pairMask(raw, k)
-            if g[0] | g[1] != 0, let p = bytewise(base, from: k, to: Swift.min(k + 16, to), count: count) { return p }
+            if g[0] | g[1] != 0 {
+                if let p = startCode(base, lanes: g[0], at: k, to: to, count: count) { return p }
+                if let p = startCode(base, lanes: g[1], at: k &+ 8, to: to, count: count) { return p }
+            }
             k &+= 16
+        }
+        return nil
+    }
+
+    /// The first pair of the eight lanes in `lanes` (a byte of ones each where a pair begins
+    /// at `at` + the lane) that begins before `to` and is followed by `01`.
+    @inline(__always)
+    static func startCode(_ base: UnsafePointer<UInt8>, lanes: UInt64, at: Int, to: Int, count: Int) -> Int? {
+        var lanes = lanes
+        while lanes != 0 {
+            let lane = lanes.trailingZeroBitCount &>> 3
+            let one = at &+ lane &+ 2
+            if one &- 2 >= to || one >= count { return nil }
+            if base[one] == 1 { return one }
+            lanes &= ~(0xFF &<< UInt64(lane &* 8))
         }
         return nil
     }
