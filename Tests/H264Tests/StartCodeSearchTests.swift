@@ -134,20 +134,24 @@ import Media
     }
 
     /// The scanner, fed the same dense bytes in random chunks, cuts the NAL units a byte-by-byte
-    /// cut of the whole buffer gives.
+    /// cut of the whole buffer gives: chunks shorter than the search's 16-byte group (start
+    /// codes split across them, their zeros kept from the chunk before), and chunks long
+    /// enough for its 64-byte steps and the tail after them.
     @Test func scannerCutsAtEveryStartCodeInAnyChunking() {
         var rng = SplitMix(state: 11)
-        for bytes in Self.buffers() {
-            var scanner = AnnexBScanner()
-            var nals: [NALUnit] = []
-            var at = 0
-            while at < bytes.count {
-                let n = Swift.min(bytes.count - at, Int.random(in: 1...40, using: &rng))
-                nals += scanner.push(Array(bytes[at..<(at + n)]))
-                at += n
+        for sizes in [1...40, 60...300] {
+            for bytes in Self.buffers() {
+                var scanner = AnnexBScanner()
+                var nals: [NALUnit] = []
+                var at = 0
+                while at < bytes.count {
+                    let n = Swift.min(bytes.count - at, Int.random(in: sizes, using: &rng))
+                    nals += scanner.push(Array(bytes[at..<(at + n)]))
+                    at += n
+                }
+                if let last = scanner.finish() { nals.append(last) }
+                #expect(nals.map { Array($0.body) } == Self.naiveBodies(bytes), "\(bytes) in chunks of \(sizes)")
             }
-            if let last = scanner.finish() { nals.append(last) }
-            #expect(nals.map { Array($0.body) } == Self.naiveBodies(bytes), "\(bytes)")
         }
     }
 }
