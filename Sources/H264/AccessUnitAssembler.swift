@@ -28,18 +28,24 @@ import Media
 /// The assembler keeps the parameter sets it has seen, so it can parse slice headers and
 /// hand each access unit the SPS and PPS that are active for it.
 public struct AccessUnitAssembler {
-    /// Parameter sets by id (SPS 0...31, PPS 0...255): the NAL unit (to resend) and its fields.
-    /// Each NAL unit is kept in storage of its own (`NALUnit.detached()`): a parameter set
-    /// kept for seconds must not keep the whole read chunk it came in alive with it.
-    private var spsById = [(nal: NALUnit, sps: SequenceParameterSet)?](repeating: nil, count: 32)
-    private var ppsById = [(nal: NALUnit, pps: PictureParameterSet)?](repeating: nil, count: 256)
+    /// Parameter sets by id (SPS 0...31, PPS 0...255): the NAL unit (to resend) and its fields,
+    /// in an immutable entry that every slice header read and every access unit shares (one
+    /// reference taken, the fields not copied). Each NAL unit is kept in storage of its own
+    /// (`NALUnit.detached()`): a parameter set kept for seconds must not keep the whole read
+    /// chunk it came in alive with it.
+    private var spsById = [StoredSPS?](repeating: nil, count: 32)
+    private var ppsById = [StoredPPS?](repeating: nil, count: 256)
 
     /// The last SPS seen with this id.
     public func sps(id: Int) -> SequenceParameterSet? { spsById.indices.contains(id) ? spsById[id]?.sps : nil }
     /// The last PPS seen with this id.
     public func pps(id: Int) -> PictureParameterSet? { ppsById.indices.contains(id) ? ppsById[id]?.pps : nil }
     /// The SPS of the last picture (for the resolution and the frame rate).
-    public private(set) var activeSPS: SequenceParameterSet?
+    public var activeSPS: SequenceParameterSet? { activeSPSEntry?.sps }
+    private var activeSPSEntry: StoredSPS?
+    /// The parameter sets the last access unit was handed (`AccessUnit.parameterSets`), and
+    /// the entries they came from: the next access unit with the same ones shares the array.
+    private var lastSets: HandedSets?
     /// SPS, PPS and slice headers that could not be parsed (the NAL units still pass through).
     public private(set) var parseErrors = 0
     /// The last parse error, for a log line.
@@ -51,7 +57,10 @@ public struct AccessUnitAssembler {
     /// True when the access unit in hand has a NAL unit other than an AUD, end of sequence,
     /// end of stream, filler data or an empty SEI (or, with only redundant slices, a PPS or
     /// such a slice): something that would be lost if the stream stopped here.
-    public var hasContentInHand: Bool { !current.allSatisfy(isNothingToDecode) }
+    public var hasContentInHand: Bool {
+        for nal in current where !isNothingToDecode(nal) { return true }
+        return false
+    }
     /// Access units closed without handing them out: no picture, only AUDs, end of sequence,
     /// end of stream, filler data or empty SEIs (a delimited stream's tail, or its trailer
     /// where the stream was cut).
@@ -215,6 +224,15 @@ public struct AccessUnitAssembler {
         return [sps.nal, pps.nal]
     }
 
+    /// `parameterSets(forPPS:)` for the entries `pps` and `sps` (the one its `spsId` names
+    /// now, if any): the array handed to the last access unit when they are the same entries.
+    private mutating func handedSets(pps: StoredPPS, sps: StoredSPS?) -> [NALUnit] {
+        if let last = lastSets, last.pps === pps, last.sps === sps { return last.sets }
+        let sets = sps.map { [$0.nal, pps.nal] } ?? [pps.nal]
+        lastSets = HandedSets(sps: sps, pps: pps, sets: sets)
+        return sets
+    }
+
     private mutating func close() -> AccessUnit? {
         guard !current.isEmpty else { return nil }
         endedStream = current.last.map { $0.type == .endOfStream || $0.type == .endOfSequence } ?? false
@@ -233,13 +251,14 @@ public struct AccessUnitAssembler {
         var resolution: Resolution? = nil
         var sets: [NALUnit] = []
         if let ppsId = activePPSId, let pps = ppsById[ppsId] {
-            if let sps = spsById[pps.pps.spsId] {
-                activeSPS = sps.sps
+            let sps = spsById[pps.pps.spsId]
+            if let sps {
+                activeSPSEntry = sps
                 resolution = sps.sps.resolution
             }
-            sets = parameterSets(forPPS: ppsId)
-        } else if let sps = activeSPS {
-            resolution = sps.resolution
+            sets = handedSets(pps: pps, sps: sps)
+        } else if let sps = activeSPSEntry {
+            resolution = sps.sps.resolution
         }
         let unit = AccessUnit(codec: H264Codec(), nalUnits: current, isIDR: isIDR, resolution: resolution, timestamp: timestamp, parameterSets: sets)
         current = []
@@ -254,7 +273,7 @@ public struct AccessUnitAssembler {
     private mutating func store(sps nal: NALUnit) {
         do {
             let sps = try SequenceParameterSet(nal)
-            spsById[sps.id] = (nal.detached(), sps)
+            spsById[sps.id] = StoredSPS(nal: nal.detached(), sps: sps)
         } catch {
             noteError(error)
         }
@@ -263,7 +282,7 @@ public struct AccessUnitAssembler {
     private mutating func store(pps nal: NALUnit) {
         do {
             let pps = try PictureParameterSet(nal)
-            ppsById[pps.id] = (nal.detached(), pps)
+            ppsById[pps.id] = StoredPPS(nal: nal.detached(), pps: pps)
         } catch {
             noteError(error)
         }
@@ -301,4 +320,32 @@ public struct AccessUnitAssembler {
             return .unreadable(error)
         }
     }
+}
+
+/// An SPS the assembler keeps: its NAL unit and its fields, never changed (a new SPS with the
+/// same id replaces the entry), so sharing it keeps the assembler a value.
+private final class StoredSPS: Sendable {
+    let nal: NALUnit
+    let sps: SequenceParameterSet
+    init(nal: NALUnit, sps: SequenceParameterSet) {
+        self.nal = nal
+        self.sps = sps
+    }
+}
+
+/// A PPS the assembler keeps, as `StoredSPS`.
+private final class StoredPPS: Sendable {
+    let nal: NALUnit
+    let pps: PictureParameterSet
+    init(nal: NALUnit, pps: PictureParameterSet) {
+        self.nal = nal
+        self.pps = pps
+    }
+}
+
+/// The parameter sets handed to an access unit and the entries they were made from.
+private struct HandedSets {
+    let sps: StoredSPS?
+    let pps: StoredPPS
+    let sets: [NALUnit]
 }

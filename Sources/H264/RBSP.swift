@@ -12,10 +12,13 @@ public enum RBSP {
     }
 
     /// The first `limit` bytes of the RBSP: the escaped bytes themselves (no copy) when they
-    /// hold no emulation prevention byte, else an unescaped copy.
+    /// hold no emulation prevention byte, else an unescaped copy. (Read for every slice: most
+    /// have no two zeros in a row in their first bytes, which the pair search of
+    /// `StartCodeSearch` tells 16 bytes at a time; only the others are looked at byte by byte.)
     public static func unescapedPrefix(_ escaped: ArraySlice<UInt8>, limit: Int) -> ArraySlice<UInt8> {
         let prefix = escaped.prefix(limit)
         let clean = prefix.withUnsafeBufferPointer { buf -> Bool in
+            guard let base = buf.baseAddress, StartCodeSearch.hasZeroPair(base, count: buf.count) else { return true }
             var zeros = 0
             for byte in buf {
                 if zeros >= 2 && byte == 3 { return false }
