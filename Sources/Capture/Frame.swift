@@ -18,6 +18,9 @@ public struct Frame {
     /// (a keep-alive, or a wake-up for an IDR), with its own times. It has no pixels
     /// (no planes); the pipeline encodes the picture it kept.
     public var isRepeat = false
+    /// What changed since the source's previous picture, when the source knows it (nil: the
+    /// whole picture may have).
+    public var damage: FrameDamage?
 
     public init(width: Int, height: Int, format: PixelFormat, buffer: FrameBuffer, planes: [Plane],
                 sequence: UInt64, captureTimeNs: UInt64, pts90k: UInt64) {

@@ -15,3 +15,14 @@ public struct ReusableBuffer {
         return fresh
     }
 }
+
+extension ReusableBuffer {
+    /// The kept buffer whenever it is large enough, even while a frame still holds it: for a
+    /// holder that only ever reads the latest picture written into it (`ColorConverter.inPlace`).
+    public mutating func obtainShared(capacity: Int) -> FrameBuffer {
+        if let kept = buffer, kept.capacity >= capacity { return kept }
+        let fresh = FrameBuffer(capacity: capacity)
+        buffer = fresh
+        return fresh
+    }
+}

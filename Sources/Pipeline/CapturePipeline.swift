@@ -17,12 +17,11 @@ public final class CapturePipeline {
     private let source: any FrameSource
     private let output: @Sendable (AccessUnit) -> Void
     private let log: (@Sendable (String) -> Void)?
+    /// For a change-driven source, in place: the pipeline keeps the last picture for repeats
+    /// and only ever uses the latest, so the converter writes each into the same buffer (no
+    /// 3 MB allocation per 1080p change), and a frame with damage (wlroots' screencopy) has
+    /// only its damaged rectangles converted into the picture before it.
     private let converter: ColorConverter
-    /// A change-driven source's second converter: the pipeline keeps the last picture, so
-    /// the converter that made it cannot reuse its buffer for the next one; two taking turns
-    /// do (no 3 MB allocation per 1080p change).
-    private let otherConverter: ColorConverter?
-    private var useOther = false
     private var pacer: Pacer?
     private var encoder: H264Encoder?
     /// The last picture encoded, for a change-driven source's repeats.
@@ -37,8 +36,7 @@ public final class CapturePipeline {
         self.control = control
         self.log = log
         self.output = output
-        self.converter = ColorConverter(maxSize: options.maxSize)
-        self.otherConverter = source.isChangeDriven ? ColorConverter(maxSize: options.maxSize) : nil
+        self.converter = ColorConverter(maxSize: options.maxSize, inPlace: source.isChangeDriven)
         // A change-driven source keeps to the rate itself, and its repeats (a joining
         // reader's IDR) may come sooner than a slot: no pacer.
         self.pacer = source.isChangeDriven ? nil : options.targetFrameRate.map { Pacer(rate: $0) }
@@ -113,13 +111,8 @@ public final class CapturePipeline {
                 again.pts90k = frame.pts90k
                 picture = again
             } else {
-                if let otherConverter {
-                    picture = try (useOther ? otherConverter : converter).convert(frame)
-                    useOther.toggle()
-                    kept = picture
-                } else {
-                    picture = try converter.convert(frame)
-                }
+                picture = try converter.convert(frame)
+                if source.isChangeDriven { kept = picture }
             }
             let encoder = try encoderFor(picture)
             if control.takeIDRRequest() { encoder.requestIDR() }
