@@ -152,6 +152,12 @@ struct nc_wlr {
     int copied;     // copy asked for
     int copying;    // into this slot (-1: none)
     int deferred;   // the copy waits for a held buffer's release
+    // the damage of the copy under way (-1: unknown, the whole output), and of each slot's
+    // copy with its number (info.frames when it was ready)
+    uint32_t damage[NC_WLR_MAX_DAMAGE][4];
+    int damage_count;
+    int damage_lost;   // a copy failed, or came upside down, since the last ready one
+    struct { uint32_t rects[NC_WLR_MAX_DAMAGE][4]; int count; uint64_t number; } slot_damage[SLOTS];
     nc_wlr_info info;
 };
 
@@ -307,15 +313,27 @@ static void frame_buffer(void *data, struct wl_proxy *frame, uint32_t format, ui
     s->format = format; s->width = width; s->height = height; s->stride = stride;
     if (s->manager_version < 3) copy(s);
 }
-static void frame_flags(void *data, struct wl_proxy *frame, uint32_t flags) { (void)data; (void)frame; (void)flags; }
+static void frame_flags(void *data, struct wl_proxy *frame, uint32_t flags) {
+    nc_wlr *s = data;
+    (void)frame;
+    // y_invert: the damage is in the other rows; not used for this copy or the next.
+    if (flags & 1) s->damage_lost = 1;
+}
 static void frame_ready(void *data, struct wl_proxy *frame, uint32_t sec_hi, uint32_t sec_lo, uint32_t nsec) {
     nc_wlr *s = data;
     (void)sec_hi; (void)sec_lo; (void)nsec;
     wl.marshal_flags(frame, 1, NULL, wl.get_version(frame), WL_MARSHAL_FLAG_DESTROY);
     s->frame = NULL;
-    if (s->copying >= 0) s->slots[s->copying] = SLOT_READY;
-    s->copying = -1;
     s->info.frames += 1;
+    if (s->copying >= 0) {
+        s->slots[s->copying] = SLOT_READY;
+        int n = s->manager_version >= 2 && !s->damage_lost && s->damage_count > 0 ? s->damage_count : -1;
+        s->slot_damage[s->copying].count = n;
+        if (n > 0) memcpy(s->slot_damage[s->copying].rects, s->damage, sizeof s->damage);
+        s->slot_damage[s->copying].number = s->info.frames;
+        s->damage_lost = 0;
+    }
+    s->copying = -1;
 }
 static void frame_failed(void *data, struct wl_proxy *frame) {
     nc_wlr *s = data;
@@ -324,13 +342,19 @@ static void frame_failed(void *data, struct wl_proxy *frame) {
     wl.marshal_flags(frame, 1, NULL, wl.get_version(frame), WL_MARSHAL_FLAG_DESTROY);
     s->frame = NULL;
     s->info.failed += 1;
+    s->damage_lost = 1;
     // A copy fails when the output went away, or changed size under it: ask again, but
     // give up after a run of failures.
     if (s->info.failed > 100 && s->info.frames == 0) { end(s, NC_WLR_FAILED, "wlr: the compositor fails every copy"); return; }
     capture(s);
 }
 static void frame_damage(void *data, struct wl_proxy *frame, uint32_t x, uint32_t y, uint32_t w, uint32_t h) {
-    (void)data; (void)frame; (void)x; (void)y; (void)w; (void)h;
+    nc_wlr *s = data;
+    (void)frame;
+    // More boxes than kept: the whole output (the converter would do it whole anyway).
+    if (s->damage_count < 0 || s->damage_count == NC_WLR_MAX_DAMAGE) { s->damage_count = -1; return; }
+    uint32_t *box = s->damage[s->damage_count++];
+    box[0] = x; box[1] = y; box[2] = w; box[3] = h;
 }
 static void frame_dmabuf(void *data, struct wl_proxy *frame, uint32_t format, uint32_t w, uint32_t h) {
     (void)data; (void)frame; (void)format; (void)w; (void)h;
@@ -345,6 +369,7 @@ static void (*frame_listener[7])(void) = {
 /// Asks for a copy of the output (the answer: buffer, buffer_done, then ready or failed).
 static void capture(nc_wlr *s) {
     s->copied = 0;
+    s->damage_count = 0;
     s->copying = -1;
     s->deferred = 0;
     s->frame = wl.marshal_flags(s->manager, 0, &frame_interface, wl.get_version(s->manager), 0, NULL, s->overlay_cursor, s->output);
@@ -429,6 +454,14 @@ int nc_wlr_acquire(nc_wlr *s, uint8_t **data, nc_wlr_info *info) {
     capture(s);
     wl.display_flush(s->display);
     return slot;
+}
+
+int nc_wlr_damage(nc_wlr *s, int slot, uint32_t *boxes, uint64_t *number) {
+    if (slot < 0 || slot >= SLOTS) return -1;
+    *number = s->slot_damage[slot].number;
+    int n = s->slot_damage[slot].count;
+    if (n > 0) memcpy(boxes, s->slot_damage[slot].rects, (size_t)n * 4 * sizeof(uint32_t));
+    return n;
 }
 
 void nc_wlr_release(nc_wlr *s, int slot) {

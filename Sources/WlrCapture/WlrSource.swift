@@ -129,10 +129,26 @@ public final class WlrSource: FrameSource {
         }
         _ = wakeUp?.drain()
         lastGrab = now
-        let frame = Frame(width: width, height: height, format: .bgra, buffer: buffer,
+        var frame = Frame(width: width, height: height, format: .bgra, buffer: buffer,
                           planes: [Plane(offset: 0, stride: Int(info.stride), rows: height)],
                           sequence: 0, captureTimeNs: WallClock.nanoseconds, pts90k: 0)
+        frame.damage = damage(of: slot, width: width, height: height)
         return frames.changed(frame, at: now)
+    }
+
+    /// What changed since the copy before (copy_with_damage); the whole output when the
+    /// compositor did not say (the picture is still the one the next copy's damage is relative to).
+    private func damage(of slot: Int32, width: Int, height: Int) -> FrameDamage {
+        var boxes = [UInt32](repeating: 0, count: 4 * Int(NC_WLR_MAX_DAMAGE))
+        var number: UInt64 = 0
+        let count = Int(nc_wlr_damage(client, slot, &boxes, &number))
+        guard count >= 0 else { return FrameDamage(picture: number, rects: [FrameDamage.Rect(x: 0, y: 0, width: width, height: height)]) }
+        var rects: [FrameDamage.Rect] = []
+        for i in 0..<count {
+            let box = boxes[(4 * i)..<(4 * i + 4)].map { Int($0) }
+            rects.append(FrameDamage.Rect(x: box[0], y: box[1], width: box[2], height: box[3]))
+        }
+        return FrameDamage(picture: number, rects: rects)
     }
 
     private func sendRepeat(at now: Int64) -> Frame {

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 enum { NC_WLR_WAITING = 0, NC_WLR_READY = 1, NC_WLR_FAILED = 2, NC_WLR_ENDED = 3 };
+enum { NC_WLR_MAX_DAMAGE = 16 };
 
 typedef struct {
     int state;                 // NC_WLR_*
@@ -40,6 +41,12 @@ void nc_wlr_peek(nc_wlr *s, nc_wlr_info *info);
 /// until `nc_wlr_release`; the next copy is asked at once, into the other buffer. The
 /// frame's slot, or -1 when none is ready.
 int nc_wlr_acquire(nc_wlr *s, uint8_t **data, nc_wlr_info *info);
+/// The damage of the frame in `slot` (held): up to NC_WLR_MAX_DAMAGE boxes x, y, width, height
+/// into `boxes` (4 * NC_WLR_MAX_DAMAGE numbers), what changed since the copy numbered
+/// `*number - 1` (copies are numbered 1, 2, ... as they are ready, every one acquired in
+/// turn). Their count, or -1 when unknown (the first copy, more boxes than kept, a failed or
+/// upside-down copy before it, a compositor without damage): the whole output.
+int nc_wlr_damage(nc_wlr *s, int slot, uint32_t *boxes, uint64_t *number);
 /// Gives a frame's buffer back (a copy waiting for it is asked now).
 void nc_wlr_release(nc_wlr *s, int slot);
 #endif
