@@ -63,11 +63,62 @@ public final class SwaySession: @unchecked Sendable {
 
     /// `swaymsg COMMAND` as the compositor's user; its exit status.
     @discardableResult
-    public func command(_ words: [String]) throws -> Int32 {
+    public func command(_ words: [String]) throws -> Int32 { try commandOutput(words).status }
+
+    /// `swaymsg COMMAND` as the compositor's user; its exit status and what it printed.
+    public func commandOutput(_ words: [String]) throws -> (status: Int32, output: String) {
         guard let user = getpwnam("nobody") else { throw MediaServerError("no user nobody") }
         let r = try Tool.run(["setpriv", "--reuid=\(user.pointee.pw_uid)", "--regid=\(user.pointee.pw_gid)", "--clear-groups", "--",
                               "env", "SWAYSOCK=\(ipc)", "XDG_RUNTIME_DIR=\(directory.path)", "swaymsg"] + words)
-        return r.status
+        return (r.status, r.stdout)
+    }
+
+    /// The Wayland tests' GTK client (Tests/Fixtures/wayland/mutter-client.py, without its
+    /// cast) as a window of its own, floating at `size` at `position`, its halves painted with
+    /// `paint(left:right:)`; stopped with the session (`stop`) or by its own `stop`.
+    public func startWindow(size: (Int, Int), position: (Int, Int), timeout: Double = 20) throws -> ServerProcess {
+        guard let user = getpwnam("nobody") else { throw MediaServerError("no user nobody") }
+        let (uid, gid) = (user.pointee.pw_uid, user.pointee.pw_gid)
+        let script = directory.appendingPathComponent("mutter-client.py")
+        if !FileManager.default.fileExists(atPath: script.path) {
+            try FileManager.default.copyItem(at: URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+                .appendingPathComponent("Fixtures/wayland/mutter-client.py"), to: script)
+            chown(script.path, uid, gid)
+        }
+        let client = ServerProcess(name: "sway-client", logURL: directory.appendingPathComponent("client.log"))
+        try client.start("setpriv", ["--reuid=\(uid)", "--regid=\(gid)", "--clear-groups", "--", "/usr/bin/python3", script.path, directory.path],
+                         directory: directory,
+                         environment: ["GDK_BACKEND": "wayland", "NALCAST_CLIENT_NO_CAST": "1", "XDG_RUNTIME_DIR": directory.path,
+                                       "WAYLAND_DISPLAY": display, "HOME": directory.path, "DISPLAY": ""])
+        let control = directory.appendingPathComponent("control")
+        let deadline = Date().addingTimeInterval(timeout)
+        while !((try? String(contentsOf: directory.appendingPathComponent("events"), encoding: .utf8)) ?? "").contains("drawn")
+                || !FileManager.default.fileExists(atPath: control.path) {
+            guard Date() < deadline, !ServerProcess.hasExited(client.processIdentifier) else {
+                client.stop(timeout: 2)
+                throw MediaServerError("the GTK client did not draw within \(Int(timeout)) s\n" + (Self.read(directory.appendingPathComponent("client.log")) ?? ""))
+            }
+            usleep(50_000)
+        }
+        // The window may not have sway's focus yet at its first paint: asked again until it has.
+        var floated = (status: Int32(-1), output: "")
+        let floatBy = Date().addingTimeInterval(5)
+        repeat {
+            floated = try commandOutput(["fullscreen disable; floating enable; resize set \(size.0) \(size.1); move position \(position.0) \(position.1)"])
+            if floated.status != 0 { usleep(100_000) }
+        } while floated.status != 0 && Date() < floatBy
+        guard floated.status == 0 else {
+            client.stop(timeout: 2)
+            throw MediaServerError("swaymsg could not float the client's window: \(floated.output)\n\(log)")
+        }
+        return client
+    }
+
+    /// Paints the window's halves (`RRGGBB` each) through the client's control FIFO.
+    public func paint(left: String, right: String) throws {
+        let handle = try FileHandle(forWritingTo: directory.appendingPathComponent("control"))
+        defer { try? handle.close() }
+        try handle.write(contentsOf: Data("colors \(left) \(right)\n".utf8))
     }
 
     public var log: String { Self.read(directory.appendingPathComponent("sway.log")).map { String($0.suffix(2000)) } ?? "" }

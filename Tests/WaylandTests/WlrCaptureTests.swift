@@ -36,6 +36,39 @@ import Testing
         #expect(ended == ["nalcast: wlr: the stream ended: the compositor closed the connection (it exited)"], "\(produce.stderr)")
     }
 
+    /// A window changing on the still red desktop: sway's damage is the window's, and only that
+    /// is converted into the picture kept (ColorConverter, FrameDamage). Each change shows in
+    /// the window, and the desktop around it stays red: damage put at the wrong place, or
+    /// a kept picture that was not the copy before, would show the old colours or lose the red.
+    @Test(.enabled(if: SwaySession.missing == nil, "headless sway needs \(SwaySession.missing ?? "") (scripts/setup installs sway and swaybg)"))
+    func aWindowsDamageAloneIsConvertedAndTheRestKept() throws {
+        let session = try SwaySession(size: "640x360")
+        defer { session.stop() }
+        let client = try session.startWindow(size: (200, 120), position: (100, 100))
+        defer { client.stop(timeout: 2) }
+        let dir = try Tool.tempDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let file = dir.appendingPathComponent("window.h264")
+        let produce = try Background(MutterCaptureTests.nalcast, ["produce", "--source", "wlr", "--no-cursor", "--idle-fps", "5", "-o", file.path],
+                                     environment: session.environment)
+        #expect(produce.waitFor("capturing wlroots screencopy first output, 640x360"), "\(produce.stderr)\n\(session.log)")
+        // The window's content lies within x 100-300, y 100-220 (a title bar above it, at most
+        // 40 pixels): boxes well inside its halves, and desktop boxes well outside it.
+        let left = (x: 130, y: 170, w: 30, h: 20), right = (x: 240, y: 170, w: 30, h: 20)
+        let desktop = [(x: 20, y: 20, w: 60, h: 40), (x: 400, y: 250, w: 200, h: 80), (x: 320, y: 120, w: 40, h: 40)]
+        for (l, r, lc, rc) in [("0000ff", "00ff00", (0, 0, 255), (0, 255, 0)), ("ffff00", "00ffff", (255, 255, 0), (0, 255, 255)),
+                               ("ffffff", "000000", (255, 255, 255), (0, 0, 0)), ("00ff00", "0000ff", (0, 255, 0), (0, 0, 255))] {
+            try session.paint(left: l, right: r)
+            let shown = try waitForLastPicture(file) { picture in
+                pixelsOff(picture, width: 640, box: left, from: lc) == 0 && pixelsOff(picture, width: 640, box: right, from: rc) == 0
+                    && desktop.allSatisfy { pixelsOff(picture, width: 640, box: $0, from: (255, 0, 0)) == 0 }
+            }
+            #expect(shown, "\(l) \(r) not shown in the window with the desktop red around it\n\(produce.stderr)")
+        }
+        produce.signal(SIGINT)
+        #expect(produce.wait(timeout: 20) == 0, "\(produce.stderr)")
+    }
+
     /// `wlr:NAME` takes the output of that name: a second output (`create_output`, HEADLESS-2)
     /// painted another colour than the first shows which was captured; `wlr` alone keeps the
     /// first; a name the compositor does not have is 66 and one line listing those it has.
