@@ -37,11 +37,11 @@ public struct AccessUnitAssembler {
     private var ppsById = [StoredPPS?](repeating: nil, count: 256)
 
     /// The last SPS seen with this id.
-    public func sps(id: Int) -> SequenceParameterSet? { spsById.indices.contains(id) ? spsById[id]?.sps : nil }
+    public func sps(id: Int) -> SequenceParameterSet? { spsById.indices.contains(id) ? spsById[id]?.fields : nil }
     /// The last PPS seen with this id.
-    public func pps(id: Int) -> PictureParameterSet? { ppsById.indices.contains(id) ? ppsById[id]?.pps : nil }
+    public func pps(id: Int) -> PictureParameterSet? { ppsById.indices.contains(id) ? ppsById[id]?.fields : nil }
     /// The SPS of the last picture (for the resolution and the frame rate).
-    public var activeSPS: SequenceParameterSet? { activeSPSEntry?.sps }
+    public var activeSPS: SequenceParameterSet? { activeSPSEntry?.fields }
     private var activeSPSEntry: StoredSPS?
     /// The parameter sets the last access unit was handed (`AccessUnit.parameterSets`), and
     /// the entries they came from: the next access unit with the same ones shares the array.
@@ -220,7 +220,7 @@ public struct AccessUnitAssembler {
     /// The SPS and PPS NAL units a decoder needs to start at a picture using PPS `ppsId`.
     public func parameterSets(forPPS ppsId: Int) -> [NALUnit] {
         guard let pps = ppsById[ppsId] else { return [] }
-        guard let sps = spsById[pps.pps.spsId] else { return [pps.nal] }
+        guard let sps = spsById[pps.fields.spsId] else { return [pps.nal] }
         return [sps.nal, pps.nal]
     }
 
@@ -251,14 +251,14 @@ public struct AccessUnitAssembler {
         var resolution: Resolution? = nil
         var sets: [NALUnit] = []
         if let ppsId = activePPSId, let pps = ppsById[ppsId] {
-            let sps = spsById[pps.pps.spsId]
+            let sps = spsById[pps.fields.spsId]
             if let sps {
                 activeSPSEntry = sps
-                resolution = sps.sps.resolution
+                resolution = sps.fields.resolution
             }
             sets = handedSets(pps: pps, sps: sps)
         } else if let sps = activeSPSEntry {
-            resolution = sps.sps.resolution
+            resolution = sps.fields.resolution
         }
         let unit = AccessUnit(codec: H264Codec(), nalUnits: current, isIDR: isIDR, resolution: resolution, timestamp: timestamp, parameterSets: sets)
         current = []
@@ -273,7 +273,7 @@ public struct AccessUnitAssembler {
     private mutating func store(sps nal: NALUnit) {
         do {
             let sps = try SequenceParameterSet(nal)
-            spsById[sps.id] = StoredSPS(nal: nal.detached(), sps: sps)
+            spsById[sps.id] = StoredSPS(nal: nal.detached(), fields: sps)
         } catch {
             noteError(error)
         }
@@ -282,7 +282,7 @@ public struct AccessUnitAssembler {
     private mutating func store(pps nal: NALUnit) {
         do {
             let pps = try PictureParameterSet(nal)
-            ppsById[pps.id] = StoredPPS(nal: nal.detached(), pps: pps)
+            ppsById[pps.id] = StoredPPS(nal: nal.detached(), fields: pps)
         } catch {
             noteError(error)
         }
@@ -310,10 +310,10 @@ public struct AccessUnitAssembler {
         let complete = isWhole || rbsp.count >= Self.sliceHeaderBytes
         do {
             let peek = try SliceHeader.peekPPSId(rbsp: rbsp)
-            guard let pps = ppsById[peek.ppsId], let sps = spsById[pps.pps.spsId] else {
+            guard let pps = ppsById[peek.ppsId], let sps = spsById[pps.fields.spsId] else {
                 return .firstMacroblock(peek.firstMb, ppsId: peek.ppsId)
             }
-            return .header(try SliceHeader(rbsp: rbsp, header: header, sps: sps.sps, pps: pps.pps))
+            return .header(try SliceHeader(rbsp: rbsp, header: header, sps: sps.fields, pps: pps.fields))
         } catch BitstreamError.truncated where !complete {
             return .needMore
         } catch {
@@ -322,26 +322,19 @@ public struct AccessUnitAssembler {
     }
 }
 
-/// An SPS the assembler keeps: its NAL unit and its fields, never changed (a new SPS with the
-/// same id replaces the entry), so sharing it keeps the assembler a value.
-private final class StoredSPS: Sendable {
+/// A parameter set the assembler keeps: its NAL unit and its fields, never changed (a new set
+/// with the same id replaces the entry), so sharing it keeps the assembler a value.
+private final class StoredParameterSet<Fields: Sendable>: Sendable {
     let nal: NALUnit
-    let sps: SequenceParameterSet
-    init(nal: NALUnit, sps: SequenceParameterSet) {
+    let fields: Fields
+    init(nal: NALUnit, fields: Fields) {
         self.nal = nal
-        self.sps = sps
+        self.fields = fields
     }
 }
 
-/// A PPS the assembler keeps, as `StoredSPS`.
-private final class StoredPPS: Sendable {
-    let nal: NALUnit
-    let pps: PictureParameterSet
-    init(nal: NALUnit, pps: PictureParameterSet) {
-        self.nal = nal
-        self.pps = pps
-    }
-}
+private typealias StoredSPS = StoredParameterSet<SequenceParameterSet>
+private typealias StoredPPS = StoredParameterSet<PictureParameterSet>
 
 /// The parameter sets handed to an access unit and the entries they were made from.
 private struct HandedSets {
