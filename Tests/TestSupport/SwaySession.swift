@@ -100,13 +100,10 @@ public final class SwaySession: @unchecked Sendable {
             }
             usleep(50_000)
         }
-        // The window may not have sway's focus yet at its first paint: asked again until it has.
-        var floated = (status: Int32(-1), output: "")
-        let floatBy = Date().addingTimeInterval(5)
-        repeat {
-            floated = try commandOutput(["fullscreen disable; floating enable; resize set \(size.0) \(size.1); move position \(position.0) \(position.1)"])
-            if floated.status != 0 { usleep(100_000) }
-        } while floated.status != 0 && Date() < floatBy
+        // The window by its process (setpriv execs the client: the same PID), not by sway's
+        // focus, which it may not have yet at its first paint.
+        let floated = try commandOutput(["[pid=\(client.processIdentifier)] fullscreen disable, floating enable, "
+                                         + "resize set \(size.0) \(size.1), move position \(position.0) \(position.1)"])
         guard floated.status == 0 else {
             client.stop(timeout: 2)
             throw MediaServerError("swaymsg could not float the client's window: \(floated.output)\n\(log)")
