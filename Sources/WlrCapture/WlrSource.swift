@@ -143,10 +143,9 @@ public final class WlrSource: FrameSource {
         var number: UInt64 = 0
         let count = Int(nc_wlr_damage(client, slot, &boxes, &number))
         guard count >= 0 else { return FrameDamage(picture: number, rects: [FrameDamage.Rect(x: 0, y: 0, width: width, height: height)]) }
-        var rects: [FrameDamage.Rect] = []
-        for i in 0..<count {
-            let box = boxes[(4 * i)..<(4 * i + 4)].map { Int($0) }
-            rects.append(FrameDamage.Rect(x: box[0], y: box[1], width: box[2], height: box[3]))
+        let rects = (0..<count).map { (i: Int) -> FrameDamage.Rect in
+            let box = 4 * i
+            return FrameDamage.Rect(x: Int(boxes[box]), y: Int(boxes[box + 1]), width: Int(boxes[box + 2]), height: Int(boxes[box + 3]))
         }
         return FrameDamage(picture: number, rects: rects)
     }
