@@ -12,6 +12,9 @@
 // 16 MiB is closed. No parsing beyond that, no timestamps, no joins with a cached GOP: what
 // any relay must pay is reading the source and one sendmsg per access unit and reader.
 //
+// RELAY_SPIN_US=N (default 0): after each sendmsg, N microseconds of busy work, the time a
+// relay with more to do per reader spends between its sends (bench/relay-switches).
+//
 // stderr: "serving tcp://127.0.0.1:PORT" once listening (as nalcast prints it), one line
 // per reader dropped; on SIGTERM/SIGINT "relayed N access units" and exit 0. Exit 64 for bad
 // arguments, 69 when the source cannot be reached or ends.
@@ -26,9 +29,25 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MAX_CLIENTS 64
+
+static double spin_us;
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+// RELAY_SPIN_US's busy work after a send.
+static void spin(void) {
+    if (spin_us <= 0) return;
+    double until = now_s() + spin_us / 1e6;
+    while (now_s() < until) {}
+}
 #define MAX_BACKLOG (16 << 20)
 #define BUF (4 << 20)
 
@@ -109,6 +128,8 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: relay SRC_PORT PORT\n");
         return 64;
     }
+    const char *spin_env = getenv("RELAY_SPIN_US");
+    spin_us = spin_env ? atof(spin_env) : 0;
     signal(SIGTERM, on_signal);
     signal(SIGINT, on_signal);
     signal(SIGPIPE, SIG_IGN);
@@ -170,6 +191,7 @@ int main(int argc, char **argv) {
                 if (c->fd < 0 || (!c->started && !idr)) continue;
                 c->started = 1;
                 if (push(c, buf, n) < 0) drop(c, "backlog full or send failed");
+                spin();
             }
             units++;
             memmove(buf, buf + n, len -= n);
