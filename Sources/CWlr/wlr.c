@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <pthread.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -433,6 +434,15 @@ int nc_wlr_dispatch(nc_wlr *s) {
         end(s, NC_WLR_ENDED, "wlr: the compositor closed the connection (it exited)");
         return -1;
     }
+    return 0;
+}
+
+int nc_wlr_answer(nc_wlr *s) {
+    if (s->info.state >= NC_WLR_FAILED) return -1;
+    wl.display_dispatch_pending(s->display);
+    struct pollfd ready = { .fd = wl.display_get_fd(s->display), .events = POLLIN };
+    if (poll(&ready, 1, 0) == 1 && nc_wlr_dispatch(s) < 0) return -1;
+    wl.display_flush(s->display);
     return 0;
 }
 

@@ -35,6 +35,9 @@ void nc_wlr_close(nc_wlr *s);
 int nc_wlr_prepare(nc_wlr *s);
 /// Reads and handles what arrived (call when the fd is readable); -1 when the connection broke.
 int nc_wlr_dispatch(nc_wlr *s);
+/// Handles what the compositor has sent already, without waiting, and sends what that asks
+/// (a capture's buffer_done: the copy into the free buffer). -1 when it closed the connection.
+int nc_wlr_answer(nc_wlr *s);
 void nc_wlr_peek(nc_wlr *s, nc_wlr_info *info);
 /// The ready frame, without a copy: `*data` points at its rows (`info` gives their width,
 /// height and stride) in the memory the compositor copied into, which stays the frame's
