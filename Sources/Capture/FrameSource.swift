@@ -24,16 +24,10 @@ public protocol FrameSource: AnyObject {
     /// True when the frame `nextFrame()` last returned is known to be the input's last (a
     /// regular file read to its end), so that its access unit can end the stream.
     var isAtEnd: Bool { get }
-    /// Called on the capture thread once the frame `nextFrame()` last returned has been
-    /// converted, before it is encoded: a source whose peer waits on an answer to prepare the
-    /// next frame (wlroots' screencopy: the copy request that follows the buffer's description)
-    /// gives it here, so that the compositor copies the next picture during the encode.
-    func frameConverted()
 }
 
 extension FrameSource {
     public var isChangeDriven: Bool { false }
     public var wakeUp: CaptureWakeUp? { nil }
     public var isAtEnd: Bool { false }
-    public func frameConverted() {}
 }

@@ -108,7 +108,7 @@ public final class CapturePipeline {
                 // codes it as P_Skip nearly everywhere (an IDR if one was asked for).
                 guard let again = kept else { continue }
                 picture = again
-            } else if let converted = try convertThenAnswer(frame) {
+            } else if let converted = try converter.convertIfChanged(frame) {
                 picture = converted
                 if source.isChangeDriven { kept = picture }
             } else {
@@ -165,14 +165,6 @@ public final class CapturePipeline {
             }
             output(au)
         }
-    }
-
-    /// The frame converted (nil: it changed nothing), then the source told so
-    /// (`frameConverted`: wlroots' next copy is asked now, not after the encode).
-    private func convertThenAnswer(_ frame: Frame) throws -> Frame? {
-        let converted = try converter.convertIfChanged(frame)
-        source.frameConverted()
-        return converted
     }
 
     /// How many of the frames a source skipped between two it gave (`after`, `before`: their

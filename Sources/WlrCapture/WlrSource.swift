@@ -29,11 +29,12 @@ public enum WlrError: Error, Hashable, CustomStringConvertible {
 /// frames come on change, at most `frameRate` a second, with X11's keep-alive. The copy lands
 /// in one of two buffers of a memfd shared with the compositor, and the frame points into it
 /// (no copy of ours, as X11's shared segment): the next capture is asked at once and its copy,
-/// into the other buffer, as soon as the compositor has described the buffer (at the latest
-/// once the frame is converted, `frameConverted`), and a frame's buffer goes back to the compositor when the frame is released. A new output size comes as the next copy's buffer size
+/// into the other buffer, as soon as the compositor has described the buffer (the connection's
+/// own thread answers it, during the encode), and a frame's buffer goes back to the compositor when the frame is released. A new output size comes as the next copy's buffer size
 /// (the encoder reopens: a new SPS). The compositor exiting ends the frames (nil).
 ///
-/// Not `Sendable`: it lives on the capture thread, which drives the Wayland connection.
+/// Not `Sendable`: it lives on the capture thread, which takes the frames; the connection's
+/// own thread (`nalcast-wlr`, in the `CWlr` shim) reads and answers the compositor.
 public final class WlrSource: FrameSource {
     public let frameRate: FrameRate
     public let idleRate: Double
@@ -114,16 +115,6 @@ public final class WlrSource: FrameSource {
             }
             wait(timeoutMs: frames.nextRepeat.map { MonotonicClock.pollTimeout(until: $0, from: now) } ?? -1, watchWakeUp: frames.started)
         }
-    }
-
-    /// Once the frame is converted, before its encode: the compositor's answer to the capture
-    /// asked when the frame was taken (its buffer's description) has usually come by now, and
-    /// the copy into the other buffer is asked at once, so that the compositor copies the next
-    /// change while the encoder works; left to the next wait, the copy was asked only after
-    /// the encode (5-15 ms at 1080p) and the change waited for it and for the compositor's
-    /// next frame after that.
-    public func frameConverted() {
-        _ = nc_wlr_answer(client)
     }
 
     private func grab(at now: Int64) -> Frame? {
