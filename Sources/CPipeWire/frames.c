@@ -31,6 +31,34 @@ static void nc_pw_rows(const nc_pw *s, const struct spa_data *d, uint32_t *offse
     *offset = d->chunk->offset % (d->maxsize ? d->maxsize : 1);
 }
 
+/// The waiting frame's number and damage into `info` (the buffer still ours). The node's
+/// regions up to the first invalid one (a size of 0: the list's end), clipped to the
+/// picture; none valid, too many, or no damage metadata: -1, all of it. A compositor that
+/// fills fewer regions than the metadata holds may leave older ones behind it: more than
+/// changed, never less.
+static void nc_pw_take_damage(const nc_pw *s, struct pw_buffer *b, nc_pw_info *info) {
+    info->picture = s->pending_picture;
+    info->damage_count = -1;
+    struct spa_meta *meta = spa_buffer_find_meta(b->buffer, SPA_META_VideoDamage);
+    if (meta == NULL) return;
+    int n = 0;
+    struct spa_meta_region *r;
+    spa_meta_for_each(r, meta) {
+        if (!spa_meta_region_is_valid(r)) break;
+        if (n == NC_PW_MAX_DAMAGE) return;
+        int64_t x0 = r->region.position.x, y0 = r->region.position.y;
+        int64_t x1 = x0 + r->region.size.width, y1 = y0 + r->region.size.height;
+        if (x0 < 0) x0 = 0;
+        if (y0 < 0) y0 = 0;
+        if (x1 > s->info.width) x1 = s->info.width;
+        if (y1 > s->info.height) y1 = s->info.height;
+        if (x1 <= x0 || y1 <= y0) continue;
+        uint32_t *box = info->damage[n++];
+        box[0] = (uint32_t)x0; box[1] = (uint32_t)y0; box[2] = (uint32_t)(x1 - x0); box[3] = (uint32_t)(y1 - y0);
+    }
+    if (n > 0) info->damage_count = n;
+}
+
 /// Copies the waiting frame into `dst` (rows of width*4 bytes) and gives its buffer back.
 /// Returns 1 when copied, 0 when there was none, or -needed when `capacity` is too small.
 long nc_pw_take(nc_pw *s, uint8_t *dst, size_t capacity, nc_pw_info *info) {
@@ -54,6 +82,7 @@ long nc_pw_take(nc_pw *s, uint8_t *dst, size_t capacity, nc_pw_info *info) {
             for (size_t y = 0; y < copy_rows; y++) memcpy(dst + y * row, src + y * stride, row);
             if (copy_rows < rows) memset(dst + copy_rows * row, 0, (rows - copy_rows) * row);
             info->stride = (uint32_t)row;
+            nc_pw_take_damage(s, b, info);
             pw_stream_queue_buffer(s->stream, b);
             s->pending = NULL;
             result = 1;
@@ -80,6 +109,7 @@ int nc_pw_acquire(nc_pw *s, uint8_t **data, nc_pw_info *info) {
         if (stride >= row && offset + stride * rows <= d->maxsize) {
             *data = (uint8_t *)d->data + offset;
             info->stride = (uint32_t)stride;
+            nc_pw_take_damage(s, b, info);
             s->held = b;
             s->held_removed = 0;
             s->pending = NULL;

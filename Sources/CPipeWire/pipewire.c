@@ -199,6 +199,7 @@ static void nc_pw_process(void *data) {
         s->info.received += 1;
         if (s->pending) { s->info.replaced += 1; pw_stream_queue_buffer(s->stream, s->pending); }
         s->pending = b;
+        s->pending_picture = s->info.received;
         signal = 1;
     }
     if (s->info.state == NC_PW_CONNECTING) { s->info.state = NC_PW_STREAMING; signal = 1; }

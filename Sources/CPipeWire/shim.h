@@ -65,6 +65,7 @@ struct nc_pw {
     int sync_seq;
     int synced;
     struct pw_buffer *pending;  // the newest frame, dequeued and kept until taken
+    uint64_t pending_picture;   // its number (info.received when it came)
     struct pw_buffer *held;     // a frame the capture thread reads in place (nc_pw_acquire)
     int held_removed;           // PipeWire took `held` away (it waits for its release)
     nc_pw_info info;

@@ -1,3 +1,8 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 import CLibYUV
 
 /// Turns any source frame into I420, the encoder's input, and optionally scales it down
@@ -6,7 +11,10 @@ import CLibYUV
 /// An I420 frame that needs no scaling passes through untouched (no copy). Output
 /// buffers are reused once the previous output frame has been released, or, `inPlace`,
 /// at once: then a frame whose damage (`FrameDamage`) is relative to the picture converted
-/// last has only its damaged rectangles converted into that picture, the rest kept.
+/// last has only its damaged rectangles converted into that picture, the rest kept; and what
+/// is converted into the picture before is first compared with it, band by band, so that
+/// `convertIfChanged` can tell a frame that changed nothing there (a compositor sending the
+/// same picture again, damage and all) from one that did.
 ///
 /// libyuv names packed RGB formats by the order of a little-endian 32-bit word, so its
 /// "ARGB" is B,G,R,A in memory (our `bgra`) and its "ABGR" is R,G,B,A (our `rgba`).
@@ -22,11 +30,19 @@ public final class ColorConverter {
     /// Pictures converted by damage alone, and in whole.
     public private(set) var partialConversions: UInt64 = 0
     public private(set) var fullConversions: UInt64 = 0
+    /// Pictures whose conversion gave, wherever it wrote, the bytes the picture held already had (inPlace).
+    public private(set) var unchangedPictures: UInt64 = 0
+
+    /// Rows converted at a time into `band` and compared with the picture held before they
+    /// are written into it: 16 rows of 1920 pixels are 46 KB of I420, in the core's cache.
+    static let bandRows = 16
 
     private var converted = ReusableBuffer()
     private var scaled = ReusableBuffer()
-    /// What the `converted` buffer holds (inPlace): the source's picture number, its size and format.
-    private var held: (picture: UInt64, width: Int, height: Int, format: PixelFormat, buffer: FrameBuffer)?
+    private var band = ReusableBuffer()
+    /// What the `converted` buffer holds (inPlace): the last picture converted, its size and
+    /// format, and its number in its source's series when the source numbers its damage.
+    private var held: (picture: UInt64?, width: Int, height: Int, format: PixelFormat, buffer: FrameBuffer)?
 
     public init(maxSize: Int? = nil, inPlace: Bool = false) {
         self.maxSize = maxSize
@@ -48,6 +64,18 @@ public final class ColorConverter {
     /// The frame as I420 (scaled if asked), with the input's sequence and times.
     /// Throws `CaptureError.oddSize` for odd dimensions: 4:2:0 cannot carry them.
     public func convert(_ frame: Frame) throws -> Frame {
+        try convert(frame, skippingUnchanged: false)!
+    }
+
+    /// As `convert`, but nil when the frame changed nothing in the picture converted before it
+    /// (`inPlace`, a picture of the same size and format held): every rectangle converted (its
+    /// damage, or the whole frame) gave the bytes already there. The picture held is then
+    /// still the frame's picture, and there is nothing new to encode.
+    public func convertIfChanged(_ frame: Frame) throws -> Frame? {
+        try convert(frame, skippingUnchanged: true)
+    }
+
+    private func convert(_ frame: Frame, skippingUnchanged: Bool) throws -> Frame? {
         guard frame.width > 0, frame.height > 0 else { throw CaptureError.badSize(width: frame.width, height: frame.height) }
         guard frame.width % 2 == 0, frame.height % 2 == 0 else { throw CaptureError.oddSize(width: frame.width, height: frame.height) }
         let i420: Frame
@@ -55,7 +83,9 @@ public final class ColorConverter {
             i420 = frame
             held = nil
         } else {
-            i420 = try toI420(frame)
+            let changed: Bool
+            (i420, changed) = try toI420(frame)
+            if skippingUnchanged && !changed { return nil }
         }
         let (outW, outH) = outputSize(width: frame.width, height: frame.height)
         guard outW != frame.width || outH != frame.height else { return i420 }
@@ -74,34 +104,95 @@ public final class ColorConverter {
     /// covers less than the whole), else the whole frame.
     private func regions(of src: Frame, into buffer: FrameBuffer) -> [FrameDamage.Rect] {
         let whole = [FrameDamage.Rect(x: 0, y: 0, width: src.width, height: src.height)]
-        guard inPlace, let damage = src.damage, let held, held.picture &+ 1 == damage.picture,
-              held.width == src.width, held.height == src.height, held.format == src.format,
-              buffer === held.buffer else { return whole }
+        guard inPlace, let damage = src.damage, let held, let picture = held.picture, picture &+ 1 == damage.picture,
+              holdsPrevious(of: src, in: buffer) else { return whole }
         let rects = damage.evenRects(width: src.width, height: src.height)
         guard rects.reduce(0, { $0 + $1.width * $1.height }) < src.width * src.height else { return whole }
         return rects
     }
 
-    private func toI420(_ src: Frame) throws -> Frame {
+    /// True when `buffer` holds the picture converted last, of `src`'s size and format (inPlace).
+    private func holdsPrevious(of src: Frame, in buffer: FrameBuffer) -> Bool {
+        guard inPlace, let held else { return false }
+        return held.width == src.width && held.height == src.height && held.format == src.format && buffer === held.buffer
+    }
+
+    /// The frame in I420, and whether that changed anything: false only when the buffer held
+    /// the picture before and every rectangle converted gave the bytes already there.
+    private func toI420(_ src: Frame) throws -> (Frame, changed: Bool) {
         let dst = makeI420(like: src, width: src.width, height: src.height, into: &converted)
         let rects = regions(of: src, into: dst.buffer)
         if rects.count == 1, rects[0].width == src.width, rects[0].height == src.height { fullConversions += 1 } else { partialConversions += 1 }
+        var changed = !holdsPrevious(of: src, in: dst.buffer)
         held = nil
-        for rect in rects { try convert(src, rect, into: dst) }
-        if inPlace, let damage = src.damage {
-            held = (damage.picture, src.width, src.height, src.format, dst.buffer)
+        for rect in rects {
+            if changed {
+                try convert(src, rect, into: dst, x: rect.x, y: rect.y)
+            } else {
+                changed = try convertComparing(src, rect, into: dst)
+            }
         }
-        return dst
+        if inPlace { held = (src.damage?.picture, src.width, src.height, src.format, dst.buffer) }
+        if !changed { unchangedPictures += 1 }
+        return (dst, changed)
     }
 
-    /// Converts one rectangle (even edges) of `src` into the same place of `dst`.
-    private func convert(_ src: Frame, _ rect: FrameDamage.Rect, into dst: Frame) throws {
+    /// Converts `rect` of `src` into the same place of `dst`, which holds the picture before:
+    /// `bandRows` rows at a time into `band`, each compared with those rows of `dst`; from the
+    /// first that differs on, written into `dst` (the rest of the rectangle straight in). True
+    /// when one differed, false when the rectangle's bytes were already there (nothing written).
+    private func convertComparing(_ src: Frame, _ rect: FrameDamage.Rect, into dst: Frame) throws -> Bool {
+        let rows = Self.bandRows
+        let scratch = Frame(width: rect.width, height: rows, format: .i420,
+                            buffer: band.obtain(capacity: PixelFormat.i420.frameByteCount(width: rect.width, height: rows)),
+                            planes: PixelFormat.i420.packedLayout(width: rect.width, height: rows), sequence: 0, captureTimeNs: 0, pts90k: 0)
+        let end = rect.y + rect.height
+        var y = rect.y
+        while y < end {
+            let part = FrameDamage.Rect(x: rect.x, y: y, width: rect.width, height: Swift.min(rows, end - y))
+            try convert(src, part, into: scratch, x: 0, y: 0)
+            if !Self.copyIfDifferent(scratch, into: dst, at: part) {
+                y += part.height
+                continue
+            }
+            let rest = FrameDamage.Rect(x: rect.x, y: y + part.height, width: rect.width, height: end - y - part.height)
+            if rest.height > 0 { try convert(src, rest, into: dst, x: rest.x, y: rest.y) }
+            return true
+        }
+        return false
+    }
+
+    /// Copies the top-left `rect.width` x `rect.height` of the I420 `band` into `rect` of the
+    /// I420 `dst` (even edges) when some byte differs. True when it did (and was copied).
+    private static func copyIfDifferent(_ band: Frame, into dst: Frame, at rect: FrameDamage.Rect) -> Bool {
+        /// Plane `i`'s rows and bytes in the rectangle, and its first byte in `dst` and in `band`.
+        func plane(_ i: Int) -> (rows: Int, bytes: Int, to: UnsafeMutablePointer<UInt8>, from: UnsafeMutablePointer<UInt8>) {
+            let d = i == 0 ? 1 : 2
+            return (rect.height / d, rect.width / d, dst.pointer(plane: i) + rect.y / d * dst.stride(plane: i) + rect.x / d, band.pointer(plane: i))
+        }
+        let same = (0..<3).allSatisfy { i in
+            let p = plane(i)
+            return (0..<p.rows).allSatisfy { r in
+                memcmp(p.to + r * dst.stride(plane: i), p.from + r * band.stride(plane: i), p.bytes) == 0
+            }
+        }
+        if same { return false }
+        for i in 0..<3 {
+            let p = plane(i)
+            for r in 0..<p.rows { memcpy(p.to + r * dst.stride(plane: i), p.from + r * band.stride(plane: i), p.bytes) }
+        }
+        return true
+    }
+
+    /// Converts one rectangle (even edges) of `src` into the I420 `dst` with its top-left
+    /// corner at `x`, `y` (even).
+    private func convert(_ src: Frame, _ rect: FrameDamage.Rect, into dst: Frame, x toX: Int, y toY: Int) throws {
         let (x, y) = (rect.x, rect.y)
         let w = Int32(rect.width)
         let h = Int32(rect.height)
-        let dy = dst.pointer(plane: 0) + y * dst.stride(plane: 0) + x
-        let du = dst.pointer(plane: 1) + y / 2 * dst.stride(plane: 1) + x / 2
-        let dv = dst.pointer(plane: 2) + y / 2 * dst.stride(plane: 2) + x / 2
+        let dy = dst.pointer(plane: 0) + toY * dst.stride(plane: 0) + toX
+        let du = dst.pointer(plane: 1) + toY / 2 * dst.stride(plane: 1) + toX / 2
+        let dv = dst.pointer(plane: 2) + toY / 2 * dst.stride(plane: 2) + toX / 2
         let sy = Int32(dst.stride(plane: 0)), su = Int32(dst.stride(plane: 1)), sv = Int32(dst.stride(plane: 2))
         func s(_ i: Int) -> Int32 { Int32(src.stride(plane: i)) }
         /// Plane `i` of the source at the rectangle: `bytes` per pixel across, rows divided by `rowDivisor`.

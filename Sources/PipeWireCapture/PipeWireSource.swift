@@ -67,7 +67,8 @@ public struct PipeWireOptions: Sendable, Hashable {
 /// conversion; a size change meanwhile (new buffers) waits for that. Where the pointer is
 /// drawn from cursor metadata, the picture is copied into a buffer of ours first, never
 /// drawn into the compositor's (it may send the same buffer again with only its damage
-/// redrawn). At most `frameRate` frames a second are
+/// redrawn). A picture read in place carries the node's damage metadata (`FrameDamage`,
+/// SPA_META_VideoDamage) when it sends it, so that only what changed is converted. At most `frameRate` frames a second are
 /// taken (a burst is the newest frame of it), each stamped with its real time; while
 /// nothing comes, a repeat (`Frame.isRepeat`) every `1 / idleRate` s and one at once when
 /// woken for an IDR. A new size arrives as a new format: the next frame has it and the
@@ -241,7 +242,25 @@ public final class PipeWireSource: FrameSource {
         take(info)
         let connection = connection
         let buffer = FrameBuffer(wrapping: data, capacity: Int(info.stride) * Int(info.height)) { nc_pw_release(connection.pointer) }
-        return frame(in: buffer, stride: Int(info.stride), at: now)
+        var frame = frame(in: buffer, stride: Int(info.stride), at: now)
+        frame.damage = Self.damage(info, width: width, height: height)
+        return frame
+    }
+
+    /// What changed since the node's picture before this one, as its damage metadata said
+    /// (numbered among the pictures received: one replaced or unread between leaves a gap,
+    /// and the converter converts the whole); the whole picture when it did not say. Only
+    /// for a picture read as the node gave it: one with the pointer drawn in by us has none
+    /// (the pointer's own moves are not in the node's damage), and is converted whole.
+    static func damage(_ info: nc_pw_info, width: Int, height: Int) -> FrameDamage {
+        let count = Int(info.damage_count)
+        guard count > 0 else { return FrameDamage(picture: info.picture, rects: [FrameDamage.Rect(x: 0, y: 0, width: width, height: height)]) }
+        return withUnsafeBytes(of: info.damage) { raw in
+            let boxes = raw.bindMemory(to: UInt32.self)
+            return FrameDamage(picture: info.picture, rects: (0..<count).map { i in
+                FrameDamage.Rect(x: Int(boxes[4 * i]), y: Int(boxes[4 * i + 1]), width: Int(boxes[4 * i + 2]), height: Int(boxes[4 * i + 3]))
+            })
+        }
     }
 
     private func obtain(capacity: Int) -> FrameBuffer { pointer?.obtain(capacity: capacity) ?? buffers.obtain(capacity: capacity) }

@@ -17,6 +17,10 @@ extension CaptureControl {
                 "Of the frames encoded, repeats of the last picture sent while the screen was still (x11 --capture damage: keep-alives at --idle-fps, and IDRs for readers who joined then).") {
             $0.keepAliveFrames
         }
+        counter("nalcast_unchanged_frames_total",
+                "Frames the source gave as changed whose pixels were those of the last picture (a compositor sending the same picture again): not encoded.") {
+            $0.unchangedFrames
+        }
         let dropped = "Frames dropped, by reason: rate (faster than --fps), late (capture fell behind), handoff (encoded, but the serving thread was behind: left out up to the next IDR)."
         counter("nalcast_frames_dropped_total", dropped, labels: [("reason", "rate")]) { $0.droppedRate }
         counter("nalcast_frames_dropped_total", dropped, labels: [("reason", "late")]) { $0.droppedLate }

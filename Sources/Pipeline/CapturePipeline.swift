@@ -20,7 +20,8 @@ public final class CapturePipeline {
     /// For a change-driven source, in place: the pipeline keeps the last picture for repeats
     /// and only ever uses the latest, so the converter writes each into the same buffer (no
     /// 3 MB allocation per 1080p change), and a frame with damage (wlroots' screencopy) has
-    /// only its damaged rectangles converted into the picture before it.
+    /// only its damaged rectangles converted into the picture before it; a frame whose pixels
+    /// there are those of the picture before is not encoded (`unchangedFrames`).
     private let converter: ColorConverter
     private var pacer: Pacer?
     private var encoder: H264Encoder?
@@ -101,19 +102,28 @@ public final class CapturePipeline {
             guard keep else { continue }
 
             let started = Int64(MonotonicClock.nanoseconds)
-            let picture: Frame
+            var picture: Frame
             if frame.isRepeat {
                 // Nothing changed: the kept picture again, with this frame's times. x264
                 // codes it as P_Skip nearly everywhere (an IDR if one was asked for).
-                guard var again = kept else { continue }
-                again.sequence = frame.sequence
-                again.captureTimeNs = frame.captureTimeNs
-                again.pts90k = frame.pts90k
+                guard let again = kept else { continue }
                 picture = again
-            } else {
-                picture = try converter.convert(frame)
+            } else if let converted = try converter.convertIfChanged(frame) {
+                picture = converted
                 if source.isChangeDriven { kept = picture }
+            } else {
+                // The source said it changed, but its pixels are those of the picture kept
+                // (sway sends each client paint a second time, damage and all): nothing new to
+                // encode, unless it is the frame that ends the run.
+                guard let again = kept, isLastBeforeLimit(frame, framesEncoded: encoder?.framesEncoded ?? 0) else {
+                    control.state.withLock { $0.counters.unchangedFrames += 1 }
+                    continue
+                }
+                picture = again
             }
+            picture.sequence = frame.sequence
+            picture.captureTimeNs = frame.captureTimeNs
+            picture.pts90k = frame.pts90k
             let encoder = try encoderFor(picture)
             if control.takeIDRRequest() { encoder.requestIDR() }
             // `--keyint` as a time holds in time: frames skipped while the encoder was late

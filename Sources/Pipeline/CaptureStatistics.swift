@@ -7,6 +7,9 @@ public struct CaptureStatistics: Sendable, Hashable {
     /// Of `framesEncoded`, repeats of the kept picture sent while the screen was still
     /// (keep-alives, and IDRs for readers who joined then): capture on change only.
     public var keepAliveFrames: UInt64 = 0
+    /// Frames a change-driven source gave as changed whose pixels, converted, were those of
+    /// the picture kept (a compositor sending the same picture again): not encoded.
+    public var unchangedFrames: UInt64 = 0
     /// Frames dropped for coming faster than the target frame rate.
     public var droppedRate: UInt64 = 0
     /// Frames a live source skipped because capture and encode were behind.

@@ -28,11 +28,13 @@ public enum WlrError: Error, Hashable, CustomStringConvertible {
 /// is asked with `copy_with_damage`, which the compositor answers once the output changed, so
 /// frames come on change, at most `frameRate` a second, with X11's keep-alive. The copy lands
 /// in one of two buffers of a memfd shared with the compositor, and the frame points into it
-/// (no copy of ours, as X11's shared segment): the next copy is asked at once, into the other
-/// buffer, and a frame's buffer goes back to the compositor when the frame is released. A new output size comes as the next copy's buffer size
+/// (no copy of ours, as X11's shared segment): the next capture is asked at once and its copy,
+/// into the other buffer, as soon as the compositor has described the buffer (the connection's
+/// own thread answers it, during the encode), and a frame's buffer goes back to the compositor when the frame is released. A new output size comes as the next copy's buffer size
 /// (the encoder reopens: a new SPS). The compositor exiting ends the frames (nil).
 ///
-/// Not `Sendable`: it lives on the capture thread, which drives the Wayland connection.
+/// Not `Sendable`: it lives on the capture thread, which takes the frames; the connection's
+/// own thread (`nalcast-wlr`, in the `CWlr` shim) reads and answers the compositor.
 public final class WlrSource: FrameSource {
     public let frameRate: FrameRate
     public let idleRate: Double

@@ -42,6 +42,13 @@ final class X11ChangeWatch {
     private(set) var motionPending = false
     /// Raw motion events received (for tests and the log).
     private(set) var motionEvents: UInt64 = 0
+    /// The XFixes region `reset()` moves the damaged region into (DamageSubtract's `parts`),
+    /// and the request that reads it back: what was drawn since the reset before. nil when the
+    /// server's XFixes has no regions (then a frame's damage is unknown: the whole).
+    private let parts: xcb_xfixes_region_t?
+    private var partsRead: xcb_xfixes_fetch_region_cookie_t?
+    /// More rectangles than this in a damaged region: its bounding box instead.
+    static let maxRects = 64
 
     /// How far from the captured area a pointer still shows (cursor images are at most
     /// 64x64 in practice; hot spot anywhere in them).
@@ -58,6 +65,22 @@ final class X11ChangeWatch {
         damage = xcb_generate_id(c)
         xcb_damage_create(c, damage, connection.root, UInt8(XCB_DAMAGE_REPORT_LEVEL_DELTA_RECTANGLES.rawValue))
         damageEvent = first + UInt8(XCB_DAMAGE_NOTIFY)
+        // DAMAGE's regions are XFixes' (version 2 and up), which answers only clients that said
+        // which version they speak.
+        if connection.extensionFirstEvent(CXCBShm_xfixes_extension_id()) != nil,
+           let version = xcb_xfixes_query_version_reply(c, xcb_xfixes_query_version(c, 4, 0), nil) {
+            let major = version.pointee.major_version
+            free(version)
+            if major >= 2 {
+                let region = xcb_generate_id(c)
+                xcb_xfixes_create_region(c, region, 0, nil)
+                parts = region
+            } else {
+                parts = nil
+            }
+        } else {
+            parts = nil
+        }
         if let cursorFirstEvent {
             xcb_xfixes_select_cursor_input(c, connection.root, UInt32(XCB_XFIXES_CURSOR_NOTIFY_MASK_DISPLAY_CURSOR.rawValue))
             cursorEvent = cursorFirstEvent + UInt8(XCB_XFIXES_CURSOR_NOTIFY)
@@ -76,6 +99,7 @@ final class X11ChangeWatch {
 
     deinit {
         xcb_damage_destroy(connection.handle, damage)
+        if let parts { xcb_xfixes_destroy_region(connection.handle, parts) }
         xcb_flush(connection.handle)
     }
 
@@ -119,9 +143,32 @@ final class X11ChangeWatch {
     }
 
     /// Empties the damaged region: what changes from now on is reported again. Call it
-    /// right before a grab (a change during the grab is then reported, not lost).
+    /// right before a grab (a change during the grab is then reported, not lost). What it
+    /// held (everything drawn since the reset before) is asked for at the same time, to be
+    /// read with `damaged()` once the grab is in: no round trip of its own.
     func reset() {
-        xcb_damage_subtract(connection.handle, damage, 0, 0)
+        let c = connection.handle
+        xcb_damage_subtract(c, damage, 0, parts ?? 0)
+        if let parts { partsRead = xcb_xfixes_fetch_region(c, parts) }
+    }
+
+    /// The region `reset()` took, in root coordinates: what was drawn between the reset
+    /// before and that one (a superset of what changed on screen); nil when unknown. Drawing
+    /// between that reset and the grab after it is in the grab but not here: it is in the
+    /// next reset's region, and its event asks for that next grab, so until then the picture
+    /// converted by damage shows that place as it was just before.
+    func damaged() -> [X11Region]? {
+        guard let cookie = partsRead else { return nil }
+        partsRead = nil
+        guard let reply = xcb_xfixes_fetch_region_reply(connection.handle, cookie, nil) else { return nil }
+        defer { free(reply) }
+        let count = Int(xcb_xfixes_fetch_region_rectangles_length(reply))
+        guard count <= X11ChangeWatch.maxRects else {
+            let e = reply.pointee.extents
+            return [X11Region(x: Int(e.x), y: Int(e.y), width: Int(e.width), height: Int(e.height))]
+        }
+        guard let rects = xcb_xfixes_fetch_region_rectangles(reply) else { return count == 0 ? [] : nil }
+        return (0..<count).map { X11Region(x: Int(rects[$0].x), y: Int(rects[$0].y), width: Int(rects[$0].width), height: Int(rects[$0].height)) }
     }
 
     /// Asks where the pointer is; true when it moved and was or is near `area`.

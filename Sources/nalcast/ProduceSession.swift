@@ -254,6 +254,7 @@ final class ProduceSession {
             var text = "frame=\(s.framesEncoded) fps=\(fixed(fps, 1)) kbps=\(Int(kbps))"
             if let server { text += " readers=\(server.readerCount)" }
             if s.keepAliveFrames > 0 { text += " keepalive=\(s.keepAliveFrames)" }
+            if s.unchangedFrames > 0 { text += " unchanged=\(s.unchangedFrames)" }
             text += " dropped=\(s.droppedTotal) encode=\(fixed(s.lastEncodeMs, 1))ms"
             if let audio { text += audio.statusText }
             status.show(text)
@@ -320,7 +321,7 @@ final class ProduceSession {
     private func report(_ control: CaptureControl, _ outcome: Outcome, _ events: EventLog?) throws -> ExitCode {
         let stats = control.statistics()
         events?.emit("finished", [("framesEncoded", Int(stats.framesEncoded)), ("framesDropped", Int(stats.droppedTotal)),
-                                  ("keepAliveFrames", Int(stats.keepAliveFrames))])
+                                  ("keepAliveFrames", Int(stats.keepAliveFrames)), ("unchangedFrames", Int(stats.unchangedFrames))])
         events?.flush()
         if let error = outcome.error.withLock({ $0 }) { throw (error as? CommandError) ?? commandError(error, of: plan.source) }
         // A failed -o was reported once, when it failed: exit 74 without saying it again.

@@ -115,3 +115,41 @@ import Testing
         #expect(damage.evenRects(width: 32, height: 16) == [.init(x: 2, y: 4, width: 6, height: 4), .init(x: 0, y: 10, width: 4, height: 6)])
     }
 }
+
+/// `ColorConverter.convertIfChanged`: nil for a frame whose converted rectangles hold the bytes
+/// of the picture before; a change anywhere in them, in any band, gives the picture.
+@Suite struct UnchangedConversionTests {
+    @Test func theSamePictureAgainIsNil() throws {
+        let (w, h) = (48, 40)
+        let all = [FrameDamage.Rect(x: 0, y: 0, width: w, height: h)]
+        let converter = ColorConverter(inPlace: true)
+        let first = DamageConversionTests.frame(.bgra, w, h, seed: 1, damage: FrameDamage(picture: 1, rects: all))
+        #expect(try converter.convertIfChanged(first) != nil)
+        // The same bytes, full damage and partial damage; then with no damage (the whole compared).
+        let again = DamageConversionTests.frame(.bgra, w, h, seed: 1, damage: FrameDamage(picture: 2, rects: all))
+        #expect(try converter.convertIfChanged(again) == nil)
+        let part = DamageConversionTests.frame(.bgra, w, h, seed: 1, damage: FrameDamage(picture: 3, rects: [.init(x: 4, y: 20, width: 10, height: 18)]))
+        #expect(try converter.convertIfChanged(part) == nil)
+        #expect(try converter.convertIfChanged(DamageConversionTests.frame(.bgra, w, h, seed: 1)) == nil)
+        #expect(converter.unchangedPictures == 3)
+    }
+
+    /// A change in the last rows (the third band of 16) of a full damage: the picture, equal to a whole conversion's.
+    @Test func aChangeInTheLastBandIsThePicture() throws {
+        let (w, h) = (48, 40)
+        let all = [FrameDamage.Rect(x: 0, y: 0, width: w, height: h)]
+        let converter = ColorConverter(inPlace: true)
+        let first = DamageConversionTests.frame(.bgra, w, h, seed: 1, damage: FrameDamage(picture: 1, rects: all))
+        _ = try converter.convertIfChanged(first)
+        let changed = DamageConversionTests.frame(.bgra, w, h, seed: 9, base: first, rects: [.init(x: 30, y: 37, width: 2, height: 2)],
+                                                  damage: FrameDamage(picture: 2, rects: all))
+        let out = try #require(try converter.convertIfChanged(changed))
+        #expect(DamageConversionTests.planes(out) == DamageConversionTests.planes(try ColorConverter().convert(changed)))
+        // And another, changed in the first band only, with a damage of two rectangles.
+        let next = DamageConversionTests.frame(.bgra, w, h, seed: 10, base: changed, rects: [.init(x: 2, y: 2, width: 2, height: 2)],
+                                               damage: FrameDamage(picture: 3, rects: [.init(x: 0, y: 0, width: 8, height: 8), .init(x: 20, y: 20, width: 8, height: 8)]))
+        let out2 = try #require(try converter.convertIfChanged(next))
+        #expect(DamageConversionTests.planes(out2) == DamageConversionTests.planes(try ColorConverter().convert(next)))
+        #expect(converter.unchangedPictures == 0)
+    }
+}

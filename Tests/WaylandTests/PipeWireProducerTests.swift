@@ -11,6 +11,42 @@ extension MutterCaptureTests {
         try checkSizeChangeAndPointerAlone(session, dir, source)
         try checkResizesWhileReading(session, dir, source)
         try checkDMABUFOnly(session, dir, source)
+        try checkDamage(session, dir, source)
+    }
+
+    /// The node's damage metadata (SPA_META_VideoDamage, as mutter 44 and later send it; mutter
+    /// 43 here sends none): a picture read in place has only its damaged rectangles converted
+    /// into the picture before. A rectangle with its damage is in the picture; one whose
+    /// damage says less than changed (no compositor should) shows only the part it says, the
+    /// rest kept from the picture before, which is what shows that the damage was used; a
+    /// whole new colour (all damage) is all of it again.
+    private func checkDamage(_ session: MutterSession, _ dir: URL, _ source: String) throws {
+        let (producer, control, _) = try startSource("nalcast-test-damage", session, dir, source)
+        defer { producer.signal(SIGTERM); producer.wait() }
+        let file = dir.appendingPathComponent("damage.h264")
+        let produce = try Background(Self.nalcast, ["produce", "--source", "pipewire:nalcast-test-damage", "--no-cursor", "--idle-fps", "0",
+                                                    "-o", file.path], environment: session.environment)
+        #expect(produce.waitFor("320x240 bgra, on change"), "\(produce.stderr)")
+        let red: RGB = (255, 0, 0), blue: RGB = (0, 0, 255), green: RGB = (0, 255, 0), yellow: RGB = (255, 255, 0)
+        try #require(try waitForPicture(file, left: red, right: red, width: 320, height: 240), "\(produce.stderr)")
+        // Inside each box, away from its edges (x264 blurs them).
+        let topLeft = (x: 8, y: 8, w: 140, h: 100), bottomRight = (x: 172, y: 132, w: 140, h: 100), saidCorner = (x: 164, y: 4, w: 24, h: 24)
+        try send("rect 0 0 160 120 0000ff", to: control)
+        #expect(try waitForLastPicture(file, width: 320, height: 240) {
+            pixelsOff($0, width: 320, box: topLeft, from: blue) == 0 && pixelsOff($0, width: 320, box: bottomRight, from: red) == 0
+        }, "\(produce.stderr)")
+        // The right half green, its damage the 32x32 at its top-left corner alone.
+        try send("rect 160 0 160 240 00ff00 160 0 32 32", to: control)
+        #expect(try waitForLastPicture(file, width: 320, height: 240) {
+            pixelsOff($0, width: 320, box: saidCorner, from: green) == 0 && pixelsOff($0, width: 320, box: bottomRight, from: red) == 0
+                && pixelsOff($0, width: 320, box: topLeft, from: blue) == 0
+        }, "\(produce.stderr)")
+        try send("color ffff00", to: control)
+        #expect(try waitForLastPicture(file, width: 320, height: 240) {
+            pixelsOff($0, width: 320, box: bottomRight, from: yellow) == 0 && pixelsOff($0, width: 320, box: topLeft, from: yellow) == 0
+        }, "\(produce.stderr)")
+        produce.signal(SIGINT)
+        #expect(produce.wait(timeout: 20) == 0, "\(produce.stderr)")
     }
 
     /// Sizes one after another while the frames are read where PipeWire put them (no pointer

@@ -148,6 +148,53 @@ func wireTimestamp(_ unit: AccessUnit) -> StreamTimestamp? {
         #expect(source.changedFrames == 2 && source.repeatFrames == 1)
     }
 
+    /// Each grab carries what was drawn since the grab before as its damage (the DAMAGE region
+    /// moved into an XFixes region at the grab), in the region's coordinates, and the cursor's
+    /// places when it is drawn: a paint's damage is the paint, not the screen, and the picture
+    /// converted from the damage alone is the picture a whole conversion gives.
+    @Test func aPaintsDamageIsThePaint() throws {
+        let server = try Xvfb(width: 640, height: 480)
+        defer { server.stop() }
+        let painter = try Painter(display: server.display)
+        painter.movePointer(x: 600, y: 460)
+        let source = try X11Source(options: X11Options(display: server.display, region: X11Region(x: 32, y: 16, width: 320, height: 240),
+                                                       drawCursor: false, captureMode: .damage, idleRate: 0.2))
+        let converter = ColorConverter(inPlace: true)
+        let first = try #require(try source.nextFrame())
+        let firstDamage = try #require(first.damage)
+        #expect(firstDamage.picture == 1)
+        _ = try converter.convert(first)
+        painter.fill(0x0000ff, x: 100, y: 50, width: 40, height: 30)
+        let painted = try #require(try source.nextFrame())
+        #expect(!painted.isRepeat)
+        let damage = try #require(painted.damage)
+        #expect(damage.picture == 2)
+        // Inside the region's coordinates (the paint at 68, 34 there), covering the paint, far from all of it.
+        let covers = { (x: Int, y: Int) in damage.rects.contains { x >= $0.x && x < $0.x + $0.width && y >= $0.y && y < $0.y + $0.height } }
+        #expect(covers(68, 34) && covers(107, 63), "\(damage)")
+        #expect(damage.rects.reduce(0) { $0 + $1.width * $1.height } <= 40 * 30 * 2, "\(damage)")
+        let partial = try converter.convert(painted)
+        #expect(converter.partialConversions == 1)
+        #expect(DamageConversionPlanes.planes(partial) == DamageConversionPlanes.planes(try ColorConverter().convert(painted)))
+    }
+
+    /// Where the cursor is drawn, its place in the grab before and in this one are damage too.
+    @Test func aDrawnCursorsPlacesAreDamage() throws {
+        let server = try Xvfb(width: 640, height: 480)
+        defer { server.stop() }
+        let painter = try Painter(display: server.display)
+        painter.movePointer(x: 20, y: 20)
+        let source = try Self.cornerSource(server, drawCursor: true, idleRate: 2)
+        _ = try #require(try source.nextFrame())
+        painter.movePointer(x: 90, y: 90)
+        let moved = try #require(try source.nextFrame())
+        #expect(!moved.isRepeat)
+        let damage = try #require(moved.damage)
+        let covers = { (x: Int, y: Int) in damage.rects.contains { x >= $0.x && x < $0.x + $0.width && y >= $0.y && y < $0.y + $0.height } }
+        #expect(covers(20, 20) && covers(90, 90), "\(damage)")
+        #expect(!covers(127, 0) && !covers(0, 127), "\(damage)")
+    }
+
     /// Capture on change of the 128x128 top-left corner, where the pointer tests move it in.
     static func cornerSource(_ server: Xvfb, drawCursor: Bool, idleRate: Double) throws -> X11Source {
         try X11Source(options: X11Options(display: server.display, region: X11Region(x: 0, y: 0, width: 128, height: 128),
@@ -270,5 +317,15 @@ func wireTimestamp(_ unit: AccessUnit) -> StreamTimestamp? {
         #expect(badRate.status == 64 && lines(badRate.stderr).count == 1, "\(badRate.stderr)")
         let help = try Tool.run([nalcast, "produce", "--help"])
         #expect(help.stdout.contains("--capture MODE") && help.stdout.contains("--idle-fps RATE") && help.stdout.contains("--capture fixed"), "\(help.stdout)")
+    }
+}
+
+/// A picture's three planes, row by row, for comparing conversions.
+enum DamageConversionPlanes {
+    static func planes(_ frame: Frame) -> [[UInt8]] {
+        (0..<3).map { i in
+            let (w, h) = i == 0 ? (frame.width, frame.height) : (frame.width / 2, frame.height / 2)
+            return (0..<h).flatMap { y in (0..<w).map { x in frame.byte(plane: i, x: x, y: y) } }
+        }
     }
 }

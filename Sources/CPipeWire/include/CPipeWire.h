@@ -12,6 +12,8 @@
 enum { NC_PW_CONNECTING = 0, NC_PW_STREAMING = 1, NC_PW_ENDED = 2, NC_PW_FAILED = 3 };
 // Our pixel formats (Capture's PixelFormat): bytes B,G,R,x / R,G,B,x / x,R,G,B.
 enum { NC_PW_BGRX = 1, NC_PW_RGBX = 2, NC_PW_XRGB = 3 };
+// Damage rectangles kept per picture taken; more, and the picture is taken as all damage.
+enum { NC_PW_MAX_DAMAGE = 16 };
 
 typedef struct {
     int state;                 // NC_PW_*
@@ -31,6 +33,13 @@ typedef struct {
     char node_name[128];
     char message[256];         // why it ended or failed
     char stream_state[32];     // the stream's last state (pw_stream_state_as_string)
+    // Of the picture taken (nc_pw_acquire, nc_pw_take): its number among the buffers with
+    // pixels received (1 for the first; a gap: pictures replaced or unread between), and what
+    // changed since the picture before it as the node's SPA_META_VideoDamage said, x, y,
+    // width, height each; damage_count -1 when it did not say (no valid region: all of it).
+    uint64_t picture;
+    int32_t damage_count;
+    uint32_t damage[NC_PW_MAX_DAMAGE][4];
 } nc_pw_info;
 
 /// The pointer as the node's cursor metadata (SPA_META_Cursor) last gave it.

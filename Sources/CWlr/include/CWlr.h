@@ -3,8 +3,10 @@
 // wlroots' screencopy (zwlr_screencopy_manager_v1) for Swift (wlr.c): a Wayland client that
 // asks the compositor for copies of an output into shared memory, with damage (version 2:
 // copy_with_damage answers only once the output changed). libwayland-client.so.0 is opened
-// with dlopen when it is first asked for, never linked. Single-threaded: the capture thread
-// polls `nc_wlr_fd` and calls `nc_wlr_dispatch`.
+// with dlopen when it is first asked for, never linked. The connection has a thread of its own
+// (`nalcast-wlr`) that reads and answers the compositor as it sends (a capture's buffer
+// description is answered with the copy at once); the capture thread polls the fd
+// `nc_wlr_prepare` gives, calls `nc_wlr_dispatch` when it is readable, and takes frames.
 #include <stddef.h>
 #include <stdint.h>
 
@@ -31,9 +33,10 @@ typedef struct nc_wlr nc_wlr;
 /// name (`error` lists those it has).
 nc_wlr *nc_wlr_open(const char *display, const char *output, int overlay_cursor, char *error, size_t error_size, int *code);
 void nc_wlr_close(nc_wlr *s);
-/// The connection's fd (poll it for reading), after a flush of what is to be sent.
+/// The fd that becomes readable when the connection's thread handled something (a copy ready,
+/// the end): poll it for reading.
 int nc_wlr_prepare(nc_wlr *s);
-/// Reads and handles what arrived (call when the fd is readable); -1 when the connection broke.
+/// Clears that fd (call when it is readable); -1 when the connection broke.
 int nc_wlr_dispatch(nc_wlr *s);
 void nc_wlr_peek(nc_wlr *s, nc_wlr_info *info);
 /// The ready frame, without a copy: `*data` points at its rows (`info` gives their width,

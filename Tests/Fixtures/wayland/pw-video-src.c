@@ -13,6 +13,12 @@
 //   size W H        offer only W x H: the consumer renegotiates (a frame at the new size)
 //   pointer X Y     move the pointer (a 16x16 black square, hotspot at its corner): a buffer
 //                   with cursor metadata and no pixels
+//   rect X Y W H RRGGBB [DX DY DW DH]
+//                   fill that rectangle with this colour (a frame), its damage the rectangle
+//                   or, given, DX DY DW DH (what a compositor that got its damage wrong sends)
+// Every picture carries SPA_META_VideoDamage, as mutter 44 and later send it: what changed
+// since the picture before (the whole of it after a colour or a new size), the rectangles
+// of the commands since then.
 // and prints "node ID" once its node is there and "format W H" at each format negotiated.
 #include <pipewire/pipewire.h>
 #include <spa/param/video/format-utils.h>
@@ -39,7 +45,31 @@ struct source {
     uint32_t color;             // 0xRRGGBB
     int pending_frame, pending_pointer;
     int32_t pointer_x, pointer_y;
+    uint32_t *picture;          // width x height, what every frame sends
+    int whole;                  // the damage since the last frame: all, or `damage` (count of it)
+    int damage_count;
+    struct spa_region damage[4];
 };
+
+static void fill(struct source *s, uint32_t x0, uint32_t y0, uint32_t w, uint32_t h, uint32_t color) {
+    for (uint32_t y = y0; y < y0 + h && y < s->height; y++)
+        for (uint32_t x = x0; x < x0 + w && x < s->width; x++) s->picture[y * s->width + x] = color;  // B,G,R,x bytes
+}
+
+/// The damage since the last frame, into the buffer's damage metadata (the list ends at the
+/// first region of size 0).
+static void put_damage(struct source *s, struct spa_buffer *buf) {
+    struct spa_meta *meta = spa_buffer_find_meta(buf, SPA_META_VideoDamage);
+    if (meta == NULL) return;
+    struct spa_meta_region *r;
+    int i = 0;
+    spa_meta_for_each(r, meta) {
+        if (s->whole && i == 0) r->region = SPA_REGION(0, 0, s->width, s->height);
+        else if (!s->whole && i < s->damage_count) r->region = s->damage[i];
+        else r->region = SPA_REGION(0, 0, 0, 0);
+        i++;
+    }
+}
 
 static const struct spa_pod *enum_format(struct spa_pod_builder *b, uint32_t width, uint32_t height) {
     return spa_pod_builder_add_object(b, SPA_TYPE_OBJECT_Format, SPA_PARAM_EnumFormat,
@@ -87,10 +117,10 @@ static void on_process(void *data) {
     struct spa_data *d = &buf->datas[0];
     put_cursor(s, buf, s->pending_frame && d->data != NULL);
     if (s->pending_frame && d->data != NULL) {
-        for (uint32_t y = 0; y < s->height; y++) {
-            uint32_t *row = SPA_PTROFF(d->data, y * s->stride, uint32_t);
-            for (uint32_t x = 0; x < s->width; x++) row[x] = s->color;  // B,G,R,x bytes
-        }
+        for (uint32_t y = 0; y < s->height; y++) memcpy(SPA_PTROFF(d->data, y * s->stride, void), s->picture + y * s->width, s->width * 4);
+        put_damage(s, buf);
+        s->whole = 0;
+        s->damage_count = 0;
         d->chunk->offset = 0;
         d->chunk->stride = (int32_t)s->stride;
         d->chunk->size = s->stride * s->height;
@@ -121,9 +151,13 @@ static void on_param_changed(void *data, uint32_t id, const struct spa_pod *para
     s->width = raw.size.width;
     s->height = raw.size.height;
     s->stride = SPA_ROUND_UP_N(s->width * 4, 4);
+    free(s->picture);
+    s->picture = malloc((size_t)s->width * s->height * 4);
+    fill(s, 0, 0, s->width, s->height, s->color);
+    s->whole = 1;
     uint8_t bytes[1024];
     struct spa_pod_builder b = SPA_POD_BUILDER_INIT(bytes, sizeof bytes);
-    const struct spa_pod *params[3];
+    const struct spa_pod *params[4];
     params[0] = spa_pod_builder_add_object(&b, SPA_TYPE_OBJECT_ParamBuffers, SPA_PARAM_Buffers,
         SPA_PARAM_BUFFERS_buffers, SPA_POD_CHOICE_RANGE_Int(4, 2, 8),
         SPA_PARAM_BUFFERS_blocks, SPA_POD_Int(1),
@@ -134,7 +168,11 @@ static void on_param_changed(void *data, uint32_t id, const struct spa_pod *para
         SPA_PARAM_META_type, SPA_POD_Id(SPA_META_Header), SPA_PARAM_META_size, SPA_POD_Int(sizeof(struct spa_meta_header)));
     params[2] = spa_pod_builder_add_object(&b, SPA_TYPE_OBJECT_ParamMeta, SPA_PARAM_Meta,
         SPA_PARAM_META_type, SPA_POD_Id(SPA_META_Cursor), SPA_PARAM_META_size, SPA_POD_Int(CURSOR_META_SIZE));
-    pw_stream_update_params(s->stream, params, 3);
+    params[3] = spa_pod_builder_add_object(&b, SPA_TYPE_OBJECT_ParamMeta, SPA_PARAM_Meta,
+        SPA_PARAM_META_type, SPA_POD_Id(SPA_META_VideoDamage),
+        SPA_PARAM_META_size, SPA_POD_CHOICE_RANGE_Int(sizeof(struct spa_meta_region) * 4, sizeof(struct spa_meta_region),
+                                                      sizeof(struct spa_meta_region) * 16));
+    pw_stream_update_params(s->stream, params, 4);
     s->pending_frame = 1;
     printf("format %u %u\n", s->width, s->height);
     fflush(stdout);
@@ -147,8 +185,18 @@ static const struct pw_stream_events events = {
 static void command(struct source *s, const char *line) {
     unsigned w, h, color;
     int x, y;
+    unsigned rw, rh, dw, dh;
+    int dx, dy;
     if (sscanf(line, "color %x", &color) == 1) {
         s->color = color;
+        if (s->picture) fill(s, 0, 0, s->width, s->height, color);
+        s->whole = 1;
+        s->pending_frame = 1;
+    } else if (sscanf(line, "rect %d %d %u %u %x", &x, &y, &rw, &rh, &color) == 5) {
+        if (s->picture) fill(s, (uint32_t)x, (uint32_t)y, rw, rh, color);
+        struct spa_region damage = SPA_REGION(x, y, rw, rh);
+        if (sscanf(line, "rect %*d %*d %*u %*u %*x %d %d %u %u", &dx, &dy, &dw, &dh) == 4) damage = SPA_REGION(dx, dy, dw, dh);
+        if (s->damage_count < 4) s->damage[s->damage_count++] = damage; else s->whole = 1;
         s->pending_frame = 1;
     } else if (sscanf(line, "size %u %u", &w, &h) == 2) {
         uint8_t bytes[256];
@@ -216,5 +264,6 @@ int main(int argc, char **argv) {
     pw_main_loop_run(s.loop);
     pw_stream_destroy(s.stream);
     pw_main_loop_destroy(s.loop);
+    free(s.picture);
     return 0;
 }
