@@ -310,6 +310,7 @@ public final class WebRTCPeer {
     /// lost only as rarely as any two packets. The copy that comes second is a replay to the
     /// viewer's SRTP, which drops it. Retransmissions are the lost share of the packets: the
     /// second copies cost as little.
+    ///
     /// A video NACK is answered as `LossRepair` decides: not for a packet sent again for the
     /// transport-wide feedback less than a round trip before.
     private func resend(_ lost: [UInt16], audio: Bool) {
