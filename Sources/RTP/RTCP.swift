@@ -84,4 +84,35 @@ public enum RTCP {
             return UInt64(whole) << 32 | UInt64((seconds - whole) * 4_294_967_296)
         }
     }
+
+    /// The middle 32 bits of an NTP time (RFC 3550's compact form, 1/65536 s): what LSR,
+    /// LRR and the round trip are counted in.
+    public static func compact(_ ntpTime: UInt64) -> UInt32 { UInt32(truncatingIfNeeded: ntpTime >> 16) }
+
+    /// The round trip a report gives (RFC 3550 §6.4.1, RFC 3611 §4.5): `now` minus the
+    /// time stamp it echoes (`lastSR`, LRR) minus the delay it spent at the other end, all in
+    /// the compact form; in nanoseconds, nil when there is no time stamp (0) or it does not
+    /// add up (later than now, or a minute or more: a clock stepped).
+    public static func roundTrip(now: UInt32, echoed: UInt32, delay: UInt32) -> UInt64? {
+        guard echoed != 0 else { return nil }
+        let rtt = now &- echoed &- delay
+        guard rtt < 60 << 16 else { return nil }
+        return UInt64(rtt) * 1_000_000_000 >> 16
+    }
+
+    /// An extended report (XR, 207) from `sender` with one DLRR block (BT 5, RFC 3611 §4.5):
+    /// for each receiver its SSRC, the compact NTP time of its last receiver reference time
+    /// (LRR) and the delay since it came, in 1/65536 s.
+    public static func delaySinceLastReceiverReport(sender: UInt32, _ items: [(ssrc: UInt32, lastRR: UInt32, delay: UInt32)]) -> [UInt8] {
+        let length = 2 + 3 * items.count
+        var out: [UInt8] = [0x80, 207, UInt8(length >> 8), UInt8(truncatingIfNeeded: length)]
+        RTPPacket.append(sender, to: &out)
+        out += [5, 0, UInt8((3 * items.count) >> 8), UInt8(truncatingIfNeeded: 3 * items.count)]
+        for item in items {
+            RTPPacket.append(item.ssrc, to: &out)
+            RTPPacket.append(item.lastRR, to: &out)
+            RTPPacket.append(item.delay, to: &out)
+        }
+        return out
+    }
 }

@@ -13,8 +13,15 @@ public enum RTCPFeedback: Sendable, Equatable {
     /// Transport-wide congestion control feedback (RTPFB, FMT 15): what arrived and when
     /// (nil: cut short or a reserved status).
     case transportWide(TransportFeedback?)
-    /// A receiver report (RR, 201): fraction lost of the first block, 0 to 255.
-    case receiverReport(fractionLost: UInt8, cumulativeLost: Int32, jitter: UInt32)
+    /// A receiver report (RR, 201), its first block: fraction lost (0 to 255), cumulative
+    /// lost, jitter, and the middle 32 bits of the NTP time of the last sender report it had
+    /// (0: none yet) with the delay since, in 1/65536 s: what the round trip is read from
+    /// (RFC 3550 §6.4.1, `RTCP.roundTrip`).
+    case receiverReport(fractionLost: UInt8, cumulativeLost: Int32, jitter: UInt32, lastSR: UInt32 = 0, delaySinceLastSR: UInt32 = 0)
+    /// An extended report (XR, 207, RFC 3611) with a receiver reference time block (BT 4):
+    /// the NTP time a receiver that sends nothing stamped it with, which the sender answers
+    /// with a DLRR (`RTCP.delaySinceLastReceiverReport`) for it to learn the round trip.
+    case receiverReferenceTime(ssrc: UInt32, ntpTime: UInt64)
 
     /// The feedback in `packet`, nil for what is none of the above (an SDES, a BYE...).
     public init?(_ packet: RTCP.Packet) {
@@ -47,7 +54,22 @@ public enum RTCPFeedback: Sendable, Equatable {
             self = .transportWide(TransportFeedback(body: b))
         case (201, let blocks) where blocks > 0 && b.count >= 28:
             let lost = Int32(bitPattern: UInt32(b[s + 9]) << 24 | UInt32(b[s + 10]) << 16 | UInt32(b[s + 11]) << 8) >> 8
-            self = .receiverReport(fractionLost: b[s + 8], cumulativeLost: lost, jitter: RTPPacket.word(b, s + 16))
+            self = .receiverReport(fractionLost: b[s + 8], cumulativeLost: lost, jitter: RTPPacket.word(b, s + 16),
+                                   lastSR: RTPPacket.word(b, s + 20), delaySinceLastSR: RTPPacket.word(b, s + 24))
+        case (207, _) where b.count >= 4:
+            // Report blocks after the sender's SSRC: type, a byte, length in words after the
+            // block's own header word.
+            var at = s + 4
+            while at + 4 <= b.endIndex {
+                let words = Int(b[at + 2]) << 8 | Int(b[at + 3])
+                if b[at] == 4, words == 2, at + 12 <= b.endIndex {
+                    self = .receiverReferenceTime(ssrc: RTPPacket.word(b, s),
+                                                  ntpTime: UInt64(RTPPacket.word(b, at + 4)) << 32 | UInt64(RTPPacket.word(b, at + 8)))
+                    return
+                }
+                at += 4 + 4 * words
+            }
+            return nil
         default:
             return nil
         }

@@ -20,6 +20,10 @@ public enum SDP {
         public var extensions: [String: Int] = [:]
         public var rtcpMux = false
         public var rtcpReducedSize = false
+        /// `a=rtcp-xr` names `rcvr-rtt=all` (RFC 3611 §5.1): the offerer, a receiver that
+        /// sends nothing, may send receiver reference times (XR RRTR) and learns the round trip
+        /// from the sender's DLRR answers (a receive-only peer has no other way to it).
+        public var receiverRTT = false
         // Media-level ICE and DTLS attributes, which win over the session's.
         var ufrag: String?
         var password: String?
@@ -110,6 +114,8 @@ public enum SDP {
         case "sendrecv", "recvonly", "sendonly", "inactive": media.direction = name
         case "rtcp-mux": media.rtcpMux = true
         case "rtcp-rsize": media.rtcpReducedSize = true
+        case "rtcp-xr":
+            media.receiverRTT = media.receiverRTT || value.split(separator: " ").contains { $0.lowercased().hasPrefix("rcvr-rtt=all") }
         case "ice-ufrag": media.ufrag = value
         case "ice-pwd": media.password = value
         case "setup": media.setup = value

@@ -119,6 +119,10 @@ public struct SDPAnswer: Sendable {
         }.first : nil
     }
 
+    /// Taken from an offer that has it (a viewer that sends nothing): its RRTRs are answered
+    /// with DLRRs, which give it the round trip, which its NACKs are repeated after.
+    static let receiverRTTLine = "a=rtcp-xr:rcvr-rtt=all"
+
     /// What this side says of itself in the answer.
     public struct Local: Sendable {
         public var ufrag: String
@@ -173,6 +177,7 @@ public struct SDPAnswer: Sendable {
         if let id = transportSequenceExtension { lines.append("a=extmap:\(id) \(Self.transportWideCC)") }
         lines += direction == .send ? ["a=sendonly", "a=msid:nalcast video", "a=rtcp-mux"] : ["a=recvonly", "a=rtcp-mux"]
         if video.rtcpReducedSize { lines.append("a=rtcp-rsize") }
+        if direction == .send && video.receiverRTT { lines.append(Self.receiverRTTLine) }
         lines.append("a=rtpmap:\(pt) H264/90000")
         for value in format.feedback where value != "transport-cc" || transportSequenceExtension != nil { lines.append("a=rtcp-fb:\(pt) \(value)") }
         if !format.fmtp.isEmpty { lines.append("a=fmtp:\(pt) \(format.fmtp)") }
@@ -187,6 +192,7 @@ public struct SDPAnswer: Sendable {
         lines += transport(mid, local)
         lines += direction == .send ? ["a=sendonly", "a=msid:nalcast audio", "a=rtcp-mux"] : ["a=recvonly", "a=rtcp-mux"]
         if offer.media[audio!.index].rtcpReducedSize { lines.append("a=rtcp-rsize") }
+        if direction == .send && offer.media[audio!.index].receiverRTT { lines.append(Self.receiverRTTLine) }
         lines.append("a=rtpmap:\(pt) opus/48000/2")
         lines.append("a=fmtp:\(pt) " + (fmtp.isEmpty ? "minptime=10;useinbandfec=1" : fmtp))
         if direction == .send { lines += ["a=ssrc:\(local.audioSSRC) cname:nalcast", "a=ssrc:\(local.audioSSRC) msid:nalcast audio"] }

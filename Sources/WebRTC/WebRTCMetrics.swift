@@ -13,6 +13,14 @@ public struct WebRTCMetrics: Sendable {
     public let nackedPackets: Counter
     public let retransmittedPackets: Counter
     public let nackedNotInHistory: Counter
+    /// Loss repair beside the NACKs (`LossRepair`): NACKed packets not sent again (sent for
+    /// the transport-wide feedback less than a round trip before), packets sent again for the
+    /// feedback, and those the feedback named past its limit, left to the NACKs.
+    public let nacksSkipped: Counter
+    public let feedbackResent: Counter
+    public let feedbackOverLimit: Counter
+    /// Receiver reference times (RTCP XR RRTR) answered with a DLRR.
+    public let receiverTimesAnswered: Counter
     public let keyframeRequests: Counter
     /// `var`: an endpoint whose peers are not WHEP viewers reports these two as its own
     /// (`apart(badRTCP:strayDatagrams:notSent:)`).
@@ -43,6 +51,10 @@ public struct WebRTCMetrics: Sendable {
         nackedPackets = registry.counter("nalcast_webrtc_nacked_packets_total", help: "Packets WebRTC viewers reported lost (RTCP NACK).")
         retransmittedPackets = registry.counter("nalcast_webrtc_retransmitted_packets_total", help: "NACKed packets sent again from a viewer's history.")
         nackedNotInHistory = registry.counter("nalcast_webrtc_nacked_not_in_history_total", help: "NACKed packets no longer in the viewer's history (512 packets), not sent again.")
+        nacksSkipped = registry.counter("nalcast_webrtc_nacks_skipped_total", help: "NACKed packets not sent again: sent again for the viewer's transport-wide feedback less than a round trip before (the NACK left before that copy could arrive).")
+        feedbackResent = registry.counter("nalcast_webrtc_feedback_resent_packets_total", help: "Video packets sent again because a viewer's transport-wide feedback (TWCC) reported them lost and no NACK for them had come (a NACK lost on the way).")
+        feedbackOverLimit = registry.counter("nalcast_webrtc_feedback_resend_over_limit_total", help: "Packets a transport-wide feedback packet reported lost past the 8 sent again for one, left to the viewer's NACKs.")
+        receiverTimesAnswered = registry.counter("nalcast_webrtc_receiver_times_answered_total", help: "Receiver reference times (RTCP XR RRTR) from WebRTC viewers answered with a DLRR, which gives a viewer that sends nothing the round trip its NACKs are repeated after.")
         keyframeRequests = registry.counter("nalcast_webrtc_keyframe_requests_total", help: "Picture loss indications and full intra requests from WebRTC viewers.")
         badRTCP = registry.counter("nalcast_webrtc_bad_rtcp_total", help: "SRTCP packets from WebRTC viewers that did not authenticate or parse, dropped.")
         strayDatagrams = registry.counter("nalcast_webrtc_stray_datagrams_total", help: "Datagrams on the WebRTC socket from no known viewer (unknown ufrag or address), dropped.")

@@ -58,6 +58,14 @@ public final class WebRTCPeer {
         public var retransmitted = 0
         /// NACKed packets no longer (or never) in the history.
         public var notInHistory = 0
+        /// NACKed packets not sent again: sent for its transport-wide feedback less than a
+        /// round trip before (`LossRepair`).
+        public var nacksSkipped = 0
+        /// Packets sent again because its transport-wide feedback reported them lost before
+        /// any NACK for them came (a NACK lost on the way).
+        public var feedbackResent = 0
+        /// The round trip from its last receiver report (RFC 3550's LSR and DLSR), ns.
+        public var roundTripNs: UInt64?
         public var keyframeRequests = 0
         /// The viewer's last REMB (or the last estimate from its TWCC feedback), bits per second.
         public var lastEstimate: UInt64?
@@ -85,6 +93,13 @@ public final class WebRTCPeer {
     /// The sound's packets as protected (about 10 s of 20 ms packets).
     private var audioHistory = PacketHistory<[UInt8]>(size: historySize)
     static let historySize = 512
+    /// What is sent again for its NACKs and its transport-wide feedback's losses.
+    private var repair = LossRepair(history: historySize)
+    /// The receiver reference times (RTCP XR RRTR) not answered yet, by the viewer's SSRC:
+    /// their compact NTP time and when they came; answered with a DLRR in the next sender
+    /// report's compound. At most `receiverTimesKept` SSRCs (Chromium: one a receiving stream).
+    private var receiverTimes: [UInt32: (lastRR: UInt32, atNs: UInt64)] = [:]
+    static let receiverTimesKept = 4
     let createdNs: UInt64
     var lastCheckNs: UInt64
     var lastReportNs: UInt64 = 0
@@ -122,6 +137,7 @@ public final class WebRTCPeer {
             defer { transport &+= 1 }
             guard let protected = protect(packet, with: srtpOut) else { continue }
             transportWide?.sent(transport, bytes: protected.count, sendNs: now)
+            if transportWide != nil { repair.sent(sequence, transport: transport) }
             history.remember(sequence, protected)
             if endpoint.socket.send(protected, to: address) {
                 bytes += protected.count
@@ -183,7 +199,17 @@ public final class WebRTCPeer {
     /// A sender report, when one is due (every second once media flows).
     func reportIfDue(nowNs: UInt64, wallNs: UInt64) {
         guard isConnected, let address, let srtpOut, nowNs - lastReportNs >= 1_000_000_000,
-              let report = sender.senderReport(nowNs: wallNs), let protected = protect(report.serialized(), rtcp: true, with: srtpOut) else { return }
+              let report = sender.senderReport(nowNs: wallNs) else { return }
+        var compound = report.serialized()
+        if !receiverTimes.isEmpty {
+            let items = receiverTimes.sorted { $0.key < $1.key }.map { ssrc, time in
+                (ssrc, time.lastRR, UInt32(truncatingIfNeeded: (nowNs &- time.atNs) << 16 / 1_000_000_000))
+            }
+            compound += RTCP.delaySinceLastReceiverReport(sender: sender.ssrc, items)
+            metrics.receiverTimesAnswered.increment(by: UInt64(items.count))
+            receiverTimes.removeAll()
+        }
+        guard let protected = protect(compound, rtcp: true, with: srtpOut) else { return }
         lastReportNs = nowNs
         endpoint.socket.send(protected, to: address)
         if let audio = audioSender?.senderReport(nowNs: wallNs, video: sender), let protected = protect(audio.serialized(), rtcp: true, with: srtpOut) {
@@ -250,15 +276,26 @@ public final class WebRTCPeer {
                 onKeyframeRequest()
             case .nack(let ssrc, let lost):
                 resend(lost, audio: audioSender != nil && ssrc == audioSender?.ssrc)
+            case .receiverReferenceTime(let ssrc, let ntpTime):
+                if receiverTimes[ssrc] != nil || receiverTimes.count < Self.receiverTimesKept {
+                    receiverTimes[ssrc] = (RTCP.compact(ntpTime), MonotonicClock.nanoseconds)
+                }
             case .estimatedBitrate(let bps, _):
                 counters.lastEstimate = bps
                 onBitrateEstimate(bps)
-            case .receiverReport(let fraction, _, _):
+            case .receiverReport(let fraction, _, _, let lastSR, let delay):
                 counters.fractionLost = fraction
+                let now = RTCP.compact(RTCP.SenderReport.ntpTime(unixSeconds: WallClock.seconds))
+                if let rtt = RTCP.roundTrip(now: now, echoed: lastSR, delay: delay) {
+                    repair.roundTripNs = rtt
+                    counters.roundTripNs = rtt
+                }
             case .transportWide(let feedback?):
                 transportWide?.feedback(feedback)
                 metrics.transportFeedback.increment()
-                metrics.transportLost.increment(by: UInt64(feedback.packets.reduce(0) { $0 + ($1.arrivalUs == nil ? 1 : 0) }))
+                let lost = feedback.packets.compactMap { $0.arrivalUs == nil ? $0.sequence : nil }
+                metrics.transportLost.increment(by: UInt64(lost.count))
+                if transportWide != nil, !lost.isEmpty { resendReported(lost) }
             case .transportWide(nil):
                 metrics.badRTCP.increment()
             case nil:
@@ -273,8 +310,12 @@ public final class WebRTCPeer {
     /// lost only as rarely as any two packets. The copy that comes second is a replay to the
     /// viewer's SRTP, which drops it. Retransmissions are the lost share of the packets: the
     /// second copies cost as little.
+    ///
+    /// A video NACK is answered as `LossRepair` decides: not for a packet sent again for the
+    /// transport-wide feedback less than a round trip before.
     private func resend(_ lost: [UInt16], audio: Bool) {
-        guard let address else { return }
+        guard address != nil else { return }
+        let now = MonotonicClock.nanoseconds
         for sequence in lost {
             counters.nackedPackets += 1
             metrics.nackedPackets.increment()
@@ -283,14 +324,43 @@ public final class WebRTCPeer {
                 metrics.nackedNotInHistory.increment()
                 continue
             }
-            if endpoint.socket.send(packet, to: address) {
+            guard audio || repair.nacked(sequence, nowNs: now) else {
+                counters.nacksSkipped += 1
+                metrics.nacksSkipped.increment()
+                continue
+            }
+            if sendTwice(packet) {
                 counters.retransmitted += 1
                 metrics.retransmittedPackets.increment()
-                if !endpoint.socket.send(packet, to: address) { metrics.sendFailures.increment() }
-            } else {
-                metrics.sendFailures.increment()
             }
         }
+    }
+
+    /// Sends again, twice as for a NACK, the video packets its transport-wide feedback
+    /// reported lost (by their transport-wide numbers) that `LossRepair` picks: those no NACK
+    /// brought back first, when a NACK was lost on the way.
+    private func resendReported(_ lost: [UInt16]) {
+        let (picked, over) = repair.reportedLost(lost, nowNs: MonotonicClock.nanoseconds)
+        metrics.feedbackOverLimit.increment(by: UInt64(over))
+        for sequence in picked {
+            guard let packet = history[sequence] else { continue }
+            if sendTwice(packet) {
+                counters.feedbackResent += 1
+                metrics.feedbackResent.increment()
+            }
+        }
+    }
+
+    /// Sends a packet of the history twice (the second copy a replay the viewer's SRTP drops
+    /// when the first came); whether the first went.
+    private func sendTwice(_ packet: [UInt8]) -> Bool {
+        guard let address else { return false }
+        guard endpoint.socket.send(packet, to: address) else {
+            metrics.sendFailures.increment()
+            return false
+        }
+        if !endpoint.socket.send(packet, to: address) { metrics.sendFailures.increment() }
+        return true
     }
 
     /// The retransmission timer of the handshake.

@@ -46,7 +46,8 @@ import Testing
 
     /// 1 % loss each way, 30 ms each way: Chromium's picture keeps moving (frames painted in
     /// every second), its losses NACKed and the packets sent again from the viewer's history
-    /// (counted by nalcast and by Chromium's getStats), its TWCC feedback read into an estimate. Ten seconds at least, and on until
+    /// (counted by nalcast and by Chromium's getStats), its TWCC feedback read into an estimate,
+    /// its round trip learnt from nalcast's DLRRs. Ten seconds at least, and on until
     /// Chromium sent three NACKs and nalcast counted three NACKed packets sent again (a loss
     /// is random: the wait is for the events, not for a time; the test pattern is about 30
     /// packets a second, so about one loss in 3 s each way).
@@ -75,6 +76,11 @@ import Testing
             #expect(try WHEPTests.metric(metrics, "nalcast_webrtc_transport_feedback_total") >= 1)
             #expect(try WHEPTests.metric(metrics, "nalcast_webrtc_bad_rtcp_total") == 0)
             #expect(try WHEPTests.metric(metrics, "nalcast_webrtc_estimated_bitrate_bps") > 0)
+            // Chromium's receiver reference times (XR RRTR, asked for by the answer's
+            // a=rtcp-xr:rcvr-rtt=all) answered with DLRRs, and the round trip it measured
+            // from them: what its NACKs are repeated after (else a 100 ms guess).
+            #expect(try WHEPTests.metric(metrics, "nalcast_webrtc_receiver_times_answered_total") >= 1)
+            #expect((stats["roundTripTimeMeasurements"] as? Int ?? 0) >= 1, "\(seen)")
             let latency = seen["latencyMs"] as? [String: Any] ?? [:]
             print("through 1 % loss and 30 ms each way: \(seen["painted"] ?? 0) frames painted in \(seen["seconds"] ?? 0) s, longest gap "
                 + "\(seen["maxGapMs"] ?? 0) ms, capture -> paint median \(latency["median"] ?? 0) ms, p99 \(latency["p99"] ?? 0) ms; "

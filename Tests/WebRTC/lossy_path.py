@@ -17,7 +17,8 @@ Chromium's getStats of the video (inbound-rtp) counts at least GOAL_JSON's figur
 start ({"nackCount": 3}) and, with "metricsUrl" (nalcast's /metrics, reached directly) and
 "metrics" ({"nalcast_webrtc_retransmitted_packets_total": 3}), nalcast's counters theirs. Prints {"painted", "seconds", "maxGapMs", "gapsOver200Ms",
 "stillSeconds" (whole seconds with no frame painted), "latencyMs": {"median", "p99", "all"},
-"stats": the getStats differences, "transport", "problem"}, or {"error": ...} with exit 1.
+"stats": the getStats differences (and the last roundTripTime of the video's remote-outbound-rtp,
+Chromium's round trip from nalcast's DLRRs), "transport", "problem"}, or {"error": ...} with exit 1.
 """
 
 import collections
@@ -68,13 +69,18 @@ const done = arguments[arguments.length - 1];
 const pc = window.nalcastPeers[window.nalcastPeers.length - 1];
 if (!pc) return done({});
 pc.getStats().then(report => {
-  let video = {};
+  let video = {}, remote = {};
   report.forEach(s => { if (s.type === 'inbound-rtp' && s.kind === 'video') video = s; });
+  report.forEach(s => { if (s.type === 'remote-outbound-rtp' && s.kind === 'video') remote = s; });
   const out = {};
   for (const name of ['nackCount', 'pliCount', 'firCount', 'framesDropped', 'freezeCount', 'totalFreezesDuration',
                       'packetsLost', 'packetsReceived', 'framesDecoded', 'keyFramesDecoded']) {
     if (typeof video[name] === 'number') out[name] = video[name];
   }
+  // The round trip Chromium measured from the sender's DLRRs (RFC 3611; a receiver that
+  // sends nothing has no other): the count, and (not a count) the last one.
+  if (typeof remote.roundTripTimeMeasurements === 'number') out.roundTripTimeMeasurements = remote.roundTripTimeMeasurements;
+  if (typeof remote.roundTripTime === 'number') out.roundTripTime = remote.roundTripTime;
   done(out);
 }).catch(() => done({}));
 """
@@ -256,7 +262,7 @@ def main() -> int:
         "maxGapMs": max(gaps), "gapsOver200Ms": [round(g) for g in gaps if g > 200],
         "stillSeconds": still,
         "latencyMs": {"median": percentile(latencies, 0.5), "p99": percentile(latencies, 0.99), "all": latencies},
-        "stats": {name: stats.get(name, 0) - start_stats.get(name, 0) for name in stats},
+        "stats": {name: stats[name] if name == "roundTripTime" else stats.get(name, 0) - start_stats.get(name, 0) for name in stats},
         "transport": viewer.get("transport"), "problem": viewer.get("problem"),
     }))
     return 0

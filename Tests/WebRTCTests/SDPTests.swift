@@ -101,6 +101,32 @@ final class SDPTests: XCTestCase {
         XCTAssertNil(try SDPAnswer(offer: SDP.parseOffer(noFeedback), profile: 66).transportSequenceExtension)
     }
 
+    /// Chromium's offer says `a=rtcp-xr:rcvr-rtt=all` in its video and audio sections: the
+    /// answer says it back in each section it takes (the viewer then sends receiver reference
+    /// times, answered with DLRRs, and learns the round trip its NACKs are repeated after);
+    /// not where the offer lacks it, nor for a WHIP publisher (a sender has its own reports).
+    func testAnswersReceiverRoundTripReportsWhereOffered() throws {
+        let withXR = Self.chromiumOffer.replacingOccurrences(of: "a=rtcp-rsize\r\n", with: "a=rtcp-rsize\r\na=rtcp-xr:rcvr-rtt=all\r\n")
+            .replacingOccurrences(of: "a=mid:1\r\na=recvonly\r\n", with: "a=mid:1\r\na=recvonly\r\na=rtcp-xr:rcvr-rtt=all\r\n")
+        let offer = try SDP.parseOffer(withXR)
+        XCTAssertEqual(offer.media.map(\.receiverRTT), [true, true, false])
+        let local = SDPAnswer.Local(ufrag: "ufra", password: "p4ssw0rdp4ssw0rdp4ssw0rd", fingerprint: [UInt8](repeating: 0xAB, count: 32),
+                                    candidates: [("127.0.0.1", 40000)], ssrc: 1235, audioSSRC: 5678, sessionID: 99)
+        let sections = try SDPAnswer(offer: offer, profile: 66, sound: true).text(local).components(separatedBy: "m=")
+        XCTAssertEqual(sections.count, 4)
+        XCTAssertTrue(sections[1].contains("\r\na=rtcp-xr:rcvr-rtt=all\r\n"), sections[1])
+        XCTAssertTrue(sections[2].contains("\r\na=rtcp-xr:rcvr-rtt=all\r\n"), sections[2])
+        XCTAssertFalse(sections[3].contains("rtcp-xr"))
+        // Only the video's offered: only the video's answered.
+        let videoOnly = try SDP.parseOffer(withXR.replacingOccurrences(of: "a=mid:1\r\na=recvonly\r\na=rtcp-xr:rcvr-rtt=all\r\n", with: "a=mid:1\r\na=recvonly\r\n"))
+        let answered = try SDPAnswer(offer: videoOnly, profile: 66, sound: true).text(local).components(separatedBy: "m=")
+        XCTAssertTrue(answered[1].contains("a=rtcp-xr:rcvr-rtt=all"))
+        XCTAssertFalse(answered[2].contains("rtcp-xr"))
+        // `rcvr-rtt=sender` (only senders may send them) and no attribute: nothing.
+        XCTAssertFalse(try SDP.parseOffer(withXR.replacingOccurrences(of: "rcvr-rtt=all", with: "rcvr-rtt=sender")).media[0].receiverRTT)
+        XCTAssertFalse(try SDPAnswer(offer: SDP.parseOffer(Self.chromiumOffer), profile: 66).text(local).contains("rtcp-xr"))
+    }
+
     /// The stream's profile comes to the answer as its codec string (the server knows no H.264).
     func testTheProfileOfACodecString() {
         XCTAssertEqual(SDPAnswer.profileIDC(codecString: "avc1.64001f"), 100)

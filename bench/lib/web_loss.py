@@ -8,7 +8,9 @@ a forwarder (this kernel has no netem). The producer listens on this side
 opened at the forwarder's address, `?transport=webrtc` or not. Over 60 s it records when
 each frame was painted and its capture -> paint latency: freezes are the gaps between two
 painted frames longer than 200 ms (the issue's figure: none in 60 s), and for WebRTC also
-Chromium's own getStats (freezeCount, totalFreezesDuration, nackCount, packetsLost).
+Chromium's own getStats (freezeCount, totalFreezesDuration, nackCount, packetsLost, and the
+round trip it measured from nalcast's DLRRs) and nalcast's counters of packets sent again (for
+NACKs, for transport-wide feedback) and of NACKs not answered.
 Needs root (a namespace, nftables).
 """
 
@@ -52,6 +54,23 @@ def _wait_for(pattern: str, proc, log: Path, timeout: float = 10):
     raise BenchError(f"no {pattern!r} on the producer's stderr in {timeout:.0f} s")
 
 
+def _metrics(url: str) -> dict:
+    """The producer's /metrics as {name: value} (reached directly, not through the lossy
+    path); {} when it cannot be read. A build without a counter has it as 0 here."""
+    import urllib.request
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            text = response.read().decode()
+    except OSError:
+        return {}
+    out = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            name, _, value = line.rpartition(" ")
+            out[name] = float(value)
+    return out
+
+
 def _measure(size: tuple, seconds: float, webrtc: bool):
     @guard
     def measure(ctx: Context) -> Sample:
@@ -76,6 +95,7 @@ def _measure(size: tuple, seconds: float, webrtc: bool):
                                        json.dumps(path)], stdout=subprocess.PIPE,
                                       stderr=ctx.dir("logs") / f"web-loss-{tag}-chromium.stderr")
                 out = finish(browser, 180 + seconds, "lossy_path.py")
+                counters = _metrics(f"http://{here}:{web}/metrics")
                 c1, t1 = cpu_s(proc.pid), time.monotonic()
                 _, hwm = rss_kib(proc.pid)
                 alive(proc, log)
@@ -93,6 +113,10 @@ def _measure(size: tuple, seconds: float, webrtc: bool):
                     frames=r["painted"], seconds=r["seconds"], nacks=stats.get("nackCount", 0),
                     lost=stats.get("packetsLost", 0), chromium_freezes=stats.get("freezeCount", 0),
                     freeze_ms=1000 * stats.get("totalFreezesDuration", 0), cpu_pct=100 * (c1 - c0) / (t1 - t0),
+                    resent=counters.get("nalcast_webrtc_retransmitted_packets_total", 0),
+                    fb_resent=counters.get("nalcast_webrtc_feedback_resent_packets_total", 0),
+                    nacks_skipped=counters.get("nalcast_webrtc_nacks_skipped_total", 0),
+                    rtt_ms=1000 * stats.get("roundTripTime", 0),
                     gaps=r["gapsOver200Ms"], values=lat)
         return Sample(t1 - t0, c1 - c0, hwm, extra=figs)
     return measure
@@ -125,6 +149,8 @@ def cases(ctx: Context, quick: bool, row, skip: str | None) -> list:
         figures=[("freezes", "gaps > 200 ms", "{:.0f}"), ("max_gap", "longest", "{:.0f} ms"),
                  ("p50", "capture->paint median", "{:.1f} ms"), ("p99", "p99", "{:.1f} ms"),
                  ("chromium_freezes", "Chromium freezes", "{:.0f}"), ("nacks", "NACKs", "{:.0f}"),
+                 ("resent", "sent again for NACKs", "{:.0f}"), ("fb_resent", "for TWCC", "{:.0f}"),
+                 ("nacks_skipped", "NACKs skipped", "{:.0f}"), ("rtt_ms", "Chromium's RTT", "{:.0f} ms"),
                  ("lost", "lost", "{:.0f}"), ("frames", "frames", "{:.0f}")])
     case.notes.append(f"{case.label}: Chromium in a network namespace, 1 % of packets dropped each way by nftables, "
                       f"30 ms each way by a forwarder (no netem here); {seconds:g} s of each")
