@@ -62,13 +62,16 @@ import Testing
         let probeOut = dir.appendingPathComponent("probe.txt")
         let ffprobe = try Background("ffprobe", ["-v", "error", "-count_frames", "-show_entries", "stream=nb_read_frames", "-of", "csv=p=0", base + "index.m3u8"],
                                      stdoutTo: probeOut)
-        // FFmpeg's first segment through the cache (the readers' 200 are there already), then the end.
+        // FFmpeg's first two segments through the cache (the readers' 200 are there already),
+        // then the end. Two whole segments (30 pictures each: 1 s at 30 fps, an IDR each second)
+        // are the 60 pictures asked of it below; stopped after its first, FFmpeg got that one
+        // and the stop's part of the next, 59 pictures when the stop came a picture early.
         let fetchDeadline = Date().addingTimeInterval(30)
         func segmentsFetched() -> Int {
             ((try? String(contentsOf: dir.appendingPathComponent("access.log"), encoding: .utf8)) ?? "")
                 .split(separator: "\n").filter { $0.contains("\"GET /hls/segment") }.count
         }
-        while segmentsFetched() <= 200 && ffprobe.process.isRunning && Date() < fetchDeadline { usleep(50_000) }
+        while segmentsFetched() < 202 && ffprobe.process.isRunning && Date() < fetchDeadline { usleep(50_000) }
         producer.signal(SIGINT)
         #expect(producer.wait(timeout: 20) == 0, "\(producer.stderr)")
         #expect(ffprobe.wait(timeout: 20) == 0)
