@@ -27,10 +27,10 @@ def proc_stats(pid: int) -> dict | None:
             "cpu_s": (int(stat[11]) + int(stat[12])) / TICKS}
 
 
-def metrics(port: int) -> dict | None:
-    """name{labels} -> value from /metrics; None when it does not answer."""
+def metrics(port: int, host: str = "127.0.0.1") -> dict | None:
+    """name{labels} -> value from http://HOST:PORT/metrics; None when it does not answer."""
     try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+        with urllib.request.urlopen(f"http://{host}:{port}/metrics", timeout=5) as r:
             text = r.read().decode()
     except OSError:
         return None

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from harness import Case, Context, Contender, Sample
 from live import BenchError, Procs, alive, cpu_s, guard, median, pct, rss_kib
+from soak_sample import metrics
 from web_browser import browser_result, finish
 
 LIB = Path(__file__).resolve().parent
@@ -54,23 +55,6 @@ def _wait_for(pattern: str, proc, log: Path, timeout: float = 10):
     raise BenchError(f"no {pattern!r} on the producer's stderr in {timeout:.0f} s")
 
 
-def _metrics(url: str) -> dict:
-    """The producer's /metrics as {name: value} (reached directly, not through the lossy
-    path); {} when it cannot be read. A build without a counter has it as 0 here."""
-    import urllib.request
-    try:
-        with urllib.request.urlopen(url, timeout=5) as response:
-            text = response.read().decode()
-    except OSError:
-        return {}
-    out = {}
-    for line in text.splitlines():
-        if line and not line.startswith("#"):
-            name, _, value = line.rpartition(" ")
-            out[name] = float(value)
-    return out
-
-
 def _measure(size: tuple, seconds: float, webrtc: bool):
     @guard
     def measure(ctx: Context) -> Sample:
@@ -95,7 +79,8 @@ def _measure(size: tuple, seconds: float, webrtc: bool):
                                        json.dumps(path)], stdout=subprocess.PIPE,
                                       stderr=ctx.dir("logs") / f"web-loss-{tag}-chromium.stderr")
                 out = finish(browser, 180 + seconds, "lossy_path.py")
-                counters = _metrics(f"http://{here}:{web}/metrics")
+                # Reached directly, not through the lossy path; a build without a counter has it as 0.
+                counters = metrics(web, host=here) or {}
                 c1, t1 = cpu_s(proc.pid), time.monotonic()
                 _, hwm = rss_kib(proc.pid)
                 alive(proc, log)
