@@ -170,7 +170,7 @@ func wireTimestamp(_ unit: AccessUnit) -> StreamTimestamp? {
         let damage = try #require(painted.damage)
         #expect(damage.picture == 2)
         // Inside the region's coordinates (the paint at 68, 34 there), covering the paint, far from all of it.
-        let covers = { (x: Int, y: Int) in damage.rects.contains { x >= $0.x && x < $0.x + $0.width && y >= $0.y && y < $0.y + $0.height } }
+        let covers = { (x: Int, y: Int) in Self.covers(damage, x: x, y: y) }
         #expect(covers(68, 34) && covers(107, 63), "\(damage)")
         #expect(damage.rects.reduce(0) { $0 + $1.width * $1.height } <= 40 * 30 * 2, "\(damage)")
         let partial = try converter.convert(painted)
@@ -190,9 +190,14 @@ func wireTimestamp(_ unit: AccessUnit) -> StreamTimestamp? {
         let moved = try #require(try source.nextFrame())
         #expect(!moved.isRepeat)
         let damage = try #require(moved.damage)
-        let covers = { (x: Int, y: Int) in damage.rects.contains { x >= $0.x && x < $0.x + $0.width && y >= $0.y && y < $0.y + $0.height } }
+        let covers = { (x: Int, y: Int) in Self.covers(damage, x: x, y: y) }
         #expect(covers(20, 20) && covers(90, 90), "\(damage)")
         #expect(!covers(127, 0) && !covers(0, 127), "\(damage)")
+    }
+
+    /// Whether one of `damage`'s rectangles holds the pixel at x, y.
+    static func covers(_ damage: FrameDamage, x: Int, y: Int) -> Bool {
+        damage.rects.contains { x >= $0.x && x < $0.x + $0.width && y >= $0.y && y < $0.y + $0.height }
     }
 
     /// Capture on change of the 128x128 top-left corner, where the pointer tests move it in.
