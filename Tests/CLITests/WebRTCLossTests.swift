@@ -48,14 +48,16 @@ import Testing
     /// every second), its losses NACKed and the packets sent again from the viewer's history
     /// (counted by nalcast and by Chromium's getStats), its TWCC feedback read into an estimate,
     /// its round trip learnt from nalcast's DLRRs. Ten seconds at least, and on until
-    /// Chromium sent three NACKs and nalcast counted three NACKed packets sent again (a loss
+    /// Chromium sent three NACKs and nalcast counted three NACKed packets sent again, and
+    /// Chromium measured a round trip from a DLRR nalcast answered (a loss
     /// is random: the wait is for the events, not for a time; the test pattern is about 30
     /// packets a second, so about one loss in 3 s each way).
     @Test(.enabled(if: PlaybackTests.chromiumMissing == nil && netnsMissing == nil, "\(PlaybackTests.chromiumMissing ?? netnsMissing ?? "")"))
     func thePictureKeepsMovingThroughLoss() throws {
         try Self.withLossyPath(loss: 1) { page, metrics, namespace, path in
-            // Chromium's NACKs, and nalcast's count of them and of the packets sent again.
-            let goal = #"{"nackCount": 3, "metricsUrl": "\#(metrics)metrics", "metrics": {"nalcast_webrtc_nacked_packets_total": 3, "nalcast_webrtc_retransmitted_packets_total": 3}}"#
+            // Chromium's NACKs, and nalcast's count of them and of the packets sent again; a round
+            // trip Chromium measured from a DLRR nalcast answered.
+            let goal = #"{"nackCount": 3, "roundTripTimeMeasurements": 1, "metricsUrl": "\#(metrics)metrics", "metrics": {"nalcast_webrtc_nacked_packets_total": 3, "nalcast_webrtc_retransmitted_packets_total": 3, "nalcast_webrtc_receiver_times_answered_total": 1}}"#
             let r = try Run.program("ip", ["netns", "exec", namespace, PlaybackTests.venvPython, Self.tools.appendingPathComponent("lossy_path.py").path,
                                            page + "?transport=webrtc", "10", path, goal], timeout: 180)
             var seen = try #require(try JSONSerialization.jsonObject(with: r.stdout) as? [String: Any], "\(r.text) \(r.stderr)")
