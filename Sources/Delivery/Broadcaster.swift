@@ -83,6 +83,7 @@ public struct Broadcaster: Sendable {
     private let clock: any Clock
 
     private struct Reader: Sendable {
+        let id: ReaderID
         var queue: ReaderQueue
         let policy: JoinPolicy
         let joinedAtNs: UInt64
@@ -93,10 +94,11 @@ public struct Broadcaster: Sendable {
         var restartPending = false
     }
 
-    private var readers: [ReaderID: Reader] = [:]
-    /// The readers' ids in ascending order (the order events come in), kept as readers come
-    /// and go rather than sorted for every access unit.
-    private var order: [ReaderID] = []
+    /// The readers in ascending order of their ids (the order events come in): ids only
+    /// grow, so a new reader is appended and the order holds without sorting. Found by id
+    /// with a binary search (`index(of:)`), and walked in place for every access unit: no
+    /// hashing and no copy of a reader's queue out of a table and back for each one.
+    private var readers: [Reader] = []
     private var nextID: UInt64 = 1
 
     /// The current GOP, from its IDR; empty when unavailable.
@@ -127,13 +129,13 @@ public struct Broadcaster: Sendable {
     }
 
     public var readerCount: Int { readers.count }
-    public var readerIDs: [ReaderID] { order }
+    public var readerIDs: [ReaderID] { readers.map(\.id) }
 
     /// The cached GOP, from its IDR; empty when there is none or it grew past the cache bounds.
     public var cachedGOP: [AccessUnit] { gop.map(\.accessUnit) }
 
     /// The reader's queue, for stats and inspection.
-    public func queue(of id: ReaderID) -> ReaderQueue? { readers[id]?.queue }
+    public func queue(of id: ReaderID) -> ReaderQueue? { index(of: id).map { readers[$0].queue } }
 
     /// Adds a reader with the configured join policy, or `policy`.
     public mutating func addReader(policy: JoinPolicy? = nil) -> JoinOutcome {
@@ -145,7 +147,7 @@ public struct Broadcaster: Sendable {
         let policy = policy ?? config.joinPolicy
         let id = ReaderID(nextID)
         nextID += 1
-        var reader = Reader(queue: ReaderQueue(limits: config.readerLimits, now: now), policy: policy, joinedAtNs: now)
+        var reader = Reader(id: id, queue: ReaderQueue(limits: config.readerLimits, now: now), policy: policy, joinedAtNs: now)
         var events: [BroadcastEvent] = []
         switch policy {
         case .idr:
@@ -157,9 +159,8 @@ public struct Broadcaster: Sendable {
         case .next:
             break
         }
-        readers[id] = reader
         // Ids only grow: the newest reader sorts last.
-        order.append(id)
+        readers.append(reader)
         return JoinOutcome(id: id, events: events)
     }
 
@@ -174,8 +175,8 @@ public struct Broadcaster: Sendable {
 
     /// Forgets a reader (its connection closed). Unknown ids are ignored.
     public mutating func removeReader(_ id: ReaderID) {
-        guard readers.removeValue(forKey: id) != nil else { return }
-        order.removeAll { $0 == id }
+        guard let index = index(of: id) else { return }
+        readers.remove(at: index)
     }
 
     /// Hands one access unit to every reader. The capture side never waits: slow readers skip.
@@ -194,15 +195,16 @@ public struct Broadcaster: Sendable {
             idrRequestDeferred = false
         }
         var events: [BroadcastEvent] = []
-        for id in order {
-            let result = readers[id]!.queue.offer(entry, now: now)
+        for index in readers.indices {
+            let id = readers[index].id
+            let result = readers[index].queue.offer(entry, now: now)
             if result.didSkip {
                 events.append(.readerSkipped(id, accessUnits: result.skippedAccessUnits, bytes: result.skippedBytes))
             } else if result.skippedAccessUnits > 0 {
                 events.append(.readerPassedOver(id, accessUnits: result.skippedAccessUnits, bytes: result.skippedBytes))
             }
             if result.isStart {
-                let joined = readers[id]!.joinedAtNs
+                let joined = readers[index].joinedAtNs
                 events.append(.readerStarted(id, latencyNs: now - joined))
             }
         }
@@ -213,24 +215,24 @@ public struct Broadcaster: Sendable {
     /// there is nothing to write (or the reader is unknown). Call again only after `didWrite`
     /// with `finished: true`.
     public mutating func nextToWrite(_ id: ReaderID) -> [NALUnit]? {
-        guard readers[id] != nil else { return nil }
-        return readers[id]!.queue.beginWrite()
+        guard let index = index(of: id) else { return nil }
+        return readers[index].queue.beginWrite()
     }
 
     /// The head access unit itself, now in flight, for an owner that frames it (a WebSocket
     /// viewer's message header needs its keyframe flag and timestamp): writes
     /// `nalUnits` and reports with `didWrite`. Nil when the queue is empty.
     public mutating func nextUnitToWrite(_ id: ReaderID) -> QueuedAccessUnit? {
-        guard let index = readers.index(forKey: id) else { return nil }
-        return readers.values[index].queue.startWrite()
+        guard let index = index(of: id) else { return nil }
+        return readers[index].queue.startWrite()
     }
 
     /// Reports bytes written to the reader; `finished` when the in-flight access unit is all out.
     public mutating func didWrite(_ id: ReaderID, bytes: Int, finished: Bool) {
-        guard let index = readers.index(forKey: id) else { return }
-        readers.values[index].queue.didWrite(bytes: bytes, finished: finished, now: clock.nowNanoseconds)
-        if finished && readers.values[index].restartPending {
-            readers.values[index].restartPending = false
+        guard let index = index(of: id) else { return }
+        readers[index].queue.didWrite(bytes: bytes, finished: finished, now: clock.nowNanoseconds)
+        if finished && readers[index].restartPending {
+            readers[index].restartPending = false
             restart(id, now: clock.nowNanoseconds)
         }
     }
@@ -248,12 +250,12 @@ public struct Broadcaster: Sendable {
     /// reader is being written (a paced viewer's, packet by packet): the restart then comes
     /// once that unit is out, at its `didWrite(finished: true)`, whose owner writes on.
     public mutating func restartAtCachedGOP(_ id: ReaderID) -> Bool {
-        guard let reader = readers[id] else { return false }
+        guard let index = index(of: id) else { return false }
         let now = clock.nowNanoseconds
-        if let last = reader.lastRestartNs, now - last < config.idrMinIntervalNs { return false }
-        readers[id]!.lastRestartNs = now
-        if reader.queue.isHeadInFlight {
-            readers[id]!.restartPending = true
+        if let last = readers[index].lastRestartNs, now - last < config.idrMinIntervalNs { return false }
+        readers[index].lastRestartNs = now
+        if readers[index].queue.isHeadInFlight {
+            readers[index].restartPending = true
             return false
         }
         return restart(id, now: now)
@@ -262,8 +264,8 @@ public struct Broadcaster: Sendable {
     @discardableResult
     private mutating func restart(_ id: ReaderID, now: UInt64) -> Bool {
         var queue = ReaderQueue(limits: config.readerLimits, now: now)
-        guard queue.enqueueBacklog(gop, now: now) else { return false }
-        readers[id]!.queue = queue
+        guard queue.enqueueBacklog(gop, now: now), let index = index(of: id) else { return false }
+        readers[index].queue = queue
         return true
     }
 
@@ -277,7 +279,7 @@ public struct Broadcaster: Sendable {
     /// something queued (only such a reader can time out). False while every reader has
     /// taken what was published: its owner's timer may sleep until this is true again.
     public var needsTicks: Bool {
-        idrRequestDeferred || readers.values.contains { !$0.queue.isEmpty }
+        idrRequestDeferred || readers.contains { !$0.queue.isEmpty }
     }
 
     /// Time-driven work: deferred IDR requests and reader timeouts. Call it from a timer
@@ -289,7 +291,8 @@ public struct Broadcaster: Sendable {
             idrRequestDeferred = false
             events += requestIDR(now: now)
         }
-        for id in order where readers[id]!.queue.isTimedOut(now: now, timeoutNs: config.readerTimeoutNs) {
+        let timedOut = readers.filter { $0.queue.isTimedOut(now: now, timeoutNs: config.readerTimeoutNs) }.map(\.id)
+        for id in timedOut {
             removeReader(id)
             events.append(.readerTimedOut(id))
         }
@@ -297,6 +300,17 @@ public struct Broadcaster: Sendable {
     }
 
     // MARK: - Private
+
+    /// Where the reader `id` is in `readers` (ascending ids), or nil.
+    private func index(of id: ReaderID) -> Int? {
+        var low = 0
+        var high = readers.count
+        while low < high {
+            let middle = (low + high) / 2
+            if readers[middle].id < id { low = middle + 1 } else { high = middle }
+        }
+        return low < readers.count && readers[low].id == id ? low : nil
+    }
 
     /// Asks for an IDR unless one is already on its way; too soon after the last request,
     /// defers it to `nextDeadlineNs`.

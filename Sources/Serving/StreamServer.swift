@@ -224,7 +224,7 @@ public final class StreamServer {
         var forms = WireForms()
         for packager in packagers { packager.package(unit, pts90k: pts90k ?? unit.timestamp?.pts90k, into: &forms) }
         handle(broadcaster.publish(unit, pts90k: pts90k, forms: forms))
-        for id in readers.keys { pump(id) }
+        for (id, reader) in readers { pump(id, reader) }
     }
 
     // MARK: - Readers
@@ -291,6 +291,11 @@ public final class StreamServer {
     /// the last one of a drain.
     private func pump(_ id: ReaderID) {
         guard let reader = readers[id] else { return }
+        pump(id, reader)
+    }
+
+    /// `pump(_:)` for a reader already at hand (every reader, for each access unit published).
+    private func pump(_ id: ReaderID, _ reader: any StreamReader) {
         while reader.isReady || reader.isPacing && broadcaster.queue(of: id)?.isNearItsBound == true,
               let unit = broadcaster.nextUnitToWrite(id) {
             let progress = reader.write(unit)
@@ -389,7 +394,7 @@ public final class StreamServer {
         draining = true
         for entry in listeners { entry.listener.close() }
         if readers.isEmpty { return finish() }
-        for id in readers.keys { pump(id) }
+        for (id, reader) in readers { pump(id, reader) }
         let timer = LoopTimer(loop: loop) { [unowned self] in self.finish() }
         timer.start(after: config.drainTimeout)
         drainTimer = timer
