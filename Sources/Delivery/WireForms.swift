@@ -6,8 +6,18 @@
 /// skips and bounds) and never looks inside: which forms exist and what they hold is the
 /// server's business. Each form is found by its type, so a reader takes its own
 /// (`unit.forms[TransportStreamUnit.self]`) and ignores the others. Empty, it costs nothing.
+///
+/// Every reader looks its form up for every access unit, so the lookup is a comparison of
+/// type identities, not a dynamic cast: each form is kept in a `Box` of its own type, tagged
+/// with that type's identity, and taken out with an unchecked downcast the tag vouches for.
 public struct WireForms: Sendable {
-    @usableFromInline var forms: [any Sendable] = []
+    @usableFromInline var forms: [(type: ObjectIdentifier, box: AnyObject & Sendable)] = []
+
+    /// One form, in a class of its type's own so that the tag can stand for the cast.
+    @usableFromInline final class Box<Form: Sendable>: Sendable {
+        @usableFromInline let form: Form
+        init(_ form: Form) { self.form = form }
+    }
 
     public init() {}
 
@@ -15,16 +25,19 @@ public struct WireForms: Sendable {
 
     /// Adds `form`, in place of one of the same type.
     public mutating func add<Form: Sendable>(_ form: Form) {
-        forms.removeAll { $0 is Form }
-        forms.append(form)
+        let type = ObjectIdentifier(Form.self)
+        forms.removeAll { $0.type == type }
+        forms.append((type, Box(form)))
     }
 
     /// The form of type `Form`; nil when none was made (no reader wants it, or its maker left
     /// this unit out).
     @inlinable
     public subscript<Form: Sendable>(_ type: Form.Type) -> Form? {
-        for form in forms {
-            if let match = form as? Form { return match }
+        let wanted = ObjectIdentifier(Form.self)
+        for entry in forms where entry.type == wanted {
+            // Only `add` makes entries, each tagged with its own Box's form type.
+            return unsafeDowncast(entry.box, to: Box<Form>.self).form
         }
         return nil
     }
