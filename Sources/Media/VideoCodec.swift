@@ -132,48 +132,61 @@ public struct PictureOrderInfo: Sendable, Equatable {
 
 /// The framing of one output's byte stream (a pipe, a forwarded connection, a reader),
 /// made for the codec of the first access unit it frames.
+///
+/// The codec's framing is kept as an existential that is mutated where it lies: the
+/// stream's owner holds the only copy, so its boxed state (the last SPS) is never copied.
+/// Before the first access unit it is `Unframed`, which has written nothing.
 public struct StreamFraming: Sendable {
-    private var framing: (any AccessUnitFraming)?
+    private var framing: any AccessUnitFraming = Unframed()
+    private var isMade = false
 
     public init() {}
 
     /// True when the last access unit written left the next one's delimiter open.
-    public var nextIsOpen: Bool { framing?.nextIsOpen ?? false }
+    public var nextIsOpen: Bool { framing.nextIsOpen }
 
     /// The chunks to write for an access unit's NAL units (`nalUnits`: as received, or
     /// with the parameter sets in front for an entry).
     public mutating func frame(_ nalUnits: [NALUnit], of codec: any VideoCodec) -> [ArraySlice<UInt8>] {
-        var framing = taken(codec)
-        defer { self.framing = framing }
+        make(for: codec)
         return framing.frame(nalUnits)
     }
 
-    /// The framing, moved out (nil left behind) so that mutating it finds its storage
-    /// unshared: mutated through `framing!`, the existential's boxed state (the last SPS)
-    /// was copied for every access unit. Made for `codec` the first time.
-    private mutating func taken(_ codec: any VideoCodec) -> any AccessUnitFraming {
-        guard let framing else { return codec.makeFraming() }
-        self.framing = nil
-        return framing
-    }
-
     /// What ends the stream after the last access unit framed; nothing when none was.
-    public func closing() -> [ArraySlice<UInt8>] { framing?.closing() ?? [] }
+    public func closing() -> [ArraySlice<UInt8>] { framing.closing() }
 
     /// The chunks of `nalUnits` for a writer whose next delimiter is open
     /// (`AccessUnitFraming.continuing`): made once per access unit, for every writer that
     /// frames it with `frame(_:of:continuing:)`. Changes no writer's state.
     public mutating func continuing(_ nalUnits: [NALUnit], of codec: any VideoCodec) -> [ArraySlice<UInt8>] {
-        if framing == nil { framing = codec.makeFraming() }
-        return framing?.continuing(nalUnits) ?? []
+        make(for: codec)
+        return framing.continuing(nalUnits)
     }
 
     /// `frame(_:of:)` with the chunks `continuing(_:of:)` made for the same NAL units,
     /// taken as they are when this writer's next delimiter is open.
     public mutating func frame(_ nalUnits: [NALUnit], of codec: any VideoCodec, continuing: [ArraySlice<UInt8>]) -> [ArraySlice<UInt8>] {
-        var framing = taken(codec)
-        defer { self.framing = framing }
+        make(for: codec)
         return framing.frame(nalUnits, continuing: continuing)
+    }
+
+    /// The codec's framing, made the first time.
+    private mutating func make(for codec: any VideoCodec) {
+        guard !isMade else { return }
+        framing = codec.makeFraming()
+        isMade = true
+    }
+
+    /// The framing of a stream no access unit was written to: nothing open, nothing to end.
+    private struct Unframed: AccessUnitFraming {
+        var nextIsOpen: Bool { false }
+        var ended: Bool { false }
+        func closing() -> [ArraySlice<UInt8>] { [] }
+        func frame(_ nalUnits: [NALUnit]) -> [ArraySlice<UInt8>] { preconditionFailure("framed before the codec's framing was made") }
+        func continuing(_ nalUnits: [NALUnit]) -> [ArraySlice<UInt8>] { preconditionFailure("framed before the codec's framing was made") }
+        func frame(_ nalUnits: [NALUnit], continuing: [ArraySlice<UInt8>]) -> [ArraySlice<UInt8>] {
+            preconditionFailure("framed before the codec's framing was made")
+        }
     }
 }
 
