@@ -52,25 +52,26 @@ public enum GatheredWrite {
     /// Writes what one call takes of `slices` from `cursor` on: the byte count, `.wouldBlock`
     /// (`EAGAIN`: a non-blocking socket is full, or a blocking one's send timeout ran out), or
     /// the error naming `sendmsg` or `writev`. `EINTR` is retried. Nothing to write: `.done(0)`.
+    ///
+    /// Each slice's address is taken inside its own `withUnsafeBufferPointer` and used after
+    /// it, in the one system call: that holds because `slices` is kept alive across the call
+    /// (`withExtendedLifetime`), so every slice's array buffer is, and a Swift array's
+    /// buffer is contiguous and does not move while nothing mutates it (on Linux no array is
+    /// bridged, so none is copied out to give a pointer). Taking them one nested closure per
+    /// slice instead cost a call and two reference counts per slice, per write and reader.
     public static func write(_ slices: [ArraySlice<UInt8>], from cursor: SliceCursor, to target: Target) throws(Errno) -> IOResult<Int> {
         let count = Swift.min(slices.count - cursor.index, maxSlices)
         guard count > 0 else { return .done(0) }
-        return try withUnsafeTemporaryAllocation(of: iovec.self, capacity: count) { iovecs throws(Errno) in
-            try gather(slices, from: cursor, into: iovecs, index: 0, then: target)
-        }
-    }
-
-    /// Fills `iovecs` one slice at a time, each inside its own buffer access so that every
-    /// pointer is valid during the write, then writes them in one call.
-    private static func gather(
-        _ slices: [ArraySlice<UInt8>], from cursor: SliceCursor, into iovecs: UnsafeMutableBufferPointer<iovec>, index: Int, then target: Target
-    ) throws(Errno) -> IOResult<Int> {
-        if index == iovecs.count { return try call(iovecs, target) }
-        let skip = index == 0 ? cursor.offset : 0
-        return try slices[cursor.index + index].withUnsafeBufferPointer { buffer throws(Errno) in
-            let base = buffer.baseAddress.map { UnsafeMutableRawPointer(mutating: $0 + skip) }
-            iovecs[index] = iovec(iov_base: base, iov_len: buffer.count - skip)
-            return try gather(slices, from: cursor, into: iovecs, index: index + 1, then: target)
+        return try withExtendedLifetime(slices) { () throws(Errno) -> IOResult<Int> in
+            try withUnsafeTemporaryAllocation(of: iovec.self, capacity: count) { iovecs throws(Errno) in
+                for index in 0..<count {
+                    let skip = index == 0 ? cursor.offset : 0
+                    iovecs[index] = slices[cursor.index + index].withUnsafeBufferPointer { buffer in
+                        iovec(iov_base: buffer.baseAddress.map { UnsafeMutableRawPointer(mutating: $0 + skip) }, iov_len: buffer.count - skip)
+                    }
+                }
+                return try call(iovecs, target)
+            }
         }
     }
 
