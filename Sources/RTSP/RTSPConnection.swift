@@ -90,7 +90,8 @@ final class RTSPConnection {
     /// Sends one datagram to the server's port for `channel` (an RTCP receiver report).
     func sendDatagram(_ bytes: [UInt8], channel: UInt8) {
         guard let d = datagrams.first(where: { $0.channel == channel }), let peer = d.peer else { return }
-        bytes.withUnsafeBytes { d.socket.send(datagram: $0, to: peer) }
+        // A report the socket refuses now is made up for by the next one: RTCP repeats itself.
+        _ = bytes.withUnsafeBytes { d.socket.send(datagram: $0, to: peer) }
     }
 
     /// The next message or packet, nil when `deadline` passed first.
