@@ -182,3 +182,14 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+
+// Release builds leave out the run-time checks of exclusive access (a class's stored property
+// or a global being modified while it is read or modified elsewhere), as the Swift standard
+// library's own build does. The compiler still proves what it can at build time, and the
+// debug build the tests run keeps every run-time check, so an overlapping access is caught
+// there. In a release build the checks were 16 % of the relay's instructions (a lookup in a
+// thread-local access set for every touch of a server's or a connection's state, per
+// access unit and reader): bench/README.md, "relay to 16 readers".
+for target in package.targets where target.type == .regular || target.type == .executable {
+    target.swiftSettings = (target.swiftSettings ?? []) + [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]
+}
