@@ -45,7 +45,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from live import BenchError, Procs, ThreadReader, connect, median, pct, wait_serving  # noqa: E402
 
 PAIRS = (("e01010", "1010e0"), ("10e010", "e0e010"))
-READY = re.compile(r"zwlr_screencopy_frame_v1@\d+\.ready\((\d+), (\d+), (\d+)\)")
+# WAYLAND_DEBUG's line: "[MS.US]" (libwayland 1.21: CLOCK_REALTIME in microseconds, its low 32
+# bits), then the event.
+READY = re.compile(r"\[\s*(\d+)\.(\d+)\] zwlr_screencopy_frame_v1@\d+\.ready\((\d+), (\d+), (\d+)\)")
 
 
 def drawn_after(events: Path, count: int, pair: tuple, timeout: float = 5) -> int:
@@ -79,9 +81,14 @@ def client_presentations(lines: list, starts: list, pairs: list) -> list:
 
 
 def screencopy_presentations(log: Path, offset: int) -> list:
-    """The `ready` timestamps nalcast's connection received (WAYLAND_DEBUG), as CLOCK_REALTIME."""
-    text = log.read_text(errors="replace")
-    return sorted(((int(hi) << 32 | int(lo)) * 1_000_000_000 + int(ns) + offset) for hi, lo, ns in READY.findall(text))
+    """The `ready` events nalcast's connection received (WAYLAND_DEBUG): (the presentation they
+    carry, as CLOCK_REALTIME; when nalcast read the event, CLOCK_REALTIME), by presentation."""
+    found = []
+    for ms, us, hi, lo, ns in READY.findall(log.read_text(errors="replace")):
+        shown = (int(hi) << 32 | int(lo)) * 1_000_000_000 + int(ns) + offset
+        read = shown + ((int(ms) * 1000 + int(us) - shown // 1000) % (1 << 32)) * 1000
+        found.append((shown, read))
+    return sorted(found)
 
 
 def summary(lat: list, taken: list) -> str:
@@ -129,13 +136,15 @@ def main() -> None:
     pics = [q for q in reader.stream.pictures if q.capture_ns is not None and q.done_ns is not None]
     lat, taken, glass, glass_taken, scheduled, late, agree = [], [], [], [], [], [], []
     missing = from_ready = 0
+    copy_read, read_took = [], []  # presentation -> nalcast read sway's ready event -> took the picture
     for i, mark in enumerate(marks):
         first = next((q for q in pics if q.capture_ns >= mark), None)
         if first is None:
             raise BenchError("a paint never showed up in the stream")
         lat.append((first.done_ns - mark) / 1e6)
         taken.append((first.capture_ns - mark) / 1e6)
-        copied = next((t for t in ready if t >= mark), None)
+        event = next((t for t in ready if t[0] >= mark), None)
+        copied = event[0] if event else None
         if client[i] is not None and copied is not None:
             agree.append((copied - client[i]) / 1e6)
         shown = client[i] if client[i] is not None else copied
@@ -148,6 +157,9 @@ def main() -> None:
                 i + 1, (shown - mark) / 1e6, (first.capture_ns - mark) / 1e6))
             continue
         scheduled.append((shown - mark) / 1e6)
+        if event and shown == copied:
+            copy_read.append((event[1] - shown) / 1e6)
+            read_took.append((first.capture_ns - event[1]) / 1e6)
         glass.append((first.done_ns - shown) / 1e6)
         glass_taken.append((first.capture_ns - shown) / 1e6)
     print("commit-to-socket " + summary(lat, taken))
@@ -159,6 +171,10 @@ def main() -> None:
           "%d presented after nalcast's capture of their picture (left out)%s" % (
               sum(c is not None for c in client), len(marks), from_ready,
               missing, " (left out of glass-to-socket)" if missing else "", len(late), "".join("; " + l for l in late)))
+    if copy_read:
+        print("of presentation -> nalcast took the picture: sway's copy into nalcast's buffer and its ready event read by nalcast %.1f ms "
+              "median (%.1f-%.1f), nalcast taking it from there %.1f ms median (%.1f-%.1f)" % (
+                  median(copy_read), min(copy_read), max(copy_read), median(read_took), min(read_took), max(read_took)))
     if agree:
         print("client's presentation against screencopy's ready for the same paints: median %+.3f ms" % median(agree))
 
