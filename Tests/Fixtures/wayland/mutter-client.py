@@ -4,11 +4,11 @@
 # It writes "node ID" to DIR/events when the PipeWire node is there, and "drawn LEFT RIGHT
 # NS" each time it has drawn (NS: CLOCK_REALTIME once the frame was painted and handed to
 # the compositor, for bench/wayland-cpu's glass-to-socket). On Wayland it also asks the
-# compositor when that frame reached its output (wp_presentation, below) and writes
-# "presented LEFT RIGHT NS FLAGS" (NS: the compositor's presentation time as CLOCK_REALTIME;
-# FLAGS: the protocol's kind flags), "discarded LEFT RIGHT" when the compositor says the frame
-# was never shown, or "presentation none" once at the start when the compositor offers no
-# wp_presentation. With NALCAST_CLIENT_NO_CAST=1 it
+# compositor when the frame of each "colors" paint reached its output (wp_presentation,
+# below) and writes "presented LEFT RIGHT NS FLAGS" (NS: the compositor's presentation time as
+# CLOCK_REALTIME; FLAGS: the protocol's kind flags), "discarded LEFT RIGHT" when the compositor
+# says the frame was never shown, or "presentation none" once, at the first, when the
+# compositor offers no wp_presentation. With NALCAST_CLIENT_NO_CAST=1 it
 # only paints (on sway: bench/wayland-cpu), and with NALCAST_CLIENT_SIZE=WxH it covers that
 # much of a screen without a window manager instead of asking for fullscreen (on Xvfb). It
 # reads commands from the FIFO DIR/control, one a line:
@@ -186,9 +186,11 @@ class Presentation:
 presentation = [None]  # Presentation once the window is realized on Wayland; False: not offered
 
 
-def paint():
-    """The halves' colours as CSS; "drawn" once the next frame has been painted (and on
-    Wayland "presented" once the compositor has shown it)."""
+def paint(feedback=False):
+    """The halves' colours as CSS; "drawn" once the next frame has been painted (and with
+    `feedback`, on Wayland, "presented" once the compositor has shown it: asked for the
+    "colors" command's paints only, not the animation's 30 a second, which a compositor
+    that never answers, sway here, would keep)."""
     style.load_from_data(("#left { background-color: #%s; } #right { background-color: #%s; }" % tuple(colors)).encode())
     drawn = tuple(colors)
 
@@ -196,7 +198,7 @@ def paint():
         # Asked before GTK commits the frame (in its own after-paint handler, which runs
         # before ours): the feedback goes with that commit.
         clock.disconnect(handler[1])
-        if presentation[0]:
+        if feedback and presentation[0]:
             presentation[0].ask(drawn)
 
     def after_paint(clock):
@@ -205,7 +207,7 @@ def paint():
         GLib.idle_add(lambda: event("drawn %s %s %d" % (drawn + (painted,))) and False)
     if window.get_realized():
         clock = window.get_frame_clock()
-        if presentation[0] is None:
+        if feedback and presentation[0] is None:
             presentation[0] = False
             if type(window.get_window().get_display()).__name__ == "GdkWaylandDisplay":
                 presentation[0] = Presentation(window.get_window())
@@ -232,7 +234,7 @@ def command(channel, condition):
     line = channel.readline().strip().split()
     if line[:1] == ["colors"] and len(line) == 3:
         colors[:] = line[1:]
-        paint()
+        paint(feedback=True)
     elif line[:1] == ["animate"] and len(line) == 2:
         if animation[0]:
             GLib.source_remove(animation[0])
