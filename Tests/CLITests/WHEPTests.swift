@@ -98,7 +98,8 @@ import Testing
     func aiortcPlaysAsksForAPictureAndForPackets() throws {
         try Self.withProducer(["--keyint", "600"]) { url, events, _ in
             let seen = try Self.play(url + "whep", frames: 60, ["--nack", "10", "--pli", "20"])
-            #expect(seen["frames"] as? Int == 60 && seen["width"] as? Int == 640 && seen["height"] as? Int == 360, "\(seen)")
+            // At least the 60 asked: the client goes on until a keyframe came after its PLI.
+            #expect(seen["frames"] as? Int ?? 0 >= 60 && seen["width"] as? Int == 640 && seen["height"] as? Int == 360, "\(seen)")
             #expect(seen["status"] as? Int == 201 && (seen["location"] as? String)?.hasPrefix("/whep/") == true && seen["deleted"] as? Int == 200, "\(seen)")
             #expect(seen["keyframesAfterPLI"] as? Int ?? 0 >= 1, "\(seen)")
             WebViewerTests.checkBars(seen["pixels"] as? [[Int]] ?? [], "aiortc's last frame")
@@ -161,7 +162,8 @@ import Testing
         }
         #expect(relay.waitFor("WebRTC (WHEP): POST an offer to /whep"), "\(relay.stderr)")
         let seen = try Self.play("http://127.0.0.1:\(webPort)/whep", frames: 45, ["--pli", "15"])
-        #expect(seen["frames"] as? Int == 45 && seen["width"] as? Int == 640, "\(seen)")
+        // At least the 45 asked: the client goes on until a keyframe came after its PLI.
+        #expect(seen["frames"] as? Int ?? 0 >= 45 && seen["width"] as? Int == 640, "\(seen)")
         #expect(seen["keyframesAfterPLI"] as? Int ?? 0 >= 1, "\(seen)")
         WebViewerTests.checkBars(seen["pixels"] as? [[Int]] ?? [], "aiortc's last frame from the relay")
     }

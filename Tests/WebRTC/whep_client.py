@@ -6,7 +6,7 @@ decoded, as JSON.
 
 POSTs its offer (application/sdp), takes the 201's answer and Location, decodes FRAMES
 frames (up to 60 s; with --audio, also until the sound is decoded and the pictures have
-caught up with its end), reads the RGB colours at POINTS_JSON ([[x, y], ...]) of the last one,
+caught up with its end; with --pli, also until a keyframe came after the PLI), reads the RGB colours at POINTS_JSON ([[x, y], ...]) of the last one,
 then DELETEs the session. With --pli N it sends a picture loss indication after frame N
 and counts the keyframes decoded after it ("keyframesAfterPLI"); with --nack N, after frame
 N, a NACK of the two packets before the last one received and of one 2000 packets before
@@ -163,8 +163,11 @@ async def run(url, wanted, points, token, pli_at=None, nack_at=None, audio=None)
     deadline = time.time() + 60
     last_rtp = None
     # With sound, the pictures until the sound is heard too and they have caught up with its end.
-    while (frames < wanted or (listening and (not listening.done()
-                                              or pictures_behind(listening.result(), audio_clock, video_clock, last_rtp)))) \
+    # With --pli, until a keyframe came after the PLI too: how many pictures were already on
+    # their way when the sender acted on it depends on the machine's load, not on the sender.
+    while (frames < wanted or (pli_at is not None and after_pli == 0)
+           or (listening and (not listening.done()
+                              or pictures_behind(listening.result(), audio_clock, video_clock, last_rtp)))) \
             and time.time() < deadline:
         frame = await asyncio.wait_for(track.recv(), 20)
         frames += 1
