@@ -149,8 +149,8 @@ public final class H264Encoder {
     /// keep-alive, a repeat) is coded at the QP of the last picture x264 chose one for, plus
     /// `unchangedQPMargin`, so that x264 copies all of it: with its own rate control it would
     /// choose a lower QP for a picture that costs nothing and analyse every macroblock again
-    /// to sharpen it (measured at 1080p: 20-25 ms of CPU and 10-20 kB a picture, falling QP,
-    /// against 5-10 ms and 86 bytes). A still picture is so kept as sharp as it was coded,
+    /// to sharpen it (measured at 1080p, veryfast, a textured picture repeated: 23-28 ms of CPU
+    /// and 15-18 kB a picture, the QP falling, against 7.6-10.2 ms and 86 bytes; bench/README). A still picture is so kept as sharp as it was coded,
     /// until the next IDR.
     public func encode(_ frame: Frame, changes: PictureChanges = .unknown) throws -> AccessUnit? {
         guard frame.format == .i420 else { throw EncoderError.notI420(frame.format) }
