@@ -32,6 +32,12 @@ public final class ColorConverter {
     public private(set) var fullConversions: UInt64 = 0
     /// Pictures whose conversion gave, wherever it wrote, the bytes the picture held already had (inPlace).
     public private(set) var unchangedPictures: UInt64 = 0
+    /// What the last conversion changed in the picture converted before it: known only in place,
+    /// when the buffer held that picture (same size and format, not scaled) and so what was not
+    /// written is that picture's. `.rects` are the rectangles written: from the first band of a
+    /// compared rectangle that differed to its end, and whole rectangles converted after one did.
+    /// `.none` when nothing was written (`convertIfChanged` gave nil). `.unknown` otherwise.
+    public private(set) var lastChanges: PictureChanges = .unknown
 
     /// Rows converted at a time into `band` and compared with the picture held before they
     /// are written into it: 16 rows of 1920 pixels are 46 KB of I420, in the core's cache.
@@ -79,6 +85,7 @@ public final class ColorConverter {
         guard frame.width > 0, frame.height > 0 else { throw CaptureError.badSize(width: frame.width, height: frame.height) }
         guard frame.width % 2 == 0, frame.height % 2 == 0 else { throw CaptureError.oddSize(width: frame.width, height: frame.height) }
         let i420: Frame
+        lastChanges = .unknown
         if frame.format == .i420 {
             i420 = frame
             held = nil
@@ -89,6 +96,9 @@ public final class ColorConverter {
         }
         let (outW, outH) = outputSize(width: frame.width, height: frame.height)
         guard outW != frame.width || outH != frame.height else { return i420 }
+        // The scaled picture is made whole again, and a changed rectangle's filter reaches past
+        // its scaled edges: not known which of its macroblocks stayed.
+        lastChanges = .unknown
         return try scale(i420, width: outW, height: outH)
     }
 
@@ -123,25 +133,31 @@ public final class ColorConverter {
         let dst = makeI420(like: src, width: src.width, height: src.height, into: &converted)
         let rects = regions(of: src, into: dst.buffer)
         if rects.count == 1, rects[0].width == src.width, rects[0].height == src.height { fullConversions += 1 } else { partialConversions += 1 }
-        var changed = !holdsPrevious(of: src, in: dst.buffer)
+        let comparable = holdsPrevious(of: src, in: dst.buffer)
+        var changed = !comparable
+        var written: [FrameDamage.Rect] = []
         held = nil
         for rect in rects {
             if changed {
                 try convert(src, rect, into: dst, x: rect.x, y: rect.y)
-            } else {
-                changed = try convertComparing(src, rect, into: dst)
+                written.append(rect)
+            } else if let from = try convertComparing(src, rect, into: dst) {
+                changed = true
+                written.append(FrameDamage.Rect(x: rect.x, y: from, width: rect.width, height: rect.y + rect.height - from))
             }
         }
         if inPlace { held = (src.damage?.picture, src.width, src.height, src.format, dst.buffer) }
         if !changed { unchangedPictures += 1 }
+        lastChanges = !comparable ? .unknown : written.isEmpty ? .none : .rects(written)
         return (dst, changed)
     }
 
     /// Converts `rect` of `src` into the same place of `dst`, which holds the picture before:
     /// `bandRows` rows at a time into `band`, each compared with those rows of `dst`; from the
-    /// first that differs on, written into `dst` (the rest of the rectangle straight in). True
-    /// when one differed, false when the rectangle's bytes were already there (nothing written).
-    private func convertComparing(_ src: Frame, _ rect: FrameDamage.Rect, into dst: Frame) throws -> Bool {
+    /// first that differs on, written into `dst` (the rest of the rectangle straight in). The
+    /// first row of the band that differed, or nil when the rectangle's bytes were already there
+    /// (nothing written).
+    private func convertComparing(_ src: Frame, _ rect: FrameDamage.Rect, into dst: Frame) throws -> Int? {
         let rows = Self.bandRows
         let scratch = Frame(width: rect.width, height: rows, format: .i420,
                             buffer: band.obtain(capacity: PixelFormat.i420.frameByteCount(width: rect.width, height: rows)),
@@ -157,9 +173,9 @@ public final class ColorConverter {
             }
             let rest = FrameDamage.Rect(x: rect.x, y: y + part.height, width: rect.width, height: end - y - part.height)
             if rest.height > 0 { try convert(src, rest, into: dst, x: rest.x, y: rest.y) }
-            return true
+            return y
         }
-        return false
+        return nil
     }
 
     /// Copies the top-left `rect.width` x `rect.height` of the I420 `band` into `rect` of the

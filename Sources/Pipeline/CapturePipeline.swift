@@ -103,13 +103,19 @@ public final class CapturePipeline {
 
             let started = Int64(MonotonicClock.nanoseconds)
             var picture: Frame
+            /// What changed since the picture encoded last, for x264 to copy the rest
+            /// (`H264Encoder.encode(_:changes:)`). Every picture converted is encoded, so the
+            /// converter's picture before is the one encoded last; the kept picture is it.
+            var changes = PictureChanges.unknown
             if frame.isRepeat {
                 // Nothing changed: the kept picture again, with this frame's times. x264
-                // codes it as P_Skip nearly everywhere (an IDR if one was asked for).
+                // copies all of it (an IDR if one was asked for).
                 guard let again = kept else { continue }
                 picture = again
+                changes = .none
             } else if let converted = try converter.convertIfChanged(frame) {
                 picture = converted
+                changes = converter.lastChanges
                 if source.isChangeDriven { kept = picture }
             } else {
                 // The source said it changed, but its pixels are those of the picture kept
@@ -120,6 +126,7 @@ public final class CapturePipeline {
                     continue
                 }
                 picture = again
+                changes = .none
             }
             picture.sequence = frame.sequence
             picture.captureTimeNs = frame.captureTimeNs
@@ -138,7 +145,7 @@ public final class CapturePipeline {
                 do { try encoder.reconfigure(bitrate: bitrate) } catch { log?("\(error)") }
             }
             let isFinal = isLastBeforeLimit(frame, framesEncoded: encoder.framesEncoded)
-            guard let au = try encoder.encode(picture) else {
+            guard let au = try encoder.encode(picture, changes: changes) else {
                 if isFinal {
                     try endStream(after: nil)
                     break

@@ -153,3 +153,51 @@ import Testing
         #expect(converter.unchangedPictures == 0)
     }
 }
+
+/// `ColorConverter.lastChanges`: what the last conversion wrote into the picture before it, for
+/// the encoder to copy the rest; unknown whenever the picture before is not what the buffer holds.
+@Suite struct ConversionChangesTests {
+    @Test func theRectanglesWrittenAreTheChanges() throws {
+        let (w, h) = (48, 40)
+        let all = [FrameDamage.Rect(x: 0, y: 0, width: w, height: h)]
+        let converter = ColorConverter(inPlace: true)
+        let first = DamageConversionTests.frame(.bgra, w, h, seed: 1, damage: FrameDamage(picture: 1, rects: all))
+        _ = try converter.convertIfChanged(first)
+        #expect(converter.lastChanges == .unknown)
+        // The same pixels: nothing.
+        let again = DamageConversionTests.frame(.bgra, w, h, seed: 1, damage: FrameDamage(picture: 2, rects: all))
+        #expect(try converter.convertIfChanged(again) == nil)
+        #expect(converter.lastChanges == .none)
+        // A change at row 37 of a whole compare: from the band it is in (rows 32-39) to the end.
+        let low = DamageConversionTests.frame(.bgra, w, h, seed: 9, base: first, rects: [.init(x: 30, y: 37, width: 2, height: 2)],
+                                              damage: FrameDamage(picture: 3, rects: all))
+        _ = try #require(try converter.convertIfChanged(low))
+        #expect(converter.lastChanges == .rects([.init(x: 0, y: 32, width: w, height: 8)]))
+        // Damage of two rectangles, the first unchanged: the second, from its first band.
+        let two = DamageConversionTests.frame(.bgra, w, h, seed: 10, base: low, rects: [.init(x: 22, y: 22, width: 2, height: 2)],
+                                              damage: FrameDamage(picture: 4, rects: [.init(x: 0, y: 0, width: 8, height: 8), .init(x: 20, y: 20, width: 8, height: 8)]))
+        _ = try #require(try converter.convertIfChanged(two))
+        #expect(converter.lastChanges == .rects([.init(x: 20, y: 20, width: 8, height: 8)]))
+        // Changed in the first of two: both, the second converted without a compare.
+        let both = DamageConversionTests.frame(.bgra, w, h, seed: 11, base: two, rects: [.init(x: 2, y: 2, width: 2, height: 2)],
+                                               damage: FrameDamage(picture: 5, rects: [.init(x: 0, y: 0, width: 8, height: 8), .init(x: 20, y: 20, width: 8, height: 8)]))
+        _ = try #require(try converter.convertIfChanged(both))
+        #expect(converter.lastChanges == .rects([.init(x: 0, y: 0, width: 8, height: 8), .init(x: 20, y: 20, width: 8, height: 8)]))
+    }
+
+    @Test func anotherSizeI420OrScalingIsUnknown() throws {
+        let (w, h) = (48, 40)
+        let converter = ColorConverter(inPlace: true)
+        _ = try converter.convertIfChanged(DamageConversionTests.frame(.bgra, w, h, seed: 1))
+        _ = try converter.convertIfChanged(DamageConversionTests.frame(.bgra, w, h, seed: 2))
+        #expect(converter.lastChanges == .rects([.init(x: 0, y: 0, width: w, height: h)]))
+        _ = try converter.convertIfChanged(DamageConversionTests.frame(.bgra, 2 * w, h, seed: 2))
+        #expect(converter.lastChanges == .unknown)
+        _ = try converter.convertIfChanged(DamageConversionTests.frame(.i420, w, h, seed: 2))
+        #expect(converter.lastChanges == .unknown)
+        let scaling = ColorConverter(maxSize: 24, inPlace: true)
+        _ = try scaling.convertIfChanged(DamageConversionTests.frame(.bgra, w, h, seed: 1))
+        _ = try #require(try scaling.convertIfChanged(DamageConversionTests.frame(.bgra, w, h, seed: 2)))
+        #expect(scaling.lastChanges == .unknown)
+    }
+}

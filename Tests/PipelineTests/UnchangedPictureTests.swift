@@ -20,6 +20,17 @@ import Testing
 
         init(_ steps: [Step]) { self.steps = steps }
 
+        /// A screen of fine detail (noise-like), which x264's rate control keeps sharpening
+        /// when a repeat is not said to be unchanged.
+        convenience init(detailed steps: [Step]) {
+            self.init(steps)
+            var state: UInt64 = 7
+            for i in pixels.indices {
+                state = state &* 6364136223846793005 &+ 1442695040888963407
+                pixels[i] = UInt8(truncatingIfNeeded: state >> 56)
+            }
+        }
+
         var frameRate: FrameRate { FrameRate(30) }
         var width: Int { 64 }
         var height: Int { 48 }
@@ -65,5 +76,27 @@ import Testing
         #expect(units.withLock { $0 } == [at(1), at(3), at(5), at(6)])
         #expect(statistics.framesCaptured == 6 && statistics.framesEncoded == 4, "\(statistics)")
         #expect(statistics.unchangedFrames == 2 && statistics.keepAliveFrames == 1, "\(statistics)")
+    }
+
+    @Test func aKeepAliveIsCopiedWhole() throws {
+        // The encoder is told a keep-alive changed nothing: x264 copies every macroblock of the
+        // picture before (`H264Encoder.encode(_:changes:)`), a picture of skips, not one
+        // sharpened again each time.
+        let screen = Screen(detailed: [.picture([])] + Array(repeating: .keepAlive, count: 8))
+        var options = CaptureOptions()
+        options.targetFrameRate = nil
+        options.encoder.bitrate = 2_000_000
+        let sizes = Mutex<[Int]>([])
+        let pipeline = CapturePipeline(source: screen, options: options) { unit in
+            sizes.withLock { $0.append(unit.byteCount) }
+        }
+        try pipeline.run()
+        let all = sizes.withLock { $0 }
+        try #require(all.count == 9)
+        #expect(pipeline.control.statistics().keepAliveFrames == 8)
+        // Each keep-alive a picture of skips, the size of the smallest within its slice header's
+        // few changing bits; x264 left to itself spends 191, 107, 91 bytes on the first three.
+        let keepAlives = all.dropFirst()
+        #expect(keepAlives.allSatisfy { $0 <= keepAlives.min()! + 8 }, "access unit sizes \(all)")
     }
 }
