@@ -8,9 +8,12 @@ one of two colour pairs PAINTS times, 250 ms apart, and says when it committed e
 when mutter presented the output frame that holds it), read by `PWRECV NODE 600 times`
 (bench/c/pwrecv.c: nalcast's own stream parameters, each buffer taken and given back at once,
 its arrival noted first thing in the process callback) in place of nalcast. A paint's buffer:
-the first with pixels that arrived at or after the paint's commit (nothing else moves, so
-every buffer after the paint is mutter's for it); one that arrives only after the next
-paint's commit is not the paint's: counted and said, the paint left out. Per paint:
+the first with pixels that arrived at or after the paint's commit and, where it carries a
+pts on CLOCK_MONOTONIC, was recorded at or after the commit (nothing else moves, so every
+buffer mutter records after the paint is for it; the pts keeps a paint from taking the
+previous paint's buffer when mutter hands that over late, under load); one recorded (without a
+pts: arrived) only after the next paint's commit is not the paint's: counted and said, the
+paint left out. Per paint:
 
   presentation -> buffer arrived: what any PipeWire client of this ScreenCast waits after the
       picture is on the glass, the floor under wayland_glass.py's "until nalcast took the
@@ -75,15 +78,17 @@ def main() -> None:
             pairs.append(pair)
         time.sleep(0.5)
         Procs.stop(proc)  # SIGTERM: pwrecv prints what it noted and exits
-    got = [b for b in buffers(out) if b[4] > 0]
+    # (arrival, when mutter recorded it: its pts on CLOCK_REALTIME, else the arrival, pts or None, clock)
+    got = [(b[0], b[2] + (b[0] - b[1]) if b[2] is not None and b[3] == "monotonic" else b[0], b[2], b[3])
+           for b in buffers(out) if b[4] > 0]
     client = client_presentations(events.read_text().splitlines(), starts, pairs)
     floor, from_commit, before_pts, after_pts, scheduled = [], [], [], [], []
     missing, late, clocks = 0, [], {}
     for i, mark in enumerate(marks):
         following = marks[i + 1] if i + 1 < len(marks) else None
-        first = next((b for b in got if b[0] >= mark), None)
-        if first is None or (following is not None and first[0] >= following):
-            late.append("paint %d: no buffer before the next paint" % (i + 1))
+        first = next((b for b in got if b[0] >= mark and b[1] >= mark), None)
+        if first is None or (following is not None and first[1] >= following):
+            late.append("paint %d: no buffer recorded before the next paint" % (i + 1))
             continue
         from_commit.append((first[0] - mark) / 1e6)
         clocks[first[3]] = clocks.get(first[3], 0) + 1
@@ -94,9 +99,8 @@ def main() -> None:
         scheduled.append((shown - mark) / 1e6)
         floor.append((first[0] - shown) / 1e6)
         if first[2] is not None and first[3] == "monotonic":
-            recorded = first[2] + (first[0] - first[1])
-            before_pts.append((recorded - shown) / 1e6)
-            after_pts.append((first[0] - recorded) / 1e6)
+            before_pts.append((first[1] - shown) / 1e6)
+            after_pts.append((first[0] - first[1]) / 1e6)
     if not floor:
         raise BenchError("no paint had both a presentation and a buffer: %s" % "; ".join(late))
     print("floor (presentation -> pwrecv had the buffer) median %.1f ms  p99 %.1f ms  max %.1f ms  paints %d; "
