@@ -6,7 +6,7 @@
 // capture spends beyond this is its own; this much is PipeWire's (the library's start,
 // the connection, the negotiation, the buffers mapped).
 //
-//   pwrecv NODE SECONDS [mlock] [times]
+//   pwrecv NODE SECONDS [mlock] [times] [cursor]
 //
 // Without `mlock` the context is made with mem.allow-mlock=false (as nalcast's is): the
 // buffers are mapped, not locked. With it, PipeWire's default: every buffer locked into
@@ -26,6 +26,9 @@
 // arrival on that clock, else "unknown"; the header's seq; the chunk's size (0: a buffer
 // without pixels). A buffer the node marked corrupted is listed with size 0. Before them one
 // line "clocks REALTIME_NS MONOTONIC_NS", the two read together at the start.
+//
+// With `cursor` it asks for the pointer's metadata too, as nalcast does unless `--cursor off`
+// (params.h's cursor parameter); without, the buffers and damage only.
 #include <pipewire/pipewire.h>
 #include "../../Sources/CPipeWire/params.h"
 #include <stdio.h>
@@ -51,6 +54,7 @@ struct state {
     struct spa_hook listener;
     unsigned long received, size;
     uint32_t width, height;
+    int cursor;
     struct arrival *arrivals;  // NULL without `times`
     unsigned long noted;
 };
@@ -72,7 +76,7 @@ static void on_param_changed(void *data, uint32_t id, const struct spa_pod *para
     uint8_t bytes[1024];
     struct spa_pod_builder b = SPA_POD_BUILDER_INIT(bytes, sizeof bytes);
     const struct spa_pod *params[4];
-    pw_stream_update_params(s->stream, params, nc_pw_buffer_params(&b, params, 0));
+    pw_stream_update_params(s->stream, params, nc_pw_buffer_params(&b, params, s->cursor));
 }
 
 static void on_process(void *data) {
@@ -106,15 +110,16 @@ static const struct pw_stream_events events = {
 
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: pwrecv NODE SECONDS [mlock] [times]\n");
+        fprintf(stderr, "usage: pwrecv NODE SECONDS [mlock] [times] [cursor]\n");
         return 64;
     }
-    int lock = 0, times = 0;
+    int lock = 0, times = 0, cursor = 0;
     for (int i = 3; i < argc; i++) {
         if (strcmp(argv[i], "mlock") == 0) lock = 1;
         else if (strcmp(argv[i], "times") == 0) times = 1;
+        else if (strcmp(argv[i], "cursor") == 0) cursor = 1;
         else {
-            fprintf(stderr, "pwrecv: unknown word %s (mlock, times)\n", argv[i]);
+            fprintf(stderr, "pwrecv: unknown word %s (mlock, times, cursor)\n", argv[i]);
             return 64;
         }
     }
@@ -127,6 +132,7 @@ int main(int argc, char **argv) {
     pthread_sigmask(SIG_BLOCK, &ending, NULL);
     pw_init(NULL, NULL);
     struct state s = { 0 };
+    s.cursor = cursor;
     if (times && (s.arrivals = calloc(MAX_ARRIVALS, sizeof *s.arrivals)) == NULL) return 71;
     int64_t start_realtime = now_ns(CLOCK_REALTIME), start_monotonic = now_ns(CLOCK_MONOTONIC);
     s.loop = pw_thread_loop_new("pwrecv", NULL);

@@ -1,7 +1,7 @@
 """wayland_floor: when a bare PipeWire client has mutter's picture (bench/wayland-cpu runs it
 beside each glass-to-socket run on mutter).
 
-    python3 bench/lib/wayland_floor.py PWRECV SESSION_DIR NODE PAINTS [sched]
+    python3 bench/lib/wayland_floor.py PWRECV SESSION_DIR NODE PAINTS [sched] [cursor]
 
 The same paints as wayland_glass.py (the session's GTK client fills the monitor's halves with
 one of two colour pairs PAINTS times, 250 ms apart, and says when it committed each frame and
@@ -22,7 +22,8 @@ paint left out. Per paint:
       when it begins to record the frame), that wait split at the pts: presentation -> pts
       (before mutter records) and pts -> arrival (mutter's recording and PipeWire's hand-over).
 
-With `sched` (root, perf; not in bench/wayland-cpu's runs): `perf record -k mono -e
+With `cursor`, pwrecv asks for the pointer's metadata too, as nalcast does by default (without
+it, the buffers and damage only). With `sched` (root, perf; not in bench/wayland-cpu's runs): `perf record -k mono -e
 sched:sched_switch,sched:sched_wakeup -a` during the paints, and per paint pts -> the first
 wakeup of one of pwrecv's threads (PipeWire telling the client; by whom) -> the arrival, and
 the CPU time mutter's threads (its main thread; the others: llvmpipe's) and every other
@@ -136,14 +137,14 @@ def spread(values: list) -> str:
 
 def main() -> None:
     pwrecv, session, node, paints = sys.argv[1], Path(sys.argv[2]), sys.argv[3], int(sys.argv[4])
-    sched = sys.argv[5:] == ["sched"]
+    sched, cursor = "sched" in sys.argv[5:], "cursor" in sys.argv[5:]
     events, control = session / "events", session / "control"
     tmp = Path(os.environ.get("TMPDIR", "/tmp"))
     out, log = tmp / "nalcast-wayland-floor.stdout", tmp / "nalcast-wayland-floor.stderr"
     os.environ["XDG_RUNTIME_DIR"] = str(session)
     marks, starts, pairs = [], [], []
     with Procs() as procs, open(out, "wb") as stdout:
-        proc = procs.start([pwrecv, node, 600, "times"], stderr=log, stdout=stdout)
+        proc = procs.start([pwrecv, node, 600, "times"] + (["cursor"] if cursor else []), stderr=log, stdout=stdout)
         time.sleep(1.5)  # connected and negotiated (nalcast's run: serving, then 1 s)
         if proc.poll() is not None:
             raise BenchError("pwrecv exited %d: %s" % (proc.returncode, log.read_text(errors="replace").strip()))
