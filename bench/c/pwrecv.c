@@ -20,7 +20,7 @@
 //
 //   buffer REALTIME_NS MONOTONIC_NS PTS CLOCK SEQ SIZE
 //
-// the arrival (CLOCK_REALTIME and CLOCK_MONOTONIC, the same instant); the buffer's own
+// the arrival (CLOCK_REALTIME, then CLOCK_MONOTONIC, read one after the other); the buffer's own
 // timestamp, spa_meta_header's pts ("-" without the metadata), and CLOCK, the clock it is
 // on as far as it can be told: "monotonic" or "realtime" when it lies within 10 s before the
 // arrival on that clock, else "unknown"; the header's seq; the chunk's size (0: a buffer
