@@ -48,7 +48,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from live import BenchError, Procs, median, pct  # noqa: E402
-from wayland_glass import PAIRS, client_presentations, drawn_after  # noqa: E402
+from wayland_glass import client_presentations, paint  # noqa: E402
 
 
 def buffers(out: Path) -> list:
@@ -142,7 +142,6 @@ def main() -> None:
     tmp = Path(os.environ.get("TMPDIR", "/tmp"))
     out, log = tmp / "nalcast-wayland-floor.stdout", tmp / "nalcast-wayland-floor.stderr"
     os.environ["XDG_RUNTIME_DIR"] = str(session)
-    marks, starts, pairs = [], [], []
     with Procs() as procs, open(out, "wb") as stdout:
         proc = procs.start([pwrecv, node, 600, "times"] + (["cursor"] if cursor else []), stderr=log, stdout=stdout)
         time.sleep(1.5)  # connected and negotiated (nalcast's run: serving, then 1 s)
@@ -153,15 +152,7 @@ def main() -> None:
             perf = procs.start(["perf", "record", "-q", "-k", "mono", "-e", "sched:sched_switch,sched:sched_wakeup", "-a",
                                 "-o", perf_data], stderr=tmp / "nalcast-wayland-floor.perf.stderr")
             time.sleep(0.5)
-        for i in range(paints):
-            time.sleep(0.25)
-            pair = PAIRS[i % 2]
-            count = len(events.read_text().splitlines())
-            with open(control, "w") as f:
-                f.write("colors %s %s\n" % pair)
-            marks.append(drawn_after(events, count, pair))
-            starts.append(count)
-            pairs.append(pair)
+        marks, starts, pairs = paint(events, control, paints)
         time.sleep(0.5)
         if sched:
             os.kill(perf.pid, signal.SIGINT)  # perf writes its file at SIGINT

@@ -91,6 +91,22 @@ def screencopy_presentations(log: Path, offset: int) -> list:
     return sorted(found)
 
 
+def paint(events: Path, control: Path, paints: int) -> tuple:
+    """Has the client paint PAINTS times, 250 ms apart, the two colour pairs in turn: per paint
+    its commit (the "drawn" NS), the events line it was asked at, and its colours."""
+    marks, starts, pairs = [], [], []
+    for i in range(paints):
+        time.sleep(0.25)
+        pair = PAIRS[i % 2]
+        count = len(events.read_text().splitlines())
+        with open(control, "w") as f:
+            f.write("colors %s %s\n" % pair)
+        marks.append(drawn_after(events, count, pair))
+        starts.append(count)
+        pairs.append(pair)
+    return marks, starts, pairs
+
+
 def summary(lat: list, taken: list) -> str:
     return "median %.1f ms  p99 %.1f ms  max %.1f ms  paints %d  (of the median: %.1f ms until nalcast took the picture, %.1f ms from there to the socket)" % (
         median(lat), pct(lat, 0.99), max(lat), len(lat), median(taken), median([a - b for a, b in zip(lat, taken)]))
@@ -106,22 +122,13 @@ def main() -> None:
     if screencopy:
         os.environ["WAYLAND_DEBUG"] = "client"
     argv = [nalcast, "produce", "--source", source, "--idle-fps", "0", *settings, "--listen", "tcp://127.0.0.1:0"]
-    marks, starts, pairs = [], [], []
     with Procs() as procs:
         proc = procs.start(argv, stderr=log)
         os.environ.pop("WAYLAND_DEBUG", None)
         reader = ThreadReader(connect(wait_serving(proc, log)))
         reader.start()
         time.sleep(1)
-        for i in range(paints):
-            time.sleep(0.25)
-            pair = PAIRS[i % 2]
-            count = len(events.read_text().splitlines())
-            with open(control, "w") as f:
-                f.write("colors %s %s\n" % pair)
-            marks.append(drawn_after(events, count, pair))
-            starts.append(count)
-            pairs.append(pair)
+        marks, starts, pairs = paint(events, control, paints)
         time.sleep(0.5)
         Procs.stop(proc)
         reader.join(5)
