@@ -119,12 +119,19 @@ import Testing
 /// `ColorConverter.convertIfChanged`: nil for a frame whose converted rectangles hold the bytes
 /// of the picture before; a change anywhere in them, in any band, gives the picture.
 @Suite struct UnchangedConversionTests {
-    @Test func theSamePictureAgainIsNil() throws {
+    /// Where each check starts: an in-place converter that has converted a first 48x40 picture
+    /// (seed 1, the whole of it as damage); the size and the whole as a rectangle.
+    static func started() throws -> (converter: ColorConverter, first: Frame, w: Int, h: Int, all: [FrameDamage.Rect]) {
         let (w, h) = (48, 40)
         let all = [FrameDamage.Rect(x: 0, y: 0, width: w, height: h)]
         let converter = ColorConverter(inPlace: true)
         let first = DamageConversionTests.frame(.bgra, w, h, seed: 1, damage: FrameDamage(picture: 1, rects: all))
-        #expect(try converter.convertIfChanged(first) != nil)
+        _ = try #require(try converter.convertIfChanged(first), "a first picture is always converted")
+        return (converter, first, w, h, all)
+    }
+
+    @Test func theSamePictureAgainIsNil() throws {
+        let (converter, _, w, h, all) = try Self.started()
         // The same bytes, full damage and partial damage; then with no damage (the whole compared).
         let again = DamageConversionTests.frame(.bgra, w, h, seed: 1, damage: FrameDamage(picture: 2, rects: all))
         #expect(try converter.convertIfChanged(again) == nil)
@@ -136,11 +143,7 @@ import Testing
 
     /// A change in the last rows (the third band of 16) of a full damage: the picture, equal to a whole conversion's.
     @Test func aChangeInTheLastBandIsThePicture() throws {
-        let (w, h) = (48, 40)
-        let all = [FrameDamage.Rect(x: 0, y: 0, width: w, height: h)]
-        let converter = ColorConverter(inPlace: true)
-        let first = DamageConversionTests.frame(.bgra, w, h, seed: 1, damage: FrameDamage(picture: 1, rects: all))
-        _ = try converter.convertIfChanged(first)
+        let (converter, first, w, h, all) = try Self.started()
         let changed = DamageConversionTests.frame(.bgra, w, h, seed: 9, base: first, rects: [.init(x: 30, y: 37, width: 2, height: 2)],
                                                   damage: FrameDamage(picture: 2, rects: all))
         let out = try #require(try converter.convertIfChanged(changed))
@@ -158,11 +161,7 @@ import Testing
 /// the encoder to copy the rest; unknown whenever the picture before is not what the buffer holds.
 @Suite struct ConversionChangesTests {
     @Test func theRectanglesWrittenAreTheChanges() throws {
-        let (w, h) = (48, 40)
-        let all = [FrameDamage.Rect(x: 0, y: 0, width: w, height: h)]
-        let converter = ColorConverter(inPlace: true)
-        let first = DamageConversionTests.frame(.bgra, w, h, seed: 1, damage: FrameDamage(picture: 1, rects: all))
-        _ = try converter.convertIfChanged(first)
+        let (converter, first, w, h, all) = try UnchangedConversionTests.started()
         #expect(converter.lastChanges == .unknown)
         // The same pixels: nothing.
         let again = DamageConversionTests.frame(.bgra, w, h, seed: 1, damage: FrameDamage(picture: 2, rects: all))
