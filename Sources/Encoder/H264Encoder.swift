@@ -57,6 +57,13 @@ public final class H264Encoder {
         /// accounting 8-9 kB, 30-31 dB over the picture, 1.7 dB below fixed in the changed
         /// window; on change, VFR input 11-15 kB, 34-38 dB, but one frame late. Kept off.
         public var variableFrameRateInput = false
+        /// A picture that changed nothing (`PictureChanges.none`: a keep-alive, a repeat) is
+        /// written by this type, not x264, as a P picture of skipped macroblocks
+        /// (`RepeatPicture`), where x264's stream allows it: one reference frame (the presets
+        /// ultrafast, superfast and veryfast), picture order from frame_num. x264 then costs
+        /// a still screen nothing between IDRs; its later slices are renumbered. Off: x264
+        /// codes such a picture, told that no macroblock changed.
+        public var writesRepeats = true
 
         public init(width: Int, height: Int, frameRate: FrameRate) {
             self.width = width
@@ -97,6 +104,16 @@ public final class H264Encoder {
     /// picture and in all (`X264_MBINFO_CONSTANT` honoured: see `encode(_:changes:)`).
     public private(set) var lastCopiedMacroblocks = 0
     public private(set) var copiedMacroblocks: UInt64 = 0
+    /// Pictures written as repeats of the one before (`Parameters.writesRepeats`), not by x264.
+    public private(set) var repeatPictures: UInt64 = 0
+
+    /// The parameter sets a repeat picture follows: x264's last SPS and PPS, parsed, when
+    /// `RepeatPicture` supports them (nil: x264 codes every picture).
+    private var repeatSets: (sps: SequenceParameterSet, pps: PictureParameterSet)?
+    /// Repeat pictures since x264's last IDR: the stream's frame_num is x264's plus this.
+    private var frameNumShift = 0
+    /// The stream's frame_num of the last picture given out.
+    private var lastFrameNum = 0
 
     /// Above the QP of the picture before, for a picture that changed nothing: x264 copies a
     /// macroblock marked the same only when the picture before was coded there at a QP no
@@ -160,6 +177,22 @@ public final class H264Encoder {
         let keyframe = idrRequested || framesSinceIDR >= parameters.effectiveKeyint
         let timestamp = StreamTimestamp(sequence: frame.sequence, captureTimeNs: frame.captureTimeNs,
                                         pts90k: frame.pts90k, isKeyframe: keyframe)
+        if !keyframe, changes == .none, parameters.writesRepeats, let repeatSets {
+            framesSinceIDR += 1
+            framesEncoded += 1
+            repeatPictures += 1
+            frameNumShift += 1
+            lastFrameNum = (lastFrameNum + 1) & ((1 << repeatSets.sps.log2MaxFrameNum) - 1)
+            lastCopiedMacroblocks = repeatSets.sps.widthInMbs * repeatSets.sps.heightInMapUnits
+            copiedMacroblocks += UInt64(lastCopiedMacroblocks)
+            // The AUD (primary_pic_type 1: I or P slices) and the SEI, as x264 writes them.
+            let units = [NALUnit(escapedBody: [NALHeader(refIdc: 0, type: .accessUnitDelimiter).byte, 0x30]),
+                         timestamp.seiNALUnit,
+                         RepeatPicture.slice(sps: repeatSets.sps, pps: repeatSets.pps, frameNum: lastFrameNum)]
+            return AccessUnit(codec: H264Codec(), nalUnits: units, isIDR: false,
+                              resolution: Resolution(width: parameters.width, height: parameters.height),
+                              timestamp: timestamp, parameterSets: parameterSets)
+        }
 
         var picture = x264_picture_t()
         x264_picture_init(&picture)
@@ -300,6 +333,9 @@ public final class H264Encoder {
         handle = h
         param = x
         chosenQP = nil
+        repeatSets = nil
+        frameNumShift = 0
+        lastFrameNum = 0
         idrRequested = true
         framesSinceIDR = 0
     }
@@ -381,7 +417,23 @@ public final class H264Encoder {
             }
             units.append(unit)
         }
-        if let sps, let pps { parameterSets = [sps, pps] }
+        if let sps, let pps {
+            parameterSets = [sps, pps]
+            repeatSets = nil
+            if let s = try? SequenceParameterSet(sps), let p = try? PictureParameterSet(pps), RepeatPicture.supports(sps: s, pps: p) {
+                repeatSets = (s, p)
+            }
+        }
+        if isIDR {
+            frameNumShift = 0
+            lastFrameNum = 0
+        } else if let sps = repeatSets?.sps {
+            // After repeat pictures x264 did not write, its slices are numbered on from them.
+            if frameNumShift > 0 {
+                units = try units.map { $0.type == .slice ? try RepeatPicture.renumbered($0, sps: sps, by: frameNumShift) : $0 }
+            }
+            if let slice = units.first(where: { $0.type == .slice }) { lastFrameNum = try RepeatPicture.frameNum(of: slice, sps: sps) }
+        }
         let timestamp = pending.removeValue(forKey: output.i_pts)
         return AccessUnit(codec: H264Codec(), nalUnits: units, isIDR: isIDR, resolution: Resolution(width: parameters.width, height: parameters.height),
                           timestamp: timestamp, parameterSets: parameterSets)

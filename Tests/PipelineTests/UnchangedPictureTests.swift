@@ -79,9 +79,10 @@ import Testing
     }
 
     @Test func aKeepAliveIsCopiedWhole() throws {
-        // The encoder is told a keep-alive changed nothing: x264 copies every macroblock of the
-        // picture before (`H264Encoder.encode(_:changes:)`), a picture of skips, not one
-        // sharpened again each time.
+        // The encoder is told a keep-alive changed nothing: it writes a picture of skips that
+        // copies the picture before whole (`RepeatPicture`; x264, told so, copies every
+        // macroblock where the preset has more than one reference), not one sharpened again
+        // each time.
         let screen = Screen(detailed: [.picture([])] + Array(repeating: .keepAlive, count: 8))
         var options = CaptureOptions()
         options.targetFrameRate = nil
