@@ -76,10 +76,7 @@ public enum RepeatPicture {
     public static func renumbered(_ nal: NALUnit, sps: SequenceParameterSet, by shift: Int) throws -> NALUnit {
         var rbsp = nal.rbsp()
         var r = BitReader(rbsp)
-        _ = try r.ue("first_mb_in_slice")
-        _ = try r.ue("slice_type")
-        _ = try r.ue("pic_parameter_set_id")
-        if sps.separateColourPlane { try r.skip(2, "colour_plane_id") }
+        try skipToFrameNum(&r, sps: sps)
         let at = r.position
         let frameNum = Int(try r.bits(sps.log2MaxFrameNum, "frame_num"))
         let moved = (frameNum + shift) & ((1 << sps.log2MaxFrameNum) - 1)
@@ -94,10 +91,15 @@ public enum RepeatPicture {
     /// The frame_num of a slice.
     public static func frameNum(of nal: NALUnit, sps: SequenceParameterSet) throws -> Int {
         var r = BitReader(nal.rbspPrefix(16))
+        try skipToFrameNum(&r, sps: sps)
+        return Int(try r.bits(sps.log2MaxFrameNum, "frame_num"))
+    }
+
+    /// Reads a slice header up to its frame_num (7.3.3).
+    private static func skipToFrameNum(_ r: inout BitReader, sps: SequenceParameterSet) throws {
         _ = try r.ue("first_mb_in_slice")
         _ = try r.ue("slice_type")
         _ = try r.ue("pic_parameter_set_id")
         if sps.separateColourPlane { try r.skip(2, "colour_plane_id") }
-        return Int(try r.bits(sps.log2MaxFrameNum, "frame_num"))
     }
 }
