@@ -105,6 +105,38 @@ import Testing
         }
     }
 
+    /// A decoder that is not FFmpeg's: Cisco's OpenH264 (GStreamer's openh264dec) decodes a
+    /// stream with repeats, CABAC and CAVLC, to the very pixels FFmpeg does.
+    @Test(arguments: [("veryfast", "high"), ("ultrafast", "baseline")])
+    func openH264DecodesTheRepeatsAsFFmpegDoes(preset: String, profile: String) throws {
+        let encoder = try Self.encoder(preset: preset, profile: profile)
+        var units: [AccessUnit] = []
+        var last = Pictures.picture(0)
+        for index in 0..<12 {
+            let moved = index % 4 == 0
+            if moved {
+                last = Pictures.picture(index, rects: [.init(x: 10 + 20 * index, y: 8 + 12 * index, width: 40, height: 30)])
+            }
+            units.append(try #require(try encoder.encode(last, changes: moved ? .unknown : .none)))
+        }
+        #expect(encoder.repeatPictures == 9)
+        let dir = try Tool.tempDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let stream = dir.appendingPathComponent("stream.h264")
+        let byFFmpeg = dir.appendingPathComponent("ffmpeg.yuv"), byOpenH264 = dir.appendingPathComponent("openh264.yuv")
+        try Data(units.flatMap { $0.nalUnits.flatMap(\.wire) }).write(to: stream)
+        let ffmpeg = try Tool.run(["ffmpeg", "-v", "error", "-f", "h264", "-i", stream.path, "-f", "rawvideo", "-pix_fmt", "yuv420p", "-y", byFFmpeg.path])
+        #expect(ffmpeg.status == 0 && ffmpeg.stderr.isEmpty, "\(ffmpeg.stderr)")
+        let gst = try Tool.run(["gst-launch-1.0", "-q", "filesrc", "location=\(stream.path)", "!", "h264parse", "!", "openh264dec", "!",
+                                "video/x-raw,format=I420", "!", "filesink", "location=\(byOpenH264.path)"])
+        #expect(gst.status == 0, "\(gst.stderr)")
+        let (a, b) = (try Data(contentsOf: byFFmpeg), try Data(contentsOf: byOpenH264))
+        let pictureBytes = Pictures.width * Pictures.height * 3 / 2
+        #expect(a.count == 12 * pictureBytes && b.count == a.count, "FFmpeg \(a.count / pictureBytes), OpenH264 \(b.count / pictureBytes) pictures")
+        let differing = zip(a, b).reduce(0) { $0 + ($1.0 == $1.1 ? 0 : 1) }
+        #expect(differing == 0, "OpenH264 and FFmpeg differ in \(differing) bytes (\(preset), \(profile))")
+    }
+
     /// CABAC: the skip flag's context starts where the slice's QP puts it, the less probable
     /// value first at low QPs, so the coder's every path is taken; FFmpeg decodes each repeat
     /// to the IDR's pixels.
