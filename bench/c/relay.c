@@ -15,6 +15,10 @@
 // RELAY_SPIN_US=N (default 0): after each sendmsg, N microseconds of busy work, the time a
 // relay with more to do per reader spends between its sends (bench/relay-switches).
 //
+// Built with -DRELAY_LIBEV (and -lev): the same relay driven by libev (an ev_io watcher for
+// the source and one for the listening socket, epoll underneath) instead of a bare poll():
+// the floor of a relay on nalcast's event library (bench/relay-switches' "C relay on libev").
+//
 // stderr: "serving tcp://127.0.0.1:PORT" once listening (as nalcast prints it), one line
 // per reader dropped; on SIGTERM/SIGINT "relayed N access units" and exit 0. Exit 64 for bad
 // arguments, 69 when the source cannot be reached or ends.
@@ -31,6 +35,9 @@
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
+#ifdef RELAY_LIBEV
+#include <ev.h>
+#endif
 
 #define MAX_CLIENTS 64
 
@@ -123,6 +130,63 @@ static int has_idr(const uint8_t *b, size_t n) {
     return 0;
 }
 
+// The relay's state: its readers, and buf[0..len): once in sync, from the delimiter of the
+// access unit in progress on.
+static struct client clients[MAX_CLIENTS];
+static uint8_t *buf;
+static size_t len, searched;
+static int synced;
+static long units;
+static int src, lfd;
+
+static void accept_reader(void) {
+    int fd = accept(lfd, NULL, NULL);
+    int slot = 0;
+    while (slot < MAX_CLIENTS && clients[slot].fd >= 0) slot++;
+    if (fd >= 0 && slot < MAX_CLIENTS) clients[slot] = (struct client){.fd = fd};
+    else if (fd >= 0) close(fd);
+}
+
+// One read of the source; every access unit completed by it goes out. Exits when it ends.
+static void read_source(void) {
+    if (len == BUF) len = searched = 0;  // no delimiter in 4 MiB: not this benchmark's stream
+    ssize_t r = read(src, buf + len, BUF - len);
+    if (r <= 0) {
+        fprintf(stderr, "relay: the source ended\n");
+        exit(69);
+    }
+    len += (size_t)r;
+    if (!synced) {
+        long s = next_aud(buf, 0, len);
+        if (s < 0) return;
+        memmove(buf, buf + s, len -= (size_t)s);
+        synced = 1;
+    }
+    // Every access unit whose successor's delimiter has arrived goes out. (From 2 on: the
+    // front access unit's own delimiter is not its end.)
+    for (long next; (next = next_aud(buf, searched > 6 ? searched - 4 : 2, len)) > 0;) {
+        size_t n = (size_t)next;
+        int idr = has_idr(buf, n);
+        for (int i = 0; i < MAX_CLIENTS; i++) {
+            struct client *c = &clients[i];
+            if (c->fd < 0 || (!c->started && !idr)) continue;
+            c->started = 1;
+            if (push(c, buf, n) < 0) drop(c, "backlog full or send failed");
+            spin();
+        }
+        units++;
+        memmove(buf, buf + n, len -= n);
+        searched = 0;
+    }
+    searched = len;
+}
+
+#ifdef RELAY_LIBEV
+static void on_source(struct ev_loop *loop, ev_io *w, int events) { (void)loop; (void)w; (void)events; read_source(); }
+static void on_listen(struct ev_loop *loop, ev_io *w, int events) { (void)loop; (void)w; (void)events; accept_reader(); }
+static void on_stop(struct ev_loop *loop, ev_signal *w, int events) { (void)w; (void)events; ev_break(loop, EVBREAK_ALL); }
+#endif
+
 int main(int argc, char **argv) {
     if (argc != 3) {
         fprintf(stderr, "usage: relay SRC_PORT PORT\n");
@@ -134,13 +198,13 @@ int main(int argc, char **argv) {
     signal(SIGINT, on_signal);
     signal(SIGPIPE, SIG_IGN);
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    int src = socket(AF_INET, SOCK_STREAM, 0);
+    src = socket(AF_INET, SOCK_STREAM, 0);
     a.sin_port = htons((uint16_t)atoi(argv[1]));
     if (connect(src, (struct sockaddr *)&a, sizeof a) < 0) {
         perror("relay: connect");
         return 69;
     }
-    int lfd = socket(AF_INET, SOCK_STREAM, 0);
+    lfd = socket(AF_INET, SOCK_STREAM, 0);
     int one = 1;
     setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     a.sin_port = htons((uint16_t)atoi(argv[2]));
@@ -150,55 +214,29 @@ int main(int argc, char **argv) {
         return 69;
     }
     fprintf(stderr, "serving tcp://127.0.0.1:%d\n", ntohs(a.sin_port));
-    struct client clients[MAX_CLIENTS];
     for (int i = 0; i < MAX_CLIENTS; i++) clients[i] = (struct client){.fd = -1};
-    // buf[0..len): once in sync, from the delimiter of the access unit in progress on.
-    uint8_t *buf = malloc(BUF);
-    size_t len = 0, searched = 0;
-    int synced = 0;
-    long units = 0;
+    buf = malloc(BUF);
+#ifdef RELAY_LIBEV
+    struct ev_loop *loop = ev_default_loop(EVFLAG_AUTO);
+    ev_io source_watcher, listen_watcher;
+    ev_signal term, interrupt;
+    ev_io_init(&source_watcher, on_source, src, EV_READ);
+    ev_io_init(&listen_watcher, on_listen, lfd, EV_READ);
+    ev_signal_init(&term, on_stop, SIGTERM);
+    ev_signal_init(&interrupt, on_stop, SIGINT);
+    ev_io_start(loop, &source_watcher);
+    ev_io_start(loop, &listen_watcher);
+    ev_signal_start(loop, &term);
+    ev_signal_start(loop, &interrupt);
+    ev_run(loop, 0);
+#else
     while (!stop) {
         struct pollfd p[2] = {{.fd = src, .events = POLLIN}, {.fd = lfd, .events = POLLIN}};
         if (poll(p, 2, -1) < 0) continue;
-        if (p[1].revents & POLLIN) {
-            int fd = accept(lfd, NULL, NULL);
-            int slot = 0;
-            while (slot < MAX_CLIENTS && clients[slot].fd >= 0) slot++;
-            if (fd >= 0 && slot < MAX_CLIENTS) clients[slot] = (struct client){.fd = fd};
-            else if (fd >= 0) close(fd);
-        }
-        if (!(p[0].revents & (POLLIN | POLLHUP))) continue;
-        if (len == BUF) len = searched = 0;  // no delimiter in 4 MiB: not this benchmark's stream
-        ssize_t r = read(src, buf + len, BUF - len);
-        if (r <= 0) {
-            fprintf(stderr, "relay: the source ended\n");
-            return 69;
-        }
-        len += (size_t)r;
-        if (!synced) {
-            long s = next_aud(buf, 0, len);
-            if (s < 0) continue;
-            memmove(buf, buf + s, len -= (size_t)s);
-            synced = 1;
-        }
-        // Every access unit whose successor's delimiter has arrived goes out. (From 2 on: the
-        // front access unit's own delimiter is not its end.)
-        for (long next; (next = next_aud(buf, searched > 6 ? searched - 4 : 2, len)) > 0;) {
-            size_t n = (size_t)next;
-            int idr = has_idr(buf, n);
-            for (int i = 0; i < MAX_CLIENTS; i++) {
-                struct client *c = &clients[i];
-                if (c->fd < 0 || (!c->started && !idr)) continue;
-                c->started = 1;
-                if (push(c, buf, n) < 0) drop(c, "backlog full or send failed");
-                spin();
-            }
-            units++;
-            memmove(buf, buf + n, len -= n);
-            searched = 0;
-        }
-        searched = len;
+        if (p[1].revents & POLLIN) accept_reader();
+        if (p[0].revents & (POLLIN | POLLHUP)) read_source();
     }
+#endif
     fprintf(stderr, "relayed %ld access units\n", units);
     return 0;
 }
