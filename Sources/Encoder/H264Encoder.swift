@@ -185,8 +185,8 @@ public final class H264Encoder {
             lastFrameNum = (lastFrameNum + 1) & ((1 << repeatSets.sps.log2MaxFrameNum) - 1)
             lastCopiedMacroblocks = repeatSets.sps.widthInMbs * repeatSets.sps.heightInMapUnits
             copiedMacroblocks += UInt64(lastCopiedMacroblocks)
-            // The AUD (primary_pic_type 1: I or P slices) and the SEI, as x264 writes them.
-            let units = [NALUnit(escapedBody: [NALHeader(refIdc: 0, type: .accessUnitDelimiter).byte, 0x30]),
+            // The AUD (I or P slices) and the SEI, as x264 writes them.
+            let units = [NALUnit.accessUnitDelimiter(primaryPicType: 1),
                          timestamp.seiNALUnit,
                          RepeatPicture.slice(sps: repeatSets.sps, pps: repeatSets.pps, frameNum: lastFrameNum)]
             return AccessUnit(codec: H264Codec(), nalUnits: units, isIDR: false,

@@ -97,3 +97,11 @@ extension AccessUnit {
     /// The NAL unit types in order, e.g. for `nalcast inspect`.
     public var nalTypes: [NALType] { nalUnits.map(\.type) }
 }
+
+extension NALUnit {
+    /// An access unit delimiter (7.3.2.4) with a 4-byte start code: `primaryPicType` 0 for I
+    /// slices only, 1 for I and P, 7 for any slice type.
+    public static func accessUnitDelimiter(primaryPicType: UInt8) -> NALUnit {
+        NALUnit(escapedBody: [NALHeader(refIdc: 0, type: .accessUnitDelimiter).byte, (primaryPicType << 5) | 0x10])
+    }
+}

@@ -36,8 +36,8 @@ public struct AnnexBPackager {
     /// (what was whole before it is kept).
     public private(set) var malformedPackets = 0
 
-    /// The access unit delimiter put in front (primary_pic_type 7: any slice type).
-    static let aud = NALUnit(escapedBody: [0x09, 0xf0])
+    /// The access unit delimiter put in front: any slice type.
+    static let aud = NALUnit.accessUnitDelimiter(primaryPicType: 7)
 
     /// Set up from the stream's extradata: an avcC record (first byte 1), Annex-B parameter
     /// sets (a start code first), or nothing (the parameter sets come in-band).
