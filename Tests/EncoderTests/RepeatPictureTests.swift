@@ -120,17 +120,16 @@ import Testing
             units.append(try #require(try encoder.encode(last, changes: moved ? .unknown : .none)))
         }
         #expect(encoder.repeatPictures == 9)
-        let dir = try Tool.tempDirectory()
-        defer { try? FileManager.default.removeItem(at: dir) }
-        let stream = dir.appendingPathComponent("stream.h264")
-        let byFFmpeg = dir.appendingPathComponent("ffmpeg.yuv"), byOpenH264 = dir.appendingPathComponent("openh264.yuv")
-        try Data(units.flatMap { $0.nalUnits.flatMap(\.wire) }).write(to: stream)
-        let ffmpeg = try Tool.run(["ffmpeg", "-v", "error", "-f", "h264", "-i", stream.path, "-f", "rawvideo", "-pix_fmt", "yuv420p", "-y", byFFmpeg.path])
-        #expect(ffmpeg.status == 0 && ffmpeg.stderr.isEmpty, "\(ffmpeg.stderr)")
-        let gst = try Tool.run(["gst-launch-1.0", "-q", "filesrc", "location=\(stream.path)", "!", "h264parse", "!", "openh264dec", "!",
-                                "video/x-raw,format=I420", "!", "filesink", "location=\(byOpenH264.path)"])
-        #expect(gst.status == 0, "\(gst.stderr)")
-        let (a, b) = (try Data(contentsOf: byFFmpeg), try Data(contentsOf: byOpenH264))
+        var byOpenH264 = Data()
+        let byFFmpeg = try Pictures.decode(units, pixelFormat: "yuv420p") { stream in
+            let raw = stream.deletingLastPathComponent().appendingPathComponent("openh264.yuv")
+            let gst = try Tool.run(["gst-launch-1.0", "-q", "filesrc", "location=\(stream.path)", "!", "h264parse", "!", "openh264dec", "!",
+                                    "video/x-raw,format=I420", "!", "filesink", "location=\(raw.path)"])
+            #expect(gst.status == 0, "\(gst.stderr)")
+            byOpenH264 = try Data(contentsOf: raw)
+        }
+        #expect(byFFmpeg.errors.isEmpty, "\(byFFmpeg.errors)")
+        let (a, b) = (byFFmpeg.bytes, byOpenH264)
         let pictureBytes = Pictures.width * Pictures.height * 3 / 2
         #expect(a.count == 12 * pictureBytes && b.count == a.count, "FFmpeg \(a.count / pictureBytes), OpenH264 \(b.count / pictureBytes) pictures")
         let differing = zip(a, b).reduce(0) { $0 + ($1.0 == $1.1 ? 0 : 1) }

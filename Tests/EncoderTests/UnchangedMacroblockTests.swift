@@ -47,17 +47,25 @@ import Testing
         return try H264Encoder(parameters: parameters)
     }
 
-    /// The luma planes FFmpeg decodes from `units`, and what it said on stderr.
-    static func decodeLuma(_ units: [AccessUnit]) throws -> (pictures: [[UInt8]], errors: String) {
+    /// The raw pictures FFmpeg decodes from `units` in `pixelFormat`, and what it said on stderr.
+    /// `also` gets the stream's file before it is removed (another decoder's turn).
+    static func decode(_ units: [AccessUnit], pixelFormat: String, also: (URL) throws -> Void = { _ in }) throws -> (bytes: Data, errors: String) {
         let dir = try Tool.tempDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let stream = dir.appendingPathComponent("stream.h264"), raw = dir.appendingPathComponent("stream.gray")
+        let stream = dir.appendingPathComponent("stream.h264"), raw = dir.appendingPathComponent("stream.raw")
         try Data(units.flatMap { $0.nalUnits.flatMap(\.wire) }).write(to: stream)
-        let result = try Tool.run(["ffmpeg", "-v", "error", "-f", "h264", "-i", stream.path, "-f", "rawvideo", "-pix_fmt", "gray", "-y", raw.path])
+        let result = try Tool.run(["ffmpeg", "-v", "error", "-f", "h264", "-i", stream.path, "-f", "rawvideo", "-pix_fmt", pixelFormat, "-y", raw.path])
         #expect(result.status == 0, "\(result.stderr)")
-        let data = try [UInt8](Data(contentsOf: raw))
+        try also(stream)
+        return (try Data(contentsOf: raw), result.stderr)
+    }
+
+    /// The luma planes FFmpeg decodes from `units`, and what it said on stderr.
+    static func decodeLuma(_ units: [AccessUnit]) throws -> (pictures: [[UInt8]], errors: String) {
+        let decoded = try decode(units, pixelFormat: "gray")
+        let data = [UInt8](decoded.bytes)
         let size = width * height
-        return ((0..<(data.count / size)).map { Array(data[($0 * size)..<(($0 + 1) * size)]) }, result.stderr)
+        return ((0..<(data.count / size)).map { Array(data[($0 * size)..<(($0 + 1) * size)]) }, decoded.errors)
     }
 
     /// For each picture, the mean luma error of its worst macroblock against `expected`.
