@@ -1,0 +1,29 @@
+# Sourced by bench/relay-switches and bench/relay-warm: the relay benchmark's processes on
+# this machine (c/relaysrc serving the 1080p30 source file, a relay reading it) and the
+# counters they are measured by. Needs $bin, $source_file and $nalcast set.
+
+pids=()
+# Stops every process started here (by PID).
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; pids=(); }
+
+# CPU ns of a process, all its threads (/proc schedstat).
+cpu_ns() { local s=0 t; for t in /proc/$1/task/*; do s=$((s + $(cut -d' ' -f1 "$t/schedstat"))); done; echo "$s"; }
+# The sum of a process's threads' context switches: `switches PID voluntary|nonvoluntary`.
+switches() { grep -h "^$2" /proc/$1/task/*/status | awk '{s += $2} END {print s}'; }
+
+# start_relay KIND(c|ev|nalcast) PORT SPIN_US [PREFIX...]: the source on PORT, the relay
+# reading it and serving PORT+1 (RELAY_SPIN_US for the C relays; PREFIX: e.g. taskset -c 0);
+# the relay's PID in $relay.
+start_relay() {
+    local kind=$1 port=$2 spin=$3
+    shift 3
+    "$bin/relaysrc" "$source_file" 30 "$port" 2>/dev/null & pids+=($!)
+    sleep 0.5
+    case $kind in
+        c) RELAY_SPIN_US=$spin "$@" "$bin/relay" "$port" $((port + 1)) 2>/dev/null & pids+=($!) ;;
+        ev) RELAY_SPIN_US=$spin "$@" "$bin/evrelay" "$port" $((port + 1)) 2>/dev/null & pids+=($!) ;;
+        *) "$@" "$nalcast" consume --from "tcp://127.0.0.1:$port" --listen "tcp://127.0.0.1:$((port + 1))" \
+            --join gop --quiet 2>/dev/null & pids+=($!) ;;
+    esac
+    relay=$!
+}
