@@ -15,6 +15,13 @@
 // RELAY_SPIN_US=N (default 0): after each sendmsg, N microseconds of busy work, the time a
 // relay with more to do per reader spends between its sends (bench/relay-switches).
 //
+// RELAY_CODE_LINES=N (default 0, at most 4000): per access unit, N cache lines of code run
+// once each, 4160 bytes apart (each line 59 one-byte nops and a jump to the next), as a
+// program whose per-unit code is spread over a large binary runs it. RELAY_SEQ_LINES=N: N
+// lines that follow one another (a plain run of nops, which the processor's prefetcher
+// fetches ahead). RELAY_LOOP_LINES=N: the same instructions from one line run N times: the
+// instructions without the footprint (bench/relay-footprint).
+//
 // Built with -DRELAY_LIBEV (and -lev): the same relay driven by libev (an ev_io watcher for
 // the source and one for the listening socket, epoll underneath) instead of a bare poll():
 // the floor of a relay on nalcast's event library (bench/relay-switches' "C relay on libev").
@@ -40,6 +47,29 @@
 #endif
 
 #define MAX_CLIENTS 64
+
+// RELAY_CODE_LINES and RELAY_SEQ_LINES: 4000 lines of each, entered so that N of them run.
+#define CODE_LINES_MAX 4000
+__asm__(".text\n.p2align 12\n.globl spread_lines\nspread_lines:\n"
+        ".rept 4000\n.fill 59,1,0x90\n.byte 0xe9\n.long 4096\n.fill 4096,1,0xcc\n.endr\nret\n"
+        ".p2align 12\n.globl packed_lines\npacked_lines:\n.rept 4000\n.fill 64,1,0x90\n.endr\nret\n");
+extern void spread_lines(void);
+extern void packed_lines(void);
+static long spread_count, packed_count, loop_count;
+
+static long lines_env(const char *name) {
+    const char *v = getenv(name);
+    long n = v ? atol(v) : 0;
+    return n < 0 ? 0 : n > CODE_LINES_MAX ? CODE_LINES_MAX : n;
+}
+
+// The code lines asked for, once per access unit.
+static void run_lines(void) {
+    typedef void (*entry)(void);
+    if (spread_count > 0) ((entry)((char *)spread_lines + (CODE_LINES_MAX - spread_count) * 4160))();
+    if (packed_count > 0) ((entry)((char *)packed_lines + (CODE_LINES_MAX - packed_count) * 64))();
+    for (long i = 0; i < loop_count; i++) ((entry)((char *)packed_lines + (CODE_LINES_MAX - 1) * 64))();
+}
 
 static double spin_us;
 
@@ -167,6 +197,7 @@ static void read_source(void) {
     for (long next; (next = next_aud(buf, searched > 6 ? searched - 4 : 2, len)) > 0;) {
         size_t n = (size_t)next;
         int idr = has_idr(buf, n);
+        run_lines();
         for (int i = 0; i < MAX_CLIENTS; i++) {
             struct client *c = &clients[i];
             if (c->fd < 0 || (!c->started && !idr)) continue;
@@ -194,6 +225,9 @@ int main(int argc, char **argv) {
     }
     const char *spin_env = getenv("RELAY_SPIN_US");
     spin_us = spin_env ? atof(spin_env) : 0;
+    spread_count = lines_env("RELAY_CODE_LINES");
+    packed_count = lines_env("RELAY_SEQ_LINES");
+    loop_count = lines_env("RELAY_LOOP_LINES");
     signal(SIGTERM, on_signal);
     signal(SIGINT, on_signal);
     signal(SIGPIPE, SIG_IGN);
