@@ -16,14 +16,17 @@ public struct WireForms: Sendable {
     /// One form, in a class of its type's own so that the tag can stand for the cast.
     @usableFromInline final class Box<Form: Sendable>: Sendable {
         @usableFromInline let form: Form
-        init(_ form: Form) { self.form = form }
+        @usableFromInline init(_ form: Form) { self.form = form }
     }
 
     public init() {}
 
     public var isEmpty: Bool { forms.isEmpty }
 
-    /// Adds `form`, in place of one of the same type.
+    /// Adds `form`, in place of one of the same type. Inlinable, so that a server adding its
+    /// form builds the `Box` of a type it knows: the box's class is found once, not looked up
+    /// in the runtime's table of generic types for every access unit.
+    @inlinable
     public mutating func add<Form: Sendable>(_ form: Form) {
         let type = ObjectIdentifier(Form.self)
         forms.removeAll { $0.type == type }
