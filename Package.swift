@@ -190,9 +190,6 @@ let package = Package(
 // there. In a release build the checks were 16 % of the relay's instructions (a lookup in a
 // thread-local access set for every touch of a server's or a connection's state, per
 // access unit and reader): bench/README.md, "relay to 16 readers".
-for target in package.targets where target.type == .regular || target.type == .executable {
-    target.swiftSettings = (target.swiftSettings ?? []) + [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]
-}
 
 // Release builds lay out the functions the relay runs for every access unit side by side, in
 // the order it first runs them (Sources/hot-functions.order, written by
@@ -203,7 +200,8 @@ for target in package.targets where target.type == .regular || target.type == .e
 // footprint"). Names no longer in the program are passed over.
 let packageDirectory = String(#filePath.dropLast("Package.swift".count))
 for target in package.targets where target.type == .regular || target.type == .executable {
-    target.swiftSettings = (target.swiftSettings ?? []) + [.unsafeFlags(["-Xfrontend", "-function-sections"], .when(configuration: .release))]
+    target.swiftSettings = (target.swiftSettings ?? []) + [.unsafeFlags(["-enforce-exclusivity=unchecked", "-Xfrontend", "-function-sections"],
+                                                                        .when(configuration: .release))]
     if target.type == .executable {
         target.linkerSettings = (target.linkerSettings ?? []) + [.unsafeFlags([
             "-use-ld=lld", "-Xlinker", "--symbol-ordering-file=\(packageDirectory)Sources/hot-functions.order",

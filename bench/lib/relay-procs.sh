@@ -27,3 +27,40 @@ start_relay() {
     esac
     relay=$!
 }
+
+# A copy of $nalcast in $work that valgrind 3.19 can read (it cannot read the DWARF 5 of a
+# Swift build): debug information stripped, symbols kept. Its path in $nalcast_for_valgrind.
+copy_for_valgrind() {
+    nalcast_for_valgrind=$work/nalcast
+    cp "$nalcast" "$nalcast_for_valgrind"
+    strip --strip-debug "$nalcast_for_valgrind"
+}
+
+# callgrind_window KIND(c|nalcast) OUT READERS [CALLGRIND_OPTION...]: the source, the relay
+# under callgrind (writing OUT.N), READERS c/readers.c readers (0: none); the counts zeroed
+# once they have been served for 4 s and dumped after a 10 s window; everything stopped.
+# Prints the dump's path. Needs copy_for_valgrind first.
+callgrind_window() {
+    local kind=$1 out=$2 count=$3 port=$((20000 + RANDOM % 20000))
+    shift 3
+    local cg=(valgrind --tool=callgrind "$@" --callgrind-out-file="$out")
+    "$bin/relaysrc" "$source_file" 30 "$port" 2>/dev/null & pids+=($!)
+    sleep 0.5
+    if [[ $kind == c ]]; then
+        "${cg[@]}" "$bin/relay" "$port" $((port + 1)) 2>"$out.log" & pids+=($!)
+    else
+        "${cg[@]}" "$nalcast_for_valgrind" consume --from "tcp://127.0.0.1:$port" --listen "tcp://127.0.0.1:$((port + 1))" \
+            --join gop --quiet 2>"$out.log" & pids+=($!)
+    fi
+    local relay=$!
+    # Under valgrind the relay takes seconds to start listening.
+    for _ in $(seq 1 200); do ss -ltn | grep -q ":$((port + 1)) " && break; sleep 0.1; done
+    if ((count > 0)); then "$bin/readers" $((port + 1)) "$count" 30 >/dev/null & pids+=($!); fi
+    sleep 4
+    callgrind_control -z "$relay" >/dev/null 2>&1
+    sleep 10
+    callgrind_control -d "$relay" >/dev/null 2>&1
+    sleep 1
+    cleanup
+    ls "$out".[0-9]* | tail -1
+}
