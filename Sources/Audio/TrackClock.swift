@@ -115,7 +115,7 @@ struct DriftCorrector {
         if !correcting && abs(error) > deadBand { correcting = true }
         if correcting && abs(error) <= Double(rate) / 2000 { correcting = false }
         guard correcting else { return .none }
-        // At most 0.2 % (12 samples a quarter at 48 kHz): 2 ms of error made up a second,
+        // At most 0.2 % (24 samples a quarter at 48 kHz): 2 ms of error made up a second,
         // twice what a card 1000 ppm off drifts, and a sine moved by 0.9 Hz at 440 (3.5
         // cents) at worst. At 0.5 % a wander past the band that outlasted the correction
         // took a 440 Hz sine to 442.

@@ -97,7 +97,8 @@ struct AudioCaptureTests {
         let inner = range.lowerBound + 2400..<range.upperBound - 2400
         #expect(abs(pcm.frequency(in: inner) - 880) < 2)
         #expect(abs(pcm.level(in: inner) - 0.0625) < 0.01, "RMS \(pcm.level(in: inner))")  // mono to both channels at -3 dB (equal power)
-        #expect(pcm.largestStep(in: inner) < 0.03, "a click: a step of \(pcm.largestStep(in: inner))")
+        #expect(pcm.largestStep(in: inner) < 0.03,
+                "a click: a step of \(pcm.largestStep(in: inner)); \(capture.statistics().sources.map { "\($0)" }), \(recorder.events.withLock { $0 })")
     }
 
     @Test("raw: s16le PCM read as --audio-format says")
@@ -142,7 +143,8 @@ struct AudioCaptureTests {
         // No gap: every 5 ms of the tone holds it.
         let levels = PCMAnalysis(samples: Array(pcm.samples[inner]), rate: 48_000).rms(window: 240)
         #expect(levels.min() ?? 0 > 0.06, "a gap: 5 ms at RMS \(levels.min() ?? 0)")
-        #expect(pcm.largestStep(in: inner) < 0.03, "a click: a step of \(pcm.largestStep(in: inner))")
+        #expect(pcm.largestStep(in: inner) < 0.03,
+                "a click: a step of \(pcm.largestStep(in: inner)); \(capture.statistics().sources.map { "\($0)" }), \(recorder.events.withLock { $0 })")
     }
 
     @Test("monitor: beeps played into a null sink at whole seconds are heard at their seconds, each at the same offset")
@@ -169,14 +171,18 @@ struct AudioCaptureTests {
             return Double((ns + 500_000_000) % 1_000_000_000 - 500_000_000) / 1e6  // ms from the nearest whole second
         }
         // Where the player's beeps land is the player's own estimate (its stream's latency):
-        // measured here they are heard 18 to 23 ms before their seconds, while the benchmark's
-        // C flasher, placing them the same way, is heard within 2 ms of them, by nalcast and by
-        // a bare libpulse reader alike. So the bound is loose, and the check that matters is
-        // that all beeps sit at the same offset: no drift, no step when the sink changes its
-        // timing (a cap on the reported latency once left 100 ms there for many seconds).
-        #expect(offsets.allSatisfy { abs($0) <= 40 }, "beeps heard at \(offsets) ms from their seconds")
-        #expect((offsets.max() ?? 0) - (offsets.min() ?? 0) <= 5, "beeps heard at \(offsets) ms from their seconds")
-        #expect(capture.statistics().droppedSamples == 0, "\(recorder.events.withLock { $0 })")
+        // they are heard 17 to 21 ms before their seconds (the null sink renders its 20 ms
+        // ahead of their playing time, and its monitor posts them then). So the bound is
+        // loose, and the check that matters is that all beeps sit at the same offset: no
+        // drift, no step when the sink changes its timing (a cap on the reported latency once
+        // left 100 ms there for many seconds). The player puts them exactly a second's samples
+        // apart; the capture may move its track by up to 2 ms a second where a loaded server
+        // delivered late for a while (`DriftCorrector`'s largest compensation), 4 ms over the
+        // two seconds, and onsets are found to the millisecond.
+        let said = "beeps heard at \(offsets) ms from their seconds; \(capture.statistics().sources.map { "\($0)" }), \(recorder.events.withLock { $0 })"
+        #expect(offsets.allSatisfy { abs($0) <= 40 }, "\(said)")
+        #expect((offsets.max() ?? 0) - (offsets.min() ?? 0) <= 5, "\(said)")
+        #expect(capture.statistics().droppedSamples == 0, "\(said)")
     }
 
     @Test("a server killed mid-run: the loss is an event, packets go on (silence), and capture resumes when it is back")
@@ -224,7 +230,8 @@ struct AudioCaptureTests {
             #expect(abs(pcm.level(in: between) - 0.0625) < 0.01)
             let beep = start + 480..<start + 4320
             let both = (0.0625 * 0.0625 + 0.3544 * 0.3544).squareRoot()  // two unrelated sines add in power
-            #expect(abs(Double(pcm.level(in: beep)) - both) < 0.03, "RMS \(pcm.level(in: beep)) in a beep")
+            #expect(abs(Double(pcm.level(in: beep)) - both) < 0.03,
+                    "RMS \(pcm.level(in: beep)) in a beep; \(capture.statistics().sources.map { "\($0)" }), \(recorder.events.withLock { $0 })")
             checked += 1
         }
         #expect(checked >= 1)

@@ -4,8 +4,13 @@ import Synchronization
 
 /// Plays a 1 kHz, 100 ms beep at -6 dBFS into a PulseAudio server's default sink at each of
 /// `count` whole seconds of CLOCK_REALTIME from `firstSecond` on: a playback stream that runs
-/// all along, 5 ms chunks, and before each chunk the stream's latency says when its first
-/// sample will play, so the beep's first sample goes where its second will be played.
+/// all along, in 5 ms chunks. Before each chunk the stream's latency says when its next sample
+/// will play, which gives when its first sample played (the anchor). One such reading is off
+/// by up to 11 ms on a loaded machine (libpulse interpolates between timing updates, and the
+/// thread can be held up between the latency and the clock), so the beeps are placed from the
+/// median of the anchors read in the second before the first beep, once: every beep then lies
+/// a whole number of seconds' samples after it, and where they are heard apart from their
+/// seconds tells about the capture alone.
 final class BeepPlayer: Sendable {
     static let rate = 48_000
     static let chunk = 240
@@ -47,13 +52,23 @@ final class BeepPlayer: Sendable {
         var beepStart: Int64 = -1
         var next = firstSecond * ns
         let last = (firstSecond + Int64(count)) * ns
+        var readings: [Int64] = []  // the last second's anchors, until the first beep is placed
+        var anchor: Int64?  // when sample 0 played, CLOCK_REALTIME ns
         while !stopped.load(ordering: .relaxed) {
             let latency = pa_simple_get_latency(stream, &error)
             var now = timespec()
             clock_gettime(CLOCK_REALTIME, &now)
             let playsAt = Int64(now.tv_sec) * ns + Int64(now.tv_nsec) + Int64(latency) * 1000  // when `written` plays
-            if next < last && next < playsAt + Int64(Self.chunk) * ns / Int64(Self.rate) {
-                beepStart = written + (next >= playsAt ? (next - playsAt) * Int64(Self.rate) / ns : 0)
+            if anchor == nil {
+                readings.append(playsAt - written * ns / Int64(Self.rate))
+                if readings.count > Self.rate / Self.chunk { readings.removeFirst() }
+            }
+            // A beep is placed 50 ms ahead of its first sample's writing (the previous one,
+            // a second earlier, is long over).
+            if next < last && next < playsAt + 50_000_000 {
+                let from = anchor ?? readings.sorted()[readings.count / 2]
+                anchor = from
+                beepStart = max(written, (next - from) * Int64(Self.rate) / ns)
                 next += ns
             }
             for i in 0..<Self.chunk {
