@@ -25,7 +25,7 @@ public final class EventLoop: @unchecked Sendable {
     // mailboxes, which check `isOnLoop` first).
 
     /// The `struct ev_loop *`.
-    let raw: OpaquePointer
+    @usableFromInline let raw: OpaquePointer
     private let owner: Atomic<UInt>
     private let lifecycle = Mutex<Lifecycle>(Lifecycle())
     private var control: Mailbox<ControlMessage>!
@@ -34,7 +34,7 @@ public final class EventLoop: @unchecked Sendable {
     /// True while a mailbox's messages are handled just before the loop polls (its
     /// `ev_prepare` watcher): a message sent then on the loop thread must wake the loop the
     /// usual way (`ev_async_send`), since this turn's prepare watchers have all been taken.
-    var handlingBeforePoll = false
+    @usableFromInline var handlingBeforePoll = false
 
     private struct Lifecycle {
         var state: State = .idle

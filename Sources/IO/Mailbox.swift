@@ -15,29 +15,38 @@ import Synchronization
 /// the drain): the same order, never inside the sender's call, and no extra system call. A
 /// message sent while such a drain runs (a handler stopping the loop) wakes the loop as from
 /// another thread: this turn's prepare watchers have run.
+///
+/// Its code is inlinable, so that each user's module compiles it for its own message type: a
+/// relay sends and drains a message every access unit, and the generic code in this module
+/// looked up the type of `[Message]` in the runtime's tables at each step.
 public final class Mailbox<Message: Sendable>: @unchecked Sendable {
     // @unchecked Sendable holds because: messages cross threads only through `pending`, a
     // Mutex; `watcher` is started, stopped and freed on the loop's owner thread (checked with
     // preconditionOnLoop) and otherwise only passed to ev_async_send, which libev documents as
     // thread-safe; `beforePoll` is started and stopped on the loop's owner thread only (the
-    // sender checks `isOnLoop` first); `handler` is called on the loop thread only.
+    // sender checks `isOnLoop` first); `handler` is called on the loop thread only, and
+    // `spare` is used by the drain, on the loop thread, only.
 
     public let capacity: Int
-    private let raw: OpaquePointer
-    private unowned(unsafe) let loop: EventLoop
+    @usableFromInline let raw: OpaquePointer
+    @usableFromInline unowned(unsafe) let loop: EventLoop
     /// Keeps the loop alive as long as a sender can reach it (nil for the loop's own control mailbox).
-    private let keepAlive: EventLoop?
-    private let pending = Mutex<[Message]>([])
-    private let droppedCount = Atomic<Int>(0)
-    private let watcher: UnsafeMutablePointer<ev_async>
+    @usableFromInline let keepAlive: EventLoop?
+    @usableFromInline let pending = Mutex<[Message]>([])
+    /// The array the last drain handed out, emptied: the next drain swaps it in for
+    /// `pending`, so the two buffers take turns and no drain allocates. Loop thread only.
+    @usableFromInline var spare: [Message] = []
+    @usableFromInline let droppedCount = Atomic<Int>(0)
+    @usableFromInline let watcher: UnsafeMutablePointer<ev_async>
     /// Drains before the loop polls, after a send from the loop thread.
-    private let beforePoll: UnsafeMutablePointer<ev_prepare>
-    private let handler: ([Message]) -> Void
+    @usableFromInline let beforePoll: UnsafeMutablePointer<ev_prepare>
+    @usableFromInline let handler: ([Message]) -> Void
     /// What the watcher's data pointer finds: C callbacks cannot be generic.
-    private let wakeUp = WakeUp()
+    @usableFromInline let wakeUp = WakeUp()
 
     /// Creates and starts the mailbox; call on the loop's owner thread. Release the last
     /// reference on the owner thread too (or after `join()`).
+    @inlinable
     public convenience init(loop: EventLoop, capacity: Int = .max, handler: @escaping ([Message]) -> Void) {
         self.init(loop: loop, keepAlive: loop, capacity: capacity, handler: handler)
     }
@@ -47,7 +56,8 @@ public final class Mailbox<Message: Sendable>: @unchecked Sendable {
         self.init(loop: loop, keepAlive: nil, capacity: .max, handler: handler)
     }
 
-    private init(loop: EventLoop, keepAlive: EventLoop?, capacity: Int, handler: @escaping ([Message]) -> Void) {
+    @inlinable
+    init(loop: EventLoop, keepAlive: EventLoop?, capacity: Int, handler: @escaping ([Message]) -> Void) {
         precondition(capacity > 0)
         loop.preconditionOnLoop()
         self.capacity = capacity
@@ -89,7 +99,7 @@ public final class Mailbox<Message: Sendable>: @unchecked Sendable {
     /// `pastCapacity` is for the few messages that must never be lost however far behind the
     /// loop is (the end of capture): they bypass the bound, so a sender may use it only for a
     /// bounded number of messages.
-    @discardableResult
+    @discardableResult @inlinable
     public func send(_ message: Message, pastCapacity: Bool = false) -> Bool {
         let accepted = pending.withLock { pending in
             guard pastCapacity || pending.count < capacity else { return false }
@@ -117,21 +127,27 @@ public final class Mailbox<Message: Sendable>: @unchecked Sendable {
     /// Messages waiting for the loop.
     public var backlog: Int { pending.withLock { $0.count } }
 
-    private func drain() {
+    @inlinable
+    func drain() {
         loop.preconditionOnLoop()
         ev_prepare_stop(raw, beforePoll)
-        let messages = pending.withLock { pending in
-            defer { pending.removeAll(keepingCapacity: true) }
-            return pending
-        }
-        if !messages.isEmpty { handler(messages) }
+        var messages: [Message] = []
+        swap(&messages, &spare)
+        pending.withLock { swap(&$0, &messages) }
+        guard messages.count > 0 else { return spare = messages }
+        handler(messages)
+        // Unique again unless the handler kept the array, in which case this allocates anew.
+        messages.removeAll(keepingCapacity: true)
+        spare = messages
     }
 }
 
 /// The non-generic target of a mailbox's async watcher. Loop thread only.
+@usableFromInline
 final class WakeUp {
-    var action: () -> Void = {}
-    var beforePollAction: () -> Void = {}
-    func fire() { action() }
-    func fireBeforePoll() { beforePollAction() }
+    @usableFromInline var action: () -> Void = {}
+    @usableFromInline var beforePollAction: () -> Void = {}
+    @usableFromInline init() {}
+    @usableFromInline func fire() { action() }
+    @usableFromInline func fireBeforePoll() { beforePollAction() }
 }
