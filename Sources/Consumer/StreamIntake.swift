@@ -205,19 +205,25 @@ public final class StreamIntake {
     }
 
     private func deliverCompleted() {
-        let frameRate = parser.frameRate
-        for unit in completed { deliver(unit, frameRate: frameRate) }
+        let figures = Self.figures(of: &parser)
+        for unit in completed { deliver(unit, frameRate: figures.frameRate) }
         // Also set by a delimited stream's tail (an AUD, then an end of sequence), which the
         // parser closes without handing it out: it has no picture.
-        lastUnitEndedStream = parser.endedStream
+        lastUnitEndedStream = figures.endedStream
         completed.removeAll(keepingCapacity: true)
         fanout.push(outgoing)
         outgoing.removeAll(keepingCapacity: true)
-        noteResync()
+        noteResync(skipped: figures.skippedBytes)
     }
 
-    private func noteResync() {
-        let skipped = parser.skippedBytes
+    /// What the intake reads from the parser after a chunk, read where it lies: a getter
+    /// called on the stored existential copied the whole parser (scanner, assembler,
+    /// parameter sets) for each of them, three times an access unit.
+    private static func figures(of parser: inout any AccessUnitParser) -> (frameRate: Double?, endedStream: Bool, skippedBytes: Int) {
+        (parser.frameRate, parser.endedStream, parser.skippedBytes)
+    }
+
+    private func noteResync(skipped: Int) {
         if skipped > skippedSoFar {
             metrics.resyncBytes.increment(by: UInt64(skipped - skippedSoFar))
             skippedSoFar = skipped

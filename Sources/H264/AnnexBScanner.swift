@@ -103,10 +103,10 @@ public struct AnnexBScanner {
                         oversizedNALUnits += 1
                         skippedBytes += cut - nalStart
                         if cut > header {
-                            dropped(bytes(from: header, to: Swift.min(cut, header + Self.headLength), chunk: chunk, P: P))
+                            dropped(Self.bytes(from: header, to: Swift.min(cut, header + Self.headLength), chunk: chunk, P: P, pending: pending))
                         }
                     } else if cut > header {
-                        emit(nalUnit(from: nalStart, to: cut, header: header, chunk: chunk, P: P))
+                        emit(Self.nalUnit(from: nalStart, to: cut, header: header, chunk: chunk, P: P, pending: pending))
                     } else {
                         skippedBytes += cut - nalStart  // a start code with no header after it
                     }
@@ -270,15 +270,18 @@ public struct AnnexBScanner {
 
     /// The bytes `[from, to)` (combined positions): a slice of the chunk when they lie in
     /// it, else a new buffer joining the pieces.
-    private func bytes(from: Int, to: Int, chunk: [UInt8], P: Int) -> ArraySlice<UInt8> {
+    ///
+    /// This and the two below are static, given `pending`: called from inside `push`'s
+    /// closure, a method would copy the whole scanner for each NAL unit.
+    private static func bytes(from: Int, to: Int, chunk: [UInt8], P: Int, pending: [ArraySlice<UInt8>]) -> ArraySlice<UInt8> {
         if from >= P { return chunk[(from - P)..<(to - P)] }
-        return joined(from: from, to: to, chunk: chunk, P: P)[...]
+        return joined(from: from, to: to, chunk: chunk, P: P, pending: pending)[...]
     }
 
     /// The bytes `[from, to)` (combined positions, `from` inside `pending`) copied into one
     /// new buffer: the pending parts they cover, then the chunk's head when they reach into
     /// it. Only for bytes that straddle pieces; callers slice a single piece instead.
-    private func joined(from: Int, to: Int, chunk: [UInt8], P: Int) -> [UInt8] {
+    private static func joined(from: Int, to: Int, chunk: [UInt8], P: Int, pending: [ArraySlice<UInt8>]) -> [UInt8] {
         var joined: [UInt8] = []
         joined.reserveCapacity(to - from)
         var offset = 0
@@ -293,7 +296,7 @@ public struct AnnexBScanner {
 
     /// The bytes `[from, to)` (combined positions) as a NAL unit: a slice of the chunk or of
     /// one pending part when it lies in one of them, else a new buffer joining the pieces.
-    private func nalUnit(from: Int, to: Int, header: Int, chunk: [UInt8], P: Int) -> NALUnit {
+    private static func nalUnit(from: Int, to: Int, header: Int, chunk: [UInt8], P: Int, pending: [ArraySlice<UInt8>]) -> NALUnit {
         if from >= P {
             return NALUnit(wire: chunk[(from - P)..<(to - P)], headerIndex: header - P, payloadEnd: to - P)
         }
@@ -302,7 +305,7 @@ public struct AnnexBScanner {
             let base = part.startIndex
             return NALUnit(wire: part[(base + from)..<(base + to)], headerIndex: base + header, payloadEnd: base + to)
         }
-        let wire = joined(from: from, to: to, chunk: chunk, P: P)
+        let wire = joined(from: from, to: to, chunk: chunk, P: P, pending: pending)
         return NALUnit(wire: wire[...], headerIndex: header - from, payloadEnd: wire.count)
     }
 }
