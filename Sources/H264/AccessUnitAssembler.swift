@@ -313,7 +313,7 @@ public struct AccessUnitAssembler {
             guard let pps = ppsById[peek.ppsId], let sps = spsById[pps.fields.spsId] else {
                 return .firstMacroblock(peek.firstMb, ppsId: peek.ppsId)
             }
-            return .header(try SliceHeader(rbsp: rbsp, header: header, sps: sps.fields, pps: pps.fields))
+            return .header(try SliceHeader(rbsp: rbsp, header: header, sps: sps.fields, pps: pps.fields, readsMemoryManagement: false))
         } catch BitstreamError.truncated where !complete {
             return .needMore
         } catch {

@@ -17,8 +17,9 @@ public struct SliceHeader: Sendable, Hashable {
     public var redundantPicCnt = 0
     /// memory_management_control_operation 5 in dec_ref_pic_marking(): all reference
     /// pictures are dropped and picture order counts start over after this picture, as after
-    /// an IDR. False when the header ends before dec_ref_pic_marking() (a truncated read).
-    /// Not part of `==`: it does not decide where a picture begins.
+    /// an IDR. False when the header ends before dec_ref_pic_marking() (a truncated read), or
+    /// when it was not asked for (`readsMemoryManagement`). Not part of `==`: it does not
+    /// decide where a picture begins.
     public var memoryManagementReset = false
 
     public var isIDR: Bool { nalType == .idrSlice }
@@ -47,8 +48,14 @@ public struct SliceHeader: Sendable, Hashable {
         return (firstMb, sliceType, ppsId)
     }
 
-    /// Parses a slice header from the slice NAL unit's RBSP (types 1, 2 and 5).
-    public init(rbsp: ArraySlice<UInt8>, header: NALHeader, sps: SequenceParameterSet, pps: PictureParameterSet) throws {
+    /// Parses a slice header from the slice NAL unit's RBSP (types 1, 2 and 5). The parameter
+    /// sets are borrowed: an initializer owns its arguments otherwise, and each slice read
+    /// copied the assembler's SPS to pass it. `readsMemoryManagement: false` stops after
+    /// redundant_pic_cnt, at the fields that decide where a picture begins: the assembler
+    /// reads every slice's header for that alone, and the rest of the header up to
+    /// dec_ref_pic_marking() (`memoryManagementReset`) is as much code again, run each time.
+    public init(rbsp: ArraySlice<UInt8>, header: NALHeader, sps: borrowing SequenceParameterSet, pps: borrowing PictureParameterSet,
+                readsMemoryManagement: Bool = true) throws {
         var r = BitReader(rbsp)
         nalType = header.type
         nalRefIdc = header.refIdc
@@ -75,6 +82,7 @@ public struct SliceHeader: Sendable, Hashable {
             }
         }
         if pps.redundantPicCntPresent { redundantPicCnt = try r.ue("redundant_pic_cnt", max: 127) }
+        guard readsMemoryManagement else { return }
         memoryManagementReset = (try? Self.readMemoryManagementReset(&r, header: header, sliceType: sliceType, sps: sps, pps: pps)) ?? false
     }
 

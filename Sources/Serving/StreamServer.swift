@@ -171,7 +171,7 @@ public final class StreamServer {
         for entry in listeners { entry.listener.start() }
         let timer = LoopTimer(loop: loop) { [unowned self] in
             self.handle(self.broadcaster.tick())
-            if !self.broadcaster.needsTicks { self.ticker?.stop() }
+            if !Self.needsTicks(&self.broadcaster) { self.ticker?.stop() }
         }
         timer.start(after: 0.1, repeating: 0.1)
         ticker = timer
@@ -183,9 +183,13 @@ public final class StreamServer {
     /// until the next one instead of waking ten times a second. Called after whatever may
     /// queue something or defer a request.
     private func armTicker() {
-        guard !finishing, let ticker, !ticker.isActive, broadcaster.needsTicks else { return }
+        guard !finishing, let ticker, !ticker.isActive, Self.needsTicks(&broadcaster) else { return }
         ticker.start(after: 0.1, repeating: 0.1)
     }
+
+    /// Read where it lies: the getter called on the stored broadcaster copied it first (its
+    /// readers, their queues, the cached GOP), once an access unit.
+    private static func needsTicks(_ broadcaster: inout Broadcaster) -> Bool { broadcaster.needsTicks }
 
     /// Asks for an IDR now (SIGUSR1), through the same coalescing as joins.
     public func forceIDR() {

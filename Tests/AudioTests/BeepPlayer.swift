@@ -19,8 +19,8 @@ final class BeepPlayer: Sendable {
     /// What went wrong, if anything (pa_strerror's text).
     let failure = Mutex<String?>(nil)
 
-    /// Opens the stream `delay` seconds from now and plays the beeps (the same placement as
-    /// the benchmark's `bench/c/flasher.c`).
+    /// Opens the stream `delay` seconds from now and plays the beeps (placed as the
+    /// benchmark's `bench/c/flasher.c` places its own, but from the one anchor).
     func start(server: String, delay: TimeInterval, firstSecond: Int64, count: Int) {
         let thread = Thread { [self] in
             Thread.sleep(forTimeInterval: delay)
