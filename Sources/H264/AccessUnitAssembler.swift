@@ -58,6 +58,9 @@ public struct AccessUnitAssembler {
     /// end of stream, filler data or an empty SEI (or, with only redundant slices, a PPS or
     /// such a slice): something that would be lost if the stream stopped here.
     public var hasContentInHand: Bool {
+        // A primary picture's slice is content (`isNothingToDecode`): every picture's access
+        // unit is answered here, without looking at its SEIs on each close.
+        if sawPrimary { return true }
         for nal in current where !isNothingToDecode(nal) { return true }
         return false
     }
