@@ -131,11 +131,11 @@ public final class Mailbox<Message: Sendable>: @unchecked Sendable {
     func drain() {
         loop.preconditionOnLoop()
         ev_prepare_stop(raw, beforePoll)
-        var messages: [Message] = []
-        swap(&messages, &spare)
+        // The pending messages out, the last drain's emptied array in their place.
+        var messages = spare
+        spare = []
         pending.withLock { swap(&$0, &messages) }
-        guard messages.count > 0 else { return spare = messages }
-        handler(messages)
+        if messages.count > 0 { handler(messages) }
         // Unique again unless the handler kept the array, in which case this allocates anew.
         messages.removeAll(keepingCapacity: true)
         spare = messages

@@ -1,6 +1,7 @@
-# Sourced by bench/relay-switches and bench/relay-warm: the relay benchmark's processes on
-# this machine (c/relaysrc serving the 1080p30 source file, a relay reading it) and the
-# counters they are measured by. Needs $bin, $source_file and $nalcast set.
+# Sourced by bench/relay-switches, relay-warm, relay-instructions and relay-footprint: the
+# relay benchmark's processes on this machine (c/relaysrc serving the 1080p30 source file, a
+# relay reading it, live or under callgrind) and the counters they are measured by. Needs
+# $bin, $source_file and $nalcast set ($work too for copy_for_valgrind).
 
 pids=()
 # Stops every process started here (by PID).
