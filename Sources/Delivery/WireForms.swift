@@ -11,7 +11,12 @@
 /// type identities, not a dynamic cast: each form is kept in a `Box` of its own type, tagged
 /// with that type's identity, and taken out with an unchecked downcast the tag vouches for.
 public struct WireForms: Sendable {
-    @usableFromInline var forms: [(type: ObjectIdentifier, box: AnyObject & Sendable)] = []
+    @usableFromInline typealias Entry = (type: ObjectIdentifier, box: AnyObject & Sendable)
+    /// The first form added, kept in place: a server of one kind of reader makes one form a
+    /// unit, and allocates no array for it.
+    @usableFromInline var first: Entry?
+    /// Any form after the first.
+    @usableFromInline var more: [Entry] = []
 
     /// One form, in a class of its type's own so that the tag can stand for the cast.
     @usableFromInline final class Box<Form: Sendable>: Sendable {
@@ -21,16 +26,17 @@ public struct WireForms: Sendable {
 
     public init() {}
 
-    public var isEmpty: Bool { forms.isEmpty }
+    public var isEmpty: Bool { first == nil }
 
     /// Adds `form`, in place of one of the same type. Inlinable, so that a server adding its
     /// form builds the `Box` of a type it knows: the box's class is found once, not looked up
     /// in the runtime's table of generic types for every access unit.
     @inlinable
     public mutating func add<Form: Sendable>(_ form: Form) {
-        let type = ObjectIdentifier(Form.self)
-        forms.removeAll { $0.type == type }
-        forms.append((type, Box(form)))
+        let entry: Entry = (ObjectIdentifier(Form.self), Box(form))
+        if first == nil || first?.type == entry.type { return first = entry }
+        more.removeAll { $0.type == entry.type }
+        more.append(entry)
     }
 
     /// The form of type `Form`; nil when none was made (no reader wants it, or its maker left
@@ -38,8 +44,9 @@ public struct WireForms: Sendable {
     @inlinable
     public subscript<Form: Sendable>(_ type: Form.Type) -> Form? {
         let wanted = ObjectIdentifier(Form.self)
-        for entry in forms where entry.type == wanted {
-            // Only `add` makes entries, each tagged with its own Box's form type.
+        // Only `add` makes entries, each tagged with its own Box's form type.
+        if let first, first.type == wanted { return unsafeDowncast(first.box, to: Box<Form>.self).form }
+        for entry in more where entry.type == wanted {
             return unsafeDowncast(entry.box, to: Box<Form>.self).form
         }
         return nil

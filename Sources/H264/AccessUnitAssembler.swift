@@ -75,6 +75,10 @@ public struct AccessUnitAssembler {
     public private(set) var endedStream = false
 
     private var current: [NALUnit] = []
+    /// NAL units the last access unit held: the next one's array starts that large, one
+    /// allocation rather than one each time appending doubles it (an AUD, a SEI and three
+    /// slices made four).
+    private var lastCount = 0
     private var sawVCL = false
     /// A slice of a primary picture (redundant_pic_cnt 0, or a header not read) is in hand.
     private var sawPrimary = false
@@ -217,6 +221,7 @@ public struct AccessUnitAssembler {
         default:
             break
         }
+        if current.isEmpty { current.reserveCapacity(max(lastCount, 4)) }
         current.append(nal)
     }
 
@@ -264,6 +269,7 @@ public struct AccessUnitAssembler {
             resolution = sps.fields.resolution
         }
         let unit = AccessUnit(codec: H264Codec(), nalUnits: current, isIDR: isIDR, resolution: resolution, timestamp: timestamp, parameterSets: sets)
+        lastCount = current.count
         current = []
         sawVCL = false
         sawPrimary = false

@@ -20,10 +20,10 @@ enum AnnexBListener: ListenerKind {
 
 /// An access unit's chunks as every Annex-B reader past its first access unit writes them
 /// (`AccessUnitFraming.continuing`: without its own AUD, with the trailer behind), made once
-/// per published unit and shared: no reader builds a list of its own per unit.
-final class DelimitedUnit: Sendable {
+/// per published unit and shared: no reader builds a list of its own per unit. A struct:
+/// `WireForms` keeps it in a box of its own, and the array is shared, not copied.
+struct DelimitedUnit: Sendable {
     let chunks: [ArraySlice<UInt8>]
-    init(chunks: [ArraySlice<UInt8>]) { self.chunks = chunks }
 }
 
 /// Makes each published unit's `DelimitedUnit` from the NAL units its readers get (an IDR

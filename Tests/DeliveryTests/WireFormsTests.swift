@@ -19,6 +19,11 @@ final class WireFormsTests: XCTestCase {
         XCTAssertEqual(forms[Packets.self], Packets(bytes: [2]))
         XCTAssertEqual(forms[Segment.self], Segment(name: "a"))
         XCTAssertNil(forms[Int.self])
+        // The first form is kept apart from the rest: a later one is replaced as well.
+        forms.add(Segment(name: "b"))
+        XCTAssertEqual(forms[Segment.self], Segment(name: "b"))
+        XCTAssertEqual(forms[Packets.self], Packets(bytes: [2]))
+        XCTAssertFalse(forms.isEmpty)
     }
 
     func testPublishedFormsReachLiveReadersAndTheCachedGOPsJoiners() {
