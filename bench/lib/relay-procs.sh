@@ -12,9 +12,9 @@ cpu_ns() { local s=0 t; for t in /proc/$1/task/*; do s=$((s + $(cut -d' ' -f1 "$
 # The sum of a process's threads' context switches: `switches PID voluntary|nonvoluntary`.
 switches() { grep -h "^$2" /proc/$1/task/*/status | awk '{s += $2} END {print s}'; }
 
-# start_relay KIND(c|ev|nalcast) PORT SPIN_US [PREFIX...]: the source on PORT, the relay
-# reading it and serving PORT+1 (RELAY_SPIN_US for the C relays; PREFIX: e.g. taskset -c 0);
-# the relay's PID in $relay.
+# start_relay KIND(c|ev|gop|nalcast) PORT SPIN_US [PREFIX...]: the source on PORT, the relay
+# reading it and serving PORT+1 (RELAY_SPIN_US for the C relays c and ev; gop: c/relaygop.c;
+# PREFIX: e.g. taskset -c 0); the relay's PID in $relay.
 start_relay() {
     local kind=$1 port=$2 spin=$3
     shift 3
@@ -23,6 +23,7 @@ start_relay() {
     case $kind in
         c) RELAY_SPIN_US=$spin "$@" "$bin/relay" "$port" $((port + 1)) 2>/dev/null & pids+=($!) ;;
         ev) RELAY_SPIN_US=$spin "$@" "$bin/evrelay" "$port" $((port + 1)) 2>/dev/null & pids+=($!) ;;
+        gop) "$@" "$bin/relaygop" "$port" $((port + 1)) 2>/dev/null & pids+=($!) ;;
         *) "$@" "$nalcast" consume --from "tcp://127.0.0.1:$port" --listen "tcp://127.0.0.1:$((port + 1))" \
             --join gop --quiet 2>/dev/null & pids+=($!) ;;
     esac
@@ -37,7 +38,7 @@ copy_for_valgrind() {
     strip --strip-debug "$nalcast_for_valgrind"
 }
 
-# callgrind_window KIND(c|nalcast) OUT READERS [CALLGRIND_OPTION...]: the source, the relay
+# callgrind_window KIND(c|gop|nalcast) OUT READERS [CALLGRIND_OPTION...]: the source, the relay
 # under callgrind (writing OUT.N), READERS c/readers.c readers (0: none); the counts zeroed
 # once they have been served for 4 s and dumped after a 10 s window; everything stopped.
 # Prints the dump's path. Needs copy_for_valgrind first.
@@ -49,6 +50,8 @@ callgrind_window() {
     sleep 0.5
     if [[ $kind == c ]]; then
         "${cg[@]}" "$bin/relay" "$port" $((port + 1)) 2>"$out.log" & pids+=($!)
+    elif [[ $kind == gop ]]; then
+        "${cg[@]}" "$bin/relaygop" "$port" $((port + 1)) 2>"$out.log" & pids+=($!)
     else
         "${cg[@]}" "$nalcast_for_valgrind" consume --from "tcp://127.0.0.1:$port" --listen "tcp://127.0.0.1:$((port + 1))" \
             --join gop --quiet 2>"$out.log" & pids+=($!)
