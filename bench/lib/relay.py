@@ -18,7 +18,9 @@ Cases:
 - readers: beside the relays, a limit row: the readers read relaysrc itself (one sendmsg
   per access unit and reader, nothing read), the least a relay's sending side can cost;
   and `c/relay.c`, the least a relay can cost: it reads the source, cuts it at the access
-  unit delimiters and sends each access unit to each reader with one sendmsg.
+  unit delimiters and sends each access unit to each reader with one sendmsg; and
+  `c/relaygop.c`, the least a relay doing nalcast's job can cost: it cuts any stream by
+  H.264's own rule (no delimiters needed) and gives a joining reader the cached GOP.
   The relay's CPU over a window (the sum of its threads' /proc schedstat, ns),
   its RSS and peak RSS with 16 readers: one in this process checks that every picture
   arrives (SEI sequence without a gap) and how far behind the source the pictures of the
@@ -56,6 +58,8 @@ QUICK = dict(w=320, h=240, seconds=2, keyint_s=0.5, warm=0.6, rtsp_warm=1.2, set
 RTSP_PATH = "/live"
 GST_REF = "gstreamer"  # the row the ratios are taken against
 C_RELAY = "C relay"  # c/relay.c: the least a relay (not a source) can do
+# c/relaygop.c: the least a relay of any stream with a cached GOP can do (nalcast's work)
+C_ANY = "C relay of any stream"
 RTSP_SERVER = Path(__file__).resolve().parent / "rtsp_source.py"
 PY_GI = "/usr/bin/python3"  # python3-gi belongs to Debian's Python
 
@@ -120,6 +124,8 @@ def _start_relay(ctx: Context, procs: Procs, kind: tuple, url: str, log: Path) -
                 "--join", "gop", "--quiet"]
     elif tool == "crelay":
         argv = [ctx.tool("relay"), url[len("tcp://127.0.0.1:"):], port]
+    elif tool == "relaygop":
+        argv = [ctx.tool("relaygop", ("-lev",)), url[len("tcp://127.0.0.1:"):], port]
     elif tool == "nalcast":
         argv = [ctx.nalcast.path, "consume", "--from", url, "--listen", f"tcp://127.0.0.1:{port}",
                 "--join", option, "--quiet"]
@@ -211,7 +217,8 @@ def _ratios(key: str, label: str):
     def after(case: Case) -> list:
         notes = []
         for ref_name, suffix, who in ((GST_REF, "_vs_gst", "GStreamer's"), (None, "_vs_limit", "the C limit's"),
-                                      (C_RELAY, "_vs_crelay", "the bare C relay's")):
+                                      (C_RELAY, "_vs_crelay", "the bare C relay's"),
+                                      (C_ANY, "_vs_cany", "the C relay of any stream's")):
             ref = next((c for c in case.contenders if c.samples and
                         (c.name == ref_name if ref_name else c.role == "limit")), None)
             if ref is None:
@@ -315,17 +322,20 @@ def cases(ctx: Context) -> list:
     n = p["readers"]
     reader_figs = [("cpu_pct", "CPU", "{:.2f} %"), ("cpu_pct_vs_gst", "vs GStreamer", "{:.2f}x"),
                    ("cpu_pct_vs_limit", "vs C", "{:.2f}x"), ("cpu_pct_vs_crelay", "vs C relay", "{:.2f}x"),
+                   ("cpu_pct_vs_cany", "vs C any stream", "{:.2f}x"),
                    ("hwm", "peak RSS", "{:.1f} MiB"), ("age_ms", "behind source", "{:.1f}"),
                    ("age_p99", "p99", "{:.1f} ms")]
     limit = Contender("C relaysrc serving them itself", measure=_readers_measure(("limit", ""), p), role="limit",
                       skip=None if has_program("ffmpeg") else "skipped (ffmpeg, which makes the source, not installed)")
     crelay = Contender(C_RELAY, measure=_readers_measure(("crelay", ""), p), skip=limit.skip)
+    cany = Contender(C_ANY, measure=_readers_measure(("relaygop", ""), p),
+                     skip=limit.skip or (None if Path("/usr/include/ev.h").exists() else "skipped (libev-dev missing)"))
     before = os.environ.get("NALCAST_BEFORE")
     old = Contender("nalcast --join gop before (NALCAST_BEFORE)",
                     measure=_readers_measure(("nalcast", f"before:{Path(before).resolve()}"), p) if before else None,
                     skip=skip_join or (None if before else "skipped (NALCAST_BEFORE not set)"))
     relays = rows(_readers_measure, p)
-    readers = Case(NAME, f"relay {size} to {n} readers", "", 1, [limit, crelay] + relays[:2] + [old] + relays[2:],
+    readers = Case(NAME, f"relay {size} to {n} readers", "", 1, [limit, crelay, cany] + relays[:2] + [old] + relays[2:],
                    runs=ctx.runs_for(p["runs"]), after=_ratios("cpu_pct", "CPU %"), figures=reader_figs)
     readers.notes.append(
         f"{readers.label}: relay CPU (% of a core, /proc schedstat) and RSS over {p['window']:g} s with {n} "
