@@ -42,6 +42,7 @@
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
+#include "relaynet.h"
 #ifdef RELAY_LIBEV
 #include <ev.h>
 #endif
@@ -231,23 +232,8 @@ int main(int argc, char **argv) {
     signal(SIGTERM, on_signal);
     signal(SIGINT, on_signal);
     signal(SIGPIPE, SIG_IGN);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    src = socket(AF_INET, SOCK_STREAM, 0);
-    a.sin_port = htons((uint16_t)atoi(argv[1]));
-    if (connect(src, (struct sockaddr *)&a, sizeof a) < 0) {
-        perror("relay: connect");
-        return 69;
-    }
-    lfd = socket(AF_INET, SOCK_STREAM, 0);
-    int one = 1;
-    setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    a.sin_port = htons((uint16_t)atoi(argv[2]));
-    socklen_t al = sizeof a;
-    if (bind(lfd, (struct sockaddr *)&a, sizeof a) < 0 || listen(lfd, 64) < 0 || getsockname(lfd, (struct sockaddr *)&a, &al) < 0) {
-        perror("relay: listen");
-        return 69;
-    }
-    fprintf(stderr, "serving tcp://127.0.0.1:%d\n", ntohs(a.sin_port));
+    int failed = relay_sockets("relay", argv[1], argv[2], &src, &lfd);
+    if (failed) return failed;
     for (int i = 0; i < MAX_CLIENTS; i++) clients[i] = (struct client){.fd = -1};
     buf = malloc(BUF);
 #ifdef RELAY_LIBEV

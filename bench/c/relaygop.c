@@ -50,6 +50,7 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
+#include "relaynet.h"
 
 #define MAX_CLIENTS 64
 #define MAX_BACKLOG (16 << 20)
@@ -549,23 +550,8 @@ int main(int argc, char **argv) {
         return 64;
     }
     signal(SIGPIPE, SIG_IGN);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    src = socket(AF_INET, SOCK_STREAM, 0);
-    a.sin_port = htons((uint16_t)atoi(argv[1]));
-    if (connect(src, (struct sockaddr *)&a, sizeof a) < 0) {
-        perror("relaygop: connect");
-        return 69;
-    }
-    lfd = socket(AF_INET, SOCK_STREAM, 0);
-    int one = 1;
-    setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    a.sin_port = htons((uint16_t)atoi(argv[2]));
-    socklen_t al = sizeof a;
-    if (bind(lfd, (struct sockaddr *)&a, sizeof a) < 0 || listen(lfd, 64) < 0 || getsockname(lfd, (struct sockaddr *)&a, &al) < 0) {
-        perror("relaygop: listen");
-        return 69;
-    }
-    fprintf(stderr, "serving tcp://127.0.0.1:%d\n", ntohs(a.sin_port));
+    int failed = relay_sockets("relaygop", argv[1], argv[2], &src, &lfd);
+    if (failed) return failed;
     for (int i = 0; i < MAX_CLIENTS; i++) clients[i] = (struct client){.fd = -1};
     loop = ev_default_loop(EVFLAG_AUTO);
     ev_io source_watcher, listen_watcher;

@@ -144,10 +144,12 @@ class Context:
         return d
 
     def tool(self, name: str, libs: tuple = ()) -> Path:
-        """bench/c/NAME.c compiled with gcc -O2 into out/bin/NAME (rebuilt when stale)."""
+        """bench/c/NAME.c compiled with gcc -O2 into out/bin/NAME (rebuilt when it or a header
+        of bench/c is newer)."""
         src = BENCH_DIR / "c" / f"{name}.c"
         exe = self.dir("bin") / name
-        if not exe.exists() or exe.stat().st_mtime < src.stat().st_mtime:
+        newest = max(f.stat().st_mtime for f in [src, *(BENCH_DIR / "c").glob("*.h")])
+        if not exe.exists() or exe.stat().st_mtime < newest:
             cmd = ["gcc", "-O2", "-Wall", "-o", str(exe), str(src), *libs]
             p = subprocess.run(cmd, capture_output=True, text=True)
             if p.returncode != 0:
