@@ -64,6 +64,10 @@ public final class CapturePipeline {
     }
 
     private func loop() throws {
+        /// An access unit near the end of `--duration`, held until the next frame says
+        /// whether it was the run's last (`mayBeLast`).
+        var held: AccessUnit?
+        defer { if let held { output(held) } }
         var firstPTS: UInt64?
         /// Media time of the last IDR encoded, for `keyintDuration`.
         var lastIDRPTS: UInt64?
@@ -85,7 +89,17 @@ public final class CapturePipeline {
                     let late = pacer!.drops.late
                     control.state.withLock { $0.counters.droppedLate = late }
                 }
+                // The source skipped past the end (the encoder was late): the picture held
+                // was the last, and goes out as the end of the stream.
+                if let last = held {
+                    held = nil
+                    try endStream(after: last)
+                }
                 break
+            }
+            if let earlier = held {
+                held = nil
+                output(earlier)
             }
 
             var keep = true
@@ -170,8 +184,27 @@ public final class CapturePipeline {
                 try endStream(after: au)
                 break
             }
+            if mayBeLast(frame) {
+                held = au
+                continue
+            }
             output(au)
         }
+    }
+
+    /// Whether a frame that is not the last by its own time (`isLastBeforeLimit`) may still be
+    /// the last of a `--duration` run: a live source skips the slots an encoder that was late
+    /// (or a thread that was not run) missed, so its next frame may come past the end. The
+    /// frames of the run's last half second (two slots at least) are therefore held until the
+    /// next one comes, one slot at most: if that one lies past the end, the held picture goes
+    /// out as the stream's last, with its end of sequence (`endStream`), rather than with an
+    /// AUD behind it that only a closing picture completes (`AccessUnitDelimiting`). A stall
+    /// that began before the last half second and outlasted the end still ends the stream
+    /// that way, as a signal does.
+    private func mayBeLast(_ frame: Frame) -> Bool {
+        guard let limit = options.durationLimit, source.isLive, !source.isChangeDriven else { return false }
+        let slot = 90_000 / encoderFrameRate.framesPerSecond
+        return Double(frame.pts90k) + Swift.max(2 * slot, 45_000) > limit * 90_000 - 1
     }
 
     /// How many of the frames a source skipped between two it gave (`after`, `before`: their

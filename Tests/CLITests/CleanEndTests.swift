@@ -29,6 +29,35 @@ import Testing
         try Self.expectGStreamerQuiet(Data(contentsOf: URL(fileURLWithPath: stream)), frames: encoded)
     }
 
+    /// `--duration` when the capture was held up near the end (stopped by the test for 400 ms
+    /// after its 21st picture of 30): the test pattern skips the slots it missed, the next
+    /// frame it gives lies past the end, and the picture before it, held until then, still
+    /// ends the stream with its end of sequence, not with an AUD that a closing picture must
+    /// complete (which GStreamer's decoder notes as "no frame!").
+    @Test func durationEndHeldUpStillKnown() throws {
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let events = dir.appendingPathComponent("events.jsonl").path
+        let producer = try PipedProducer(["produce", "-q", "--size", "320x240", "--duration", "1s", "--events", events, "-o", "-"])
+        // 21 access units out (0.7 s: in the last half second, which the producer holds each
+        // picture of), the delimiter of the 22nd behind them.
+        #expect(producer.waitForDelimiters(22), "the producer wrote too little")
+        producer.signal(SIGSTOP)
+        usleep(400_000)
+        producer.signal(SIGCONT)
+        let (status, stream) = producer.finish()
+        #expect(status == 0)
+        let finished = try Self.finishedEvent(events)
+        #expect(finished["framesDropped"] as? Int ?? 0 > 0, "the stall skipped no slot: \(finished)")
+        #expect(stream.suffix(4) == Data([0, 0, 1, 0x0a]), "the stream does not end with its end of sequence")
+        let frames = try Self.accessUnits(stream)
+        #expect(frames == finished["framesEncoded"] as? Int)
+        let probe = try Self.ffprobe(stream)
+        #expect(probe.stderr.isEmpty, "ffprobe said: \(probe.stderr)")
+        #expect(probe.frames == frames)
+        try Self.expectGStreamerQuiet(stream, frames: frames)
+    }
+
     /// `--frames` into a pipe, and a Y4M file's end (`--realtime`: a live run, delimited).
     @Test(arguments: ["frames", "y4m"]) func knownEndIntoAPipe(_ end: String) throws {
         let dir = try temporaryDirectory()
@@ -209,13 +238,18 @@ import Testing
 
     /// `framesEncoded` of the `finished` event in a `--events` file.
     static func framesEncoded(_ path: String) throws -> Int {
+        try finishedEvent(path)["framesEncoded"] as? Int ?? -1
+    }
+
+    /// The `finished` event of a `--events` file (empty when there is none).
+    static func finishedEvent(_ path: String) throws -> [String: Any] {
         let lines = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n")
         for line in lines.reversed() {
             guard let json = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
                   json["event"] as? String == "finished" else { continue }
-            return json["framesEncoded"] as? Int ?? -1
+            return json
         }
-        return -1
+        return [:]
     }
 }
 
@@ -256,6 +290,28 @@ final class PipedProducer: @unchecked Sendable {
             lock.unlock()
             if have >= count { return true }
             usleep(10_000)
+        }
+        return false
+    }
+
+    /// Waits until `count` access unit delimiters (00 00 01 09) have come (or the process
+    /// ended, or 20 s passed): a delimited stream has written one access unit fewer.
+    func waitForDelimiters(_ count: Int) -> Bool {
+        let deadline = Date().addingTimeInterval(20)
+        let delimiter = Data([0, 0, 1, 9])
+        var seen = 0, searched = 0
+        while Date() < deadline && process.isRunning {
+            lock.lock()
+            let have = data
+            lock.unlock()
+            var from = have.startIndex + max(0, searched - 3)
+            while let found = have.range(of: delimiter, in: from..<have.endIndex) {
+                seen += 1
+                from = found.upperBound
+            }
+            searched = have.count
+            if seen >= count { return true }
+            usleep(5_000)
         }
         return false
     }
