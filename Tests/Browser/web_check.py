@@ -8,8 +8,9 @@ POINTS_JSON (a list of [x, y] in the canvas' own pixels) from its canvas and pri
 window.nalcastViewer with "pixels" and "href" (the address bar then) added. With WAIT_FOR_JSON (an object of figures, e.g.
 {"connects": 2, "width": 320}), it then goes on reading the page's figures every 100 ms and
 prints them once each figure named is at least (numbers) or equal to (others) the value
-given: what a test that restarts the producer waits for ({"state": "ended"}: until the
-stream ended, the close that ended it in "closes"). With --problem it waits (up to
+given, and each figure in its "exactly" object equal to the value there ({"exactly":
+{"width": 320}}: a picture that became smaller): what a test that restarts the producer
+waits for ({"state": "ended"}: until the stream ended, the close that ended it in "closes"). With --problem it waits (up to
 20 s) only for the page to state a problem (window.nalcastViewer.problem), and prints the
 figures: what a page that cannot decode must do. It prints {"error": ...,
 "viewer": ...} with exit 1 when the page never gets there. PAGE_URL @FILE: the browser
@@ -48,6 +49,10 @@ def wait(driver, reached, seconds):
 
 def at_least(viewer, goal):
     for name, value in goal.items():
+        if name == "exactly":
+            if any(viewer.get(key) != wanted for key, wanted in value.items()):
+                return False
+            continue
         seen = viewer.get(name)
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             if not isinstance(seen, (int, float)) or seen < value:
