@@ -42,10 +42,10 @@
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
-#include "relaynet.h"
 #ifdef RELAY_LIBEV
 #include <ev.h>
 #endif
+#include "relaynet.h"
 
 #define MAX_CLIENTS 64
 
@@ -238,17 +238,7 @@ int main(int argc, char **argv) {
     buf = malloc(BUF);
 #ifdef RELAY_LIBEV
     struct ev_loop *loop = ev_default_loop(EVFLAG_AUTO);
-    ev_io source_watcher, listen_watcher;
-    ev_signal term, interrupt;
-    ev_io_init(&source_watcher, on_source, src, EV_READ);
-    ev_io_init(&listen_watcher, on_listen, lfd, EV_READ);
-    ev_signal_init(&term, on_stop, SIGTERM);
-    ev_signal_init(&interrupt, on_stop, SIGINT);
-    ev_io_start(loop, &source_watcher);
-    ev_io_start(loop, &listen_watcher);
-    ev_signal_start(loop, &term);
-    ev_signal_start(loop, &interrupt);
-    ev_run(loop, 0);
+    relay_run_libev(loop, src, lfd, on_source, on_listen, on_stop);
 #else
     while (!stop) {
         struct pollfd p[2] = {{.fd = src, .events = POLLIN}, {.fd = lfd, .events = POLLIN}};

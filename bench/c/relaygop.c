@@ -554,17 +554,7 @@ int main(int argc, char **argv) {
     if (failed) return failed;
     for (int i = 0; i < MAX_CLIENTS; i++) clients[i] = (struct client){.fd = -1};
     loop = ev_default_loop(EVFLAG_AUTO);
-    ev_io source_watcher, listen_watcher;
-    ev_signal term, interrupt;
-    ev_io_init(&source_watcher, on_source, src, EV_READ);
-    ev_io_init(&listen_watcher, on_listen, lfd, EV_READ);
-    ev_signal_init(&term, on_stop, SIGTERM);
-    ev_signal_init(&interrupt, on_stop, SIGINT);
-    ev_io_start(loop, &source_watcher);
-    ev_io_start(loop, &listen_watcher);
-    ev_signal_start(loop, &term);
-    ev_signal_start(loop, &interrupt);
-    ev_run(loop, 0);
+    relay_run_libev(loop, src, lfd, on_source, on_listen, on_stop);
     fprintf(stderr, "relayed %ld access units (%ld with a timestamp)\n", units, stamped_units);
     return 0;
 }

@@ -1,12 +1,14 @@
 // relaynet.h: the two sockets of the relays in bench/c (relay.c, relaygop.c): the source they
 // read, connected on 127.0.0.1:SRC_PORT, and the socket their readers connect to, listening
 // on 127.0.0.1:PORT (0: any free port), announced on stderr as nalcast announces its own
-// ("serving tcp://127.0.0.1:PORT").
+// ("serving tcp://127.0.0.1:PORT"); with libev, the loop that reads the one and accepts on the
+// other.
 #ifndef RELAYNET_H
 #define RELAYNET_H
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdint.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/socket.h>
@@ -35,4 +37,23 @@ static int relay_sockets(const char *name, const char *src_port, const char *por
     fprintf(stderr, "serving tcp://127.0.0.1:%d\n", ntohs(a.sin_port));
     return 0;
 }
+
+#ifdef EV_VERSION_MAJOR
+// With libev (ev.h included before this file): runs `loop` with the source's and the listening
+// socket's watchers and SIGTERM and SIGINT ending it; returns when a signal came.
+static void relay_run_libev(struct ev_loop *loop, int src, int lfd, void (*on_source)(struct ev_loop *, ev_io *, int),
+                            void (*on_listen)(struct ev_loop *, ev_io *, int), void (*on_stop)(struct ev_loop *, ev_signal *, int)) {
+    ev_io source_watcher, listen_watcher;
+    ev_signal term, interrupt;
+    ev_io_init(&source_watcher, on_source, src, EV_READ);
+    ev_io_init(&listen_watcher, on_listen, lfd, EV_READ);
+    ev_signal_init(&term, on_stop, SIGTERM);
+    ev_signal_init(&interrupt, on_stop, SIGINT);
+    ev_io_start(loop, &source_watcher);
+    ev_io_start(loop, &listen_watcher);
+    ev_signal_start(loop, &term);
+    ev_signal_start(loop, &interrupt);
+    ev_run(loop, 0);
+}
+#endif
 #endif
