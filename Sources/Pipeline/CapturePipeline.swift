@@ -44,6 +44,9 @@ public final class CapturePipeline {
         control.attach(source.wakeUp)
     }
 
+    /// One frame slot at the encoder's rate, in 90 kHz ticks.
+    private var slot90k: Double { 90_000 / encoderFrameRate.framesPerSecond }
+
     /// The frame rate the encoder announces: the target, unless the source is slower.
     public var encoderFrameRate: FrameRate {
         guard let target = options.targetFrameRate else { return source.frameRate }
@@ -203,8 +206,7 @@ public final class CapturePipeline {
     /// that way, as a signal does.
     private func mayBeLast(_ frame: Frame) -> Bool {
         guard let limit = options.durationLimit, source.isLive, !source.isChangeDriven else { return false }
-        let slot = 90_000 / encoderFrameRate.framesPerSecond
-        return Double(frame.pts90k) + Swift.max(2 * slot, 45_000) > limit * 90_000 - 1
+        return Double(frame.pts90k) + Swift.max(2 * slot90k, 45_000) > limit * 90_000 - 1
     }
 
     /// How many of the frames a source skipped between two it gave (`after`, `before`: their
@@ -224,8 +226,7 @@ public final class CapturePipeline {
         if source.isAtEnd { return true }
         if let limit = options.frameLimit, framesEncoded + 1 >= UInt64(limit) { return true }
         guard let limit = options.durationLimit else { return false }
-        let slot = 90_000 / encoderFrameRate.framesPerSecond
-        return Double(frame.pts90k) + slot > limit * 90_000 - 1
+        return Double(frame.pts90k) + slot90k > limit * 90_000 - 1
     }
 
     /// Hands on the last access units of a run that knows where it ends: `au` and whatever x264

@@ -29,8 +29,8 @@ import Testing
         try Self.expectGStreamerQuiet(Data(contentsOf: URL(fileURLWithPath: stream)), frames: encoded)
     }
 
-    /// `--duration` when the capture was held up near the end (stopped by the test for 400 ms
-    /// after its 21st picture of 30): the test pattern skips the slots it missed, the next
+    /// `--duration` when the capture was held up near the end (stopped by the test for 600 ms
+    /// once its 18th picture of 30 was taken): the test pattern skips the slots it missed, the next
     /// frame it gives lies past the end, and the picture before it, held until then, still
     /// ends the stream with its end of sequence, not with an AUD that a closing picture must
     /// complete (which GStreamer's decoder notes as "no frame!").
@@ -39,11 +39,13 @@ import Testing
         defer { try? FileManager.default.removeItem(at: dir) }
         let events = dir.appendingPathComponent("events.jsonl").path
         let producer = try PipedProducer(["produce", "-q", "--size", "320x240", "--duration", "1s", "--events", events, "-o", "-"])
-        // 21 access units out (0.7 s: in the last half second, which the producer holds each
-        // picture of), the delimiter of the 22nd behind them.
-        #expect(producer.waitForDelimiters(22), "the producer wrote too little")
+        // 17 access units out with the delimiter of the 18th behind them: in the last half
+        // second the producer holds each picture until the next frame is taken, so the 17th
+        // (0.53 s) comes out as the 18th is taken, which is then held in turn. Stopped from
+        // there (0.57 s) to past the end; a stop that comes up to 0.4 s late still spans it.
+        #expect(producer.waitForDelimiters(18), "the producer wrote too little")
         producer.signal(SIGSTOP)
-        usleep(400_000)
+        usleep(600_000)
         producer.signal(SIGCONT)
         let (status, stream) = producer.finish()
         #expect(status == 0)

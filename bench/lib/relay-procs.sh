@@ -12,21 +12,29 @@ cpu_ns() { local s=0 t; for t in /proc/$1/task/*; do s=$((s + $(cut -d' ' -f1 "$
 # The sum of a process's threads' context switches: `switches PID voluntary|nonvoluntary`.
 switches() { grep -h "^$2" /proc/$1/task/*/status | awk '{s += $2} END {print s}'; }
 
+# relay_command KIND(c|ev|gop|nalcast) PORT NALCAST: the relay's command line, reading the
+# source on PORT and serving PORT+1 (c: c/relay.c, ev: its libev build, gop: c/relaygop.c,
+# nalcast: the binary NALCAST), in the array $command.
+relay_command() {
+    local kind=$1 port=$2
+    case $kind in
+        c) command=("$bin/relay" "$port" $((port + 1))) ;;
+        ev) command=("$bin/evrelay" "$port" $((port + 1))) ;;
+        gop) command=("$bin/relaygop" "$port" $((port + 1))) ;;
+        *) command=("$3" consume --from "tcp://127.0.0.1:$port" --listen "tcp://127.0.0.1:$((port + 1))" --join gop --quiet) ;;
+    esac
+}
+
 # start_relay KIND(c|ev|gop|nalcast) PORT SPIN_US [PREFIX...]: the source on PORT, the relay
-# reading it and serving PORT+1 (RELAY_SPIN_US for the C relays c and ev; gop: c/relaygop.c;
-# PREFIX: e.g. taskset -c 0); the relay's PID in $relay.
+# reading it and serving PORT+1 (RELAY_SPIN_US for the C relays c and ev; PREFIX: e.g.
+# taskset -c 0); the relay's PID in $relay.
 start_relay() {
-    local kind=$1 port=$2 spin=$3
+    local kind=$1 port=$2 spin=$3 command
     shift 3
     "$bin/relaysrc" "$source_file" 30 "$port" 2>/dev/null & pids+=($!)
     sleep 0.5
-    case $kind in
-        c) RELAY_SPIN_US=$spin "$@" "$bin/relay" "$port" $((port + 1)) 2>/dev/null & pids+=($!) ;;
-        ev) RELAY_SPIN_US=$spin "$@" "$bin/evrelay" "$port" $((port + 1)) 2>/dev/null & pids+=($!) ;;
-        gop) "$@" "$bin/relaygop" "$port" $((port + 1)) 2>/dev/null & pids+=($!) ;;
-        *) "$@" "$nalcast" consume --from "tcp://127.0.0.1:$port" --listen "tcp://127.0.0.1:$((port + 1))" \
-            --join gop --quiet 2>/dev/null & pids+=($!) ;;
-    esac
+    relay_command "$kind" "$port" "$nalcast"
+    RELAY_SPIN_US=$spin "$@" "${command[@]}" 2>/dev/null & pids+=($!)
     relay=$!
 }
 
@@ -48,14 +56,9 @@ callgrind_window() {
     local cg=(valgrind --tool=callgrind "$@" --callgrind-out-file="$out")
     "$bin/relaysrc" "$source_file" 30 "$port" 2>/dev/null & pids+=($!)
     sleep 0.5
-    if [[ $kind == c ]]; then
-        "${cg[@]}" "$bin/relay" "$port" $((port + 1)) 2>"$out.log" & pids+=($!)
-    elif [[ $kind == gop ]]; then
-        "${cg[@]}" "$bin/relaygop" "$port" $((port + 1)) 2>"$out.log" & pids+=($!)
-    else
-        "${cg[@]}" "$nalcast_for_valgrind" consume --from "tcp://127.0.0.1:$port" --listen "tcp://127.0.0.1:$((port + 1))" \
-            --join gop --quiet 2>"$out.log" & pids+=($!)
-    fi
+    local command
+    relay_command "$kind" "$port" "$nalcast_for_valgrind"
+    "${cg[@]}" "${command[@]}" 2>"$out.log" & pids+=($!)
     local relay=$!
     # Under valgrind the relay takes seconds to start listening.
     for _ in $(seq 1 200); do ss -ltn | grep -q ":$((port + 1)) " && break; sleep 0.1; done
