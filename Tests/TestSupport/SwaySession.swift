@@ -74,8 +74,10 @@ public final class SwaySession: @unchecked Sendable {
     }
 
     /// The Wayland tests' GTK client (Tests/Fixtures/wayland/mutter-client.py, without its
-    /// cast) as a window of its own, floating at `size` at `position`, its halves painted with
-    /// `paint(left:right:)`; stopped with the session (`stop`) or by its own `stop`.
+    /// cast) as a plain window of its own (never fullscreen), floating with its frame (title bar
+    /// and borders included) `size` at `position`,
+    /// its halves painted with `paint(left:right:)`; stopped with the session (`stop`) or by its
+    /// own `stop`. Returns once the client has drawn and sway's tree has the window there.
     public func startWindow(size: (Int, Int), position: (Int, Int), timeout: Double = 20) throws -> ServerProcess {
         guard let user = getpwnam("nobody") else { throw MediaServerError("no user nobody") }
         let (uid, gid) = (user.pointee.pw_uid, user.pointee.pw_gid)
@@ -85,30 +87,52 @@ public final class SwaySession: @unchecked Sendable {
                 .appendingPathComponent("Fixtures/wayland/mutter-client.py"), to: script)
             chown(script.path, uid, gid)
         }
+        // Floated, sized and placed by a rule as sway maps the window, so that the first size the
+        // client is told is the one wanted. (Floating a window that had gone fullscreen, by
+        // commands after its first paint, left it at the output's size now and then: GTK put
+        // back its own size as it left fullscreen, after the resize.)
+        let rule = try commandOutput(["for_window [app_id=\"^mutter-client\\.py$\"] \"floating enable, "
+                                      + "resize set \(size.0) \(size.1), move position \(position.0) \(position.1)\""])
+        guard rule.status == 0 else { throw MediaServerError("swaymsg for_window: \(rule.output)\n\(log)") }
         let client = ServerProcess(name: "sway-client", logURL: directory.appendingPathComponent("client.log"))
         try client.start("setpriv", ["--reuid=\(uid)", "--regid=\(gid)", "--clear-groups", "--", "/usr/bin/python3", script.path, directory.path],
                          directory: directory,
-                         environment: ["GDK_BACKEND": "wayland", "NALCAST_CLIENT_NO_CAST": "1", "XDG_RUNTIME_DIR": directory.path,
-                                       "WAYLAND_DISPLAY": display, "HOME": directory.path, "DISPLAY": ""])
+                         environment: ["GDK_BACKEND": "wayland", "NALCAST_CLIENT_NO_CAST": "1", "NALCAST_CLIENT_WINDOW": "\(size.0)x\(size.1)",
+                                       "XDG_RUNTIME_DIR": directory.path, "WAYLAND_DISPLAY": display, "HOME": directory.path, "DISPLAY": ""])
         let control = directory.appendingPathComponent("control")
         let deadline = Date().addingTimeInterval(timeout)
-        while !((try? String(contentsOf: directory.appendingPathComponent("events"), encoding: .utf8)) ?? "").contains("drawn")
-                || !FileManager.default.fileExists(atPath: control.path) {
+        // Drawn, and in sway's tree where it was asked to be (the window by its process:
+        // setpriv execs the client, the same PID).
+        while try !((try? String(contentsOf: directory.appendingPathComponent("events"), encoding: .utf8)) ?? "").contains("drawn")
+                || !FileManager.default.fileExists(atPath: control.path)
+                || windowFrame(of: client.processIdentifier).map({ $0 == [position.0, position.1, size.0, size.1] }) != true {
             guard Date() < deadline, !ServerProcess.hasExited(client.processIdentifier) else {
+                let frame = (try? windowFrame(of: client.processIdentifier)).map { "\($0 ?? [])" } ?? "unknown"
                 client.stop(timeout: 2)
-                throw MediaServerError("the GTK client did not draw within \(Int(timeout)) s\n" + (Self.read(directory.appendingPathComponent("client.log")) ?? ""))
+                throw MediaServerError("the GTK client's window was not drawn at \(size) at \(position) within \(Int(timeout)) s "
+                                       + "(its frame: \(frame))\n" + (Self.read(directory.appendingPathComponent("client.log")) ?? ""))
             }
             usleep(50_000)
         }
-        // The window by its process (setpriv execs the client: the same PID), not by sway's
-        // focus, which it may not have yet at its first paint.
-        let floated = try commandOutput(["[pid=\(client.processIdentifier)] fullscreen disable, floating enable, "
-                                         + "resize set \(size.0) \(size.1), move position \(position.0) \(position.1)"])
-        guard floated.status == 0 else {
-            client.stop(timeout: 2)
-            throw MediaServerError("swaymsg could not float the client's window: \(floated.output)\n\(log)")
-        }
         return client
+    }
+
+    /// Where the window of process `pid` is, as sway's tree has it: its frame (title bar,
+    /// borders and content) as [x, y, width, height] on the output, which is what `move
+    /// position` and a floating window's `resize set` set; nil while there is none.
+    private func windowFrame(of pid: Int32) throws -> [Int]? {
+        let tree = try commandOutput(["-t", "get_tree"])
+        guard tree.status == 0, let root = try JSONSerialization.jsonObject(with: Data(tree.output.utf8)) as? [String: Any] else { return nil }
+        func find(_ node: [String: Any]) -> [String: Any]? {
+            if (node["pid"] as? Int).map(Int32.init) == pid { return node }
+            let children = ((node["nodes"] as? [[String: Any]]) ?? []) + ((node["floating_nodes"] as? [[String: Any]]) ?? [])
+            return children.lazy.compactMap(find).first
+        }
+        // `deco_rect` is the title bar, `rect` the rest below it.
+        guard let node = find(root), let title = node["deco_rect"] as? [String: Int], let rest = node["rect"] as? [String: Int],
+              let x = title["x"], let y = title["y"], let titleHeight = title["height"],
+              let w = rest["width"], let h = rest["height"] else { return nil }
+        return [x, y, w, titleHeight + h]
     }
 
     /// Paints the window's halves (`RRGGBB` each) through the client's control FIFO.

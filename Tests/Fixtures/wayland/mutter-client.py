@@ -10,7 +10,8 @@
 # says the frame was never shown, or "presentation none" once, at the first, when the
 # compositor offers no wp_presentation. With NALCAST_CLIENT_NO_CAST=1 it
 # only paints (on sway: bench/wayland-cpu), and with NALCAST_CLIENT_SIZE=WxH it covers that
-# much of a screen without a window manager instead of asking for fullscreen (on Xvfb). It
+# much of a screen without a window manager instead of asking for fullscreen (on Xvfb); with
+# NALCAST_CLIENT_WINDOW=WxH it is a plain window of that size, never fullscreen (on sway). It
 # reads commands from the FIFO DIR/control, one a line:
 #   colors LEFT RIGHT   (RRGGBB each) paint the halves
 #   stop                stop the ScreenCast session (the stream ends)
@@ -271,6 +272,8 @@ if size:  # an X server without a window manager (bench/wayland-cpu's Xvfb): cov
     window.set_decorated(False)
     window.set_default_size(*map(int, size.split("x")))
     window.move(0, 0)
+elif os.environ.get("NALCAST_CLIENT_WINDOW"):  # a plain window (sway's rule floats and places it)
+    window.set_default_size(*map(int, os.environ["NALCAST_CLIENT_WINDOW"].split("x")))
 else:
     window.fullscreen()
 window.show_all()
