@@ -303,8 +303,8 @@ import TestSupport
 
     /// Headless Chromium plays the recording in a `<video>` (Tests/Browser/player.html, served
     /// with byte ranges by Tests/Browser/serve.py, as any web server would): its duration is
-    /// the recording's, a seek to the middle fires `seeked` and lands there, the size is
-    /// 640x360, the frame drawn to a canvas has the middle frame's colours where FFmpeg
+    /// the recording's, a seek to the middle fires `seeked` and lands there (the frame presented
+    /// after it too), the size is 640x360, the frame drawn to a canvas has the middle frame's colours where FFmpeg
     /// decodes them, and played on from there it ends, having decoded pictures.
     @Test(.enabled(if: Self.chromiumMissing == nil, "\(Self.chromiumMissing ?? "")"), arguments: Recording.allCases)
     func chromiumPlaysItInAVideoElement(_ recording: Recording) throws {
@@ -330,6 +330,9 @@ import TestSupport
         #expect(result["width"] as? Int == Recording.width && result["height"] as? Int == Recording.height, "\(result)")
         let target = result["seekTarget"] as? Double ?? -1, now = result["currentTime"] as? Double ?? -1
         #expect(abs(target - seconds / 2) <= 1 / Recording.fps && abs(now - target) <= 1 / Recording.fps, "\(recording): seek \(result)")
+        // The canvas is drawn once the frame the seek landed on was presented (player.html).
+        let frameTime = result["frameTime"] as? Double ?? -1
+        #expect(abs(frameTime - target) <= 1 / Recording.fps, "\(recording): the frame presented after the seek \(result)")
         let seen = (result["pixels"] as? [[Int]]) ?? []
         #expect(Self.close(seen, middle.pixels), "\(recording): the canvas shows \(seen), frame \(middle.frame) is \(middle.pixels)")
         #expect(result["ended"] as? Bool == true, "\(result)")
