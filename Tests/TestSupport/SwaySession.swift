@@ -75,9 +75,10 @@ public final class SwaySession: @unchecked Sendable {
 
     /// The Wayland tests' GTK client (Tests/Fixtures/wayland/mutter-client.py, without its
     /// cast) as a plain window of its own (never fullscreen), floating with its frame (title bar
-    /// and borders included) `size` at `position`,
-    /// its halves painted with `paint(left:right:)`; stopped with the session (`stop`) or by its
-    /// own `stop`. Returns once the client has drawn and sway's tree has the window there.
+    /// and borders included) `size` at `position`, its halves painted with
+    /// `paint(left:right:)`; stopped with the session (`stop`) or by its own `stop`. Returns
+    /// once the client has drawn and sway's tree has the window there. One such window a
+    /// session: the rule that places it is the session's.
     public func startWindow(size: (Int, Int), position: (Int, Int), timeout: Double = 20) throws -> ServerProcess {
         guard let user = getpwnam("nobody") else { throw MediaServerError("no user nobody") }
         let (uid, gid) = (user.pointee.pw_uid, user.pointee.pw_gid)
