@@ -45,6 +45,7 @@ public final class MutterSession: @unchecked Sendable {
             .appendingPathComponent("Fixtures/wayland")
         guard let user = getpwnam("nobody") else { throw MediaServerError("no user nobody") }
         let (uid, gid) = (user.pointee.pw_uid, user.pointee.pw_gid)
+        // Copies run by their interpreters, never executed (SwaySession says why).
         for name in ["mutter-session.sh", "mutter-client.py", "portal-backend.py"] {
             let target = directory.appendingPathComponent(name)
             try FileManager.default.copyItem(at: fixtures.appendingPathComponent(name), to: target)
@@ -56,7 +57,7 @@ public final class MutterSession: @unchecked Sendable {
         var environment = ["XDG_RUNTIME_DIR": directory.path, "HOME": directory.path]
         for key in ["DISPLAY", "WAYLAND_DISPLAY", "DBUS_SESSION_BUS_ADDRESS"] { environment[key] = "" }
         try process.start("setpriv", ["--reuid=\(uid)", "--regid=\(gid)", "--clear-groups", "--",
-                                      try ServerProcess.locate("dbus-run-session"), "--",
+                                      try ServerProcess.locate("dbus-run-session"), "--", "/bin/bash",
                                       directory.appendingPathComponent("mutter-session.sh").path, directory.path, "\(width)x\(height)"],
                           directory: directory, environment: environment)
         guard let line = waitForEvent(prefix: "node ", timeout: timeout), let node = Int(line.dropFirst(5)) else {

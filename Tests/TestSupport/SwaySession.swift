@@ -30,14 +30,19 @@ public final class SwaySession: @unchecked Sendable {
         let (uid, gid) = (user.pointee.pw_uid, user.pointee.pw_gid)
         chown(script.path, uid, gid)
         guard chown(directory.path, uid, gid) == 0 else { throw MediaServerError("chown \(directory.path): \(String(cString: strerror(errno)))") }
-        try process.start("setpriv", ["--reuid=\(uid)", "--regid=\(gid)", "--clear-groups", "--", script.path, directory.path, size],
+        // The copy is run by bash, which reads it, not executed: another test's process spawned
+        // while the copy was being written holds it open for writing until that process execs,
+        // and executing it then fails ("Text file busy").
+        try process.start("setpriv", ["--reuid=\(uid)", "--regid=\(gid)", "--clear-groups", "--", "/bin/bash", script.path, directory.path, size],
                           directory: directory, environment: ["DISPLAY": "", "WAYLAND_DISPLAY": ""])
         let deadline = Date().addingTimeInterval(timeout)
         let events = directory.appendingPathComponent("events")
         while !((try? String(contentsOf: events, encoding: .utf8)) ?? "").contains("ready") {
             guard Date() < deadline, !ServerProcess.hasExited(process.processIdentifier) else {
                 process.stop(timeout: 2)
-                throw MediaServerError("sway did not start within \(Int(timeout)) s\n" + (Self.read(directory.appendingPathComponent("sway.log")) ?? ""))
+                throw MediaServerError("sway did not start within \(Int(timeout)) s\n"
+                                       + (Self.read(directory.appendingPathComponent("session.log")) ?? "") + "\n"
+                                       + (Self.read(directory.appendingPathComponent("sway.log")) ?? ""))
             }
             usleep(20_000)
         }
