@@ -10,10 +10,11 @@ window.nalcastViewer with "pixels" and "href" (the address bar then) added. With
 prints them once each figure named is at least (numbers) or equal to (others) the value
 given, and each figure in its "exactly" object equal to the value there ({"exactly":
 {"width": 320}}: a picture that became smaller): what a test that restarts the producer
-waits for ({"state": "ended"}: until the stream ended, the close that ended it in "closes"). With --problem it waits (up to
-20 s) only for the page to state a problem (window.nalcastViewer.problem), and prints the
-figures: what a page that cannot decode must do. It prints {"error": ...,
-"viewer": ...} with exit 1 when the page never gets there. PAGE_URL @FILE: the browser
+waits for ({"state": "ended"}: until the stream ended, the close that ended it in
+"closes"). With --problem it waits (up to 20 s) only for the page to state a problem
+(window.nalcastViewer.problem), and prints the figures: what a page that cannot decode
+must do. It prints {"error": ..., "viewer": ...} with exit 1 when the page never gets
+there. PAGE_URL @FILE: the browser
 starts first (it says "browser started" on stderr), then the page is the URL written to
 FILE (up to 60 s): for a stream that ends soon after it begins, so that the browser's own
 start, slow on a loaded machine, does not eat into it. Debian's chromium and
@@ -47,7 +48,7 @@ def wait(driver, reached, seconds):
     return viewer, reached(viewer)
 
 
-def at_least(viewer, goal):
+def meets(viewer, goal):
     for name, value in goal.items():
         if name == "exactly":
             if any(viewer.get(key) != wanted for key, wanted in value.items()):
@@ -99,7 +100,7 @@ def main() -> int:
         if goal is not None:
             # Tell the caller the first part is done (it may now restart the producer).
             print(json.dumps(viewer), flush=True)
-            viewer, ok = wait(driver, lambda v: at_least(v, goal), 60)
+            viewer, ok = wait(driver, lambda v: meets(v, goal), 60)
             if not ok:
                 print(json.dumps({"error": f"never reached {goal}", "viewer": viewer}))
                 return 1

@@ -304,8 +304,9 @@ import TestSupport
     /// Headless Chromium plays the recording in a `<video>` (Tests/Browser/player.html, served
     /// with byte ranges by Tests/Browser/serve.py, as any web server would): its duration is
     /// the recording's, a seek to the middle fires `seeked` and lands there (the frame presented
-    /// after it too), the size is 640x360, the frame drawn to a canvas has the middle frame's colours where FFmpeg
-    /// decodes them, and played on from there it ends, having decoded pictures.
+    /// after it too), the size is 640x360, the frame drawn to a canvas has the middle frame's
+    /// colours where FFmpeg decodes them, and played on from there it ends, having decoded
+    /// pictures.
     @Test(.enabled(if: Self.chromiumMissing == nil, "\(Self.chromiumMissing ?? "")"), arguments: Recording.allCases)
     func chromiumPlaysItInAVideoElement(_ recording: Recording) throws {
         let dir = try temporaryDirectory()
