@@ -22,6 +22,14 @@
 // fetches ahead). RELAY_LOOP_LINES=N: the same instructions from one line run N times: the
 // instructions without the footprint (bench/relay-footprint).
 //
+// RELAY_SPLICE=1: one copy of each access unit for all readers, not one per reader: it is
+// written once into a pipe, then for each reader tee()'d into the reader's own pipe (the
+// kernel shares the pages, no copy) and splice()'d from there to the reader's socket. A
+// reader's pipe (1 MiB) is its backlog: what its socket did not take waits there for the next
+// access unit; a reader whose pipe cannot take an access unit whole is closed. An access unit
+// larger than the pipes goes out with sendmsg as usual. (bench/relay-footprint SPLICE=1: the
+// kernel's copies to 16 readers are not what a relay's CPU is made of.)
+//
 // Built with -DRELAY_LIBEV (and -lev): the same relay driven by libev (an ev_io watcher for
 // the source and one for the listening socket, epoll underneath) instead of a bare poll():
 // the floor of a relay on nalcast's event library (bench/relay-switches' "C relay on libev").
@@ -29,8 +37,10 @@
 // stderr: "serving tcp://127.0.0.1:PORT" once listening (as nalcast prints it), one line
 // per reader dropped; on SIGTERM/SIGINT "relayed N access units" and exit 0. Exit 64 for bad
 // arguments, 69 when the source cannot be reached or ends.
+#define _GNU_SOURCE  // tee, splice, F_SETPIPE_SZ (RELAY_SPLICE)
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -91,6 +101,8 @@ static void spin(void) {
 
 struct client {
     int fd;
+    int pipe_r, pipe_w;  // RELAY_SPLICE: the reader's pipe (0 until made) and what it holds
+    size_t piped;
     int started;
     uint8_t *backlog;
     size_t len, cap;
@@ -102,6 +114,7 @@ static void on_signal(int sig) { (void)sig; stop = 1; }
 static void drop(struct client *c, const char *why) {
     fprintf(stderr, "relay: reader closed: %s\n", why);
     close(c->fd);
+    if (c->pipe_r > 0) close(c->pipe_r), close(c->pipe_w);
     free(c->backlog);
     *c = (struct client){.fd = -1};
 }
@@ -130,6 +143,37 @@ static int push(struct client *c, const uint8_t *au, size_t n) {
     }
     memcpy(c->backlog + c->len, au + sent, n - sent);
     c->len += n - sent;
+    return 0;
+}
+
+// RELAY_SPLICE: the pipe every access unit is written into once, its size, /dev/null (where
+// the unit is spliced away once every reader has its copy).
+static int splice_mode, unit_r, unit_w, dev_null;
+static size_t pipe_size;
+
+// A pipe of pipe_size bytes (both ends non-blocking). 0 or -1.
+static int make_pipe(int *r, int *w) {
+    int p[2];
+    if (pipe2(p, O_NONBLOCK) < 0) return -1;
+    if (fcntl(p[1], F_SETPIPE_SZ, (int)pipe_size) < (int)pipe_size) {
+        close(p[0]), close(p[1]);
+        return -1;
+    }
+    *r = p[0], *w = p[1];
+    return 0;
+}
+
+// RELAY_SPLICE: the access unit in unit_r (n bytes) to the reader: what its pipe still holds
+// to its socket, the unit tee'd behind it, as much as the socket takes spliced on. 0 or -1.
+static int push_spliced(struct client *c, size_t n) {
+    if (c->pipe_r == 0 && make_pipe(&c->pipe_r, &c->pipe_w) < 0) return -1;
+    if (c->piped + n > pipe_size) return -1;
+    ssize_t t = tee(unit_r, c->pipe_w, n, SPLICE_F_NONBLOCK);
+    if (t != (ssize_t)n) return -1;
+    c->piped += n;
+    ssize_t s = splice(c->pipe_r, NULL, c->fd, NULL, c->piped, SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
+    if (s < 0 && errno != EAGAIN) return -1;
+    if (s > 0) c->piped -= (size_t)s;
     return 0;
 }
 
@@ -199,13 +243,21 @@ static void read_source(void) {
         size_t n = (size_t)next;
         int idr = has_idr(buf, n);
         run_lines();
+        int spliced = splice_mode && n <= pipe_size && write(unit_w, buf, n) == (ssize_t)n;
         for (int i = 0; i < MAX_CLIENTS; i++) {
             struct client *c = &clients[i];
             if (c->fd < 0 || (!c->started && !idr)) continue;
             c->started = 1;
-            if (push(c, buf, n) < 0) drop(c, "backlog full or send failed");
+            // A reader keeps to one way: one with a pipe of its own never gets a sendmsg,
+            // which would pass what waits in its pipe.
+            if (spliced || c->pipe_r > 0) {
+                if (!spliced || push_spliced(c, n) < 0) drop(c, "pipe full or splice failed");
+            } else if (push(c, buf, n) < 0) {
+                drop(c, "backlog full or send failed");
+            }
             spin();
         }
+        if (spliced) splice(unit_r, NULL, dev_null, NULL, n, SPLICE_F_NONBLOCK);
         units++;
         memmove(buf, buf + n, len -= n);
         searched = 0;
@@ -235,6 +287,15 @@ int main(int argc, char **argv) {
     int failed = relay_sockets("relay", argv[1], argv[2], &src, &lfd);
     if (failed) return failed;
     for (int i = 0; i < MAX_CLIENTS; i++) clients[i] = (struct client){.fd = -1};
+    if (getenv("RELAY_SPLICE")) {
+        pipe_size = 1 << 20;
+        dev_null = open("/dev/null", O_WRONLY);
+        if (dev_null < 0 || make_pipe(&unit_r, &unit_w) < 0) {
+            fprintf(stderr, "relay: no pipe of %zu bytes for RELAY_SPLICE (/proc/sys/fs/pipe-max-size)\n", pipe_size);
+            return 69;
+        }
+        splice_mode = 1;
+    }
     buf = malloc(BUF);
 #ifdef RELAY_LIBEV
     struct ev_loop *loop = ev_default_loop(EVFLAG_AUTO);
