@@ -26,9 +26,9 @@
 // written once into a pipe, then for each reader tee()'d into the reader's own pipe (the
 // kernel shares the pages, no copy) and splice()'d from there to the reader's socket. A
 // reader's pipe (1 MiB) is its backlog: what its socket did not take waits there for the next
-// access unit; a reader whose pipe cannot take an access unit whole is closed. An access unit
-// larger than the pipes goes out with sendmsg as usual. (bench/relay-footprint SPLICE=1: the
-// kernel's copies to 16 readers are not what a relay's CPU is made of.)
+// access unit; a reader whose pipe cannot take an access unit whole is closed (an access unit
+// larger than the pipes, too: this benchmark's are under 100 KiB). (bench/relay-footprint
+// SPLICE=1: the kernel's copies to 16 readers are not what a relay's CPU is made of.)
 //
 // Built with -DRELAY_LIBEV (and -lev): the same relay driven by libev (an ev_io watcher for
 // the source and one for the listening socket, epoll underneath) instead of a bare poll():
@@ -248,9 +248,9 @@ static void read_source(void) {
             struct client *c = &clients[i];
             if (c->fd < 0 || (!c->started && !idr)) continue;
             c->started = 1;
-            // A reader keeps to one way: one with a pipe of its own never gets a sendmsg,
-            // which would pass what waits in its pipe.
-            if (spliced || c->pipe_r > 0) {
+            // A reader keeps its bytes in order: one with a pipe of its own never gets a
+            // sendmsg (it would pass what waits in the pipe), nor one with a backlog a splice.
+            if (c->pipe_r > 0 || (spliced && c->len == 0)) {
                 if (!spliced || push_spliced(c, n) < 0) drop(c, "pipe full or splice failed");
             } else if (push(c, buf, n) < 0) {
                 drop(c, "backlog full or send failed");
