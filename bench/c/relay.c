@@ -36,7 +36,7 @@
 //
 // stderr: "serving tcp://127.0.0.1:PORT" once listening (as nalcast prints it), one line
 // per reader dropped; on SIGTERM/SIGINT "relayed N access units" and exit 0. Exit 64 for bad
-// arguments, 69 when the source cannot be reached or ends.
+// arguments, 69 when the source cannot be reached or ends (or RELAY_SPLICE's pipes fail).
 #define _GNU_SOURCE  // tee, splice, F_SETPIPE_SZ (RELAY_SPLICE)
 #include <arpa/inet.h>
 #include <errno.h>
@@ -101,7 +101,8 @@ static void spin(void) {
 
 struct client {
     int fd;
-    int pipe_r, pipe_w;  // RELAY_SPLICE: the reader's pipe (0 until made) and what it holds
+    // RELAY_SPLICE: the reader's pipe (0 until made) and the bytes waiting in it.
+    int pipe_r, pipe_w;
     size_t piped;
     int started;
     uint8_t *backlog;
@@ -150,6 +151,12 @@ static int push(struct client *c, const uint8_t *au, size_t n) {
 // the unit is spliced away once every reader has its copy).
 static int splice_mode, unit_r, unit_w, dev_null;
 static size_t pipe_size;
+
+// Says why RELAY_SPLICE cannot go on, and exits 69.
+static void fail(const char *why) {
+    fprintf(stderr, "%s\n", why);
+    exit(69);
+}
 
 // A pipe of pipe_size bytes (both ends non-blocking). 0 or -1.
 static int make_pipe(int *r, int *w) {
@@ -243,7 +250,12 @@ static void read_source(void) {
         size_t n = (size_t)next;
         int idr = has_idr(buf, n);
         run_lines();
-        int spliced = splice_mode && n <= pipe_size && write(unit_w, buf, n) == (ssize_t)n;
+        int spliced = 0;
+        if (splice_mode && n <= pipe_size) {
+            // The unit's pipe is empty here: a short write would leave a piece to be tee'd later.
+            if (write(unit_w, buf, n) != (ssize_t)n) fail("relay: an access unit did not go into the pipe whole");
+            spliced = 1;
+        }
         for (int i = 0; i < MAX_CLIENTS; i++) {
             struct client *c = &clients[i];
             if (c->fd < 0 || (!c->started && !idr)) continue;
@@ -257,7 +269,8 @@ static void read_source(void) {
             }
             spin();
         }
-        if (spliced) splice(unit_r, NULL, dev_null, NULL, n, SPLICE_F_NONBLOCK);
+        if (spliced && splice(unit_r, NULL, dev_null, NULL, n, SPLICE_F_NONBLOCK) != (ssize_t)n)
+            fail("relay: the pipe did not empty after an access unit");
         units++;
         memmove(buf, buf + n, len -= n);
         searched = 0;
