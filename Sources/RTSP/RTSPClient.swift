@@ -105,14 +105,21 @@ public final class RTSPClient {
         }
     }
 
-    /// TEARDOWN (waiting at most a second for its answer), then the sockets close.
+    /// TEARDOWN, then the sockets close once its answer came (at most a second): what arrived
+    /// before the answer (a keep-alive's answer, packets) is read on the way, so the socket
+    /// closes with nothing unread. A socket closed with unread input ends with a reset, which
+    /// drops what it had not sent yet: the TEARDOWN itself, held back behind a keep-alive not
+    /// yet acknowledged. Neither wait is cut short by the stop signal: the stop is what asked
+    /// for the teardown.
     public func close() {
         guard session != nil else { return }
         sequence += 1
-        try? connection.write(requestBytes("TEARDOWN", aggregate, []), until: MonotonicClock.seconds + 1)
+        let cseq = sequence
         let until = MonotonicClock.seconds + 1
-        while let item = try? connection.next(until: until) {
-            if case .message(let m) = item, m.status != nil { break }
+        if (try? connection.write(requestBytes("TEARDOWN", aggregate, []), until: until, stoppable: false)) != nil {
+            while let item = try? connection.next(until: until, stoppable: false) {
+                if case .message(let m) = item, m.status != nil, m.header("CSeq").flatMap({ Int($0) }) == cseq { break }
+            }
         }
         session = nil
     }

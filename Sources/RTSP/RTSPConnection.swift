@@ -70,8 +70,9 @@ final class RTSPConnection {
         for d in datagrams { d.socket.close() }
     }
 
-    /// Writes all of `bytes` before `deadline`.
-    func write(_ bytes: [UInt8], until deadline: Double) throws(RTSPError) {
+    /// Writes all of `bytes` before `deadline`; `stoppable: false` for the TEARDOWN a stop
+    /// sends, which the stop signal must not cut short.
+    func write(_ bytes: [UInt8], until deadline: Double, stoppable: Bool = true) throws(RTSPError) {
         var at = 0
         while at < bytes.count {
             let result = bytes[at...].withUnsafeBytes { b in Result { () throws(Errno) -> Int? in try socket.write(b) } }
@@ -82,8 +83,10 @@ final class RTSPConnection {
             }
             if let n { at += n; continue }
             let ready: Int
-            do { ready = try Self.wait([socket.fd], stop, POLLOUT, until: deadline) } catch { throw RTSPError(.lost, "\(error)") }
-            if ready < 0 { throw stop.isSignalled ? RTSPError(.stopped, "stopped") : RTSPError(.timedOut, "the server took no request for too long") }
+            do { ready = try Self.wait([socket.fd], stoppable ? stop : nil, POLLOUT, until: deadline) } catch { throw RTSPError(.lost, "\(error)") }
+            if ready < 0 {
+                throw stoppable && stop.isSignalled ? RTSPError(.stopped, "stopped") : RTSPError(.timedOut, "the server took no request for too long")
+            }
         }
     }
 
@@ -94,16 +97,17 @@ final class RTSPConnection {
         _ = bytes.withUnsafeBytes { d.socket.send(datagram: $0, to: peer) }
     }
 
-    /// The next message or packet, nil when `deadline` passed first.
-    func next(until deadline: Double) throws(RTSPError) -> Item? {
+    /// The next message or packet, nil when `deadline` passed first; `stoppable: false` for
+    /// the wait for a TEARDOWN's answer, which the stop signal must not cut short.
+    func next(until deadline: Double, stoppable: Bool = true) throws(RTSPError) -> Item? {
         while true {
             if let item = try parsed() { return item }
             if let packet = readDatagram() { return packet }
             let fds = [socket.fd] + datagrams.map(\.socket.fd)
             let ready: Int
-            do { ready = try Self.wait(fds, stop, POLLIN, until: deadline) } catch { throw RTSPError(.lost, "\(error)") }
+            do { ready = try Self.wait(fds, stoppable ? stop : nil, POLLIN, until: deadline) } catch { throw RTSPError(.lost, "\(error)") }
             if ready < 0 {
-                if stop.isSignalled { throw RTSPError(.stopped, "stopped") }
+                if stoppable && stop.isSignalled { throw RTSPError(.stopped, "stopped") }
                 return nil
             }
             if ready == 0 { try readStream() }
@@ -146,12 +150,13 @@ final class RTSPConnection {
         return nil
     }
 
-    /// Polls `fds` and the stop signal: the index of the first ready descriptor (0 is
-    /// `fds[0]`, any UDP socket counts as 1), or -1 when the deadline passed or stop was
+    /// Polls `fds` and the stop signal (when given): the index of the first ready descriptor
+    /// (0 is `fds[0]`, any UDP socket counts as 1), or -1 when the deadline passed or stop was
     /// signalled.
-    static func wait(_ fds: [Int32], _ stop: RTSPStopSignal, _ events: Int32, until deadline: Double) throws(Errno) -> Int {
+    static func wait(_ fds: [Int32], _ stop: RTSPStopSignal?, _ events: Int32, until deadline: Double) throws(Errno) -> Int {
         var pfds = fds.map { pollfd(fd: $0, events: Int16(events), revents: 0) }
-        pfds.append(pollfd(fd: stop.readFD, events: Int16(POLLIN), revents: 0))
+        // Without a stop signal, a descriptor that never becomes ready (-1 is ignored by poll).
+        pfds.append(pollfd(fd: stop?.readFD ?? -1, events: Int16(POLLIN), revents: 0))
         while true {
             let left = max(0, deadline - MonotonicClock.seconds)
             let rc = poll(&pfds, nfds_t(pfds.count), Int32(min(Double(Int32.max), (left * 1000).rounded(.up))))
