@@ -117,9 +117,7 @@ public final class RTSPClient {
         let cseq = sequence
         let until = MonotonicClock.seconds + 1
         if (try? connection.write(requestBytes("TEARDOWN", aggregate, []), until: until, stoppable: false)) != nil {
-            while let item = try? connection.next(until: until, stoppable: false) {
-                if case .message(let m) = item, m.status != nil, m.header("CSeq").flatMap({ Int($0) }) == cseq { break }
-            }
+            _ = try? response(to: cseq, within: until - MonotonicClock.seconds, stoppable: false)
         }
         session = nil
     }
@@ -196,11 +194,14 @@ public final class RTSPClient {
         throw RTSPError(.refused, "\(method): 401: the server refused the credentials")
     }
 
-    private func response(to cseq: Int) throws(RTSPError) -> RTSPMessage {
-        let deadline = MonotonicClock.seconds + timeout
+    /// The answer to request `cseq`, within `seconds` (the client's timeout by default);
+    /// what comes before it is read on the way (packets kept for `receive`).
+    private func response(to cseq: Int, within seconds: Double? = nil, stoppable: Bool = true) throws(RTSPError) -> RTSPMessage {
+        let seconds = seconds ?? timeout
+        let deadline = MonotonicClock.seconds + seconds
         while true {
-            guard let item = try connection.next(until: deadline) else {
-                throw RTSPError(.lost, "no answer from the server in \(Int(timeout)) s")
+            guard let item = try connection.next(until: deadline, stoppable: stoppable) else {
+                throw RTSPError(.lost, "no answer from the server in \(Int(seconds)) s")
             }
             switch item {
             case .packet: early.append(item)

@@ -5,20 +5,20 @@
 
 Waits (up to 60 s) until the page has painted 30 frames, then reads the colours at
 POINTS_JSON (a list of [x, y] in the canvas' own pixels) from its canvas and prints
-window.nalcastViewer with "pixels" and "href" (the address bar then) added. With WAIT_FOR_JSON (an object of figures, e.g.
-{"connects": 2, "width": 320}), it then goes on reading the page's figures every 100 ms and
-prints them once each figure named is at least (numbers) or equal to (others) the value
-given, and each figure in its "exactly" object equal to the value there ({"exactly":
-{"width": 320}}: a picture that became smaller): what a test that restarts the producer
-waits for ({"state": "ended"}: until the stream ended, the close that ended it in
-"closes"). With --problem it waits (up to 20 s) only for the page to state a problem
-(window.nalcastViewer.problem), and prints the figures: what a page that cannot decode
-must do. It prints {"error": ..., "viewer": ...} with exit 1 when the page never gets
-there. PAGE_URL @FILE: the browser
-starts first (it says "browser started" on stderr), then the page is the URL written to
-FILE (up to 60 s): for a stream that ends soon after it begins, so that the browser's own
-start, slow on a loaded machine, does not eat into it. Debian's chromium and
-chromium-driver; selenium from the venv scripts/setup makes, given both paths.
+window.nalcastViewer with "pixels" and "href" (the address bar then) added. With
+WAIT_FOR_JSON (an object of figures, e.g. {"connects": 2, "width": 320}), it then goes on
+reading the page's figures every 100 ms and prints them once each figure named is at least
+(numbers) or equal to (others) the value given, and each figure in its "exactly" object
+equal to the value there ({"exactly": {"width": 320}}: a picture that became smaller): what
+a test that restarts the producer waits for ({"state": "ended"}: until the stream ended,
+the close that ended it in "closes"). With --problem it waits (up to 20 s) only for the
+page to state a problem (window.nalcastViewer.problem), and prints the figures: what a page
+that cannot decode must do. It prints {"error": ..., "viewer": ...} with exit 1 when the
+page never gets there. PAGE_URL @FILE: the browser starts first (it says "browser started"
+on stderr), then the page is the URL written to FILE (up to 60 s): for a stream that ends
+soon after it begins, so that the browser's own start, slow on a loaded machine, does not
+eat into it. Debian's chromium and chromium-driver; selenium from the venv scripts/setup
+makes, given both paths.
 """
 
 import json
