@@ -99,6 +99,14 @@ public struct Broadcaster: Sendable {
     /// with a binary search (`index(of:)`), and walked in place for every access unit: no
     /// hashing and no copy of a reader's queue out of a table and back for each one.
     private var readers: [Reader] = []
+    /// The readers' ids, in the same order: what `index(of:)` searches, eight bytes each, not
+    /// the readers' records with their queues.
+    private var ids: [ReaderID] = []
+    /// The index last found: a server asks about one reader three times in a row for each
+    /// access unit (the unit to write, whether there is another, what was written) and walks
+    /// the readers in the order of their ids, so most lookups are this index or the next one
+    /// instead of a search.
+    private var lastIndex = 0
     private var nextID: UInt64 = 1
 
     /// The current GOP, from its IDR; empty when unavailable.
@@ -129,7 +137,7 @@ public struct Broadcaster: Sendable {
     }
 
     public var readerCount: Int { readers.count }
-    public var readerIDs: [ReaderID] { readers.map(\.id) }
+    public var readerIDs: [ReaderID] { ids }
 
     /// The cached GOP, from its IDR; empty when there is none or it grew past the cache bounds.
     public var cachedGOP: [AccessUnit] { gop.map(\.accessUnit) }
@@ -161,6 +169,7 @@ public struct Broadcaster: Sendable {
         }
         // Ids only grow: the newest reader sorts last.
         readers.append(reader)
+        ids.append(id)
         return JoinOutcome(id: id, events: events)
     }
 
@@ -177,6 +186,7 @@ public struct Broadcaster: Sendable {
     public mutating func removeReader(_ id: ReaderID) {
         guard let index = index(of: id) else { return }
         readers.remove(at: index)
+        ids.remove(at: index)
     }
 
     /// Hands one access unit to every reader. The capture side never waits: slow readers skip.
@@ -215,7 +225,7 @@ public struct Broadcaster: Sendable {
     /// there is nothing to write (or the reader is unknown). Call again only after `didWrite`
     /// with `finished: true`.
     public mutating func nextToWrite(_ id: ReaderID) -> [NALUnit]? {
-        guard let index = index(of: id) else { return nil }
+        guard let index = locate(id) else { return nil }
         return readers[index].queue.beginWrite()
     }
 
@@ -223,13 +233,13 @@ public struct Broadcaster: Sendable {
     /// viewer's message header needs its keyframe flag and timestamp): writes
     /// `nalUnits` and reports with `didWrite`. Nil when the queue is empty.
     public mutating func nextUnitToWrite(_ id: ReaderID) -> QueuedAccessUnit? {
-        guard let index = index(of: id) else { return nil }
+        guard let index = locate(id) else { return nil }
         return readers[index].queue.startWrite()
     }
 
     /// Reports bytes written to the reader; `finished` when the in-flight access unit is all out.
     public mutating func didWrite(_ id: ReaderID, bytes: Int, finished: Bool) {
-        guard let index = index(of: id) else { return }
+        guard let index = locate(id) else { return }
         readers[index].queue.didWrite(bytes: bytes, finished: finished, now: clock.nowNanoseconds)
         if finished && readers[index].restartPending {
             readers[index].restartPending = false
@@ -301,15 +311,27 @@ public struct Broadcaster: Sendable {
 
     // MARK: - Private
 
+    /// `index(of:)`, trying the index last found and the next one first.
+    private mutating func locate(_ id: ReaderID) -> Int? {
+        if lastIndex < ids.count && ids[lastIndex] == id { return lastIndex }
+        if lastIndex + 1 < ids.count && ids[lastIndex + 1] == id {
+            lastIndex += 1
+            return lastIndex
+        }
+        guard let index = index(of: id) else { return nil }
+        lastIndex = index
+        return index
+    }
+
     /// Where the reader `id` is in `readers` (ascending ids), or nil.
     private func index(of id: ReaderID) -> Int? {
         var low = 0
-        var high = readers.count
+        var high = ids.count
         while low < high {
             let middle = (low + high) / 2
-            if readers[middle].id < id { low = middle + 1 } else { high = middle }
+            if ids[middle] < id { low = middle + 1 } else { high = middle }
         }
-        return low < readers.count && readers[low].id == id ? low : nil
+        return low < ids.count && ids[low] == id ? low : nil
     }
 
     /// Asks for an IDR unless one is already on its way; too soon after the last request,

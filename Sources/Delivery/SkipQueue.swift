@@ -160,7 +160,8 @@ public struct SkipQueue<Element: SkipQueueElement>: Sendable {
 
     /// Media time between the oldest and the newest queued element.
     public var lagNs: UInt64 {
-        guard let first = entries.first, let last = entries.last else { return 0 }
+        // One entry or none (a reader at the live edge): no lag, and no entries copied out.
+        guard entries.count > 1, let first = entries.first, let last = entries.last else { return 0 }
         return last.mediaTimeNs(since: first)
     }
 
@@ -311,6 +312,7 @@ public struct SkipQueue<Element: SkipQueueElement>: Sendable {
     }
 
     private mutating func clearGraceIfCaughtUp() {
+        guard graceLagNs != 0 || graceBytes != 0 else { return }
         if lagNs <= limits.maxLagNs && queuedBytes <= limits.maxBytes {
             graceLagNs = 0
             graceBytes = 0

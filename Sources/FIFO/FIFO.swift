@@ -45,6 +45,10 @@ public struct FIFO<Element> {
     /// Takes the front element; nil when empty.
     @inlinable public mutating func popFirst() -> Element? {
         guard !isEmpty else { return nil }
+        // The only element (a reader's queue at the live edge, popped once an access unit):
+        // moved out as the array's last, which keeps the capacity with no generic
+        // `removeAll(keepingCapacity:)` (its `replaceSubrange` cost more than the rest of the pop).
+        if head == 0 && storage.count == 1 { return storage.removeLast() }
         let element = storage[head]
         head += 1
         compact()

@@ -124,7 +124,12 @@ public struct AccessUnitDelimiting: AccessUnitFraming {
     /// The writer's state after an access unit went out (one with more than an AUD): the
     /// parameter sets it carried, whether it ended the stream, whether the next is open.
     private mutating func advance(over nalUnits: [NALUnit]) {
-        for nal in nalUnits where nal.type == .sps || nal.type == .pps { note(nal) }
+        // By index, the type read in place: each reader advances over every access unit, and
+        // a NAL unit taken out of the array is a copy (its bytes retained and released).
+        for index in nalUnits.indices {
+            let type = nalUnits[index].type
+            if type == .sps || type == .pps { note(nalUnits[index]) }
+        }
         ended = Self.endsStream(nalUnits)
         nextIsOpen = !ended
     }

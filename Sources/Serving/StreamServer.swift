@@ -126,7 +126,10 @@ public final class StreamServer {
     /// One per listener kind served that shares a form of each access unit (the TS muxer).
     private var packagers: [any UnitPackager] = []
     private var broadcaster: Broadcaster
-    private var readers: [ReaderID: any StreamReader] = [:]
+    /// The readers in ascending order of their ids, as the `Broadcaster` keeps them (ids only
+    /// grow, so a joining reader is appended): walked in that order for each access unit, so
+    /// the `Broadcaster` finds each reader next to the one before instead of searching.
+    private var readers: [(id: ReaderID, reader: any StreamReader)] = []
     /// What is ending and no reader (any more): refused connections, upgrades answered with
     /// an error, readers closed for a timeout or at the drain's end, until they are closed.
     private var closing: [ObjectIdentifier: AnyObject] = [:]
@@ -281,7 +284,7 @@ public final class StreamServer {
     private func join(_ id: ReaderID, _ reader: any StreamReader, _ events: [BroadcastEvent]) {
         reader.onProgress = { [unowned self] progress in self.progressed(id, progress) }
         reader.onClose = { [unowned self] reason in self.closed(id, reason: reason) }
-        readers[id] = reader
+        readers.append((id, reader))
         metrics.readersJoined.increment()
         metrics.readers.set(Double(readers.count))
         onEvent(.readerJoined(id, peer: reader.peer))
@@ -294,8 +297,8 @@ public final class StreamServer {
     /// Hands the reader its queued access units while it takes them; the stream's end after
     /// the last one of a drain.
     private func pump(_ id: ReaderID) {
-        guard let reader = readers[id] else { return }
-        pump(id, reader)
+        guard let index = readerIndex(id) else { return }
+        pump(id, readers[index].reader)
     }
 
     /// `pump(_:)` for a reader already at hand (every reader, for each access unit published).
@@ -326,7 +329,7 @@ public final class StreamServer {
     }
 
     private func closed(_ id: ReaderID, reason: String) {
-        guard readers.removeValue(forKey: id) != nil else { return }
+        guard removeReader(id) != nil else { return }
         broadcaster.removeReader(id)
         metrics.readers.set(Double(readers.count))
         onEvent(.readerClosed(id, reason: reason))
@@ -361,7 +364,7 @@ public final class StreamServer {
     /// The `Broadcaster` removed a reader that made no progress: it ends now.
     private func timedOut(_ id: ReaderID) {
         metrics.readersTimedOut.increment()
-        guard let reader = readers.removeValue(forKey: id) else { return }
+        guard let reader = removeReader(id) else { return }
         broadcaster.removeReader(id)
         metrics.readers.set(Double(readers.count))
         let stalled = "no progress for \(Double(config.broadcaster.readerTimeoutNs) / 1e9) s"
@@ -380,7 +383,24 @@ public final class StreamServer {
 
     /// The id a reader was admitted as.
     func readerID(of reader: any StreamReader) -> ReaderID? {
-        readers.first { $0.value === reader }?.key
+        readers.first { $0.reader === reader }?.id
+    }
+
+    /// Where reader `id` is in `readers` (ascending ids), or nil.
+    private func readerIndex(_ id: ReaderID) -> Int? {
+        var low = 0
+        var high = readers.count
+        while low < high {
+            let middle = (low + high) / 2
+            if readers[middle].id < id { low = middle + 1 } else { high = middle }
+        }
+        return low < readers.count && readers[low].id == id ? low : nil
+    }
+
+    /// Takes reader `id` out of `readers`: the reader, or nil when it was not there.
+    private func removeReader(_ id: ReaderID) -> (any StreamReader)? {
+        guard let index = readerIndex(id) else { return nil }
+        return readers.remove(at: index).reader
     }
 
     /// The stream's codec string (`avc1.64001f`, its codec's `codecString`) from the cached
@@ -415,7 +435,7 @@ public final class StreamServer {
             broadcaster.removeReader(id)
             endNow(reader, .streamEnded)
         }
-        readers = [:]
+        readers = []
         metrics.readers.set(0)
         // Upgrades refused meanwhile (a page trying again) must not hold the end off for ever.
         let deadline = LoopTimer(loop: loop) { [unowned self] in self.finishIfClosed(evenIfNot: true) }

@@ -182,6 +182,27 @@ final class BroadcasterTests: XCTestCase {
         XCTAssertEqual(b.readerCount, 2)
     }
 
+    /// The broadcaster finds a reader by the index it found last, or the next one: asked about
+    /// readers in any order, with readers leaving in between, each answer is that reader's.
+    func testReadersAskedAboutInAnyOrderAreEachFound() {
+        var b = makeBroadcaster(.next)
+        let ids = (0..<6).map { _ in b.addReader().id! }
+        var written: [ReaderID: [UInt64]] = [:]
+        let orders: [[Int]] = [[0, 1, 2, 3, 4, 5], [5, 4, 3, 2, 1, 0], [2, 0, 5, 1, 4, 3], [1, 1, 3, 0]]
+        for (n, au) in Fixture.stream(0..<12).enumerated() {
+            _ = b.publish(au)
+            if n == 4 { b.removeReader(ids[2]) }
+            if n == 7 { b.removeReader(ids[0]); b.removeReader(ids[5]) }
+            for index in orders[n % orders.count] { written[ids[index], default: []] += drain(&b, ids[index]) }
+        }
+        for index in [1, 3, 4] { written[ids[index], default: []] += drain(&b, ids[index]) }
+        XCTAssertEqual(b.readerIDs, [ids[1], ids[3], ids[4]])
+        for index in [1, 3, 4] { XCTAssertEqual(written[ids[index]], Array(0..<12), "reader \(index)") }
+        XCTAssertEqual(written[ids[2]], Array(0..<3), "what reader 2 was given before it left, in order")
+        XCTAssertNil(b.nextToWrite(ids[0]))
+        XCTAssertNil(b.queue(of: ids[5]))
+    }
+
     func testReaderWithoutProgressTimesOut() {
         var b = makeBroadcaster(.next)
         let stuck = b.addReader().id!

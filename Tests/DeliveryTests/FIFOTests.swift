@@ -27,6 +27,28 @@ import Testing
         #expect(Array(fifo.removeFirst(1000)).count == 30 && fifo.isEmpty)
     }
 
+    @Test func oneInOneOutAndBurstsKeepTheirOrder() {
+        // A reader at the live edge holds one element at a time (the pop of the only one has
+        // a path of its own); a lagging one holds several, and catches up.
+        var fifo = FIFO<String>()
+        var taken: [String] = []
+        var next = 0
+        for round in 0..<50 {
+            let burst = round % 7 == 0 ? 5 : 1
+            for _ in 0..<burst {
+                fifo.append("\(next)")
+                next += 1
+            }
+            let takes = round % 3 == 0 ? 1 : fifo.count
+            for _ in 0..<takes { taken.append(fifo.popFirst()!) }
+            #expect(fifo.count == next - taken.count)
+        }
+        while let rest = fifo.popFirst() { taken.append(rest) }
+        #expect(taken == (0..<next).map { "\($0)" })
+        fifo.append("last")
+        #expect(fifo.first == "last" && fifo.last == "last" && fifo.popFirst() == "last" && fifo.isEmpty)
+    }
+
     @Test func aRangeIsRemovedFromTheMiddle() {
         var fifo = FIFO<Int>()
         for i in 0..<10 { fifo.append(i) }
