@@ -186,8 +186,10 @@ public struct SkipQueue<Element: SkipQueueElement>: Sendable {
             result.outcome = .queued
             return result
         }
-        var element = element
         let wasStarted = hasStarted
+        // The element as it resumes after a skip, when it does (kept apart so that the
+        // common case queues the element it was given, with no copy of it made first).
+        var resumed: Element?
         if isWaitingForEntry {
             guard element.isEntryPoint, !hasStarted || isUnderLowMarks(adding: element) else {
                 if hasStarted {
@@ -203,7 +205,7 @@ public struct SkipQueue<Element: SkipQueueElement>: Sendable {
             result.isStart = !wasStarted
             if wasStarted {
                 if let gap = Element.gapMarker(skipped: skippedSinceEntry) { append(gap, now: now) }
-                element = element.resuming()
+                resumed = element.resuming()
             }
             skippedSinceEntry = 0
         } else if policy != .dropToEntry && queuedBytes > 0 && isOverHighMarks(adding: element) {
@@ -220,7 +222,7 @@ public struct SkipQueue<Element: SkipQueueElement>: Sendable {
             result.skippedBytes = element.byteCount
             return result
         }
-        append(element, now: now)
+        append(resumed ?? element, now: now)
         result.outcome = .queued
         if policy == .dropToEntry, let dropped = dropIfOverBound() {
             result.didSkip = true
