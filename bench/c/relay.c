@@ -37,6 +37,9 @@
 // stderr: "serving tcp://127.0.0.1:PORT" once listening (as nalcast prints it), one line
 // per reader dropped; on SIGTERM/SIGINT "relayed N access units" and exit 0. Exit 64 for bad
 // arguments, 69 when the source cannot be reached or ends (or RELAY_SPLICE's pipes fail).
+// Built with -DRELAY_PROBE (bench/relay-layers): the time per access unit in its read, its
+// fan-out and the fan-out's sendmsg calls, every 300 access units on stderr, as nalcast's
+// bench/relay-layers.patch writes its layers.
 #define _GNU_SOURCE  // tee, splice, F_SETPIPE_SZ (RELAY_SPLICE)
 #include <arpa/inet.h>
 #include <errno.h>
@@ -48,6 +51,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -90,6 +94,30 @@ static double now_s(void) {
     return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+#ifdef RELAY_PROBE
+enum { PROBE_READ, PROBE_PUMP, PROBE_SENDMSG, PROBE_LAYERS };
+static unsigned long long probe_sums[PROBE_LAYERS], probe_units;
+static unsigned long long probe_now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (unsigned long long)t.tv_sec * 1000000000ULL + (unsigned long long)t.tv_nsec;
+}
+#define PROBE_START(name) unsigned long long name = probe_now()
+#define PROBE_ADD(layer, since) (probe_sums[layer] += probe_now() - (since))
+// One access unit out: every 300, the layers' ns per access unit.
+static void probe_unit(void) {
+    if (++probe_units < 300) return;
+    fprintf(stderr, "layers ns/unit: read=%llu pump=%llu sendmsg=%llu\n", probe_sums[PROBE_READ] / probe_units,
+            probe_sums[PROBE_PUMP] / probe_units, probe_sums[PROBE_SENDMSG] / probe_units);
+    memset(probe_sums, 0, sizeof probe_sums);
+    probe_units = 0;
+}
+#else
+#define PROBE_START(name)
+#define PROBE_ADD(layer, since)
+static void probe_unit(void) {}
+#endif
+
 // RELAY_SPIN_US's busy work after a send.
 static void spin(void) {
     if (spin_us <= 0) return;
@@ -131,7 +159,9 @@ static int push(struct client *c, const uint8_t *au, size_t n) {
     if (c->len == 0) {
         struct iovec iov = {(void *)au, n};
         struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
+        PROBE_START(sending);
         ssize_t w = sendmsg(c->fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+        PROBE_ADD(PROBE_SENDMSG, sending);
         if (w < 0 && errno != EAGAIN) return -1;
         if (w > 0) sent = (size_t)w;
     }
@@ -232,7 +262,9 @@ static void accept_reader(void) {
 // One read of the source; every access unit completed by it goes out. Exits when it ends.
 static void read_source(void) {
     if (len == BUF) len = searched = 0;  // no delimiter in 4 MiB: not this benchmark's stream
+    PROBE_START(reading);
     ssize_t r = read(src, buf + len, BUF - len);
+    PROBE_ADD(PROBE_READ, reading);
     if (r <= 0) {
         fprintf(stderr, "relay: the source ended\n");
         exit(69);
@@ -256,6 +288,7 @@ static void read_source(void) {
             if (write(unit_w, buf, n) != (ssize_t)n) fail("relay: an access unit did not go into the pipe whole");
             spliced = 1;
         }
+        PROBE_START(pumping);
         for (int i = 0; i < MAX_CLIENTS; i++) {
             struct client *c = &clients[i];
             if (c->fd < 0 || (!c->started && !idr)) continue;
@@ -271,6 +304,8 @@ static void read_source(void) {
         }
         if (spliced && splice(unit_r, NULL, dev_null, NULL, n, SPLICE_F_NONBLOCK) != (ssize_t)n)
             fail("relay: the pipe did not empty after an access unit");
+        PROBE_ADD(PROBE_PUMP, pumping);
+        probe_unit();
         units++;
         memmove(buf, buf + n, len -= n);
         searched = 0;
