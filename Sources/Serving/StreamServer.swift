@@ -284,6 +284,7 @@ public final class StreamServer {
     private func join(_ id: ReaderID, _ reader: any StreamReader, _ events: [BroadcastEvent]) {
         reader.onProgress = { [unowned self] progress in self.progressed(id, progress) }
         reader.onClose = { [unowned self] reason in self.closed(id, reason: reason) }
+        assert(readers.last.map { $0.id < id } ?? true, "readers join in the order of their ids")
         readers.append((id, reader))
         metrics.readersJoined.increment()
         metrics.readers.set(Double(readers.count))
