@@ -174,8 +174,7 @@ public struct AccessUnitAssembler {
                 if let last = lastSlice { return header.startsNewPicture(after: last) }
                 return header.firstMbInSlice == 0
             case .firstMacroblock(let firstMb, _):
-                // Parameter sets missing (joined mid-stream), or a delimited access unit whose
-                // slices keep their order (`readSlice`): a picture starts at macroblock 0.
+                // Parameter sets missing (joined mid-stream): a picture starts at macroblock 0.
                 return firstMb == 0
             case .needMore:
                 return nil
@@ -303,19 +302,8 @@ public struct AccessUnitAssembler {
         lastParseError = error as? BitstreamError
     }
 
-    /// True for the streams whose pictures have their slices in the order of their first
-    /// macroblocks and no redundant slices: every profile but Baseline (66) and Extended (88),
-    /// which allow arbitrary slice order and redundant pictures, and those two when
-    /// constraint_set1_flag says the stream keeps Main profile's constraints too (A.2.1.1:
-    /// Constrained Baseline, what x264 makes for `--profile baseline` and nalcast's own
-    /// encoder for a live stream).
-    static func slicesKeepOrder(profileIdc: UInt8, constraintFlags: UInt8) -> Bool {
-        (profileIdc != 66 && profileIdc != 88) || constraintFlags & 0x40 != 0
-    }
-
     private enum SliceInfo {
         case header(SliceHeader)
-        /// Only the first fields read: no parameter sets yet, or no more needed.
         case firstMacroblock(Int, ppsId: Int)
         case unreadable(Error)
         /// Cut short, and more bytes will come.
@@ -323,30 +311,15 @@ public struct AccessUnitAssembler {
     }
 
     /// Reads a slice header from its escaped bytes (all of them or the first ones): whole
-    /// when its parameter sets are known and the header can tell where a picture begins,
-    /// else only its first fields. A slice header fits in the first few dozen bytes: only
-    /// those are unescaped. Running out of bytes is `.needMore` unless `isWhole` or those few
-    /// dozen bytes were all there.
-    ///
-    /// In an access unit that began with its delimiter, the first fields are enough, unless
-    /// the profile lets slices come in any order (`slicesKeepOrder`) or the PPS allows
-    /// redundant slices (a closing picture's, `ClosingPicture`, whatever the profile says: it
-    /// must be read whole to be known as no primary picture): the next access unit
-    /// begins at the next delimiter (7.4.1.2.3: an access unit's AUD comes first), or, where
-    /// one is missing, at a parameter set or SEI after the picture (read from the NAL unit
-    /// type) or at a slice of macroblock 0 (a picture's first slice covers macroblock 0 when
-    /// its slices come in order, and only the first slice does). A relay's live stream, an
-    /// encoder's with AUDs, has all its slices read so, not parsed whole three times an
-    /// access unit.
+    /// when its parameter sets are known, else only its first fields. A slice header fits in
+    /// the first few dozen bytes: only those are unescaped. Running out of bytes is
+    /// `.needMore` unless `isWhole` or those few dozen bytes were all there.
     private func readSlice(_ header: NALHeader, _ escaped: ArraySlice<UInt8>, isWhole: Bool) -> SliceInfo {
         let rbsp = RBSP.unescapedPrefix(escaped, limit: Self.sliceHeaderBytes)
         let complete = isWhole || rbsp.count >= Self.sliceHeaderBytes
         do {
             let peek = try SliceHeader.peekPPSId(rbsp: rbsp)
             guard let pps = ppsById[peek.ppsId], let sps = spsById[pps.fields.spsId] else {
-                return .firstMacroblock(peek.firstMb, ppsId: peek.ppsId)
-            }
-            if current.first?.type == .accessUnitDelimiter && Self.slicesKeepOrder(profileIdc: sps.fields.profileIdc, constraintFlags: sps.fields.constraintFlags) && !pps.fields.redundantPicCntPresent {
                 return .firstMacroblock(peek.firstMb, ppsId: peek.ppsId)
             }
             return .header(try SliceHeader(rbsp: rbsp, header: header, sps: sps.fields, pps: pps.fields, readsMemoryManagement: false))

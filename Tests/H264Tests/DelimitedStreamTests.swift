@@ -202,21 +202,18 @@ private func NALUnitsOf(_ bytes: [UInt8]) -> [NALUnit] {
     return scanner.push(bytes) + (scanner.finish().map { [$0] } ?? [])
 }
 
-/// Where a delimited stream's access units end: in an access unit that began with its AUD,
-/// the parser reads only a slice's first fields (its first macroblock), not the whole slice
-/// header, unless the profile lets slices come out of order. Checked against the whole rule
-/// (the same stream with its AUDs taken out), with some AUDs missing, and against FFmpeg's
-/// packet count, for x264 streams of several kinds.
+/// Where a delimited stream's access units end: at its AUDs, and where one is missing, where
+/// the stream without AUDs would have them end (a parameter set or SEI after a picture, a
+/// slice of a new picture by 7.4.1.2.4). Checked against the same stream with its AUDs taken
+/// out, with every third AUD missing, and against FFmpeg's packet count, for x264 streams of
+/// several kinds.
 @Suite struct DelimitedSliceReadingTests {
     /// x264 streams with AUDs: High with B-frames and 4 slices a picture; MBAFF interlaced with
-    /// 3 slices; slices of at most 600 bytes (many a picture); Constrained Baseline with 2
-    /// slices (x264's baseline: first fields only, as Main); Baseline without the constraint
-    /// flag (the SPS's byte rewritten: the whole rule, its profile allows any slice order).
+    /// 3 slices; slices of at most 600 bytes (many a picture); Baseline with 2 slices.
     static let kinds: [(String, [String])] = [
         ("high, B-frames, 4 slices", ["-profile:v", "high", "-x264-params", "aud=1:slices=4:bframes=2:keyint=12"]),
         ("interlaced, 3 slices", ["-profile:v", "high", "-flags", "+ildct", "-x264-params", "aud=1:slices=3:tff=1:keyint=12"]),
         ("slices of 600 bytes", ["-profile:v", "main", "-x264-params", "aud=1:slice-max-size=600:keyint=12"]),
-        ("constrained baseline, 2 slices", ["-profile:v", "baseline", "-x264-params", "aud=1:slices=2:keyint=12"]),
         ("baseline, 2 slices", ["-profile:v", "baseline", "-x264-params", "aud=1:slices=2:keyint=12"]),
     ]
 
@@ -229,19 +226,6 @@ private func NALUnitsOf(_ bytes: [UInt8]) -> [NALUnit] {
         return ([UInt8](try Data(contentsOf: out)), Int(probe.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1)
     }
 
-    /// Clears constraint_set1_flag in every SPS (the byte after profile_idc, never escaped:
-    /// profile_idc is not 0): Baseline as the profile allows, arbitrary slice order included.
-    static func dropConstraintSet1(_ bytes: inout [UInt8]) {
-        var i = 0
-        while i + 5 < bytes.count {
-            if bytes[i] == 0 && bytes[i + 1] == 0 && bytes[i + 2] == 1 && bytes[i + 3] & 0x1F == 7 {
-                #expect(bytes[i + 4] == 66 && bytes[i + 5] & 0x40 != 0, "x264's baseline is constrained")
-                bytes[i + 5] &= ~0x40
-            }
-            i += 1
-        }
-    }
-
     /// Each access unit's slices, as bytes: what must group the same whatever the AUDs.
     static func slices(_ units: [AccessUnit]) -> [[[UInt8]]] {
         units.map { $0.nalUnits.filter(\.type.isVCL).map { Array($0.wire) } }
@@ -252,18 +236,17 @@ private func NALUnitsOf(_ bytes: [UInt8]) -> [NALUnit] {
         let (name, options) = Self.kinds[kind]
         let dir = try Tool.tempDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
-        var (bytes, packets) = try Self.encode(options, in: dir)
-        if name == "baseline, 2 slices" { Self.dropConstraintSet1(&bytes) }
+        let (bytes, packets) = try Self.encode(options, in: dir)
         let (units, parser) = parse(bytes, chunks: [Int.max])
         #expect(units.count == packets && packets == 40, "\(name): FFmpeg's packets")
         #expect(units.allSatisfy { $0.nalUnits.first?.type == .accessUnitDelimiter }, "\(name)")
         #expect(units.contains { $0.nalUnits.filter(\.type.isVCL).count > 1 }, "\(name): pictures of several slices")
         #expect(parser.assembler.parseErrors == 0, "\(name)")
         let nals = units.flatMap(\.nalUnits)
-        // Without AUDs every slice header is read whole: the rule the conformance streams check.
+        // Without AUDs: where pictures begin by their slice headers alone, the rule the
+        // conformance streams check against FFmpeg.
         let bare = nals.filter { $0.type != .accessUnitDelimiter }.flatMap { Array($0.wire) }
-        // Every third AUD missing: the pictures after them begin at a slice of macroblock 0 or
-        // at their SEI.
+        // Every third AUD missing: the pictures after them begin at their SEI or first slice.
         var seen = 0
         let gappy = nals.filter { nal in
             guard nal.type == .accessUnitDelimiter else { return true }
@@ -281,14 +264,5 @@ private func NALUnitsOf(_ bytes: [UInt8]) -> [NALUnit] {
         for chunks in [[1], [7, 13, 1, 2, 3, 4093]] {
             #expect(Self.slices(parse(bytes, chunks: chunks).units) == Self.slices(units), "\(name), chunks \(chunks)")
         }
-    }
-
-    @Test func onlyBaselineAndExtendedWithoutMainsConstraintsNeedWholeHeaders() {
-        // constraint_set0..5 are the byte's bits from the top: set1 is 0x40.
-        #expect(!AccessUnitAssembler.slicesKeepOrder(profileIdc: 66, constraintFlags: 0x80))
-        #expect(!AccessUnitAssembler.slicesKeepOrder(profileIdc: 88, constraintFlags: 0x00))
-        #expect(AccessUnitAssembler.slicesKeepOrder(profileIdc: 66, constraintFlags: 0xC0), "Constrained Baseline")
-        #expect(AccessUnitAssembler.slicesKeepOrder(profileIdc: 88, constraintFlags: 0x40))
-        #expect([77, 100, 110, 122, 244].allSatisfy { AccessUnitAssembler.slicesKeepOrder(profileIdc: $0, constraintFlags: 0) })
     }
 }
