@@ -9,6 +9,22 @@ public struct ReaderID: Hashable, Sendable, Comparable, CustomStringConvertible 
     public static func < (a: ReaderID, b: ReaderID) -> Bool { a.rawValue < b.rawValue }
 }
 
+extension RandomAccessCollection where Index == Int {
+    /// Where the element with reader id `id` is, in a collection in ascending order of ids
+    /// (a server's readers: ids only grow, so joining appends), or nil; `idOf` reads an
+    /// element's id. A binary search.
+    @inlinable
+    public func index(ofReader id: ReaderID, _ idOf: (Element) -> ReaderID) -> Int? {
+        var low = startIndex
+        var high = endIndex
+        while low < high {
+            let middle = low + (high - low) / 2
+            if idOf(self[middle]) < id { low = middle + 1 } else { high = middle }
+        }
+        return low < endIndex && idOf(self[low]) == id ? low : nil
+    }
+}
+
 /// Where a new reader starts (`--join`).
 public enum JoinPolicy: String, Sendable, CaseIterable {
     /// Ask the encoder for a fresh IDR (coalesced) and start there: live at once, no backlog.
@@ -99,9 +115,6 @@ public struct Broadcaster: Sendable {
     /// with a binary search (`index(of:)`), and walked in place for every access unit: no
     /// hashing and no copy of a reader's queue out of a table and back for each one.
     private var readers: [Reader] = []
-    /// The readers' ids, in the same order: what `index(of:)` searches, eight bytes each, not
-    /// the readers' records with their queues.
-    private var ids: [ReaderID] = []
     /// The index last found: a server asks about one reader three times in a row for each
     /// access unit (the unit to write, whether there is another, what was written) and walks
     /// the readers in the order of their ids, so most lookups are this index or the next one
@@ -137,7 +150,7 @@ public struct Broadcaster: Sendable {
     }
 
     public var readerCount: Int { readers.count }
-    public var readerIDs: [ReaderID] { ids }
+    public var readerIDs: [ReaderID] { readers.map(\.id) }
 
     /// The cached GOP, from its IDR; empty when there is none or it grew past the cache bounds.
     public var cachedGOP: [AccessUnit] { gop.map(\.accessUnit) }
@@ -169,7 +182,6 @@ public struct Broadcaster: Sendable {
         }
         // Ids only grow: the newest reader sorts last.
         readers.append(reader)
-        ids.append(id)
         return JoinOutcome(id: id, events: events)
     }
 
@@ -186,7 +198,6 @@ public struct Broadcaster: Sendable {
     public mutating func removeReader(_ id: ReaderID) {
         guard let index = index(of: id) else { return }
         readers.remove(at: index)
-        ids.remove(at: index)
     }
 
     /// Hands one access unit to every reader. The capture side never waits: slow readers skip.
@@ -313,8 +324,8 @@ public struct Broadcaster: Sendable {
 
     /// `index(of:)`, trying the index last found and the next one first.
     private mutating func locate(_ id: ReaderID) -> Int? {
-        if lastIndex < ids.count && ids[lastIndex] == id { return lastIndex }
-        if lastIndex + 1 < ids.count && ids[lastIndex + 1] == id {
+        if lastIndex < readers.count && readers[lastIndex].id == id { return lastIndex }
+        if lastIndex + 1 < readers.count && readers[lastIndex + 1].id == id {
             lastIndex += 1
             return lastIndex
         }
@@ -323,16 +334,8 @@ public struct Broadcaster: Sendable {
         return index
     }
 
-    /// Where the reader `id` is in `readers` (ascending ids), or nil.
-    private func index(of id: ReaderID) -> Int? {
-        var low = 0
-        var high = ids.count
-        while low < high {
-            let middle = (low + high) / 2
-            if ids[middle] < id { low = middle + 1 } else { high = middle }
-        }
-        return low < ids.count && ids[low] == id ? low : nil
-    }
+    /// Where the reader `id` is in `readers`, or nil.
+    private func index(of id: ReaderID) -> Int? { readers.index(ofReader: id) { $0.id } }
 
     /// Asks for an IDR unless one is already on its way; too soon after the last request,
     /// defers it to `nextDeadlineNs`.

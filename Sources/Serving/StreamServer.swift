@@ -387,16 +387,8 @@ public final class StreamServer {
         readers.first { $0.reader === reader }?.id
     }
 
-    /// Where reader `id` is in `readers` (ascending ids), or nil.
-    private func readerIndex(_ id: ReaderID) -> Int? {
-        var low = 0
-        var high = readers.count
-        while low < high {
-            let middle = (low + high) / 2
-            if readers[middle].id < id { low = middle + 1 } else { high = middle }
-        }
-        return low < readers.count && readers[low].id == id ? low : nil
-    }
+    /// Where reader `id` is in `readers`, or nil.
+    private func readerIndex(_ id: ReaderID) -> Int? { readers.index(ofReader: id) { $0.id } }
 
     /// Takes reader `id` out of `readers`: the reader, or nil when it was not there.
     private func removeReader(_ id: ReaderID) -> (any StreamReader)? {

@@ -207,7 +207,7 @@ private func NALUnitsOf(_ bytes: [UInt8]) -> [NALUnit] {
 /// slice of a new picture by 7.4.1.2.4). Checked against the same stream with its AUDs taken
 /// out, with every third AUD missing, and against FFmpeg's packet count, for x264 streams of
 /// several kinds.
-@Suite struct DelimitedSliceReadingTests {
+@Suite struct DelimitedX264StreamTests {
     /// x264 streams with AUDs: High with B-frames and 4 slices a picture; MBAFF interlaced with
     /// 3 slices; slices of at most 600 bytes (many a picture); Baseline with 2 slices.
     static let kinds: [(String, [String])] = [

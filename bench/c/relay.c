@@ -51,7 +51,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -96,19 +95,16 @@ static double now_s(void) {
 
 #ifdef RELAY_PROBE
 enum { PROBE_READ, PROBE_PUMP, PROBE_SENDMSG, PROBE_LAYERS };
-static unsigned long long probe_sums[PROBE_LAYERS], probe_units;
-static unsigned long long probe_now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (unsigned long long)t.tv_sec * 1000000000ULL + (unsigned long long)t.tv_nsec;
-}
-#define PROBE_START(name) unsigned long long name = probe_now()
-#define PROBE_ADD(layer, since) (probe_sums[layer] += probe_now() - (since))
+static double probe_sums[PROBE_LAYERS];  // seconds
+static int probe_units;
+#define PROBE_START(name) double name = now_s()
+#define PROBE_ADD(layer, since) (probe_sums[layer] += now_s() - (since))
 // One access unit out: every 300, the layers' ns per access unit.
 static void probe_unit(void) {
     if (++probe_units < 300) return;
-    fprintf(stderr, "layers ns/unit: read=%llu pump=%llu sendmsg=%llu\n", probe_sums[PROBE_READ] / probe_units,
-            probe_sums[PROBE_PUMP] / probe_units, probe_sums[PROBE_SENDMSG] / probe_units);
+    double ns = 1e9 / probe_units;
+    fprintf(stderr, "layers ns/unit: read=%.0f pump=%.0f sendmsg=%.0f\n", probe_sums[PROBE_READ] * ns,
+            probe_sums[PROBE_PUMP] * ns, probe_sums[PROBE_SENDMSG] * ns);
     memset(probe_sums, 0, sizeof probe_sums);
     probe_units = 0;
 }

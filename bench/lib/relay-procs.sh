@@ -13,12 +13,12 @@ cpu_ns() { local s=0 t; for t in /proc/$1/task/*; do s=$((s + $(cut -d' ' -f1 "$
 switches() { grep -h "^$2" /proc/$1/task/*/status | awk '{s += $2} END {print s}'; }
 
 # relay_command KIND(c|ev|gop|nalcast) PORT NALCAST: the relay's command line, reading the
-# source on PORT and serving PORT+1 (c: c/relay.c, ev: its libev build, gop: c/relaygop.c,
-# nalcast: the binary NALCAST), in the array $command.
+# source on PORT and serving PORT+1 (c: c/relay.c, or the build in $c_relay when set; ev: its
+# libev build, gop: c/relaygop.c, nalcast: the binary NALCAST), in the array $command.
 relay_command() {
     local kind=$1 port=$2
     case $kind in
-        c) command=("$bin/relay" "$port" $((port + 1))) ;;
+        c) command=("${c_relay:-$bin/relay}" "$port" $((port + 1))) ;;
         ev) command=("$bin/evrelay" "$port" $((port + 1))) ;;
         gop) command=("$bin/relaygop" "$port" $((port + 1))) ;;
         *) command=("$3" consume --from "tcp://127.0.0.1:$port" --listen "tcp://127.0.0.1:$((port + 1))" --join gop --quiet) ;;
@@ -27,14 +27,15 @@ relay_command() {
 
 # start_relay KIND(c|ev|gop|nalcast) PORT SPIN_US [PREFIX...]: the source on PORT, the relay
 # reading it and serving PORT+1 (RELAY_SPIN_US for the C relays c and ev; PREFIX: e.g.
-# taskset -c 0); the relay's PID in $relay.
+# taskset -c 0); the relay's PID in $relay, its stderr appended to $relay_stderr (default:
+# dropped).
 start_relay() {
     local kind=$1 port=$2 spin=$3 command
     shift 3
     "$bin/relaysrc" "$source_file" 30 "$port" 2>/dev/null & pids+=($!)
     sleep 0.5
     relay_command "$kind" "$port" "$nalcast"
-    RELAY_SPIN_US=$spin "$@" "${command[@]}" 2>/dev/null & pids+=($!)
+    RELAY_SPIN_US=$spin "$@" "${command[@]}" 2>>"${relay_stderr:-/dev/null}" & pids+=($!)
     relay=$!
 }
 
