@@ -52,11 +52,13 @@ public final class Background: @unchecked Sendable {
 
     public func signal(_ sig: Int32) { kill(process.processIdentifier, sig) }
 
-    /// Waits for exit (killing it after `timeout`); returns the exit status.
+    /// Waits for exit (killing it after `timeout`); returns the exit status. The deadline is
+    /// on the monotonic clock: the wall clock can jump (a virtual machine restored from a
+    /// snapshot), and a jump past the deadline killed a process that was still on time.
     @discardableResult
     public func wait(timeout: Double = 20) -> Int32 {
-        let deadline = Date().addingTimeInterval(timeout)
-        while process.isRunning && Date() < deadline { usleep(20_000) }
+        let deadline = ProcessInfo.processInfo.systemUptime + timeout
+        while process.isRunning && ProcessInfo.processInfo.systemUptime < deadline { usleep(20_000) }
         if process.isRunning {
             kill(process.processIdentifier, SIGKILL)
         }
