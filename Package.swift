@@ -155,7 +155,7 @@ let package = Package(
         .testTarget(name: "RTSPTests", dependencies: ["RTSP", "RTP"]),
         .testTarget(name: "WebRTCTests", dependencies: ["WebRTC", "RTP", "Media", "IO", "LoopTestSupport"]),
         .testTarget(name: "DeliveryTests", dependencies: ["Delivery", "Metrics", "Clocks", "FIFO", "Media", "H264"]),
-        .testTarget(name: "IOTests", dependencies: ["IO", "Media", "H264", "LoopTestSupport"]),
+        .testTarget(name: "IOTests", dependencies: ["IO", "Media", "H264", "LoopTestSupport", "TestSupport"]),
         .testTarget(name: "ServingTests", dependencies: ["Serving", "IO", "Media", "H264", "Output", "Delivery", "Metrics", "LoopTestSupport", "TestSupport"]),
         .testTarget(name: "ConsumerTests", dependencies: ["Consumer", "Media", "H264", "Delivery", "Metrics", "Output"]),
         .testTarget(name: "OutputTests", dependencies: ["Output", "Delivery", "Metrics", "Media", "H264", "TestSupport"]),

@@ -21,8 +21,8 @@ import Testing
     static func bytesPerFrame(_ port: Int, frames: Int = 45) throws -> Double {
         let start = try encoded(port)
         var now = start
-        let deadline = Date().addingTimeInterval(30)
-        while now.frames - start.frames < frames && Date() < deadline {
+        let deadline = Moment.now.addingTimeInterval(30)
+        while now.frames - start.frames < frames && Moment.now < deadline {
             usleep(100_000)
             now = try encoded(port)
         }

@@ -106,8 +106,8 @@ struct ContractProcess {
 
     /// `metricsPort()` of any nalcast `process` started with `--metrics tcp://127.0.0.1:0`.
     static func metricsPort(_ process: Background, timeout: Double = 20) -> Int? {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline && process.process.isRunning {
+        let deadline = Moment.now.addingTimeInterval(timeout)
+        while Moment.now < deadline && process.process.isRunning {
             let named = Set(process.stderr.matches(of: /127\.0\.0\.1:(\d+)/).compactMap { Int($0.1) })
             let unnamed = ContractProcess.listeningPorts(process.process.processIdentifier).subtracting(named)
             if unnamed.count == 1 { return unnamed.first }
@@ -139,8 +139,8 @@ struct ContractProcess {
     /// Waits until the events file holds `count` events named `name`.
     @discardableResult
     func waitForEvent(_ name: String, count: Int = 1, timeout: Double = 20) -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
+        let deadline = Moment.now.addingTimeInterval(timeout)
+        while Moment.now < deadline {
             let text = (try? String(contentsOf: events, encoding: .utf8)) ?? ""
             if text.components(separatedBy: "\"event\":\"\(name)\"").count - 1 >= count { return true }
             if !process.process.isRunning { return false }

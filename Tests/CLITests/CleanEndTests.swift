@@ -184,9 +184,9 @@ import Testing
 
     /// Polls `condition` until it holds or 20 s passed.
     static func waitFor(_ condition: () -> Bool) -> Bool {
-        let deadline = Date().addingTimeInterval(20)
+        let deadline = Moment.now.addingTimeInterval(20)
         while !condition() {
-            if Date() > deadline { return false }
+            if Moment.now > deadline { return false }
             usleep(10_000)
         }
         return true
@@ -285,8 +285,8 @@ final class PipedProducer: @unchecked Sendable {
 
     /// Waits until `count` bytes have come (or the process ended, or 20 s passed).
     func waitForBytes(_ count: Int) -> Bool {
-        let deadline = Date().addingTimeInterval(20)
-        while Date() < deadline && process.isRunning {
+        let deadline = Moment.now.addingTimeInterval(20)
+        while Moment.now < deadline && process.isRunning {
             lock.lock()
             let have = data.count
             lock.unlock()
@@ -299,10 +299,10 @@ final class PipedProducer: @unchecked Sendable {
     /// Waits until `count` access unit delimiters (00 00 01 09) have come (or the process
     /// ended, or 20 s passed): a delimited stream has written one access unit fewer.
     func waitForDelimiters(_ count: Int) -> Bool {
-        let deadline = Date().addingTimeInterval(20)
+        let deadline = Moment.now.addingTimeInterval(20)
         let delimiter = Data([0, 0, 1, 9])
         var seen = 0, searched = 0
-        while Date() < deadline && process.isRunning {
+        while Moment.now < deadline && process.isRunning {
             lock.lock()
             let have = data
             lock.unlock()
@@ -322,8 +322,8 @@ final class PipedProducer: @unchecked Sendable {
 
     /// Waits for the exit (killing it after 30 s) and for the last bytes.
     func finish() -> (status: Int32, stream: Data) {
-        let deadline = Date().addingTimeInterval(30)
-        while process.isRunning && Date() < deadline { usleep(10_000) }
+        let deadline = Moment.now.addingTimeInterval(30)
+        while process.isRunning && Moment.now < deadline { usleep(10_000) }
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
         done.wait()
@@ -359,8 +359,8 @@ final class FedProducer: @unchecked Sendable {
     func finish() {
         let handle = input.fileHandleForWriting
         queue.sync { try? handle.close() }
-        let deadline = Date().addingTimeInterval(30)
-        while process.isRunning && Date() < deadline { usleep(10_000) }
+        let deadline = Moment.now.addingTimeInterval(30)
+        while process.isRunning && Moment.now < deadline { usleep(10_000) }
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
     }

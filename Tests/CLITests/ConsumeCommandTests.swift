@@ -85,9 +85,9 @@ import Testing
         let segs = dir.appendingPathComponent("segs").path
         let consumer = try Background(Run.nalcast, ["consume", "--from", server.endpoint, "--segments", segs, "--segment-duration", "60s", "--segment-name", "r-%n.h264"])
         // Wait until the segment holds a few access units.
-        let deadline = Date().addingTimeInterval(20)
+        let deadline = Moment.now.addingTimeInterval(20)
         var partSize = 0
-        while Date() < deadline && partSize < 20_000 {
+        while Moment.now < deadline && partSize < 20_000 {
             usleep(20_000)
             let names = (try? FileManager.default.contentsOfDirectory(atPath: segs)) ?? []
             if let part = names.first(where: { $0.hasSuffix(".part") }) {

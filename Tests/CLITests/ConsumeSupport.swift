@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 
 /// A TCP socket listening on 127.0.0.1 (backlog 4) on a port the kernel picked: the start of
 /// every test peer that plays a server or a forward target. The caller closes the descriptor.
@@ -125,8 +126,8 @@ final class ResettingServer: @unchecked Sendable {
             // A reset throws away what is still unsent or unacknowledged: wait until the
             // send queue is empty (SIOCOUTQ, 0x5411), i.e. the reader's kernel has it all.
             var queued: Int32 = 1
-            let deadline = Date().addingTimeInterval(30)
-            while queued > 0 && Date() < deadline {
+            let deadline = Moment.now.addingTimeInterval(30)
+            while queued > 0 && Moment.now < deadline {
                 _ = withUnsafeMutablePointer(to: &queued) { ioctl(client, 0x5411, $0) }
                 if queued > 0 { usleep(1_000) }
             }

@@ -329,8 +329,8 @@ import TestSupport
         let consumer = try Background(Run.nalcast, ["consume", "--from", endpoint, "--segments", segs, "--segment-duration", "60s", "--segment-name", "s-%n.mp4"])
         // Wait until the index records two complete fragments, then kill.
         let index = segs + "/s-00001.mp4.part.idx"
-        let deadline = Date().addingTimeInterval(30)
-        while Date() < deadline {
+        let deadline = Moment.now.addingTimeInterval(30)
+        while Moment.now < deadline {
             let size = (try? FileManager.default.attributesOfItem(atPath: index)[.size] as? Int) ?? 0
             if size >= 16 { break }
             usleep(50_000)

@@ -150,9 +150,9 @@ import TestSupport
         let port = try freePort()
         let consumer = try Background(Run.nalcast, ["consume", "--from", endpoint, "--forward", "tcp://127.0.0.1:\(port)"])
         #expect(consumer.waitFor("connected to", timeout: 10), "\(consumer.stderr)")
-        let deadline = Date().addingTimeInterval(15)
+        let deadline = Moment.now.addingTimeInterval(15)
         func retries() -> Int { consumer.stderr.split(separator: "\n").filter { $0.contains("forward to tcp://127.0.0.1:\(port): attempt ") }.count }
-        while retries() < 2 && Date() < deadline { usleep(100_000) }
+        while retries() < 2 && Moment.now < deadline { usleep(100_000) }
         consumer.signal(SIGTERM)
         #expect(consumer.wait(timeout: 20) == 69, "\(consumer.stderr)")
         #expect(retries() >= 2, "\(consumer.stderr)")

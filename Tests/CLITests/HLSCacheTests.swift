@@ -37,8 +37,8 @@ import Testing
         let base = "http://127.0.0.1:\(cachePort)/hls/"
         // The first playlist (waits for the first segment).
         var first = ""
-        let deadline = Date().addingTimeInterval(30)
-        while !first.contains("#EXTINF") && Date() < deadline {
+        let deadline = Moment.now.addingTimeInterval(30)
+        while !first.contains("#EXTINF") && Moment.now < deadline {
             first = try Run.program("curl", ["-s", base + "index.m3u8"]).text
             if !first.contains("#EXTINF") { usleep(50_000) }
         }
@@ -66,12 +66,12 @@ import Testing
         // then the end. Two whole segments (30 pictures each: 1 s at 30 fps, an IDR each second)
         // are the 60 pictures asked of it below; stopped after its first, FFmpeg got that one
         // and the stop's part of the next, 59 pictures when the stop came a picture early.
-        let fetchDeadline = Date().addingTimeInterval(30)
+        let fetchDeadline = Moment.now.addingTimeInterval(30)
         func segmentsFetched() -> Int {
             ((try? String(contentsOf: dir.appendingPathComponent("access.log"), encoding: .utf8)) ?? "")
                 .split(separator: "\n").filter { $0.contains("\"GET /hls/segment") }.count
         }
-        while segmentsFetched() < 202 && ffprobe.process.isRunning && Date() < fetchDeadline { usleep(50_000) }
+        while segmentsFetched() < 202 && ffprobe.process.isRunning && Moment.now < fetchDeadline { usleep(50_000) }
         producer.signal(SIGINT)
         #expect(producer.wait(timeout: 20) == 0, "\(producer.stderr)")
         #expect(ffprobe.wait(timeout: 20) == 0)

@@ -122,8 +122,8 @@ import Testing
         }
         #expect(blocked >= 10, "only \(blocked) blocking reloads answered")
         // Past the reloads' bound: the players still get their two segments (under a deadline).
-        let deadline = Date().addingTimeInterval(60)
-        while !stopped && Date() < deadline {
+        let deadline = Moment.now.addingTimeInterval(60)
+        while !stopped && Moment.now < deadline {
             if let text = try? Self.get(base + "index.m3u8").body { stopWhenFollowed(HLSPlaylistRules.parse(text)) }
             if !stopped { usleep(100_000) }
         }

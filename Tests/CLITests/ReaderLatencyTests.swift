@@ -35,8 +35,8 @@ import TestSupport
                                              "--metrics", "tcp://127.0.0.1:\(metricsPort)"])
         let endpoint = try #require(p.servingEndpoint(), "producer did not start: \(p.stderr)")
         let producer = Producer(process: p, endpoint: endpoint, metrics: "127.0.0.1:\(metricsPort)")
-        let deadline = Date().addingTimeInterval(10)
-        while try producer.counter("nalcast_frames_encoded_total") < 1 && Date() < deadline { usleep(20_000) }
+        let deadline = Moment.now.addingTimeInterval(10)
+        while try producer.counter("nalcast_frames_encoded_total") < 1 && Moment.now < deadline { usleep(20_000) }
         return producer
     }
 
@@ -74,9 +74,9 @@ import TestSupport
             reader.signal(SIGKILL)  // nothing is asked of its end
             reader.wait()
         }
-        let deadline = Date().addingTimeInterval(30)
+        let deadline = Moment.now.addingTimeInterval(30)
         var seen = false
-        while !seen && Date() < deadline && reader.process.isRunning {
+        while !seen && Moment.now < deadline && reader.process.isRunning {
             let bytes = (try? Data(contentsOf: out)) ?? Data()
             seen = binary ? !bytes.isEmpty : String(decoding: bytes, as: UTF8.self).split(separator: "\n").contains(where: isPicture)
             if !seen { usleep(10_000) }
@@ -139,8 +139,8 @@ import TestSupport
             reader.signal(SIGKILL)
             reader.wait()
         }
-        let listening = Date().addingTimeInterval(10)
-        while !ServerProcess.portInUse(port, .tcp) && Date() < listening { usleep(20_000) }
+        let listening = Moment.now.addingTimeInterval(10)
+        while !ServerProcess.portInUse(port, .tcp) && Moment.now < listening { usleep(20_000) }
         let metricsPort = try FreePort.tcp()
         let producer = try Background(Run.nalcast, ["produce", "--size", "320x240", "--fps", "0.1", "--forward", "tcp://127.0.0.1:\(port)", "-q",
                                                     "--metrics", "tcp://127.0.0.1:\(metricsPort)"])
@@ -148,9 +148,9 @@ import TestSupport
             producer.signal(SIGKILL)
             producer.wait()
         }
-        let deadline = Date().addingTimeInterval(30)
+        let deadline = Moment.now.addingTimeInterval(30)
         var seen = false
-        while !seen && Date() < deadline && reader.process.isRunning {
+        while !seen && Moment.now < deadline && reader.process.isRunning {
             seen = String(decoding: (try? Data(contentsOf: out)) ?? Data(), as: UTF8.self).split(separator: "\n").contains { $0.hasPrefix("1,320") }
             if !seen { usleep(10_000) }
         }
@@ -189,9 +189,9 @@ import TestSupport
                 process.waitUntilExit()
             }
         }
-        let deadline = Date().addingTimeInterval(30)
+        let deadline = Moment.now.addingTimeInterval(30)
         var seen = false
-        while !seen && Date() < deadline && reader.isRunning {
+        while !seen && Moment.now < deadline && reader.isRunning {
             seen = String(decoding: (try? Data(contentsOf: out)) ?? Data(), as: UTF8.self).split(separator: "\n").contains { $0.hasPrefix("1,320") }
             if !seen { usleep(10_000) }
         }

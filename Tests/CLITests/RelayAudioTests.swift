@@ -141,9 +141,9 @@ import TestSupport
         #expect(relay.waitFor("relaying the input's audio"), "\(relay.stderr)")
         let out = dir.appendingPathComponent("relayed.ts").path
         let reader = try Background("ffmpeg", ["-nostdin", "-v", "error", "-i", try Self.tsAddress(relay), "-c", "copy", "-y", out])
-        let deadline = Date().addingTimeInterval(30)
+        let deadline = Moment.now.addingTimeInterval(30)
         func written() -> Int { ((try? FileManager.default.attributesOfItem(atPath: out))?[.size] as? Int) ?? 0 }
-        while written() < 100_000 && Date() < deadline { usleep(50_000) }
+        while written() < 100_000 && Moment.now < deadline { usleep(50_000) }
         first.signal(SIGINT)
         #expect(first.wait(timeout: 20) == 0)
         let second = try Background(Run.nalcast, produce + ["--duration", "3s"])

@@ -163,9 +163,9 @@ import Testing
         for _ in 0..<20 { _ = try StreamReaderClient(endpoint).finish() }
         usleep(1_000_000)
         let files = Self.openFiles(pid), rss = Self.rssKB(pid)
-        let deadline = Date().addingTimeInterval(seconds)
+        let deadline = Moment.now.addingTimeInterval(seconds)
         var joined = 0
-        while Date() < deadline || joined < 200 {
+        while Moment.now < deadline || joined < 200 {
             let batch = try (0..<10).map { _ in try StreamReaderClient(endpoint) }
             usleep(UInt32.random(in: 0...100_000))
             for (k, reader) in batch.enumerated() {

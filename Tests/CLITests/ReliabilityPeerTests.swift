@@ -29,8 +29,8 @@ import Testing
                     let client = accept(listener, nil, nil)
                     guard client >= 0 else { continue }
                     self.lock.lock(); self.accepted += 1; self.lock.unlock()
-                    let until = Date().addingTimeInterval(Double(read) / 1e6)
-                    while Date() < until {
+                    let until = Moment.now.addingTimeInterval(Double(read) / 1e6)
+                    while Moment.now < until {
                         var cfd = pollfd(fd: client, events: Int16(POLLIN), revents: 0)
                         if poll(&cfd, 1, 20) > 0 && Glibc.read(client, &buffer, buffer.count) <= 0 { break }
                     }
@@ -123,8 +123,8 @@ import Testing
         var sent = 0
         var reply: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 65536)
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
+        let deadline = Moment.now.addingTimeInterval(timeout)
+        while Moment.now < deadline {
             var pfd = pollfd(fd: fd, events: Int16(POLLIN) | (sent < bytes.count ? Int16(POLLOUT) : 0), revents: 0)
             guard poll(&pfd, 1, 50) > 0 else { continue }
             if pfd.revents & Int16(POLLIN | POLLHUP | POLLERR) != 0 {

@@ -47,8 +47,8 @@ import Testing
         for trigger in 0..<2 {
             var frames = 0
             // Waits for the encoded count (the event), however slowly a loaded machine encodes.
-            let deadline = Date().addingTimeInterval(30)
-            while Date() < deadline {
+            let deadline = Moment.now.addingTimeInterval(30)
+            while Moment.now < deadline {
                 frames = (try? Self.encoded(metrics)) ?? 0
                 if frames >= 90 + 30 * trigger { break }
                 usleep(20_000)
@@ -66,8 +66,8 @@ import Testing
         func saved() -> Int {
             ((try? String(contentsOf: events, encoding: .utf8)) ?? "").split(separator: "\n").filter { $0.contains("\"replay-saved\"") }.count
         }
-        let deadline = Date().addingTimeInterval(30)
-        while saved() < 2 && Date() < deadline { usleep(20_000) }
+        let deadline = Moment.now.addingTimeInterval(30)
+        while saved() < 2 && Moment.now < deadline { usleep(20_000) }
         producer.signal(SIGINT)
         #expect(producer.wait(timeout: 20) == 0, "\(producer.stderr)")
         #expect(saved() == 2, "\(producer.stderr)")

@@ -124,9 +124,9 @@ import Testing
                                                     "--segments", segs.path, "--segment-max-bytes", "1", "--segment-name", "s-%n.h264",
                                                     "--forward", "tcp://127.0.0.1:\(target.port)"])
         if let written {
-            let deadline = Date().addingTimeInterval(30)
+            let deadline = Moment.now.addingTimeInterval(30)
             var size = 0
-            while size < written && Date() < deadline {
+            while size < written && Moment.now < deadline {
                 usleep(5_000)
                 size = (try? FileManager.default.attributesOfItem(atPath: out.path)[.size] as? Int) ?? 0
             }

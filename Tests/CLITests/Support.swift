@@ -67,8 +67,8 @@ enum Run {
                 try? inp.fileHandleForWriting.close()
             }
         }
-        let deadline = Date().addingTimeInterval(timeout)
-        while p.isRunning && Date() < deadline { usleep(10_000) }
+        let deadline = Moment.now.addingTimeInterval(timeout)
+        while p.isRunning && Moment.now < deadline { usleep(10_000) }
         // Foundation starts the child as the leader of its own process group: on a timeout the
         // whole group is stopped, a script's background jobs (an ffmpeg holding a port and
         // the output pipes) with it, not the script alone.
@@ -77,8 +77,8 @@ enum Run {
         if timedOut { kill(-processGroup, SIGTERM) }
         // A child can inherit a signal mask with SIGTERM blocked from the test thread that
         // spawned it (tests that run an event loop block SIGINT and SIGTERM): after 2 s, kill it.
-        let killAt = Date().addingTimeInterval(2)
-        while p.isRunning && Date() < killAt { usleep(10_000) }
+        let killAt = Moment.now.addingTimeInterval(2)
+        while p.isRunning && Moment.now < killAt { usleep(10_000) }
         if timedOut { kill(-processGroup, SIGKILL) }
         p.waitUntilExit()
         group.wait()

@@ -121,8 +121,8 @@ import Testing
             viewer.signal(SIGKILL)
             viewer.wait()
         }
-        let deadline = Date().addingTimeInterval(20)
-        while !WebViewerTests.events(events).contains(where: { $0["event"] as? String == "reader-started" }) && Date() < deadline { usleep(50_000) }
+        let deadline = Moment.now.addingTimeInterval(20)
+        while !WebViewerTests.events(events).contains(where: { $0["event"] as? String == "reader-started" }) && Moment.now < deadline { usleep(50_000) }
         try FileManager.default.removeItem(atPath: certificate)
         try FileManager.default.removeItem(atPath: key)
         try FileManager.default.copyItem(atPath: newCertificate, toPath: certificate)

@@ -23,9 +23,9 @@ import Testing
         let portFile = dir.appendingPathComponent("port-\(UUID().uuidString)")
         let out = dir.appendingPathComponent("server-\(UUID().uuidString).jsonl")
         let server = try Background(PlaybackTests.venvPython, [Self.server, portFile.path, WebViewerTests.points, "--port", String(port)] + extra, stdoutTo: out)
-        let deadline = Date().addingTimeInterval(30)
+        let deadline = Moment.now.addingTimeInterval(30)
         while !FileManager.default.fileExists(atPath: portFile.path) {
-            guard Date() < deadline, server.process.isRunning else { throw WebViewerTests.Failure("the WHIP server did not start: \(server.stderr)") }
+            guard Moment.now < deadline, server.process.isRunning else { throw WebViewerTests.Failure("the WHIP server did not start: \(server.stderr)") }
             usleep(20_000)
         }
         let chosen = Int(try String(contentsOf: portFile, encoding: .utf8)) ?? 0
@@ -44,10 +44,10 @@ import Testing
 
     /// The server's events of kind `event`, waiting (up to 30 s) until there are `count`.
     static func serverEvents(_ out: URL, _ event: String, count: Int = 1) -> [[String: Any]] {
-        let deadline = Date().addingTimeInterval(30)
+        let deadline = Moment.now.addingTimeInterval(30)
         while true {
             let found = WebViewerTests.events(out).filter { $0["event"] as? String == event }
-            if found.count >= count || Date() >= deadline { return found }
+            if found.count >= count || Moment.now >= deadline { return found }
             usleep(50_000)
         }
     }

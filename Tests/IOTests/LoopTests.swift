@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import IO
 import Glibc
 import XCTest
@@ -55,8 +56,8 @@ final class LoopTests: XCTestCase {
         let timer = LoopTimer(loop: loop) { mailbox.send(1) }
         timer.start(after: 0.01)
         loop.start()
-        let deadline = Date().addingTimeInterval(10)
-        while !loop.hasFinished && Date() < deadline { usleep(10_000) }
+        let deadline = Moment.now.addingTimeInterval(10)
+        while !loop.hasFinished && Moment.now < deadline { usleep(10_000) }
         XCTAssertTrue(loop.hasFinished, "the loop still waits in its poll")
         if !loop.hasFinished { loop.stop() }
         loop.join()

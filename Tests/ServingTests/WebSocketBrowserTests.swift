@@ -1,5 +1,6 @@
 import IO
 import Foundation
+import TestSupport
 import H264
 import Media
 import Serving
@@ -154,8 +155,8 @@ import Testing
             browser.waitUntilExit()
         }
         // Both pages report; a page that never does fails the test at the deadline.
-        let deadline = Date().addingTimeInterval(60)
-        while record.reports.count < 2 && Date() < deadline && browser.isRunning { usleep(100_000) }
+        let deadline = Moment.now.addingTimeInterval(60)
+        while record.reports.count < 2 && Moment.now < deadline && browser.isRunning { usleep(100_000) }
         let reports = record.reports
         try #require(reports.count == 2, "reports: \(reports), events: \(record.events)")
 

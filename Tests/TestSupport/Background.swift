@@ -33,8 +33,8 @@ public final class Background: @unchecked Sendable {
     /// Waits until stderr contains `text` (or the process ends, or `timeout` passes).
     @discardableResult
     public func waitFor(_ text: String, timeout: Double = 20) -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
+        let deadline = Moment.now.addingTimeInterval(timeout)
+        while Moment.now < deadline {
             if stderr.contains(text) { return true }
             if !process.isRunning { return stderr.contains(text) }
             usleep(20_000)
@@ -52,13 +52,11 @@ public final class Background: @unchecked Sendable {
 
     public func signal(_ sig: Int32) { kill(process.processIdentifier, sig) }
 
-    /// Waits for exit (killing it after `timeout`); returns the exit status. The deadline is
-    /// on the monotonic clock: the wall clock can jump (a virtual machine restored from a
-    /// snapshot), and a jump past the deadline killed a process that was still on time.
+    /// Waits for exit (killing it after `timeout`); returns the exit status.
     @discardableResult
     public func wait(timeout: Double = 20) -> Int32 {
-        let deadline = ProcessInfo.processInfo.systemUptime + timeout
-        while process.isRunning && ProcessInfo.processInfo.systemUptime < deadline { usleep(20_000) }
+        let deadline = Moment.now.addingTimeInterval(timeout)
+        while process.isRunning && Moment.now < deadline { usleep(20_000) }
         if process.isRunning {
             kill(process.processIdentifier, SIGKILL)
         }

@@ -166,7 +166,7 @@ public final class MutterSession: @unchecked Sendable {
                 "--dest", dest, "--object-path", path, "--method", method])
             return try Tool.run([program] + prefix + arguments).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         }
-        let deadline = Date().addingTimeInterval(timeout)
+        let deadline = Moment.now.addingTimeInterval(timeout)
         var owner = ""
         while true {
             if let new = portalPID(), new != old {
@@ -174,7 +174,7 @@ public final class MutterSession: @unchecked Sendable {
                                   ["org.freedesktop.portal.Desktop"])
                 if owner == "(uint32 \(new),)" { break }
             }
-            guard Date() < deadline else {
+            guard Moment.now < deadline else {
                 throw MediaServerError("the restarted xdg-desktop-portal (was PID \(old)) does not own its name (owner: \(owner))\n" + logs)
             }
             usleep(50_000)
@@ -198,8 +198,8 @@ public final class MutterSession: @unchecked Sendable {
 
     /// Waits for an event line of the client (it appends them to a file; read again each 20 ms).
     private func waitForEvent(prefix: String, after: Int = 0, timeout: Double) -> String? {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
+        let deadline = Moment.now.addingTimeInterval(timeout)
+        while Moment.now < deadline {
             if let line = events.dropFirst(after).first(where: { $0.hasPrefix(prefix) }) { return line }
             if ServerProcess.hasExited(process.processIdentifier) { return nil }
             usleep(20_000)

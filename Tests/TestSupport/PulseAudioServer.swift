@@ -54,8 +54,8 @@ public final class PulseAudioServer: Sendable {
             "--load=module-null-sink sink_name=\(sinkName) rate=48000" + (rewinds ? "" : " norewinds=1"),
             "--load=module-native-protocol-unix auth-anonymous=1 socket=\(socketPath)",
         ], environment: environment)
-        let deadline = Date().addingTimeInterval(15)
-        while Date() < deadline {
+        let deadline = Moment.now.addingTimeInterval(15)
+        while Moment.now < deadline {
             if process.isRunning == false { break }
             if FileManager.default.fileExists(atPath: socketPath), (try? pactl(["info"]))?.status == 0 { return }
             usleep(50_000)

@@ -164,10 +164,10 @@ public final class RTMPServer: Sendable {
     public func plays(_ key: String) -> Int { errorLog.components(separatedBy: "play: name='\(key)'").count - 1 }
 
     func waitForErrorLog(_ text: String, count: Int, timeout: Double) -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
+        let deadline = Moment.now.addingTimeInterval(timeout)
         while true {
             let found = errorLog.components(separatedBy: text).count - 1 >= count
-            if found || Date() >= deadline || !process.isRunning { return found }
+            if found || Moment.now >= deadline || !process.isRunning { return found }
             usleep(20_000)
         }
     }

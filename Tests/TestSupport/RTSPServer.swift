@@ -104,11 +104,11 @@ public final class RTSPServer {
     /// Waits until the newest recording holds at least `bytes` (the server writes it unbuffered).
     @discardableResult
     public func waitForRecordedBytes(_ bytes: Int, timeout: Double = 30) -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
+        let deadline = Moment.now.addingTimeInterval(timeout)
         while true {
             var info = stat()
             if let last = recordings.last, stat(last.path, &info) == 0, Int(info.st_size) >= bytes { return true }
-            if Date() >= deadline || !process.isRunning { return false }
+            if Moment.now >= deadline || !process.isRunning { return false }
             usleep(20_000)
         }
     }

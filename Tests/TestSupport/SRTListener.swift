@@ -123,8 +123,8 @@ public final class SRTListener {
     /// disconnected"): it has read and written everything it will by then.
     @discardableResult
     public func waitForCallerGone(timeout: Double = 30) -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
+        let deadline = Moment.now.addingTimeInterval(timeout)
+        while Moment.now < deadline {
             let log = process.log
             if let run = log.range(of: "--- start", options: .backwards), log[run.upperBound...].contains("SRT source disconnected") { return true }
             usleep(100_000)
@@ -135,9 +135,9 @@ public final class SRTListener {
     /// Waits until at least `bytes` have reached the file of the current run.
     @discardableResult
     public func waitForBytes(_ bytes: Int, timeout: Double = 30) -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
+        let deadline = Moment.now.addingTimeInterval(timeout)
         while receivedBytes < bytes {
-            if Date() >= deadline || !process.isRunning { return receivedBytes >= bytes }
+            if Moment.now >= deadline || !process.isRunning { return receivedBytes >= bytes }
             usleep(20_000)
         }
         return true

@@ -231,7 +231,7 @@ public final class ServerProcess: @unchecked Sendable {
     /// the signal when killed), or nil when it still runs.
     @discardableResult
     public func waitForExit(timeout: Double) -> Int32? {
-        let deadline = Date().addingTimeInterval(timeout)
+        let deadline = Moment.now.addingTimeInterval(timeout)
         while true {
             lock.lock()
             if reaped { let s = waitStatus; lock.unlock(); return Self.code(s) }
@@ -242,7 +242,7 @@ public final class ServerProcess: @unchecked Sendable {
                 return Self.code(s)
             }
             lock.unlock()
-            if Date() >= deadline { return nil }
+            if Moment.now >= deadline { return nil }
             usleep(20_000)
         }
     }
@@ -288,10 +288,10 @@ public final class ServerProcess: @unchecked Sendable {
     /// exits, or `timeout` seconds pass.
     @discardableResult
     public func waitForLog(_ text: String, count: Int = 1, timeout: Double = 30) -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
+        let deadline = Moment.now.addingTimeInterval(timeout)
         while true {
             if log.components(separatedBy: text).count - 1 >= count { return true }
-            if !isRunning || Date() >= deadline { return log.components(separatedBy: text).count - 1 >= count }
+            if !isRunning || Moment.now >= deadline { return log.components(separatedBy: text).count - 1 >= count }
             usleep(20_000)
         }
     }
@@ -303,14 +303,14 @@ public final class ServerProcess: @unchecked Sendable {
     /// one client only (FFmpeg's listen modes) is not disturbed. Throws, with the log, when
     /// the process exits first or `timeout` seconds pass.
     public func waitUntilListening(port: UInt16, _ transport: Transport, timeout: Double = 30) throws {
-        let deadline = Date().addingTimeInterval(timeout)
+        let deadline = Moment.now.addingTimeInterval(timeout)
         while true {
             let pid = processIdentifier
             if Self.owns(pid: pid, port: port, transport) { return }
             if !isRunning {
                 throw MediaServerError("\(name) exited before listening on port \(port)\n\(logTail())")
             }
-            if Date() >= deadline {
+            if Moment.now >= deadline {
                 throw MediaServerError("\(name) not listening on port \(port) after \(timeout) s\n\(logTail())")
             }
             usleep(20_000)

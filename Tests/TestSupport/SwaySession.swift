@@ -35,10 +35,10 @@ public final class SwaySession: @unchecked Sendable {
         // and executing it then fails ("Text file busy").
         try process.start("setpriv", ["--reuid=\(uid)", "--regid=\(gid)", "--clear-groups", "--", "/bin/bash", script.path, directory.path, size],
                           directory: directory, environment: ["DISPLAY": "", "WAYLAND_DISPLAY": ""])
-        let deadline = Date().addingTimeInterval(timeout)
+        let deadline = Moment.now.addingTimeInterval(timeout)
         let events = directory.appendingPathComponent("events")
         while !((try? String(contentsOf: events, encoding: .utf8)) ?? "").contains("ready") {
-            guard Date() < deadline, !ServerProcess.hasExited(process.processIdentifier) else {
+            guard Moment.now < deadline, !ServerProcess.hasExited(process.processIdentifier) else {
                 process.stop(timeout: 2)
                 throw MediaServerError("sway did not start within \(Int(timeout)) s\n"
                                        + (Self.read(directory.appendingPathComponent("session.log")) ?? "") + "\n"
@@ -106,13 +106,13 @@ public final class SwaySession: @unchecked Sendable {
                          environment: ["GDK_BACKEND": "wayland", "NALCAST_CLIENT_NO_CAST": "1", "NALCAST_CLIENT_WINDOW": "\(size.0)x\(size.1)",
                                        "XDG_RUNTIME_DIR": directory.path, "WAYLAND_DISPLAY": display, "HOME": directory.path, "DISPLAY": ""])
         let control = directory.appendingPathComponent("control")
-        let deadline = Date().addingTimeInterval(timeout)
+        let deadline = Moment.now.addingTimeInterval(timeout)
         // Drawn, and in sway's tree where it was asked to be (the window by its process:
         // setpriv execs the client, the same PID).
         while try !((try? String(contentsOf: directory.appendingPathComponent("events"), encoding: .utf8)) ?? "").contains("drawn")
                 || !FileManager.default.fileExists(atPath: control.path)
                 || windowFrame(of: client.processIdentifier).map({ $0 == [position.0, position.1, size.0, size.1] }) != true {
-            guard Date() < deadline, !ServerProcess.hasExited(client.processIdentifier) else {
+            guard Moment.now < deadline, !ServerProcess.hasExited(client.processIdentifier) else {
                 let frame = (try? windowFrame(of: client.processIdentifier)).map { "\($0 ?? [])" } ?? "unknown"
                 client.stop(timeout: 2)
                 throw MediaServerError("the GTK client's window was not drawn at \(size) at \(position) within \(Int(timeout)) s "

@@ -11,8 +11,8 @@ public enum Wait {
     /// once more at the deadline).
     @discardableResult
     public static func until(timeout: Double = 20, every: Double = 0.05, _ condition: () throws -> Bool) rethrows -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
+        let deadline = Moment.now.addingTimeInterval(timeout)
+        while Moment.now < deadline {
             if try condition() { return true }
             usleep(useconds_t(every * 1e6))
         }

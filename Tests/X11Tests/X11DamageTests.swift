@@ -43,8 +43,8 @@ final class PipelineRun: Sendable {
 
     /// Waits (at most `timeout` seconds) until `count` access units came; returns them all.
     func waitFor(_ count: Int, timeout: Double) -> [(unit: AccessUnit, receivedNs: UInt64)] {
-        let end = Date().addingTimeInterval(timeout)
-        while received.count < count, Date() < end, !finished.load(ordering: .acquiring) { usleep(10_000) }
+        let end = Moment.now.addingTimeInterval(timeout)
+        while received.count < count, Moment.now < end, !finished.load(ordering: .acquiring) { usleep(10_000) }
         return received
     }
 
@@ -52,8 +52,8 @@ final class PipelineRun: Sendable {
     @discardableResult
     func stop() -> Bool {
         control.stop()
-        let end = Date().addingTimeInterval(10)
-        while !finished.load(ordering: .acquiring), Date() < end { usleep(10_000) }
+        let end = Moment.now.addingTimeInterval(10)
+        while !finished.load(ordering: .acquiring), Moment.now < end { usleep(10_000) }
         return finished.load(ordering: .acquiring)
     }
 }

@@ -29,13 +29,13 @@ import Testing
     /// Waits (up to 8 s, well inside the keep-alive's 20 s) until the reader has decoded as
     /// many pictures as access units were sent, at least `least`; returns that count.
     static func waitUntilAllDecoded(_ out: URL, metrics: String, least: Int, _ isPicture: (Substring) -> Bool) -> (decoded: Int, sent: Int) {
-        let deadline = Date().addingTimeInterval(8)
+        let deadline = Moment.now.addingTimeInterval(8)
         var state = (decoded: 0, sent: -1)
         repeat {
             state = (pictures(in: out, isPicture), counter("nalcast_access_units_sent_total", at: metrics))
             if state.decoded >= least && state.decoded == state.sent { break }
             usleep(20_000)
-        } while Date() < deadline
+        } while Moment.now < deadline
         return state
     }
 
