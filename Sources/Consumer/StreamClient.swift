@@ -37,8 +37,7 @@ public final class StreamClient {
     private let stallTimeout: Double?
     private var stallCheck: LoopTimer?
     private var lastDataNs: UInt64 = 0
-    /// The most one read takes.
-    private static let readLimit = 256 << 10
+    private var buffer = [UInt8](repeating: 0, count: 256 << 10)
     private var attempts = 0
     private var everConnected = false
     private var reportedDown = false
@@ -136,49 +135,25 @@ public final class StreamClient {
         guard let socket else { return }
         // A few reads per wake-up, so one busy stream cannot starve the loop.
         for _ in 0..<4 {
-            let chunk: [UInt8]
+            let result: Int?
             do {
-                guard let read = try readChunk(socket) else { return }
-                chunk = read
+                result = try buffer.withUnsafeMutableBytes { raw throws(Errno) in try socket.read(into: raw) }
             } catch {
                 lost("\(error)", cleanly: false)
                 return
             }
-            if chunk.isEmpty {
+            guard let n = result else { return }
+            if n == 0 {
                 lost("closed by peer", cleanly: true)
                 return
             }
             lastDataNs = MonotonicClock.nanoseconds
-            intake.push(chunk)
+            // An exact-size copy: the NAL units cut from it share it while sinks hold them.
+            intake.push(Array(buffer[0..<n]))
             // The intake may have handed the input to another reader (MPEG-TS found).
             if stopped { return }
-            if chunk.count < Self.readLimit { return }
+            if n < buffer.count { return }
         }
-    }
-
-    /// One read: the bytes (none at the end of the stream), or nil when none are there yet.
-    ///
-    /// The NAL units cut from a read share its array while sinks hold them, so each read
-    /// needs an array of its own and of its size. The kernel says how many bytes it holds
-    /// (FIONREAD), and the read goes straight into an array of that size: one more system
-    /// call (a fraction of a microsecond), where a read into one large buffer paid an
-    /// exact-size copy of every read (about 7 µs for each access unit of a 1080p stream,
-    /// bench/relay-layers). When the kernel holds nothing (the end of the stream, or an
-    /// error pending), a small read says which.
-    private func readChunk(_ socket: Socket) throws(Errno) -> [UInt8]? {
-        let queued = min(try socket.bytesReadable(), Self.readLimit)
-        var result: Int?
-        var failure: Errno?
-        let chunk = [UInt8](unsafeUninitializedCapacity: max(queued, 1)) { raw, count in
-            do throws(Errno) {
-                result = try socket.read(into: UnsafeMutableRawBufferPointer(raw))
-            } catch {
-                failure = error
-            }
-            count = result ?? 0
-        }
-        if let failure { throw failure }
-        return result == nil ? nil : chunk
     }
 
     /// The connection ended: `cleanly` when the peer closed it (the stream ends as a file

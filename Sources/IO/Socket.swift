@@ -120,15 +120,6 @@ public final class Socket {
         }
     }
 
-    /// The bytes the kernel holds for the next reads (0 at the end of the stream, or when an
-    /// error is pending: the next read says which). The corresponding C call is
-    /// `ioctl(FIONREAD)`.
-    public func bytesReadable() throws(Errno) -> Int {
-        var count: Int32 = 0
-        _ = try systemCall("ioctl(FIONREAD)") { Glibc.ioctl(fd, UInt(FIONREAD), &count) }
-        return Int(count)
-    }
-
     /// Writes from `buffer`: the byte count, or nil when it would block. The corresponding C
     /// function is `send` with `MSG_NOSIGNAL` (a closed peer gives `EPIPE`, not `SIGPIPE`).
     public func write(_ buffer: UnsafeRawBufferPointer) throws(Errno) -> Int? {
