@@ -36,6 +36,8 @@ public final class WHIPTransport: ForwardTransport {
     static let gopLimit = 600
     private var unflushed = 0
     private var lastRestartNs: UInt64 = 0
+    /// A keyframe request not answered yet (one came within a second of the last answer).
+    private var keyframeRequested = false
     private var summary: String?
     private var audioFormat: AudioFormat?
     private var transcoder: OpusTranscoder?
@@ -124,7 +126,8 @@ public final class WHIPTransport: ForwardTransport {
         let now = session.take()
         if let why = now.closed { throw ForwardError(why) }
         if unit.isEntryPoint { gop = [] }
-        if now.keyframeRequests > 0 { answerKeyframeRequest(session) }
+        if now.keyframeRequests > 0 { keyframeRequested = true }
+        if keyframeRequested { answerKeyframeRequest(session) }
         gop.append(unit)
         if gop.count > Self.gopLimit { gop.removeFirst() }
         post(unit, entry: entry || gop.count == 1, to: session)
@@ -138,12 +141,15 @@ public final class WHIPTransport: ForwardTransport {
         unflushed += unit.unit.byteCount
     }
 
-    /// A PLI or FIR (at most one a second): the encoder's IDR, or the GOP since the last
-    /// entry point again.
+    /// A PLI or FIR (answered at most once a second): the encoder's IDR, or the GOP since
+    /// the last entry point again. One that comes sooner is kept and answered when the second
+    /// is up, not dropped: a receiver that lost a picture just after a restart (aiortc asks
+    /// as the stream starts) would otherwise wait for the next IDR of the stream.
     private func answerKeyframeRequest(_ session: WHIPSession) {
         let now = MonotonicClock.nanoseconds
         guard now - lastRestartNs >= 1_000_000_000 else { return }
         lastRestartNs = now
+        keyframeRequested = false
         if let onKeyframeRequest { return onKeyframeRequest() }
         for (i, unit) in gop.enumerated() { post(unit, entry: i == 0, to: session) }
     }

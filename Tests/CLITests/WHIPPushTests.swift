@@ -104,9 +104,13 @@ import Testing
             let endpoint = try #require(producer.servingEndpoint(), "\(producer.stderr)")
             let relay = try Background(Run.nalcast, ["consume", "--from", endpoint, "--forward", "http://127.0.0.1:\(port)/whip"])
             let frames = Self.serverEvents(out, "frames")
+            // The IDR the PLI asked for, an event of its own: 20 frames after the PLI were not
+            // always enough on a loaded machine (the answer comes at most once a second).
+            let answered = Self.serverEvents(out, "keyframe-after-pli")
             relay.signal(SIGINT)
             #expect(relay.wait(timeout: 30) == 0, "\(relay.stderr)")
             #expect(!frames.isEmpty, "no 30 frames at the server: \(relay.stderr)")
+            #expect(!answered.isEmpty, "no keyframe after the PLI: \(relay.stderr)")
             let ended = try #require(Self.serverEvents(out, "ended").first, "no session ended: \(relay.stderr)")
             Self.checkSession(ended, "aiortc's last frame pushed by a relay")
             #expect(ended["answer"].map { "\($0)".contains("a=setup:active") } == true, "the server did not answer active")

@@ -13,7 +13,8 @@ after frame N and the keyframes decoded after it are counted.
 
 Prints one JSON line per event, flushed: {"event": "listening", "port"},
 {"event": "refused", "status"}, {"event": "session", "id", "answer"}, {"event": "frames", "id",
-"frames": 30} once 30 frames are decoded, and {"event": "ended", "id", "frames", "keyframes",
+"frames": 30} once 30 frames are decoded, {"event": "keyframe-after-pli", "id", "frame"} at the
+first keyframe decoded after the PLI, and {"event": "ended", "id", "frames", "keyframes",
 "keyframesAfterPLI", "width", "height", "pixels" (RGB at POINTS_JSON of the last frame that is not a white flash),
 "firstFrameMs" (the POST to the first decoded frame), "firstFrameAt" (its wall-clock time), "deleted", "offer", "answer",
 "audio": {"seconds", "rms", "crossingsPerSecond"} of the sound decoded, or null} when a
@@ -95,6 +96,8 @@ class Session:
                 self.keyframes += 1
                 if self.server.pli is not None and self.frames > self.server.pli:
                     self.after_pli += 1
+                    if self.after_pli == 1:
+                        say(event="keyframe-after-pli", id=self.id, frame=self.frames)
             if self.frames == self.server.pli:
                 ssrc = next(iter(receiver._RTCRtpReceiver__remote_streams), None)
                 if ssrc is not None:
