@@ -146,7 +146,7 @@ let package = Package(
         // (Tests/Fixtures/h264/) and their facts.
         // Optimised even in the debug build: its analyses of decoded sound and pictures
         // (millions of samples) take minutes unoptimised, seconds optimised.
-        .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: [.unsafeFlags(["-O"])]),
+        .target(name: "TestSupport", dependencies: ["Clocks"], path: "Tests/TestSupport", swiftSettings: [.unsafeFlags(["-O"])]),
         // Blocking client sockets for the tests that talk to a server on a real event loop.
         .target(name: "LoopTestSupport", dependencies: ["IO"], path: "Tests/LoopTestSupport"),
         .testTarget(name: "CommandOptionsTests", dependencies: ["CommandOptions", "CaptureSources", "Capture"]),
