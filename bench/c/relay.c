@@ -30,6 +30,9 @@
 // larger than the pipes, too: this benchmark's are under 100 KiB). (bench/relay-footprint
 // SPLICE=1: the kernel's copies to 16 readers are not what a relay's CPU is made of.)
 //
+// RELAY_SOCKOPTS=LIST: each reader's socket given nalcast's options for its readers (sndbuf,
+// nodelay, lowat, or "nalcast" for all three: relaynet.h); relaygop.c takes it too.
+//
 // Built with -DRELAY_LIBEV (and -lev): the same relay driven by libev (an ev_io watcher for
 // the source and one for the listening socket, epoll underneath) instead of a bare poll():
 // the floor of a relay on nalcast's event library (bench/relay-switches' "C relay on libev").
@@ -251,7 +254,10 @@ static void accept_reader(void) {
     int fd = accept(lfd, NULL, NULL);
     int slot = 0;
     while (slot < MAX_CLIENTS && clients[slot].fd >= 0) slot++;
-    if (fd >= 0 && slot < MAX_CLIENTS) clients[slot] = (struct client){.fd = fd};
+    if (fd >= 0 && slot < MAX_CLIENTS) {
+        relay_reader_options(fd);
+        clients[slot] = (struct client){.fd = fd};
+    }
     else if (fd >= 0) close(fd);
 }
 

@@ -36,6 +36,14 @@
 // Exit 64 for bad arguments, 66 for an unreadable file, 69 when the source cannot be reached
 // or ends.
 //
+// RELAY_SOCKOPTS=LIST: each reader's socket given nalcast's options for its readers
+// (relaynet.h).
+//
+// Built with -DRELAY_PROBE (bench/relay-layers): the time per access unit in its read, its
+// parse (cutting, deciding, reading SPS, PPS and timestamps, less what follows), the copy of
+// each access unit into its allocation, its fan-out and the fan-out's sendmsg calls, every
+// 300 access units on stderr, as nalcast's bench/relay-layers.patch writes its layers.
+//
 // Build: gcc -O2 -Wall -o relaygop bench/c/relaygop.c -lev
 #include <arpa/inet.h>
 #include <errno.h>
@@ -49,6 +57,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 #include "relaynet.h"
 
@@ -56,6 +65,36 @@
 #define MAX_BACKLOG (16 << 20)
 #define MAX_BUF (64 << 20)  // an access unit in hand past this is dropped, the stream cut again
 #define HEAD 64             // escaped bytes of a slice its header is read from
+
+#ifdef RELAY_PROBE
+enum { PROBE_READ, PROBE_ADVANCE, PROBE_COPY, PROBE_PUMP, PROBE_SENDMSG, PROBE_LAYERS };
+static uint64_t probe_sums[PROBE_LAYERS];  // ns
+static int probe_units;
+static uint64_t probe_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+#define PROBE_START(name) uint64_t name = probe_now()
+#define PROBE_ADD(layer, since) (probe_sums[layer] += probe_now() - (since))
+// One access unit out: every 300, the layers' ns per access unit (the parse: advance less
+// the copy and the fan-out inside it).
+static void probe_unit(void) {
+    if (++probe_units < 300) return;
+    uint64_t n = (uint64_t)probe_units, *s = probe_sums;
+    fprintf(stderr, "layers ns/unit: read=%llu parse=%llu copy=%llu pump=%llu sendmsg=%llu\n",
+            (unsigned long long)(s[PROBE_READ] / n),
+            (unsigned long long)((s[PROBE_ADVANCE] - s[PROBE_COPY] - s[PROBE_PUMP]) / n),
+            (unsigned long long)(s[PROBE_COPY] / n), (unsigned long long)(s[PROBE_PUMP] / n),
+            (unsigned long long)(s[PROBE_SENDMSG] / n));
+    memset(probe_sums, 0, sizeof probe_sums);
+    probe_units = 0;
+}
+#else
+#define PROBE_START(name)
+#define PROBE_ADD(layer, since)
+static void probe_unit(void) {}
+#endif
 
 static const uint8_t UUID[16] = {0x0d, 0x64, 0xdd, 0x68, 0x59, 0x73, 0x44, 0xac,
                                  0x92, 0x82, 0x6e, 0x38, 0x0b, 0x34, 0xdc, 0xd1};
@@ -315,7 +354,9 @@ static int push(struct client *c, const uint8_t *p, size_t n) {
     if (c->len == 0) {
         struct iovec iov = {(void *)p, n};
         struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
+        PROBE_START(t_send);
         ssize_t w = sendmsg(c->fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+        PROBE_ADD(PROBE_SENDMSG, t_send);
         if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK) return -1;
         if (w > 0) sent = (size_t)w;
     }
@@ -363,11 +404,17 @@ static void shift(size_t n) {
 // The access unit in hand is buf[0..n): out it goes, unless it has nothing to decode.
 static void emit(size_t n) {
     if (au_content) {
+        PROBE_START(t_copy);
         struct unit u = {malloc(n), n, au_idr, au_stamped, au_stamped ? au_pts : 0};
         memcpy(u.data, buf, n);
+        PROBE_ADD(PROBE_COPY, t_copy);
         units++, stamped_units += au_stamped;
-        if (!file_mode) pass(u);
-        else {
+        if (!file_mode) {
+            PROBE_START(t_pump);
+            pass(u);
+            PROBE_ADD(PROBE_PUMP, t_pump);
+            probe_unit();
+        } else {
             if (u.stamped) printf("%zu %d %llu\n", u.n, u.idr, (unsigned long long)u.pts);
             else printf("%zu %d -\n", u.n, u.idr);
             free(u.data);
@@ -478,13 +525,17 @@ static void make_room(void) {
 static void on_source(struct ev_loop *l, ev_io *w, int events) {
     (void)l, (void)w, (void)events;
     make_room();
+    PROBE_START(t_read);
     ssize_t r = read(src, buf + len, cap - len);
+    PROBE_ADD(PROBE_READ, t_read);
     if (r <= 0) {
         fprintf(stderr, "relaygop: the source ended\n");
         exit(69);
     }
     len += (size_t)r;
+    PROBE_START(t_advance);
     advance();
+    PROBE_ADD(PROBE_ADVANCE, t_advance);
 }
 
 static void on_writable(struct ev_loop *l, ev_io *w, int events) {
@@ -504,6 +555,7 @@ static void on_listen(struct ev_loop *l, ev_io *w, int events) {
         close(fd);
         return;
     }
+    relay_reader_options(fd);
     struct client *c = &clients[slot];
     *c = (struct client){.fd = fd, .started = gop_len > 0};
     ev_io_init(&c->w, on_writable, fd, EV_WRITE);

@@ -7,11 +7,26 @@
 #define RELAYNET_H
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdint.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/socket.h>
+
+// RELAY_SOCKOPTS: a reader's socket given some of the options nalcast gives its readers
+// (Socket.configureForStreaming), a comma-separated list of sndbuf (SO_SNDBUF 128 KiB),
+// nodelay (TCP_NODELAY) and lowat (TCP_NOTSENT_LOWAT 16 KiB), or all of them ("nalcast");
+// unset: the kernel's defaults.
+static void relay_reader_options(int fd) {
+    const char *want = getenv("RELAY_SOCKOPTS");
+    if (!want) return;
+    int all = strstr(want, "nalcast") != NULL, one = 1, sndbuf = 128 << 10, lowat = 16 << 10;
+    if (all || strstr(want, "sndbuf")) setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
+    if (all || strstr(want, "nodelay")) setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (all || strstr(want, "lowat")) setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &lowat, sizeof lowat);
+}
 
 // Connects *src and opens *lfd; 0, or 69 after a line on stderr naming `name`.
 static int relay_sockets(const char *name, const char *src_port, const char *port, int *src, int *lfd) {

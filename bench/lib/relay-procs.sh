@@ -14,13 +14,14 @@ switches() { grep -h "^$2" /proc/$1/task/*/status | awk '{s += $2} END {print s}
 
 # relay_command KIND(c|ev|gop|nalcast) PORT NALCAST: the relay's command line, reading the
 # source on PORT and serving PORT+1 (c: c/relay.c, or the build in $c_relay when set; ev: its
-# libev build, gop: c/relaygop.c, nalcast: the binary NALCAST), in the array $command.
+# libev build, gop: c/relaygop.c, or the build in $gop_relay when set; nalcast: the binary
+# NALCAST), in the array $command.
 relay_command() {
     local kind=$1 port=$2
     case $kind in
         c) command=("${c_relay:-$bin/relay}" "$port" $((port + 1))) ;;
         ev) command=("$bin/evrelay" "$port" $((port + 1))) ;;
-        gop) command=("$bin/relaygop" "$port" $((port + 1))) ;;
+        gop) command=("${gop_relay:-$bin/relaygop}" "$port" $((port + 1))) ;;
         *) command=("$3" consume --from "tcp://127.0.0.1:$port" --listen "tcp://127.0.0.1:$((port + 1))" --join gop --quiet) ;;
     esac
 }
