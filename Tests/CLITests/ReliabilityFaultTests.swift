@@ -57,8 +57,14 @@ import Testing
         let consumer = try Background(Run.nalcast, ["consume", "--from", listen, "--segments", segs, "--segment-duration", "60s",
                                                     "--events", eventsURL.path, "--metrics", "tcp://127.0.0.1:\(metricsPort)"])
         #expect(consumer.waitFor("connected to", timeout: 10), "\(consumer.stderr)")
+        let units = { (try? Self.metric(metricsPort, "nalcast_consumer_access_units_total")) ?? 0 }
+        // A second of each connection's pictures reaches the consumer before it ends.
+        let aSecondMore = { (round: Int) in
+            let before = units()
+            #expect(Wait.until(every: 0.1) { units() >= before + 30 }, "connection \(round) brought no second of pictures: \(consumer.stderr)")
+        }
         for round in 1...3 {
-            usleep(1_200_000)
+            aSecondMore(round)
             producer.signal(SIGKILL)
             producer.wait()
             // Wait until the consumer saw this loss, then bring the producer back.
@@ -67,7 +73,7 @@ import Testing
             #expect(producer.servingEndpoint() != nil, "\(producer.stderr)")
             Wait.until { eventLines(eventsURL).filter({ $0["event"] as? String == "connected" }).count >= round + 1 }
         }
-        usleep(1_200_000)
+        aSecondMore(4)
         // Stop the source first, so that the counts hold still while they are read.
         producer.signal(SIGTERM)
         #expect(producer.wait() == 0)
@@ -115,9 +121,12 @@ import Testing
         let out = dir.appendingPathComponent("stopped.h264")
         let stopped = try Background(Run.nalcast, ["consume", "--from", endpoint, "-o", out.path, "--reconnect-timeout", "0"])
         #expect(stopped.waitFor("connected to", timeout: 10), "\(stopped.stderr)")
-        usleep(500_000)
+        // It has written pictures before it stops.
+        #expect(Wait.until { ((try? Data(contentsOf: out))?.count ?? 0) > 0 }, "the reader wrote nothing: \(stopped.stderr)")
         stopped.signal(SIGSTOP)
         usleep(useconds_t(stop) * 1_000_000)
+        // Stopped until the server has skipped it, however long a loaded machine takes.
+        Wait.until { eventLines(eventsURL).contains { $0["event"] as? String == "reader-skipped" } }
         stopped.signal(SIGCONT)
         #expect(producer.wait(timeout: Double(stop) + 30) == 0)  // the input ends
         stopped.wait(timeout: 10)  // the stream ended: it exits
@@ -161,7 +170,8 @@ import Testing
         let steady = try StreamReaderClient(endpoint)
         // Warm up: a few joins first, so that caches and pools reach their working size.
         for _ in 0..<20 { _ = try StreamReaderClient(endpoint).finish() }
-        usleep(1_000_000)
+        // They are gone (and their connections closed) when the steady reader is the only one.
+        #expect(Wait.until(every: 0.1) { (try? Self.metric(metricsPort, "nalcast_readers")) == 1 }, "the warm-up readers are still there")
         let files = Self.openFiles(pid), rss = Self.rssKB(pid)
         let deadline = Moment.now.addingTimeInterval(seconds)
         var joined = 0
@@ -178,7 +188,8 @@ import Testing
             }
             joined += batch.count
         }
-        usleep(1_500_000)
+        // Every connection the churn made is closed (or the deadline passes, and the count says what is left).
+        Wait.until(every: 0.1) { Self.openFiles(pid) == files }
         let filesAfter = Self.openFiles(pid), rssAfter = Self.rssKB(pid)
         print("reader churn: \(joined) readers in \(seconds) s; open files \(files) -> \(filesAfter); RSS \(rss) -> \(rssAfter) kB")
         #expect(filesAfter == files, "open files \(files) before, \(filesAfter) after \(joined) readers")

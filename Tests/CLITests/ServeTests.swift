@@ -19,6 +19,42 @@ import Testing
     }
 
 
+    /// Access unit delimiters in a reader's bytes: each access unit begins with one, and the
+    /// trailer behind the last picture is one more. A count cheap enough to wait on.
+    static func delimiters(in stream: Data) -> Int {
+        stream.withUnsafeBytes { (raw: UnsafeRawBufferPointer) -> Int in
+            let b = raw.bindMemory(to: UInt8.self)
+            var count = 0
+            var i = 3
+            while i < b.count {
+                if b[i] == 0x09 && b[i - 1] == 1 && b[i - 2] == 0 && b[i - 3] == 0 { count += 1 }
+                i += 1
+            }
+            return count
+        }
+    }
+
+    /// IDR pictures in a reader's bytes: runs of IDR slices (NAL type 5), however many slices
+    /// each picture has.
+    static func idrPictures(in stream: Data) -> Int {
+        stream.withUnsafeBytes { (raw: UnsafeRawBufferPointer) -> Int in
+            let b = raw.bindMemory(to: UInt8.self)
+            var count = 0
+            var lastType: UInt8 = 0
+            var i = 2
+            while i + 1 < b.count {
+                if b[i] == 1 && b[i - 1] == 0 && b[i - 2] == 0 {
+                    let type = b[i + 1] & 0x1F
+                    if type == 5 && lastType != 5 { count += 1 }
+                    // No AUD, SEI or parameter set comes between the slices of one picture (H.264 7.4.1.2.3).
+                    lastType = type
+                }
+                i += 1
+            }
+            return count
+        }
+    }
+
     /// Frames missing between the first and last sequence number.
     static func gaps(_ s: [Int]) -> Int { zip(s, s.dropFirst()).reduce(0) { $0 + ($1.1 - $1.0 - 1) } }
 
@@ -54,10 +90,12 @@ import Testing
         let events = dir.appendingPathComponent("events.jsonl")
         let (producer, endpoint) = try Self.producer(["--max-readers", "16", "--events", events.path])
         let readers = try (0..<16).map { _ in try StreamReaderClient(endpoint) }
-        usleep(300_000)
+        // The sixteen are in before the seventeenth knocks.
+        #expect(Wait.until { eventLines(events).filter { $0["event"] as? String == "reader-joined" }.count == 16 }, "not 16 readers joined")
         let extra = try StreamReaderClient(endpoint)
-        usleep(1_500_000)
-        #expect(extra.isClosedByPeer)
+        #expect(Wait.until { extra.isClosedByPeer }, "the seventeenth reader was not turned away")
+        // A second of pictures (and a little more) for every one of the sixteen.
+        #expect(Wait.until { readers.allSatisfy { Self.delimiters(in: $0.received) > 31 } }, "a reader got less than a second of pictures")
         #expect(extra.finish().isEmpty)
         let streams = readers.map { $0.finish() }
         let received = try streams.map(Self.sequences)
@@ -88,7 +126,8 @@ import Testing
         let (producer, endpoint) = try Self.producer(["--source", "y4m:\(input.path)", "--realtime", "--bitrate", "3M", "--keyint", "500ms", "--events", events.path])
         let stalled = try StreamReaderClient(endpoint, receiveBuffer: 4096, startPaused: true)
         let healthy = try StreamReaderClient(endpoint)
-        usleep(2_500_000)
+        // Stalled until the server gives up on what it had queued for it.
+        #expect(Wait.until { eventLines(events).contains { $0["event"] as? String == "reader-skipped" } }, "the stalled reader was never skipped")
         stalled.resume()
         #expect(producer.wait(timeout: 15) == 0)  // the input ends after 5 s
         let good = healthy.finish()
@@ -140,11 +179,12 @@ import Testing
         let events = dir.appendingPathComponent("events.jsonl")
         let (producer, endpoint) = try Self.producer(["--keyint", "60s", "--join", "next", "--events", events.path])
         let reader = try StreamReaderClient(endpoint)
-        usleep(400_000)
+        #expect(Wait.until { eventLines(events).contains { $0["event"] as? String == "reader-joined" } }, "the reader did not join")
+        // Each SIGUSR1 makes the next picture an IDR: the reader waits for the first, then gets the second.
         producer.signal(SIGUSR1)
-        usleep(500_000)
+        #expect(Wait.until { Self.idrPictures(in: reader.received) >= 1 }, "no IDR after the first SIGUSR1")
         producer.signal(SIGUSR1)
-        usleep(500_000)
+        #expect(Wait.until { Self.idrPictures(in: reader.received) >= 2 }, "no IDR after the second SIGUSR1")
         producer.signal(SIGTERM)
         #expect(producer.wait() == 0)
         let stream = reader.finish()
@@ -163,7 +203,8 @@ import Testing
         let metricsPort = try freePort()
         let (producer, endpoint) = try Self.producer(["--metrics", "tcp://127.0.0.1:\(metricsPort)"])
         let reader = try StreamReaderClient(endpoint)
-        usleep(800_000)
+        // Joined, and sent pictures: every counter below has something to say.
+        #expect(Wait.until { Self.delimiters(in: reader.received) > 2 }, "the reader got no pictures")
         let health = try Run.program("curl", ["-s", "-w", "%{http_code}", "http://127.0.0.1:\(metricsPort)/healthz"])
         #expect(health.text == "ok200" || health.text == "ok\n200", "\(health.text)")
         let metrics = try Run.program("curl", ["-s", "http://127.0.0.1:\(metricsPort)/metrics"]).text
