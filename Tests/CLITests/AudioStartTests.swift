@@ -22,8 +22,7 @@ import TestSupport
         try PCMAnalysis.makeSine(wav, frequency: 440, seconds: 10, rate: 48_000, channels: 2)
         let player = try server.play(wav)
         defer { player.stop() }
-        let deadline = Moment.now.addingTimeInterval(10)
-        while try server.pactl(["list", "short", "sink-inputs"]).stdout.isEmpty && Moment.now < deadline { usleep(20_000) }
+        try Wait.until(timeout: 10, every: 0.02) { try !server.pactl(["list", "short", "sink-inputs"]).stdout.isEmpty }
         let env = Self.environment(server)
         let out = dir.appendingPathComponent("produce.mkv").path
         let r = try Run.nalcast(["produce", "--size", "320x240", "--preset", "ultrafast", "--audio", "monitor", "--duration", "1s",

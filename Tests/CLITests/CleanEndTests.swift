@@ -322,8 +322,7 @@ final class PipedProducer: @unchecked Sendable {
 
     /// Waits for the exit (killing it after 30 s) and for the last bytes.
     func finish() -> (status: Int32, stream: Data) {
-        let deadline = Moment.now.addingTimeInterval(30)
-        while process.isRunning && Moment.now < deadline { usleep(10_000) }
+        Wait.until(timeout: 30, every: 0.01) { !process.isRunning }
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
         done.wait()
@@ -359,8 +358,7 @@ final class FedProducer: @unchecked Sendable {
     func finish() {
         let handle = input.fileHandleForWriting
         queue.sync { try? handle.close() }
-        let deadline = Moment.now.addingTimeInterval(30)
-        while process.isRunning && Moment.now < deadline { usleep(10_000) }
+        Wait.until(timeout: 30, every: 0.01) { !process.isRunning }
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
     }

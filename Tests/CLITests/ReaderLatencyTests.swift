@@ -35,8 +35,7 @@ import TestSupport
                                              "--metrics", "tcp://127.0.0.1:\(metricsPort)"])
         let endpoint = try #require(p.servingEndpoint(), "producer did not start: \(p.stderr)")
         let producer = Producer(process: p, endpoint: endpoint, metrics: "127.0.0.1:\(metricsPort)")
-        let deadline = Moment.now.addingTimeInterval(10)
-        while try producer.counter("nalcast_frames_encoded_total") < 1 && Moment.now < deadline { usleep(20_000) }
+        try Wait.until(timeout: 10, every: 0.02) { try producer.counter("nalcast_frames_encoded_total") >= 1 }
         return producer
     }
 
@@ -139,8 +138,7 @@ import TestSupport
             reader.signal(SIGKILL)
             reader.wait()
         }
-        let listening = Moment.now.addingTimeInterval(10)
-        while !ServerProcess.portInUse(port, .tcp) && Moment.now < listening { usleep(20_000) }
+        Wait.until(timeout: 10, every: 0.02) { ServerProcess.portInUse(port, .tcp) }
         let metricsPort = try FreePort.tcp()
         let producer = try Background(Run.nalcast, ["produce", "--size", "320x240", "--fps", "0.1", "--forward", "tcp://127.0.0.1:\(port)", "-q",
                                                     "--metrics", "tcp://127.0.0.1:\(metricsPort)"])

@@ -66,8 +66,7 @@ import Testing
         func saved() -> Int {
             ((try? String(contentsOf: events, encoding: .utf8)) ?? "").split(separator: "\n").filter { $0.contains("\"replay-saved\"") }.count
         }
-        let deadline = Moment.now.addingTimeInterval(30)
-        while saved() < 2 && Moment.now < deadline { usleep(20_000) }
+        Wait.until(timeout: 30, every: 0.02) { saved() >= 2 }
         producer.signal(SIGINT)
         #expect(producer.wait(timeout: 20) == 0, "\(producer.stderr)")
         #expect(saved() == 2, "\(producer.stderr)")

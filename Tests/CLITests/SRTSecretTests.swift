@@ -79,8 +79,7 @@ import TestSupport
         let output = dir.appendingPathComponent("out.h264")
         let right = try Background(Run.nalcast, ["consume", "--from", source, "-o", output.path], environment: Self.environment(Self.passphrase))
         #expect(right.waitFor("opened "), "\(right.stderr)")
-        let deadline = Moment.now.addingTimeInterval(20)
-        while ((try? FileManager.default.attributesOfItem(atPath: output.path)[.size] as? Int) ?? 0) < 2000 && Moment.now < deadline { usleep(50_000) }
+        Wait.until(timeout: 20) { ((try? FileManager.default.attributesOfItem(atPath: output.path)[.size] as? Int) ?? 0) >= 2000 }
         right.signal(SIGINT)
         #expect(right.wait() == 0, "\(right.stderr)")
         #expect(try ffmpegDecode(Data(contentsOf: output)).frames > 0)

@@ -67,8 +67,7 @@ enum Run {
                 try? inp.fileHandleForWriting.close()
             }
         }
-        let deadline = Moment.now.addingTimeInterval(timeout)
-        while p.isRunning && Moment.now < deadline { usleep(10_000) }
+        Wait.until(timeout: timeout, every: 0.01) { !p.isRunning }
         // Foundation starts the child as the leader of its own process group: on a timeout the
         // whole group is stopped, a script's background jobs (an ffmpeg holding a port and
         // the output pipes) with it, not the script alone.
@@ -77,8 +76,7 @@ enum Run {
         if timedOut { kill(-processGroup, SIGTERM) }
         // A child can inherit a signal mask with SIGTERM blocked from the test thread that
         // spawned it (tests that run an event loop block SIGINT and SIGTERM): after 2 s, kill it.
-        let killAt = Moment.now.addingTimeInterval(2)
-        while p.isRunning && Moment.now < killAt { usleep(10_000) }
+        Wait.until(timeout: 2, every: 0.01) { !p.isRunning }
         if timedOut { kill(-processGroup, SIGKILL) }
         p.waitUntilExit()
         group.wait()

@@ -121,8 +121,7 @@ import Testing
             viewer.signal(SIGKILL)
             viewer.wait()
         }
-        let deadline = Moment.now.addingTimeInterval(20)
-        while !WebViewerTests.events(events).contains(where: { $0["event"] as? String == "reader-started" }) && Moment.now < deadline { usleep(50_000) }
+        Wait.until(timeout: 20) { WebViewerTests.events(events).contains(where: { $0["event"] as? String == "reader-started" }) }
         try FileManager.default.removeItem(atPath: certificate)
         try FileManager.default.removeItem(atPath: key)
         try FileManager.default.copyItem(atPath: newCertificate, toPath: certificate)

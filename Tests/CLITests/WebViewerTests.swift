@@ -102,8 +102,7 @@ import Testing
         #expect(Self.events(events).filter { $0["event"] as? String == "reader-joined" }.isEmpty)
         // The page's own origin is let in (curl gives up reading the stream after 2 s).
         #expect(try upgrade(origin: "http://127.0.0.1:\(port)") == "101")
-        let deadline = Moment.now.addingTimeInterval(5)
-        while !Self.events(events).contains(where: { $0["event"] as? String == "reader-joined" }) && Moment.now < deadline { usleep(50_000) }
+        Wait.until(timeout: 5) { Self.events(events).contains(where: { $0["event"] as? String == "reader-joined" }) }
         #expect(Self.events(events).contains { ($0["peer"] as? String)?.hasSuffix("(websocket)") == true }, "\(Self.events(events))")
     }
 
@@ -136,8 +135,7 @@ import Testing
             silent.signal(SIGKILL)
             silent.wait()
         }
-        let deadline = Moment.now.addingTimeInterval(10)
-        while !Self.events(events).contains(where: { ($0["peer"] as? String)?.hasSuffix("(websocket)") == true }) && Moment.now < deadline { usleep(50_000) }
+        Wait.until(timeout: 10) { Self.events(events).contains(where: { ($0["peer"] as? String)?.hasSuffix("(websocket)") == true }) }
         let viewer = try #require(Self.events(events).first { ($0["peer"] as? String)?.hasSuffix("(websocket)") == true }?["reader"] as? Int,
                                   "the viewer never joined: \(Self.events(events))")
         let r = try Run.program("ffmpeg", ["-hide_banner", "-v", "error", "-f", "h264", "-i", "tcp://127.0.0.1:\(tcpPort)", "-frames:v", "150", "-f", "framemd5", "-"], timeout: 60)
@@ -145,8 +143,7 @@ import Testing
         #expect(r.stderr.isEmpty, "\(r.stderr)")
         #expect(r.text.split(separator: "\n").filter { !$0.hasPrefix("#") }.count == 150)
         let skipped = { (all: [[String: Any]]) in all.contains { $0["event"] as? String == "reader-skipped" && $0["reader"] as? Int == viewer } }
-        let until = Moment.now.addingTimeInterval(20)
-        while !skipped(Self.events(events)) && Moment.now < until { usleep(100_000) }
+        Wait.until(timeout: 20, every: 0.1) { skipped(Self.events(events)) }
         let all = Self.events(events)
         let tcpReader = all.first { $0["event"] as? String == "reader-joined" && ($0["reader"] as? Int) != viewer }?["reader"] as? Int
         #expect(tcpReader != nil)
@@ -154,8 +151,7 @@ import Testing
         #expect(!all.contains { $0["event"] as? String == "reader-skipped" && $0["reader"] as? Int == tcpReader }, "\(all)")
         // A viewer that takes nothing for --reader-timeout is dropped, as a TCP reader is.
         let closed = { (all: [[String: Any]]) in all.contains { $0["event"] as? String == "reader-closed" && $0["reader"] as? Int == viewer } }
-        let gone = Moment.now.addingTimeInterval(30)
-        while !closed(Self.events(events)) && Moment.now < gone { usleep(100_000) }
+        Wait.until(timeout: 30, every: 0.1) { closed(Self.events(events)) }
         #expect(closed(Self.events(events)), "\(Self.events(events))")
     }
 
@@ -181,8 +177,7 @@ import Testing
             check.wait()
         }
         func lines() -> [[String: Any]] { Self.events(output) }
-        let deadline = Moment.now.addingTimeInterval(90)
-        while lines().isEmpty && check.process.isRunning && Moment.now < deadline { usleep(100_000) }
+        Wait.until(timeout: 90, every: 0.1) { !lines().isEmpty || !check.process.isRunning }
         let first = try #require(lines().first, "the page never played: \(check.stderr)")
         #expect(first["width"] as? Int == 640, "\(first)")
         producer.signal(SIGINT)
@@ -263,8 +258,7 @@ extension WebViewerTests {
             producer.wait()
         }
         let reader = try StreamReaderClient("tcp://127.0.0.1:\(tcpPort)")
-        let deadline = Moment.now.addingTimeInterval(10)
-        while !Self.events(events).contains(where: { $0["event"] as? String == "reader-joined" }) && Moment.now < deadline { usleep(50_000) }
+        Wait.until(timeout: 10) { Self.events(events).contains(where: { $0["event"] as? String == "reader-joined" }) }
         let r = try Run.program("curl", ["-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "5", "-H", "Connection: Upgrade", "-H", "Upgrade: websocket",
                                          "-H", "Sec-WebSocket-Version: 13", "-H", "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==", url + "ws"])
         #expect(r.text == "503")
@@ -287,8 +281,7 @@ extension WebViewerTests {
         let config = try Deploy.nginxConfig(dir: dir, site: site)
         let nginx = try Background("/usr/sbin/nginx", ["-p", dir.path, "-c", config.path])
         let page = "https://\(listen)/"
-        let deadline = Moment.now.addingTimeInterval(10)
-        while (try? Run.program("curl", ["-sk", "-o", "/dev/null", page]).status) != 0 && Moment.now < deadline { usleep(100_000) }
+        Wait.until(timeout: 10, every: 0.1) { (try? Run.program("curl", ["-sk", "-o", "/dev/null", page]).status) == 0 }
         return nginx
     }
 
@@ -411,8 +404,7 @@ extension WebViewerTests {
             pinger.wait()
         }
         let closed = { Self.events(events).first { $0["event"] as? String == "reader-closed" } }
-        let deadline = Moment.now.addingTimeInterval(20)
-        while closed() == nil && Moment.now < deadline { usleep(100_000) }
+        Wait.until(timeout: 20, every: 0.1) { closed() != nil }
         let event = try #require(closed(), "\(Self.events(events)) \(pinger.stderr)")
         #expect((event["reason"] as? String)?.hasPrefix("websocket: pings not read") == true, "\(event)")
     }
@@ -465,8 +457,7 @@ extension WebViewerTests {
             check.signal(SIGKILL)
             check.wait()
         }
-        let playing = Moment.now.addingTimeInterval(90)
-        while Self.events(output).isEmpty && check.process.isRunning && Moment.now < playing { usleep(100_000) }
+        Wait.until(timeout: 90, every: 0.1) { !Self.events(output).isEmpty || !check.process.isRunning }
         let first = try #require(Self.events(output).first, "the page never played: \(check.stderr)")
         #expect(first["width"] as? Int == 320 && first["height"] as? Int == 240, "\(first)")
         #expect(try xrandr(["--output", "screen", "--mode", "640x480"]).status == 0)

@@ -56,8 +56,7 @@ final class LoopTests: XCTestCase {
         let timer = LoopTimer(loop: loop) { mailbox.send(1) }
         timer.start(after: 0.01)
         loop.start()
-        let deadline = Moment.now.addingTimeInterval(10)
-        while !loop.hasFinished && Moment.now < deadline { usleep(10_000) }
+        Wait.until(timeout: 10, every: 0.01) { loop.hasFinished }
         XCTAssertTrue(loop.hasFinished, "the loop still waits in its poll")
         if !loop.hasFinished { loop.stop() }
         loop.join()

@@ -55,8 +55,7 @@ public final class Background: @unchecked Sendable {
     /// Waits for exit (killing it after `timeout`); returns the exit status.
     @discardableResult
     public func wait(timeout: Double = 20) -> Int32 {
-        let deadline = Moment.now.addingTimeInterval(timeout)
-        while process.isRunning && Moment.now < deadline { usleep(20_000) }
+        Wait.until(timeout: timeout, every: 0.02) { !process.isRunning }
         if process.isRunning {
             kill(process.processIdentifier, SIGKILL)
         }
