@@ -54,11 +54,14 @@ import Testing
         let consumer = try Background(Run.nalcast, ["consume", "--from", "unix:\(sock)", "-o", out.path, "--events", "-",
                                                     "--metrics", "tcp://127.0.0.1:\(port)"], stdoutTo: events)
         #expect(consumer.waitFor("connected to", timeout: 10), "\(consumer.stderr)")
-        usleep(1_500_000)
+        let received = { (text: String) in
+            text.split(separator: "\n").first { $0.hasPrefix("nalcast_consumer_access_units_total ") }.flatMap { Int($0.split(separator: " ").last!) } ?? 0
+        }
+        // More than ten access units received, as the metrics say.
+        try Wait.until(every: 0.1) { received(try Run.program("curl", ["-s", "http://127.0.0.1:\(port)/metrics"]).text) > 10 }
         let metrics = try Run.program("curl", ["-s", "http://127.0.0.1:\(port)/metrics"])
         #expect(metrics.text.contains("nalcast_consumer_access_units_total"), "\(metrics.text)")
-        let received = metrics.text.split(separator: "\n").first { $0.hasPrefix("nalcast_consumer_access_units_total ") }
-        #expect((received.flatMap { Int($0.split(separator: " ").last!) } ?? 0) > 10, "\(metrics.text)")
+        #expect(received(metrics.text) > 10, "\(metrics.text)")
         #expect(metrics.text.contains("nalcast_capture_to_receive_seconds_count"))
         #expect(metrics.text.contains("nalcast_sink_written_access_units_total{sink=\"file\"}"))
         consumer.signal(SIGTERM)
