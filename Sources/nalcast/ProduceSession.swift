@@ -100,7 +100,6 @@ final class ProduceSession {
         withExtendedLifetime((serving, replaySignal)) { loop.run() }
 
         captureThread.join()
-        audio?.delivery.endVideo(at: MediaTime(ticks: Int64(clamping: control.statistics().videoEnd90k)))
         audio?.capture.stop()
         if let audio { log.line(audio.summary) }
         drain(serving, output)
@@ -295,6 +294,11 @@ final class ProduceSession {
             } catch {
                 outcome.error.withLock { $0 = error }
             }
+            // The sound stops where the pictures did, from now: the audio thread goes on
+            // encoding by the clock while the loop drains and the session winds down (a
+            // third of a second on a loaded machine), and what it delivered meanwhile would
+            // outlast the pictures in every sink that carries both.
+            audio?.delivery.endVideo(at: MediaTime(ticks: Int64(clamping: control.statistics().videoEnd90k)))
             if let mailbox { mailbox.send(.captureEnded, pastCapacity: true) } else { _ = ended.send(0) }
         }
     }

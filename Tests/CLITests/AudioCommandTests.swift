@@ -2,8 +2,9 @@ import Foundation
 import Testing
 import TestSupport
 
-/// `produce --audio` through the binary: the exit codes of a missing server or file, and a
-/// PulseAudio server that dies mid-run while video goes on.
+/// `produce --audio` through the binary: the exit codes of a missing server or file, a
+/// PulseAudio server that dies mid-run while video goes on, and the sound of a recording
+/// that stops with its pictures.
 @Suite struct AudioCommandTests {
     @Test("--audio monitor without a sound server: one line and exit 69")
     func noServer() throws {
@@ -35,6 +36,26 @@ import TestSupport
         #expect(twoStdin.status == 64 && twoStdin.stderr == "nalcast: --audio wav:-: stdin is read by --source already\n", "\(twoStdin.stderr)")
         let dry = try Run.nalcast(["produce", "--audio", "tone", "--audio", "mic", "--audio-bitrate", "96k", "--dry-run"], timeout: 30)
         #expect(dry.text.contains("  audio: tone + mic, AAC-LC 48000 Hz stereo 96k\n"), "\(dry.text)")
+    }
+
+    @Test("a recording's sound stops with its pictures while a reader that takes nothing holds the end for its drain")
+    func soundStopsWithThePictures() throws {
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let out = dir.appendingPathComponent("out.mkv")
+        let producer = try Background(Run.nalcast, ["produce", "--size", "320x240", "--fps", "30", "--frames", "90", "--preset", "ultrafast",
+                                                    "--audio", "tone", "-o", out.path, "--listen", "tcp://127.0.0.1:0"])
+        let endpoint = try #require(producer.servingEndpoint(), "producer did not start: \(producer.stderr)")
+        // Reads nothing: the server gives it its drain time (2 s) at the end, then closes it.
+        let stalled = try StreamReaderClient(endpoint, receiveBuffer: 4096, startPaused: true)
+        #expect(producer.wait(timeout: 30) == 0, "\(producer.stderr)")
+        _ = stalled.finish()
+        let audio = try AudioCarryTests.packets(out.path, "a"), video = try AudioCarryTests.packets(out.path, "v")
+        #expect(video.count == 90, "\(video.count) pictures")
+        // The audio thread encodes by the clock through the drain: before the sound was stopped
+        // where the pictures did as the capture ended, it went on for the drain's 2 s and more.
+        let sound = AudioCarryTests.span(audio), pictures = AudioCarryTests.span(video)
+        #expect(abs(sound - pictures) <= 0.1, "\(sound) s of sound, \(pictures) s of pictures")
     }
 
     @Test("the PulseAudio server killed mid-run: the loss is a line and an event, and video goes on to its end")
