@@ -23,7 +23,8 @@ import Testing
         let events = dir.appendingPathComponent("events.json")
         let consumer = try Background(Run.nalcast, ["consume", "--from", endpoint, "--segments", segs, "--segment-duration", "2s", "--events", events.path])
         #expect(consumer.waitFor("connected to", timeout: 10))
-        usleep(8_000_000)
+        // Three segments of 2 s closed for their duration; the fourth, in progress, closes at SIGINT.
+        #expect(Wait.until(timeout: 30) { eventLines(events).filter { $0["event"] as? String == "segment-closed" }.count >= 3 }, "\(consumer.stderr)")
         consumer.signal(SIGINT)
         #expect(consumer.wait() == 0, "\(consumer.stderr)")
         producer.signal(SIGTERM)

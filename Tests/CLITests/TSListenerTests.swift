@@ -58,7 +58,10 @@ import Testing
         let (producer, annexB, ts) = try Self.producer(["--fps", "30"])
         let tsReader = try StreamReaderClient(ts)
         let rawReader = try StreamReaderClient(annexB)
-        usleep(2_500_000)
+        // Well over the 45 pictures checked below at each reader (an AUD begins each one, in a
+        // PES packet's first TS packet too).
+        #expect(Wait.until { ServeTests.delimiters(in: tsReader.received) > 55 && ServeTests.delimiters(in: rawReader.received) > 55 },
+                "fewer than 55 pictures at a reader")
         let tsData = tsReader.finish()
         let rawData = rawReader.finish()
         // FFmpeg itself, as a player would open it: no options but the address.
@@ -129,7 +132,8 @@ import Testing
         defer { try? FileManager.default.removeItem(at: dir) }
         let (producer, _, ts) = try Self.producer(["--audio", "tone"])
         let reader = try StreamReaderClient(ts)
-        usleep(3_000_000)
+        // Some 2.7 s of pictures, and their sound.
+        #expect(Wait.until { ServeTests.delimiters(in: reader.received) > 80 }, "fewer than 80 pictures")
         let data = reader.finish()
         producer.signal(SIGTERM)
         #expect(producer.wait() == 0, "\(producer.stderr)")
@@ -163,7 +167,7 @@ import Testing
         let line = try #require(relay.stderr.split(separator: "\n").first { $0.contains("serving ts:") })
         let ts = try #require(line.split(whereSeparator: { $0 == " " || $0 == "," }).first { $0.hasPrefix("ts:tcp://") })
         let reader = try StreamReaderClient(String(ts.dropFirst(3)))
-        usleep(2_000_000)
+        #expect(Wait.until { ServeTests.delimiters(in: reader.received) > 40 }, "fewer than 40 pictures")
         let data = reader.finish()
         relay.signal(SIGTERM)
         producer.signal(SIGTERM)
