@@ -98,22 +98,18 @@ static double now_s(void) {
 
 #ifdef RELAY_PROBE
 enum { PROBE_READ, PROBE_PUMP, PROBE_SENDMSG, PROBE_LAYERS };
-static double probe_sums[PROBE_LAYERS];  // seconds
+static uint64_t probe_sums[PROBE_LAYERS];  // ns
 static int probe_units;
-#define PROBE_START(name) double name = now_s()
-#define PROBE_ADD(layer, since) (probe_sums[layer] += now_s() - (since))
 // One access unit out: every 300, the layers' ns per access unit.
 static void probe_unit(void) {
     if (++probe_units < 300) return;
-    double ns = 1e9 / probe_units;
-    fprintf(stderr, "layers ns/unit: read=%.0f pump=%.0f sendmsg=%.0f\n", probe_sums[PROBE_READ] * ns,
-            probe_sums[PROBE_PUMP] * ns, probe_sums[PROBE_SENDMSG] * ns);
+    uint64_t n = (uint64_t)probe_units;
+    fprintf(stderr, "layers ns/unit: read=%llu pump=%llu sendmsg=%llu\n", (unsigned long long)(probe_sums[PROBE_READ] / n),
+            (unsigned long long)(probe_sums[PROBE_PUMP] / n), (unsigned long long)(probe_sums[PROBE_SENDMSG] / n));
     memset(probe_sums, 0, sizeof probe_sums);
     probe_units = 0;
 }
 #else
-#define PROBE_START(name)
-#define PROBE_ADD(layer, since)
 static void probe_unit(void) {}
 #endif
 

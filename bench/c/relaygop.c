@@ -57,7 +57,6 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
-#include <time.h>
 #include <unistd.h>
 #include "relaynet.h"
 
@@ -70,13 +69,6 @@
 enum { PROBE_READ, PROBE_ADVANCE, PROBE_COPY, PROBE_PUMP, PROBE_SENDMSG, PROBE_LAYERS };
 static uint64_t probe_sums[PROBE_LAYERS];  // ns
 static int probe_units;
-static uint64_t probe_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-#define PROBE_START(name) uint64_t name = probe_now()
-#define PROBE_ADD(layer, since) (probe_sums[layer] += probe_now() - (since))
 // One access unit out: every 300, the layers' ns per access unit (the parse: advance less
 // the copy and the fan-out inside it).
 static void probe_unit(void) {
@@ -91,8 +83,6 @@ static void probe_unit(void) {
     probe_units = 0;
 }
 #else
-#define PROBE_START(name)
-#define PROBE_ADD(layer, since)
 static void probe_unit(void) {}
 #endif
 

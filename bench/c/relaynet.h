@@ -14,6 +14,23 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
+
+// Built with -DRELAY_PROBE (bench/relay-layers): PROBE_START(name) reads the monotonic clock
+// into `name`, PROBE_ADD(layer, name) adds the nanoseconds since to probe_sums[layer] (each
+// relay declares its layers, probe_sums and the line it writes); without it both are nothing.
+#ifdef RELAY_PROBE
+static uint64_t probe_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+#define PROBE_START(name) uint64_t name = probe_now()
+#define PROBE_ADD(layer, since) (probe_sums[layer] += probe_now() - (since))
+#else
+#define PROBE_START(name)
+#define PROBE_ADD(layer, since)
+#endif
 
 // RELAY_SOCKOPTS: a reader's socket given some of the options nalcast gives its readers
 // (Socket.configureForStreaming), a comma-separated list of sndbuf (SO_SNDBUF 128 KiB),
