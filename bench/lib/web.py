@@ -229,6 +229,10 @@ def _viewers_notes(case: Case) -> list:
         return next((name for name in by if name.endswith(end)), None)
     notes = []
     base = named(" 0 viewers")
+    if base and not by[base]:
+        # The producer with no viewer measured no CPU at all (0.6 s runs of --quick): no ratio.
+        notes.append(f"{case.label}: producer CPU against no viewer: no ratio, {base} measured no CPU (runs too short: --quick)")
+        base = None
     ratios = [f"{name.split(' ', 1)[1]} {v / by[base]:.3f}x" for name, v in by.items() if base and name != base]
     if ratios:
         notes.append(f"{case.label}: producer CPU against no viewer (medians of the runs): " + ", ".join(ratios)
