@@ -112,13 +112,26 @@ import TestSupport
     /// FFmpeg its last second of frames at once at the end: without it about 40 frames go.
     static func srtCaller(_ listener: SRTListener) -> String { listener.url + "?mode=caller&linger=5" }
 
-    /// FFmpeg's SRT caller pushing MPEG-TS: the listener's file holds the 90 frames, at
-    /// 320x240, decoding cleanly, and SRT dropped nothing (its statistics). The listener hands
-    /// on what it receives at once (latency 0): FFmpeg's caller closes as soon as its packets
-    /// are acknowledged, and srt-live-transmit drops what its latency still holds when it sees
-    /// the close (`SRTListener`).
+    /// FFmpeg pushing the 90 frames as MPEG-TS with a silent AAC track that goes on a second
+    /// past them: the connection stays open for that second after the last picture, so that
+    /// srt-live-transmit has read every picture before it sees the caller's close. It drops
+    /// whatever it has not read yet when the close comes, acknowledged or not (`SRTListener`):
+    /// with x264's lookahead the last second of frames leaves FFmpeg in one burst at the end,
+    /// and on a loaded machine the listener's reading thread was once 28 packets behind (89
+    /// frames written of the 90 SRT delivered).
+    static func srtPush(_ listener: SRTListener) -> [String] {
+        ["-hide_banner", "-nostdin", "-loglevel", "error", "-re", "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=30",
+         "-re", "-f", "lavfi", "-i", "anullsrc=r=48000:cl=stereo", "-map", "0:v", "-c:v", "libx264", "-g", "30", "-pix_fmt", "yuv420p",
+         "-frames:v", String(frames), "-map", "1:a", "-c:a", "aac", "-t", "4", "-f", "mpegts", Self.srtCaller(listener)]
+    }
+
+    /// FFmpeg's SRT caller pushing MPEG-TS (`srtPush`): the listener's file holds the 90
+    /// frames, at 320x240, the pictures decoding cleanly, and SRT dropped nothing (its
+    /// statistics). The listener hands on what it receives at once (latency 0): FFmpeg's
+    /// caller closes as soon as its packets are acknowledged, and srt-live-transmit drops
+    /// what its latency still holds when it sees the close (`SRTListener`).
     static func checkSRTPush(_ listener: SRTListener, run: Int, _ scratch: Scratch) throws {
-        let publisher = try scratch.client("publisher-\(run)", push(["-f", "mpegts", Self.srtCaller(listener)]))
+        let publisher = try scratch.client("publisher-\(run)", srtPush(listener))
         defer { publisher.stop() }
         #expect(publisher.waitForExit(timeout: 120) == 0, "\(publisher.logTail())\n\(listener.log)")
         #expect(listener.waitForCaller(count: run), "\(listener.log)")
@@ -130,7 +143,8 @@ import TestSupport
         #expect(video == MediaProbe.Video(frames: frames, width: 320, height: 240),
                 "received \(listener.receivedBytes) bytes: \(String(describing: video))\n\(String(describing: stats))\n\(listener.log)")
         #expect(stats.map { $0.dropped == 0 && $0.belated == 0 } == true, "\(String(describing: stats))")
-        #expect(try MediaProbe.decodeErrors(listener.output.path, format: "mpegts") == "")
+        // The pictures; the silent track's end may be cut where the caller closed.
+        #expect(try MediaProbe.decodeErrors(listener.output.path, format: "mpegts", videoOnly: true) == "")
     }
 
     @Test func srtListenerWritesWhatACallerPushes() throws {

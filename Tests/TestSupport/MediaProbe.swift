@@ -34,10 +34,11 @@ public enum MediaProbe {
         return Video(frames: frames, width: width, height: height)
     }
 
-    /// FFmpeg's messages at `-v error` decoding every frame of `path`: "" when it decodes cleanly.
-    public static func decodeErrors(_ path: String, format: String? = nil) throws -> String {
+    /// FFmpeg's messages at `-v error` decoding every frame of `path` (its pictures only with
+    /// `videoOnly`): "" when it decodes cleanly.
+    public static func decodeErrors(_ path: String, format: String? = nil, videoOnly: Bool = false) throws -> String {
         let formatArgs = format.map { ["-f", $0] } ?? []
-        let r = try Tool.run(["ffmpeg", "-hide_banner", "-nostdin", "-v", "error"] + formatArgs + ["-i", path, "-f", "null", "-"])
+        let r = try Tool.run(["ffmpeg", "-hide_banner", "-nostdin", "-v", "error"] + formatArgs + ["-i", path] + (videoOnly ? ["-map", "0:v"] : []) + ["-f", "null", "-"])
         let text = r.stderr.trimmingCharacters(in: .whitespacesAndNewlines)
         return r.status == 0 ? text : "exit \(r.status): \(text)"
     }
