@@ -299,23 +299,16 @@ final class PipedProducer: @unchecked Sendable {
     /// Waits until `count` access unit delimiters (00 00 01 09) have come (or the process
     /// ended, or 20 s passed): a delimited stream has written one access unit fewer.
     func waitForDelimiters(_ count: Int) -> Bool {
-        let deadline = Moment.now.addingTimeInterval(20)
-        let delimiter = Data([0, 0, 1, 9])
         var seen = 0, searched = 0
-        while Moment.now < deadline && process.isRunning {
+        Wait.until(timeout: 20, every: 0.005) {
             lock.lock()
             let have = data
             lock.unlock()
-            var from = have.startIndex + max(0, searched - 3)
-            while let found = have.range(of: delimiter, in: from..<have.endIndex) {
-                seen += 1
-                from = found.upperBound
-            }
+            seen += accessUnitDelimiters(in: have, from: searched - 3)
             searched = have.count
-            if seen >= count { return true }
-            usleep(5_000)
+            return seen >= count || !process.isRunning
         }
-        return false
+        return seen >= count
     }
 
     func signal(_ sig: Int32) { kill(process.processIdentifier, sig) }

@@ -111,7 +111,7 @@ import TestSupport
         let gopReader = try StreamReaderClient(gopEndpoint)
         let nextReader = try StreamReaderClient(nextEndpoint)
         // The next reader waits for the GOP after this one (some 2.5 s), then a few pictures of it.
-        #expect(Wait.until { ServeTests.idrPictures(in: nextReader.received) >= 1 && ServeTests.delimiters(in: nextReader.received) > 10 },
+        #expect(Wait.until { idrPictures(in: nextReader.received) >= 1 && accessUnitDelimiters(in: nextReader.received) > 10 },
                 "the next reader got no IDR and pictures after it")
         let gopStream = gopReader.finish()
         let nextStream = nextReader.finish()
@@ -178,8 +178,8 @@ import TestSupport
         let (relay, endpoint) = try Self.relay(from: address)
         #expect(relay.waitFor("connected to"))
         let reader = try StreamReaderClient(endpoint)
-        #expect(Wait.until { ServeTests.delimiters(in: reader.received) > 30 }, "the reader got no second of the first producer's pictures")
-        let idrsOfTheFirst = ServeTests.idrPictures(in: reader.received)
+        #expect(Wait.until { accessUnitDelimiters(in: reader.received) > 30 }, "the reader got no second of the first producer's pictures")
+        let idrsOfTheFirst = idrPictures(in: reader.received)
         #expect(Self.stop(first) == 0)
         #expect(relay.waitFor("disconnected from"), "\(relay.stderr)")
         // A reader that joins while the source is away is sent no old pictures (the cached
@@ -191,8 +191,8 @@ import TestSupport
         #expect(second.waitFor("serving "))
         #expect(Wait.until { relay.stderr.components(separatedBy: "connected to ").count > 2 }, "not connected again: \(relay.stderr)")
         // Both readers get the second producer's first IDR and a second of pictures after it.
-        #expect(Wait.until { ServeTests.idrPictures(in: reader.received) > idrsOfTheFirst && ServeTests.idrPictures(in: late.received) >= 1
-                             && ServeTests.delimiters(in: late.received) > 30 }, "the second producer's pictures did not come")
+        #expect(Wait.until { idrPictures(in: reader.received) > idrsOfTheFirst && idrPictures(in: late.received) >= 1
+                             && accessUnitDelimiters(in: late.received) > 30 }, "the second producer's pictures did not come")
         #expect(!reader.isClosedByPeer, "the relay closed its reader: \(relay.stderr)")
         let lateUnits = try Self.units(late.finish())
         #expect(lateUnits.first?.idr == true && (lateUnits.first?.sequence ?? 999) < 60, "the late reader's first unit: \(String(describing: lateUnits.first))")

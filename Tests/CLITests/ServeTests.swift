@@ -19,42 +19,6 @@ import Testing
     }
 
 
-    /// Access unit delimiters in a reader's bytes: each access unit begins with one, and the
-    /// trailer behind the last picture is one more. A count cheap enough to wait on.
-    static func delimiters(in stream: Data) -> Int {
-        stream.withUnsafeBytes { (raw: UnsafeRawBufferPointer) -> Int in
-            let b = raw.bindMemory(to: UInt8.self)
-            var count = 0
-            var i = 3
-            while i < b.count {
-                if b[i] == 0x09 && b[i - 1] == 1 && b[i - 2] == 0 && b[i - 3] == 0 { count += 1 }
-                i += 1
-            }
-            return count
-        }
-    }
-
-    /// IDR pictures in a reader's bytes: runs of IDR slices (NAL type 5), however many slices
-    /// each picture has.
-    static func idrPictures(in stream: Data) -> Int {
-        stream.withUnsafeBytes { (raw: UnsafeRawBufferPointer) -> Int in
-            let b = raw.bindMemory(to: UInt8.self)
-            var count = 0
-            var lastType: UInt8 = 0
-            var i = 2
-            while i + 1 < b.count {
-                if b[i] == 1 && b[i - 1] == 0 && b[i - 2] == 0 {
-                    let type = b[i + 1] & 0x1F
-                    if type == 5 && lastType != 5 { count += 1 }
-                    // No AUD, SEI or parameter set comes between the slices of one picture (H.264 7.4.1.2.3).
-                    lastType = type
-                }
-                i += 1
-            }
-            return count
-        }
-    }
-
     /// Frames missing between the first and last sequence number.
     static func gaps(_ s: [Int]) -> Int { zip(s, s.dropFirst()).reduce(0) { $0 + ($1.1 - $1.0 - 1) } }
 
@@ -95,7 +59,7 @@ import Testing
         let extra = try StreamReaderClient(endpoint)
         #expect(Wait.until { extra.isClosedByPeer }, "the seventeenth reader was not turned away")
         // A second of pictures (and a little more) for every one of the sixteen.
-        #expect(Wait.until { readers.allSatisfy { Self.delimiters(in: $0.received) > 31 } }, "a reader got less than a second of pictures")
+        #expect(Wait.until { readers.allSatisfy { accessUnitDelimiters(in: $0.received) > 31 } }, "a reader got less than a second of pictures")
         #expect(extra.finish().isEmpty)
         let streams = readers.map { $0.finish() }
         let received = try streams.map(Self.sequences)
@@ -182,9 +146,9 @@ import Testing
         #expect(Wait.until { eventLines(events).contains { $0["event"] as? String == "reader-joined" } }, "the reader did not join")
         // Each SIGUSR1 makes the next picture an IDR: the reader waits for the first, then gets the second.
         producer.signal(SIGUSR1)
-        #expect(Wait.until { Self.idrPictures(in: reader.received) >= 1 }, "no IDR after the first SIGUSR1")
+        #expect(Wait.until { idrPictures(in: reader.received) >= 1 }, "no IDR after the first SIGUSR1")
         producer.signal(SIGUSR1)
-        #expect(Wait.until { Self.idrPictures(in: reader.received) >= 2 }, "no IDR after the second SIGUSR1")
+        #expect(Wait.until { idrPictures(in: reader.received) >= 2 }, "no IDR after the second SIGUSR1")
         producer.signal(SIGTERM)
         #expect(producer.wait() == 0)
         let stream = reader.finish()
@@ -204,7 +168,7 @@ import Testing
         let (producer, endpoint) = try Self.producer(["--metrics", "tcp://127.0.0.1:\(metricsPort)"])
         let reader = try StreamReaderClient(endpoint)
         // Joined, and sent pictures: every counter below has something to say.
-        #expect(Wait.until { Self.delimiters(in: reader.received) > 2 }, "the reader got no pictures")
+        #expect(Wait.until { accessUnitDelimiters(in: reader.received) > 2 }, "the reader got no pictures")
         let health = try Run.program("curl", ["-s", "-w", "%{http_code}", "http://127.0.0.1:\(metricsPort)/healthz"])
         #expect(health.text == "ok200" || health.text == "ok\n200", "\(health.text)")
         let metrics = try Run.program("curl", ["-s", "http://127.0.0.1:\(metricsPort)/metrics"]).text

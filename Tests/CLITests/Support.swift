@@ -178,6 +178,42 @@ final class StreamReaderClient: @unchecked Sendable {
     }
 }
 
+/// Access unit delimiters (`00 00 01 09`) in a reader's bytes from `from` on: each access
+/// unit nalcast sends begins with one (in MPEG-TS too, at the start of its PES packet), and
+/// the trailer behind the last picture is one more. A count cheap enough to wait on; a caller
+/// that waits on a growing stream passes where it searched to last time (less 3 bytes).
+func accessUnitDelimiters(in stream: Data, from: Int = 0) -> Int {
+    let delimiter = Data([0, 0, 1, 9])
+    var count = 0
+    var at = stream.startIndex + max(0, from)
+    while at < stream.endIndex, let found = stream.range(of: delimiter, in: at..<stream.endIndex) {
+        count += 1
+        at = found.upperBound
+    }
+    return count
+}
+
+/// IDR pictures in a reader's bytes: runs of IDR slices (NAL type 5), however many slices
+/// each picture has (no AUD, SEI or parameter set comes between the slices of one picture,
+/// H.264 7.4.1.2.3).
+func idrPictures(in stream: Data) -> Int {
+    stream.withUnsafeBytes { (raw: UnsafeRawBufferPointer) -> Int in
+        let b = raw.bindMemory(to: UInt8.self)
+        var count = 0
+        var lastType: UInt8 = 0
+        var i = 2
+        while i + 1 < b.count {
+            if b[i] == 1 && b[i - 1] == 0 && b[i - 2] == 0 {
+                let type = b[i + 1] & 0x1F
+                if type == 5 && lastType != 5 { count += 1 }
+                lastType = type
+            }
+            i += 1
+        }
+        return count
+    }
+}
+
 /// Decodes an Annex-B stream with FFmpeg: the frame count and FFmpeg's complaints (stderr).
 /// A stream a reader took from a live server and left ends with the trailer the server
 /// sends behind every picture (the next access unit's AUD and the first byte of its SEI,

@@ -60,7 +60,7 @@ import Testing
         let rawReader = try StreamReaderClient(annexB)
         // Well over the 45 pictures checked below at each reader (an AUD begins each one, in a
         // PES packet's first TS packet too).
-        #expect(Wait.until { ServeTests.delimiters(in: tsReader.received) > 55 && ServeTests.delimiters(in: rawReader.received) > 55 },
+        #expect(Wait.until { accessUnitDelimiters(in: tsReader.received) > 55 && accessUnitDelimiters(in: rawReader.received) > 55 },
                 "fewer than 55 pictures at a reader")
         let tsData = tsReader.finish()
         let rawData = rawReader.finish()
@@ -133,7 +133,7 @@ import Testing
         let (producer, _, ts) = try Self.producer(["--audio", "tone"])
         let reader = try StreamReaderClient(ts)
         // Some 2.7 s of pictures, and their sound.
-        #expect(Wait.until { ServeTests.delimiters(in: reader.received) > 80 }, "fewer than 80 pictures")
+        #expect(Wait.until { accessUnitDelimiters(in: reader.received) > 80 }, "fewer than 80 pictures")
         let data = reader.finish()
         producer.signal(SIGTERM)
         #expect(producer.wait() == 0, "\(producer.stderr)")
@@ -167,7 +167,7 @@ import Testing
         let line = try #require(relay.stderr.split(separator: "\n").first { $0.contains("serving ts:") })
         let ts = try #require(line.split(whereSeparator: { $0 == " " || $0 == "," }).first { $0.hasPrefix("ts:tcp://") })
         let reader = try StreamReaderClient(String(ts.dropFirst(3)))
-        #expect(Wait.until { ServeTests.delimiters(in: reader.received) > 40 }, "fewer than 40 pictures")
+        #expect(Wait.until { accessUnitDelimiters(in: reader.received) > 40 }, "fewer than 40 pictures")
         let data = reader.finish()
         relay.signal(SIGTERM)
         producer.signal(SIGTERM)

@@ -11,11 +11,17 @@ import TestSupport
 @Suite(.serialized) struct MediaServerTests {
     static let frames = 90
 
-    /// FFmpeg pushing `seconds` of the test pattern in real time to `output`.
-    static func push(_ output: [String], seconds: Int = 3) -> [String] {
-        ["-hide_banner", "-nostdin", "-loglevel", "error", "-re",
-         "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=30", "-t", String(seconds),
-         "-c:v", "libx264", "-g", "30", "-pix_fmt", "yuv420p"] + output
+    /// FFmpeg pushing `seconds` of the test pattern in real time to `output`; with
+    /// `silentTail`, beside it a silent AAC track that goes on that many seconds past the last
+    /// picture, holding the connection open after it (`srtPush`).
+    static func push(_ output: [String], seconds: Int = 3, silentTail: Int? = nil) -> [String] {
+        let video = ["-re", "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=30"]
+        let encode = ["-c:v", "libx264", "-g", "30", "-pix_fmt", "yuv420p"]
+        guard let tail = silentTail else {
+            return ["-hide_banner", "-nostdin", "-loglevel", "error"] + video + ["-t", String(seconds)] + encode + output
+        }
+        return ["-hide_banner", "-nostdin", "-loglevel", "error"] + video + ["-re", "-f", "lavfi", "-i", "anullsrc=r=48000:cl=stereo",
+                "-map", "0:v"] + encode + ["-frames:v", String(seconds * 30), "-map", "1:a", "-c:a", "aac", "-t", String(seconds + tail)] + output
     }
 
     /// A scratch directory for the clients' files and logs, removed at the end of the test.
@@ -120,9 +126,7 @@ import TestSupport
     /// and on a loaded machine the listener's reading thread was once 28 packets behind (89
     /// frames written of the 90 SRT delivered).
     static func srtPush(_ listener: SRTListener) -> [String] {
-        ["-hide_banner", "-nostdin", "-loglevel", "error", "-re", "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=30",
-         "-re", "-f", "lavfi", "-i", "anullsrc=r=48000:cl=stereo", "-map", "0:v", "-c:v", "libx264", "-g", "30", "-pix_fmt", "yuv420p",
-         "-frames:v", String(frames), "-map", "1:a", "-c:a", "aac", "-t", "4", "-f", "mpegts", Self.srtCaller(listener)]
+        push(["-f", "mpegts", Self.srtCaller(listener)], seconds: frames / 30, silentTail: 1)
     }
 
     /// FFmpeg's SRT caller pushing MPEG-TS (`srtPush`): the listener's file holds the 90
