@@ -205,6 +205,29 @@ public struct Broadcaster: Sendable {
     /// relay's media clock, which also times streams without a SEI). `forms` are the same
     /// moment in the wire forms the owner's readers want (carried, never read, here).
     public mutating func publish(_ accessUnit: AccessUnit, pts90k: UInt64? = nil, forms: WireForms = WireForms()) -> [BroadcastEvent] {
+        publish(accessUnit, pts90k: pts90k, forms: forms) { _, _ in nil }.events
+    }
+
+    /// What `publish(_:pts90k:forms:writingAtOnce:)` did.
+    public struct Publication: Sendable {
+        public var events: [BroadcastEvent] = []
+        /// The readers the access unit was not written to whole at once, in the order of
+        /// their ids: they have something queued, which their owner writes as they take it.
+        public var waiting: [ReaderID] = []
+    }
+
+    /// `publish`, with the access unit written at once to every reader in step with the
+    /// stream (its queue held nothing and it had started: the unit is its whole queue), in
+    /// the one walk over the readers: `write` writes it to the reader and says what it wrote
+    /// (as `didWrite` would be told), or nil when the reader does not take it now. A unit
+    /// written whole leaves the reader's queue as it came; one written in part is the
+    /// reader's unit in flight, finished by `didWrite`. `write` must not call the
+    /// `Broadcaster`. A reader that starts at this unit (its first entry point, reported with
+    /// its burst) is never written at once.
+    public mutating func publish(
+        _ accessUnit: AccessUnit, pts90k: UInt64? = nil, forms: WireForms = WireForms(),
+        writingAtOnce write: (ReaderID, QueuedAccessUnit) -> (bytes: Int, finished: Bool)?
+    ) -> Publication {
         let now = clock.nowNanoseconds
         published += 1
         // One entry for the cache and every reader's queue: its wire list (SPS and PPS in
@@ -215,21 +238,26 @@ public struct Broadcaster: Sendable {
             idrRequestPending = false
             idrRequestDeferred = false
         }
-        var events: [BroadcastEvent] = []
+        var publication = Publication()
         for index in readers.indices {
             let id = readers[index].id
             let result = readers[index].queue.offer(entry, now: now)
             if result.didSkip {
-                events.append(.readerSkipped(id, accessUnits: result.skippedAccessUnits, bytes: result.skippedBytes))
+                publication.events.append(.readerSkipped(id, accessUnits: result.skippedAccessUnits, bytes: result.skippedBytes))
             } else if result.skippedAccessUnits > 0 {
-                events.append(.readerPassedOver(id, accessUnits: result.skippedAccessUnits, bytes: result.skippedBytes))
+                publication.events.append(.readerPassedOver(id, accessUnits: result.skippedAccessUnits, bytes: result.skippedBytes))
             }
             if result.isStart {
                 let joined = readers[index].joinedAtNs
-                events.append(.readerStarted(id, latencyNs: now - joined))
+                publication.events.append(.readerStarted(id, latencyNs: now - joined))
+            } else if result.enqueued && readers[index].queue.count == 1, let written = write(id, entry) {
+                _ = readers[index].queue.startWrite()
+                readers[index].queue.didWrite(bytes: written.bytes, finished: written.finished, now: now)
+                continue
             }
+            publication.waiting.append(id)
         }
-        return events
+        return publication
     }
 
     /// The NAL units of the next access unit to write to the reader, now in flight; nil when

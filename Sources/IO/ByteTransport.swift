@@ -16,6 +16,9 @@ public protocol ByteTransport: AnyObject {
     /// Writes what it takes of `slices` from `cursor` on (the same slices from the same
     /// cursor after a `.wouldBlock`: a layer may have to retry exactly what it began).
     func write(_ slices: [ArraySlice<UInt8>], from cursor: SliceCursor) throws(Errno) -> IOResult<Int>
+    /// Writes what it takes of `shared`'s slices from their start: a plain socket sends its
+    /// `iovec` list as it is, a layer writes the slices its own way (the default).
+    func write(_ shared: SharedWrite) throws(Errno) -> IOResult<Int>
     /// Ends our side: the peer reads everything, then its end of stream.
     func shutdownWrite() throws(Errno)
     /// The last read stopped until the socket is writable.
@@ -31,6 +34,12 @@ public protocol ByteTransport: AnyObject {
 }
 
 /// The socket as it is: gathered writes (`sendmsg`), plain reads.
+extension ByteTransport {
+    public func write(_ shared: SharedWrite) throws(Errno) -> IOResult<Int> {
+        try write(shared.slices, from: SliceCursor())
+    }
+}
+
 public final class PlainTransport: ByteTransport {
     private let socket: Socket
 
@@ -42,6 +51,11 @@ public final class PlainTransport: ByteTransport {
 
     public func write(_ slices: [ArraySlice<UInt8>], from cursor: SliceCursor) throws(Errno) -> IOResult<Int> {
         try GatheredWrite.write(slices, from: cursor, to: .socket(socket.fd))
+    }
+
+    public func write(_ shared: SharedWrite) throws(Errno) -> IOResult<Int> {
+        guard shared.isShared else { return try write(shared.slices, from: SliceCursor()) }
+        return try shared.send(to: socket.fd)
     }
 
     public func shutdownWrite() throws(Errno) { try socket.shutdownWrite() }

@@ -163,6 +163,20 @@ public final class Connection {
         return flush()
     }
 
+    /// `write(chunks: shared.slices)`, with the `iovec` list made once for every connection
+    /// that writes the same bytes (`SharedWrite`): an idle connection's transport takes the
+    /// list as it is (a plain socket's `sendmsg`), else the slices are queued as usual.
+    @discardableResult
+    public func write(shared: SharedWrite) -> Progress {
+        loop.preconditionOnLoop()
+        guard !isClosed, !lingers else { return Progress() }
+        if isIdle && shared.isShared,
+           let progress = writeWhole(shared.slices, total: shared.byteCount, by: { () throws(Errno) in try transport.write(shared) }) {
+            return progress
+        }
+        return write(chunks: shared.slices)
+    }
+
     /// Closes once everything queued is written (at once if nothing is), then reports
     /// `.finished`.
     public func closeAfterFlush() {
@@ -231,16 +245,21 @@ public final class Connection {
     /// not so (an empty slice, a transport finishing a write, the socket full): the item is
     /// queued and written as usual. A write that got only part out queues the rest.
     private func writeWhole(_ newChunks: [ArraySlice<UInt8>]) -> Progress? {
-        guard !closeWhenFlushed, !transport.hasPendingWrite, !transport.writeNeedsReadable, !transport.readNeedsWritable else { return nil }
         var total = 0
         for chunk in newChunks {
             if chunk.isEmpty { return nil }
             total += chunk.count
         }
-        guard total > 0 else { return nil }
+        return writeWhole(newChunks, total: total) { () throws(Errno) in try transport.write(newChunks, from: SliceCursor()) }
+    }
+
+    /// `writeWhole` of `total` bytes (`newChunks`, none of them empty) by `write`, the
+    /// transport's call for them.
+    private func writeWhole(_ newChunks: [ArraySlice<UInt8>], total: Int, by write: () throws(Errno) -> IOResult<Int>) -> Progress? {
+        guard total > 0, !closeWhenFlushed, !transport.hasPendingWrite, !transport.writeNeedsReadable, !transport.readNeedsWritable else { return nil }
         let written: Int
         do {
-            guard case .done(let n) = try transport.write(newChunks, from: SliceCursor()) else { return nil }
+            guard case .done(let n) = try write() else { return nil }
             written = n
         } catch {
             closeSoon(.error(error))

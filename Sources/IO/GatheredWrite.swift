@@ -87,3 +87,58 @@ public enum GatheredWrite {
         }
     }
 }
+
+/// One gathered write of the same bytes to many sockets: a relay's access unit as every
+/// reader in step with the stream gets it. The `iovec` list is made once, when the bytes
+/// are, and each socket's `sendmsg` takes it as it is: a reader's write is its system call
+/// and nothing before it (no list of its own built from the slices, no byte count).
+///
+/// `slices` are kept with the list for its life, so the addresses in it stay valid (as in
+/// `GatheredWrite.write`: a Swift array's buffer does not move while nothing mutates it).
+/// Past `GatheredWrite.maxSlices` slices, or with an empty one, there is no shared list
+/// (`isShared` false) and writers write `slices` their usual way.
+public final class SharedWrite: @unchecked Sendable {
+    // @unchecked Sendable holds because: everything is set in init and never changed; the
+    // iovec list only points into `slices`, which it keeps alive and which nothing mutates.
+    public let slices: [ArraySlice<UInt8>]
+    /// The bytes of all of `slices`.
+    public let byteCount: Int
+    private let iovecs: UnsafeMutableBufferPointer<iovec>
+
+    public init(_ slices: [ArraySlice<UInt8>]) {
+        self.slices = slices
+        var total = 0
+        var shareable = slices.count <= GatheredWrite.maxSlices
+        for slice in slices {
+            if slice.isEmpty { shareable = false }
+            total += slice.count
+        }
+        byteCount = total
+        guard shareable && total > 0 else {
+            iovecs = UnsafeMutableBufferPointer(start: nil, count: 0)
+            return
+        }
+        iovecs = .allocate(capacity: slices.count)
+        for (index, slice) in slices.enumerated() {
+            iovecs[index] = slice.withUnsafeBufferPointer { buffer in
+                iovec(iov_base: buffer.baseAddress.map { UnsafeMutableRawPointer(mutating: $0) }, iov_len: buffer.count)
+            }
+        }
+    }
+
+    deinit { iovecs.deallocate() }
+
+    /// Whether the list was made: every slice has bytes, and there are at most
+    /// `GatheredWrite.maxSlices`.
+    public var isShared: Bool { iovecs.count > 0 }
+
+    /// One `sendmsg` of the list to the socket `fd` (`MSG_NOSIGNAL`, `EINTR` retried): the
+    /// bytes it took, or `.wouldBlock`. Only when `isShared`.
+    public func send(to fd: Int32) throws(Errno) -> IOResult<Int> {
+        precondition(isShared, "a shared write without its list")
+        var message = msghdr()
+        message.msg_iov = iovecs.baseAddress
+        message.msg_iovlen = iovecs.count
+        return try nonBlockingCall("sendmsg") { sendmsg(fd, &message, Int32(MSG_NOSIGNAL)) }
+    }
+}

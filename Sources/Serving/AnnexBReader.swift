@@ -20,10 +20,11 @@ enum AnnexBListener: ListenerKind {
 
 /// An access unit's chunks as every Annex-B reader past its first access unit writes them
 /// (`AccessUnitFraming.continuing`: without its own AUD, with the trailer behind), made once
-/// per published unit and shared: no reader builds a list of its own per unit. A struct:
-/// `WireForms` keeps it in a box of its own, and the array is shared, not copied.
+/// per published unit and shared, with the `iovec` list of their gathered write
+/// (`SharedWrite`): no reader builds a list of its own per unit. A struct: `WireForms` keeps
+/// it in a box of its own, and the write is shared, not copied.
 struct DelimitedUnit: Sendable {
-    let chunks: [ArraySlice<UInt8>]
+    let write: SharedWrite
 }
 
 /// Makes each published unit's `DelimitedUnit` from the NAL units its readers get (an IDR
@@ -34,7 +35,7 @@ final class DelimitedPackaging: UnitPackager {
 
     func package(_ unit: AccessUnit, pts90k: UInt64?, into forms: inout WireForms) {
         let nalUnits = unit.isIDR ? unit.nalUnitsForEntry : unit.nalUnits
-        forms.add(DelimitedUnit(chunks: framing.continuing(nalUnits, of: unit.codec)))
+        forms.add(DelimitedUnit(write: SharedWrite(framing.continuing(nalUnits, of: unit.codec))))
     }
 }
 
@@ -47,11 +48,16 @@ final class AnnexBReader: ConnectionReader {
     /// The codec's framing (H.264: `AccessUnitDelimiting`), made at the first access unit.
     private var delimiting = StreamFraming()
 
-    /// The shared chunks (`DelimitedUnit`) once this reader's next delimiter is open; its
-    /// own framing for its first access unit (and for a unit published without them).
-    override func frame(_ unit: QueuedAccessUnit) -> [ArraySlice<UInt8>] {
-        guard let shared = unit.forms[DelimitedUnit.self] else { return delimiting.frame(unit.nalUnits, of: unit.accessUnit.codec) }
-        return delimiting.frame(unit.nalUnits, of: unit.accessUnit.codec, continuing: shared.chunks)
+    /// The shared chunks and their write (`DelimitedUnit`) once this reader's next delimiter
+    /// is open; its own framing for its first access unit (and for a unit published without
+    /// them).
+    override func frame(_ unit: QueuedAccessUnit) -> FramedUnit {
+        guard delimiting.nextIsOpen, let shared = unit.forms[DelimitedUnit.self] else {
+            return .own(delimiting.frame(unit.nalUnits, of: unit.accessUnit.codec))
+        }
+        // The same bytes as the shared ones: the call moves this reader's framing past them.
+        _ = delimiting.frame(unit.nalUnits, of: unit.accessUnit.codec, continuing: shared.write.slices)
+        return .shared(shared.write)
     }
 
     /// It follows the AUD sent behind the last picture, which opened an access unit that

@@ -9,6 +9,15 @@ import Delivery
 /// Every end is a graceful close (`Connection.closeGracefully`), never a reset. Loop-owned,
 /// like its connection; the server keeps it until the connection closed.
 class ConnectionReader: StreamReader {
+    /// An access unit's bytes for one reader (`frame(_:)`).
+    enum FramedUnit {
+        /// Bytes of the reader's own (its first access unit, its continuity counters).
+        case own([ArraySlice<UInt8>])
+        /// The bytes every reader in step with the stream gets, the `iovec` list of their
+        /// gathered write made once for all of them.
+        case shared(SharedWrite)
+    }
+
     let peer: String
     final var onProgress: ((ReaderProgress) -> Void)?
     final var onClose: ((String) -> Void)?
@@ -29,8 +38,9 @@ class ConnectionReader: StreamReader {
     }
 
     /// The bytes of `unit` for this reader, next after what it was sent before (no bytes for
-    /// a unit its format left out). The subclass's.
-    func frame(_ unit: QueuedAccessUnit) -> [ArraySlice<UInt8>] {
+    /// a unit its format left out): its own, or the write every reader in step shares. The
+    /// subclass's.
+    func frame(_ unit: QueuedAccessUnit) -> FramedUnit {
         preconditionFailure("\(Self.self) does not frame access units")
     }
 
@@ -47,7 +57,10 @@ class ConnectionReader: StreamReader {
     final var closeReason: String? { nil }
 
     final func write(_ unit: QueuedAccessUnit) -> ReaderProgress {
-        let progress = connection.write(chunks: frame(unit))
+        let progress = switch frame(unit) {
+        case .own(let chunks): connection.write(chunks: chunks)
+        case .shared(let shared): connection.write(shared: shared)
+        }
         return ReaderProgress(bytes: progress.bytes, units: progress.finishedItems, items: progress.finishedItems)
     }
 

@@ -225,13 +225,29 @@ public final class StreamServer {
     }
 
     /// Fans `unit` out: packaged once for each kind that shares a form of it (at `pts90k`,
-    /// else its timestamp SEI's), queued for every reader, and written to those ready.
+    /// else its timestamp SEI's), written at once to every reader in step with the stream
+    /// (ready, nothing queued: most readers, most of the time) in the `Broadcaster`'s one
+    /// walk over them, and queued for the others, which are then written as they take it.
     private func publish(_ unit: AccessUnit, pts90k: UInt64?) {
         guard !draining else { return }
         var forms = WireForms()
         for packager in packagers { packager.package(unit, pts90k: pts90k ?? unit.timestamp?.pts90k, into: &forms) }
-        handle(broadcaster.publish(unit, pts90k: pts90k, forms: forms))
-        for (id, reader) in readers { pump(id, reader) }
+        var sent = ReaderProgress()
+        var index = 0
+        let publication = broadcaster.publish(unit, pts90k: pts90k, forms: forms) { id, entry in
+            // The readers are walked in the order of their ids, as the `Broadcaster`'s.
+            while index < readers.count && readers[index].id < id { index += 1 }
+            guard index < readers.count, readers[index].id == id else { return nil }
+            let reader = readers[index].reader
+            guard reader.isReady else { return nil }
+            let progress = reader.write(entry)
+            sent.bytes += progress.bytes
+            sent.units += progress.units
+            return (progress.bytes, progress.units > 0)
+        }
+        count(sent)
+        handle(publication.events)
+        for id in publication.waiting { pump(id) }
     }
 
     // MARK: - Readers
@@ -319,8 +335,13 @@ public final class StreamServer {
     /// Counts what a reader's writes finished, and tells the `Broadcaster`.
     private func account(_ id: ReaderID, _ progress: ReaderProgress) {
         guard progress.bytes > 0 || progress.units > 0 else { return }
-        metrics.bytesSent.increment(by: UInt64(progress.bytes))
         broadcaster.didWrite(id, bytes: progress.bytes, finished: progress.units > 0)
+        count(progress)
+    }
+
+    /// Counts bytes and access units sent (to one reader, or to all written at once).
+    private func count(_ progress: ReaderProgress) {
+        if progress.bytes > 0 { metrics.bytesSent.increment(by: UInt64(progress.bytes)) }
         if progress.units > 0 { metrics.accessUnitsSent.increment(by: UInt64(progress.units)) }
     }
 

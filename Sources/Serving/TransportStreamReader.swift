@@ -28,8 +28,8 @@ final class TransportStreamReader: ConnectionReader {
     private var continuity = TSContinuity()
 
     /// An access unit the muxer left out (counted there) is nothing for this reader.
-    override func frame(_ unit: QueuedAccessUnit) -> [ArraySlice<UInt8>] {
-        [unit.forms[TransportStreamUnit.self].map { continuity.bytes(for: $0) } ?? []]
+    override func frame(_ unit: QueuedAccessUnit) -> FramedUnit {
+        .own([unit.forms[TransportStreamUnit.self].map { continuity.bytes(for: $0) } ?? []])
     }
 }
 

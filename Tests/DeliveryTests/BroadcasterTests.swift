@@ -217,4 +217,72 @@ final class BroadcasterTests: XCTestCase {
         XCTAssertNil(b.queue(of: stuck))
         XCTAssertEqual(b.readerIDs, [fine])
     }
+
+    /// Readers in step with the stream get each unit written at once in the publish's walk:
+    /// nothing stays queued for them. A reader that starts at the unit is not written at once
+    /// (its start is reported with what it has queued); one that takes part of the unit has it
+    /// in flight, finished by `didWrite`; one that does not take it now, or is behind, is
+    /// among the waiting, with the unit queued.
+    func testPublishWritesReadersInStepAtOnce() {
+        var b = makeBroadcaster(.next)
+        let steady = b.addReader().id!
+        let partial = b.addReader().id!
+        let busy = b.addReader().id!
+        var calls: [ReaderID] = []
+        func publish(_ au: AccessUnit, _ write: (ReaderID, QueuedAccessUnit) -> (bytes: Int, finished: Bool)?) -> Broadcaster.Publication {
+            b.publish(au) { id, entry in
+                calls.append(id)
+                return write(id, entry)
+            }
+        }
+        // The first IDR starts all three: none is written at once, all wait with it queued.
+        let first = publish(Fixture.picture(0, idr: true)) { _, entry in (entry.byteCount, true) }
+        XCTAssertEqual(calls, [])
+        XCTAssertEqual(first.events.count, 3)
+        XCTAssertEqual(first.waiting, [steady, partial, busy])
+        for id in [steady, partial, busy] { XCTAssertEqual(drain(&b, id), [0]) }
+
+        let unit = Fixture.picture(1, idr: false)
+        let second = publish(unit) { id, entry in
+            switch id {
+            case steady: (entry.byteCount, true)
+            case partial: (10, false)
+            default: nil
+            }
+        }
+        XCTAssertEqual(calls, [steady, partial, busy])
+        XCTAssertEqual(second.events, [])
+        XCTAssertEqual(second.waiting, [busy])
+        XCTAssertEqual(b.queue(of: steady)?.count, 0, "written whole: nothing queued")
+        XCTAssertEqual(b.queue(of: partial)?.isHeadInFlight, true, "written in part: in flight")
+        XCTAssertEqual(b.queue(of: busy)?.count, 1)
+        XCTAssertFalse(b.queue(of: busy)!.isHeadInFlight)
+
+        // Behind (something queued or in flight): not written at once, the unit queued.
+        calls = []
+        let third = publish(Fixture.picture(2, idr: false)) { _, entry in (entry.byteCount, true) }
+        XCTAssertEqual(calls, [steady])
+        XCTAssertEqual(third.waiting, [partial, busy])
+        b.didWrite(partial, bytes: 90, finished: true)
+        XCTAssertEqual(drain(&b, partial), [2])
+        XCTAssertEqual(drain(&b, busy), [1, 2])
+        XCTAssertEqual(b.queue(of: steady)?.stats.skips, 0)
+    }
+
+    /// A reader written at once made progress: it does not time out while it keeps taking
+    /// units, and one that takes part of a unit and then nothing does.
+    func testReadersWrittenAtOnceAreTimedByTheirWrites() {
+        var b = makeBroadcaster(.next)
+        let steady = b.addReader().id!
+        let stuck = b.addReader().id!
+        _ = b.publish(Fixture.picture(0, idr: true))
+        for id in [steady, stuck] { _ = drain(&b, id) }
+        _ = b.publish(Fixture.picture(1, idr: false)) { id, entry in id == steady ? (entry.byteCount, true) : (5, false) }
+        for n in 2..<12 {
+            clock.advance(milliseconds: 1_000)
+            _ = b.publish(Fixture.picture(n, idr: false)) { id, entry in id == steady ? (entry.byteCount, true) : nil }
+            XCTAssertEqual(b.tick().contains(.readerTimedOut(steady)), false)
+        }
+        XCTAssertEqual(b.readerIDs, [steady], "the reader that took part of a unit and then nothing for 10 s")
+    }
 }
