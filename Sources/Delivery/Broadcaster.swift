@@ -217,13 +217,13 @@ public struct Broadcaster: Sendable {
     }
 
     /// `publish`, with the access unit written at once to every reader in step with the
-    /// stream (its queue held nothing and it had started: the unit is its whole queue), in
-    /// the one walk over the readers: `write` writes it to the reader and says what it wrote
-    /// (as `didWrite` would be told), or nil when the reader does not take it now. A unit
-    /// written whole leaves the reader's queue as it came; one written in part is the
-    /// reader's unit in flight, finished by `didWrite`. `write` must not call the
-    /// `Broadcaster`. A reader that starts at this unit (its first entry point, reported with
-    /// its burst) is never written at once.
+    /// stream (its queue holds nothing, it has started, and the unit alone is within its
+    /// bounds: `SkipQueue.takesAtOnce`), in the one walk over the readers: `write` writes it
+    /// to the reader and says what it wrote (as `didWrite` would be told), or nil when the
+    /// reader does not take it now. A unit written whole never enters the reader's queue;
+    /// one written in part is the reader's unit in flight, finished by `didWrite`. `write`
+    /// must not call the `Broadcaster`. A reader that starts at this unit (its first entry
+    /// point, reported with its burst) is never written at once.
     public mutating func publish(
         _ accessUnit: AccessUnit, pts90k: UInt64? = nil, forms: WireForms = WireForms(),
         writingAtOnce write: (ReaderID, QueuedAccessUnit) -> (bytes: Int, finished: Bool)?
@@ -241,6 +241,17 @@ public struct Broadcaster: Sendable {
         var publication = Publication()
         for index in readers.indices {
             let id = readers[index].id
+            if readers[index].queue.takesAtOnce(entry), let written = write(id, entry) {
+                if written.finished {
+                    readers[index].queue.wroteAtOnce(now: now)
+                } else {
+                    // Part of it: queued alone (as `takesAtOnce` found), in flight.
+                    _ = readers[index].queue.offer(entry, now: now)
+                    _ = readers[index].queue.startWrite()
+                    readers[index].queue.didWrite(bytes: written.bytes, finished: false, now: now)
+                }
+                continue
+            }
             let result = readers[index].queue.offer(entry, now: now)
             if result.didSkip {
                 publication.events.append(.readerSkipped(id, accessUnits: result.skippedAccessUnits, bytes: result.skippedBytes))
@@ -250,10 +261,6 @@ public struct Broadcaster: Sendable {
             if result.isStart {
                 let joined = readers[index].joinedAtNs
                 publication.events.append(.readerStarted(id, latencyNs: now - joined))
-            } else if result.enqueued && readers[index].queue.count == 1, let written = write(id, entry) {
-                _ = readers[index].queue.startWrite()
-                readers[index].queue.didWrite(bytes: written.bytes, finished: written.finished, now: now)
-                continue
             }
             publication.waiting.append(id)
         }

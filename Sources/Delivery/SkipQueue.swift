@@ -238,6 +238,24 @@ public struct SkipQueue<Element: SkipQueueElement>: Sendable {
         return result
     }
 
+    /// True when `element` would be queued alone and could go out at once: nothing is
+    /// queued or in flight, the queue has started (it waits for no entry point) and the
+    /// element alone is within the bounds. Its owner may then write it and, once it is out
+    /// whole, say so with `wroteAtOnce` instead of queuing it.
+    public func takesAtOnce(_ element: Element) -> Bool {
+        entries.isEmpty && !isHeadInFlight && !isWaitingForEntry && !element.isMarker
+            && element.byteCount <= limits.maxBytes + graceBytes
+    }
+
+    /// An element `takesAtOnce` allowed was written whole at `now`: the queue is as `offer`,
+    /// `startWrite` and `didWrite` would leave it (empty, its progress at `now`, no grace
+    /// left), without the element passing through it.
+    public mutating func wroteAtOnce(now: UInt64) {
+        lastProgressNs = Swift.max(lastProgressNs, now)
+        graceLagNs = 0
+        graceBytes = 0
+    }
+
     /// Queues a backlog at once (the cached GOP for a `gop` join), which must start at an
     /// entry point. The bounds grow by the backlog's own span and size until the reader has
     /// caught up. Returns false, queuing nothing, when the backlog does not start at one.

@@ -78,19 +78,26 @@ public struct AccessUnitDelimiting: AccessUnitFraming {
         return out
     }
 
-    /// What `frame` gives once the next delimiter is open, for any writer: made once per
-    /// access unit by a server and shared by its readers (`frame(_:continuing:)`).
-    public func continuing(_ nalUnits: [NALUnit]) -> [ArraySlice<UInt8>] {
-        Self.chunks(nalUnits, nextIsOpen: true) ?? []
+    /// What `frame` gives once the next delimiter is open, for any writer, and the SPS and
+    /// PPS a writer notes from it: made once per access unit by a server and shared by its
+    /// readers (`frame(_:continuing:)`).
+    public func continuing(_ nalUnits: [NALUnit]) -> FramedContinuation {
+        FramedContinuation(chunks: Self.chunks(nalUnits, nextIsOpen: true) ?? [],
+                           noted: nalUnits.filter { $0.type == .sps || $0.type == .pps },
+                           endsStream: Self.endsStream(nalUnits))
     }
 
-    /// `frame(nalUnits)` with `continuing` (what `continuing(nalUnits)` gave) as the chunks
-    /// when the next delimiter is open: the same bytes, not made again.
-    public mutating func frame(_ nalUnits: [NALUnit], continuing: [ArraySlice<UInt8>]) -> [ArraySlice<UInt8>] {
+    /// `frame(nalUnits)` with `continuing` (what `continuing(nalUnits)` gave) when the next
+    /// delimiter is open: the same bytes, not made again, and the same state after them,
+    /// from the parameter sets it noted rather than from a walk over every NAL unit (each
+    /// reader of a server takes every access unit this way).
+    public mutating func frame(_ nalUnits: [NALUnit], continuing: FramedContinuation) -> [ArraySlice<UInt8>] {
         guard nextIsOpen else { return frame(nalUnits) }
-        guard !continuing.isEmpty else { return [] }
-        advance(over: nalUnits)
-        return continuing
+        guard !continuing.chunks.isEmpty else { return [] }
+        for nal in continuing.noted { note(nal) }
+        ended = continuing.endsStream
+        nextIsOpen = !ended
+        return continuing.chunks
     }
 
     /// The chunks for `nalUnits` after a writer's last access unit left the next delimiter

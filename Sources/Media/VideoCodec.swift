@@ -96,13 +96,34 @@ public protocol AccessUnitFraming: Sendable {
     mutating func frame(_ nalUnits: [NALUnit]) -> [ArraySlice<UInt8>]
     /// The chunks that end the stream after the last access unit framed.
     func closing() -> [ArraySlice<UInt8>]
-    /// What `frame` gives for `nalUnits` once the next delimiter is open: the same for every
-    /// writer past its first access unit, so a server makes it once per access unit and
-    /// shares it (`frame(_:continuing:)`). Changes nothing.
-    func continuing(_ nalUnits: [NALUnit]) -> [ArraySlice<UInt8>]
+    /// What `frame` gives for `nalUnits` once the next delimiter is open, and what writing
+    /// them changes in a writer's state: the same for every writer past its first access
+    /// unit, so a server makes it once per access unit and shares it
+    /// (`frame(_:continuing:)`). Changes nothing.
+    func continuing(_ nalUnits: [NALUnit]) -> FramedContinuation
     /// `frame(nalUnits)`, taking `continuing` (what `continuing(nalUnits)` gave) as its chunks
-    /// when the next delimiter is open instead of making them again.
-    mutating func frame(_ nalUnits: [NALUnit], continuing: [ArraySlice<UInt8>]) -> [ArraySlice<UInt8>]
+    /// and its state's step when the next delimiter is open, instead of making them again
+    /// and walking the NAL units.
+    mutating func frame(_ nalUnits: [NALUnit], continuing: FramedContinuation) -> [ArraySlice<UInt8>]
+}
+
+/// An access unit as every writer past its first one writes it (`AccessUnitFraming`'s
+/// `continuing`), made once per access unit for all of a server's readers: its chunks, and
+/// what taking it changes in a writer's framing, worked out from its NAL units once, so each
+/// reader's framing moves past it without walking them.
+public struct FramedContinuation: Sendable {
+    public let chunks: [ArraySlice<UInt8>]
+    /// The NAL units a writer's framing keeps something of (H.264's: its SPS and PPS, for
+    /// the closing picture), in order; none in most access units.
+    public let noted: [NALUnit]
+    /// The access unit ends the stream: nothing is left open behind it.
+    public let endsStream: Bool
+
+    public init(chunks: [ArraySlice<UInt8>], noted: [NALUnit], endsStream: Bool) {
+        self.chunks = chunks
+        self.noted = noted
+        self.endsStream = endsStream
+    }
 }
 
 /// The presentation order of a codec's pictures (`VideoCodec.makePictureOrder`), access unit
@@ -158,14 +179,14 @@ public struct StreamFraming: Sendable {
     /// The chunks of `nalUnits` for a writer whose next delimiter is open
     /// (`AccessUnitFraming.continuing`): made once per access unit, for every writer that
     /// frames it with `frame(_:of:continuing:)`. Changes no writer's state.
-    public mutating func continuing(_ nalUnits: [NALUnit], of codec: any VideoCodec) -> [ArraySlice<UInt8>] {
+    public mutating func continuing(_ nalUnits: [NALUnit], of codec: any VideoCodec) -> FramedContinuation {
         make(for: codec)
         return framing.continuing(nalUnits)
     }
 
     /// `frame(_:of:)` with the chunks `continuing(_:of:)` made for the same NAL units,
     /// taken as they are when this writer's next delimiter is open.
-    public mutating func frame(_ nalUnits: [NALUnit], of codec: any VideoCodec, continuing: [ArraySlice<UInt8>]) -> [ArraySlice<UInt8>] {
+    public mutating func frame(_ nalUnits: [NALUnit], of codec: any VideoCodec, continuing: FramedContinuation) -> [ArraySlice<UInt8>] {
         make(for: codec)
         return framing.frame(nalUnits, continuing: continuing)
     }
@@ -183,8 +204,8 @@ public struct StreamFraming: Sendable {
         var ended: Bool { false }
         func closing() -> [ArraySlice<UInt8>] { [] }
         func frame(_ nalUnits: [NALUnit]) -> [ArraySlice<UInt8>] { preconditionFailure("framed before the codec's framing was made") }
-        func continuing(_ nalUnits: [NALUnit]) -> [ArraySlice<UInt8>] { preconditionFailure("framed before the codec's framing was made") }
-        func frame(_ nalUnits: [NALUnit], continuing: [ArraySlice<UInt8>]) -> [ArraySlice<UInt8>] {
+        func continuing(_ nalUnits: [NALUnit]) -> FramedContinuation { preconditionFailure("framed before the codec's framing was made") }
+        func frame(_ nalUnits: [NALUnit], continuing: FramedContinuation) -> [ArraySlice<UInt8>] {
             preconditionFailure("framed before the codec's framing was made")
         }
     }

@@ -24,7 +24,13 @@ enum AnnexBListener: ListenerKind {
 /// (`SharedWrite`): no reader builds a list of its own per unit. A struct: `WireForms` keeps
 /// it in a box of its own, and the write is shared, not copied.
 struct DelimitedUnit: Sendable {
+    let continuation: FramedContinuation
     let write: SharedWrite
+
+    init(_ continuation: FramedContinuation) {
+        self.continuation = continuation
+        write = SharedWrite(continuation.chunks)
+    }
 }
 
 /// Makes each published unit's `DelimitedUnit` from the NAL units its readers get (an IDR
@@ -35,7 +41,7 @@ final class DelimitedPackaging: UnitPackager {
 
     func package(_ unit: AccessUnit, pts90k: UInt64?, into forms: inout WireForms) {
         let nalUnits = unit.isIDR ? unit.nalUnitsForEntry : unit.nalUnits
-        forms.add(DelimitedUnit(write: SharedWrite(framing.continuing(nalUnits, of: unit.codec))))
+        forms.add(DelimitedUnit(framing.continuing(nalUnits, of: unit.codec)))
     }
 }
 
@@ -56,7 +62,7 @@ final class AnnexBReader: ConnectionReader {
             return .own(delimiting.frame(unit.nalUnits, of: unit.accessUnit.codec))
         }
         // The same bytes as the shared ones: the call moves this reader's framing past them.
-        _ = delimiting.frame(unit.nalUnits, of: unit.accessUnit.codec, continuing: shared.write.slices)
+        _ = delimiting.frame(unit.nalUnits, of: unit.accessUnit.codec, continuing: shared.continuation)
         return .shared(shared.write)
     }
 

@@ -1,6 +1,7 @@
 import Clocks
 import H264
 import Delivery
+import Media
 import XCTest
 
 final class BroadcasterTests: XCTestCase {

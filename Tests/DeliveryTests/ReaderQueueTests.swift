@@ -158,4 +158,51 @@ final class ReaderQueueTests: XCTestCase {
         XCTAssertFalse(queue.isTimedOut(now: 38_000_000_000, timeoutNs: timeout))
         XCTAssertTrue(queue.isTimedOut(now: 39_000_000_000, timeoutNs: timeout))
     }
+
+    /// `takesAtOnce` and `wroteAtOnce` leave a reader's queue as an offer, a write and its end
+    /// would: in every state the answer is whether the unit would be queued alone, and after a
+    /// unit written at once the queue answers every later offer as the other queue does.
+    func testAUnitWrittenAtOnceLeavesTheQueueAsQueuingAndWritingIt() {
+        let limits = QueueLimits(maxLagNs: Nanoseconds.milliseconds(500), maxBytes: 4000)
+        let gop = Fixture.stream(0..<8, gop: 30, payload: 300).enumerated().map { QueuedAccessUnit($1, arrivalNs: UInt64($0) * 33_000_000) }
+        func fresh() -> ReaderQueue { ReaderQueue(limits: limits, now: 0) }
+        var started = fresh()
+        _ = started.offer(gop[0], now: 0)
+        _ = started.startWrite()
+        started.didWrite(bytes: gop[0].byteCount, finished: true, now: 1)
+        var withGrace = fresh()
+        XCTAssertTrue(withGrace.enqueueBacklog(Array(gop[0..<6]), now: 0))
+        while withGrace.startWrite() != nil { withGrace.didWrite(bytes: 10, finished: true, now: 2) }
+        var inFlight = started
+        _ = inFlight.offer(gop[1], now: 2)
+        _ = inFlight.startWrite()
+        let states: [(String, ReaderQueue)] = [("not started", fresh()), ("started, empty", started),
+                                               ("empty after a backlog", withGrace), ("in flight", inFlight)]
+        let big = QueuedAccessUnit(Fixture.picture(40, idr: false, payload: 5000), arrivalNs: 400_000_000)
+        for (name, state) in states {
+            for unit in [gop[6], big] {
+                var queued = state
+                let offer = queued.offer(unit, now: 500)
+                let alone = offer.enqueued && !offer.didSkip && !offer.isStart && queued.count == 1
+                XCTAssertEqual(state.takesAtOnce(unit), alone, "\(name), \(unit.byteCount) bytes")
+                guard alone else { continue }
+                _ = queued.startWrite()
+                queued.didWrite(bytes: unit.byteCount, finished: true, now: 500)
+                var atOnce = state
+                atOnce.wroteAtOnce(now: 500)
+                XCTAssertEqual(atOnce.count, queued.count, name)
+                XCTAssertEqual(atOnce.lastProgressNs, queued.lastProgressNs, name)
+                XCTAssertEqual(atOnce.queuedBytes, queued.queuedBytes, name)
+                XCTAssertEqual(atOnce.stats, queued.stats, name)
+                // The same answers to what comes next: a run of units past the bounds.
+                for (n, later) in Fixture.stream(41..<60, payload: 400).enumerated() {
+                    let entry = QueuedAccessUnit(later, arrivalNs: 500_000_000 + UInt64(n) * 33_000_000)
+                    let now = 600 + UInt64(n)
+                    XCTAssertEqual(atOnce.offer(entry, now: now), queued.offer(entry, now: now), "\(name), unit \(n)")
+                }
+                XCTAssertEqual(atOnce.stats, queued.stats, name)
+                XCTAssertEqual(atOnce.isNearItsBound, queued.isNearItsBound, name)
+            }
+        }
+    }
 }

@@ -57,6 +57,28 @@ import Testing
     /// What a server makes once per access unit (`continuing`) and its readers take past
     /// their first (`frame(_:continuing:)`) is byte for byte what each would frame itself,
     /// from the first access unit through an AUD alone to one that ends the stream.
+    /// A writer that takes the shared continuation keeps from it what it would keep from the
+    /// NAL units themselves: an SPS and PPS that reach it only through a continuation make
+    /// the same closing picture.
+    @Test func parameterSetsTakenThroughAContinuationAreNoted() {
+        let sps = NALUnit(escapedBody: [0x67, 0x42, 0xC0, 0x1E, 0xDA, 0x02, 0x80, 0xBF, 0xE5, 0x84, 0x00, 0x00, 0x03, 0x00, 0x04, 0x00, 0x00, 0x03, 0x00, 0xF0, 0x3C, 0x60, 0xC9, 0x20])
+        let pps = NALUnit(escapedBody: [0x68, 0xCE, 0x0F, 0xC8])
+        let first = [Self.aud, Self.idrSlice]
+        let idr = [Self.aud, sps, pps, Self.idrSlice]
+        let maker = AccessUnitDelimiting()
+        #expect(maker.continuing(first).noted.isEmpty)
+        #expect(maker.continuing(idr).noted.map(\.type) == [.sps, .pps])
+        var own = AccessUnitDelimiting()
+        var sharing = AccessUnitDelimiting()
+        _ = own.frame(first)
+        _ = sharing.frame(first)
+        #expect(sharing.closing().count == 2, "no SPS yet: no closing picture")
+        _ = own.frame(idr)
+        _ = sharing.frame(idr, continuing: maker.continuing(idr))
+        #expect(sharing.closing().count == 3, "the closing picture, from the SPS the continuation noted")
+        #expect(sharing.closing().flatMap { $0 } == own.closing().flatMap { $0 })
+    }
+
     @Test func sharedChunksAreWhatEachWriterWouldFrame() {
         let sei = NALUnit(escapedBody: [0x06, 0x05, 0x01, 0x42, 0x80])
         let sps = NALUnit(escapedBody: [0x67, 0x42, 0xC0, 0x1E, 0xDA, 0x02, 0x80, 0xBF, 0xE5, 0x84, 0x00, 0x00, 0x03, 0x00, 0x04, 0x00, 0x00, 0x03, 0x00, 0xF0, 0x3C, 0x60, 0xC9, 0x20])
