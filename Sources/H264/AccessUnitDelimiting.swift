@@ -80,24 +80,26 @@ public struct AccessUnitDelimiting: AccessUnitFraming {
 
     /// What `frame` gives once the next delimiter is open, for any writer, and the SPS and
     /// PPS a writer notes from it: made once per access unit by a server and shared by its
-    /// readers (`frame(_:continuing:)`).
+    /// readers (`take(_:)`).
     public func continuing(_ nalUnits: [NALUnit]) -> FramedContinuation {
         FramedContinuation(chunks: Self.chunks(nalUnits, nextIsOpen: true) ?? [],
                            noted: nalUnits.filter { $0.type == .sps || $0.type == .pps },
                            endsStream: Self.endsStream(nalUnits))
     }
 
-    /// `frame(nalUnits)` with `continuing` (what `continuing(nalUnits)` gave) when the next
-    /// delimiter is open: the same bytes, not made again, and the same state after them,
-    /// from the parameter sets it noted rather than from a walk over every NAL unit (each
-    /// reader of a server takes every access unit this way).
-    public mutating func frame(_ nalUnits: [NALUnit], continuing: FramedContinuation) -> [ArraySlice<UInt8>] {
-        guard nextIsOpen else { return frame(nalUnits) }
-        guard !continuing.chunks.isEmpty else { return [] }
-        for nal in continuing.noted { note(nal) }
-        ended = continuing.endsStream
+    /// `frame(nalUnits)` for the unit `continuation` (what `continuing(nalUnits)` gave)
+    /// stands for, when the next delimiter is open: the same bytes, not made again, and the
+    /// same state after them, from the parameter sets it noted rather than from a walk over
+    /// every NAL unit (each reader of a server takes every access unit this way). False,
+    /// changing nothing, when it is not open.
+    public mutating func take(_ continuation: FramedContinuation) -> Bool {
+        guard nextIsOpen else { return false }
+        // A unit of nothing but an AUD: no bytes, and the writer's state as it was.
+        guard !continuation.chunks.isEmpty else { return true }
+        for nal in continuation.noted { note(nal) }
+        ended = continuation.endsStream
         nextIsOpen = !ended
-        return continuing.chunks
+        return true
     }
 
     /// The chunks for `nalUnits` after a writer's last access unit left the next delimiter

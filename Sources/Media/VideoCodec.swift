@@ -99,12 +99,13 @@ public protocol AccessUnitFraming: Sendable {
     /// What `frame` gives for `nalUnits` once the next delimiter is open, and what writing
     /// them changes in a writer's state: the same for every writer past its first access
     /// unit, so a server makes it once per access unit and shares it
-    /// (`frame(_:continuing:)`). Changes nothing.
+    /// (`take(_:)`). Changes nothing.
     func continuing(_ nalUnits: [NALUnit]) -> FramedContinuation
-    /// `frame(nalUnits)`, taking `continuing` (what `continuing(nalUnits)` gave) as its chunks
-    /// and its state's step when the next delimiter is open, instead of making them again
-    /// and walking the NAL units.
-    mutating func frame(_ nalUnits: [NALUnit], continuing: FramedContinuation) -> [ArraySlice<UInt8>]
+    /// When the next delimiter is open: moves past the access unit `continuation` (what
+    /// `continuing` gave) stands for, as `frame` would, without walking its NAL units, and
+    /// returns true: its chunks are what this writer writes. Otherwise false, and nothing
+    /// changes: the writer frames the unit itself.
+    mutating func take(_ continuation: FramedContinuation) -> Bool
 }
 
 /// An access unit as every writer past its first one writes it (`AccessUnitFraming`'s
@@ -178,17 +179,17 @@ public struct StreamFraming: Sendable {
 
     /// The chunks of `nalUnits` for a writer whose next delimiter is open
     /// (`AccessUnitFraming.continuing`): made once per access unit, for every writer that
-    /// frames it with `frame(_:of:continuing:)`. Changes no writer's state.
+    /// takes it with `take(_:)`. Changes no writer's state.
     public mutating func continuing(_ nalUnits: [NALUnit], of codec: any VideoCodec) -> FramedContinuation {
         make(for: codec)
         return framing.continuing(nalUnits)
     }
 
-    /// `frame(_:of:)` with the chunks `continuing(_:of:)` made for the same NAL units,
-    /// taken as they are when this writer's next delimiter is open.
-    public mutating func frame(_ nalUnits: [NALUnit], of codec: any VideoCodec, continuing: FramedContinuation) -> [ArraySlice<UInt8>] {
-        make(for: codec)
-        return framing.frame(nalUnits, continuing: continuing)
+    /// The access unit `continuation` (what `continuing(_:of:)` made) stands for, taken as it
+    /// is when this writer's next delimiter is open: true, and its chunks are this writer's.
+    /// False before the first access unit and after one that ended the stream: frame it.
+    public mutating func take(_ continuation: FramedContinuation) -> Bool {
+        isMade && framing.take(continuation)
     }
 
     /// The codec's framing, made the first time.
@@ -205,9 +206,7 @@ public struct StreamFraming: Sendable {
         func closing() -> [ArraySlice<UInt8>] { [] }
         func frame(_ nalUnits: [NALUnit]) -> [ArraySlice<UInt8>] { preconditionFailure("framed before the codec's framing was made") }
         func continuing(_ nalUnits: [NALUnit]) -> FramedContinuation { preconditionFailure("framed before the codec's framing was made") }
-        func frame(_ nalUnits: [NALUnit], continuing: FramedContinuation) -> [ArraySlice<UInt8>] {
-            preconditionFailure("framed before the codec's framing was made")
-        }
+        func take(_ continuation: FramedContinuation) -> Bool { false }
     }
 }
 

@@ -21,9 +21,9 @@ enum AnnexBListener: ListenerKind {
 /// An access unit's chunks as every Annex-B reader past its first access unit writes them
 /// (`AccessUnitFraming.continuing`: without its own AUD, with the trailer behind), made once
 /// per published unit and shared, with the `iovec` list of their gathered write
-/// (`SharedWrite`): no reader builds a list of its own per unit. A struct: `WireForms` keeps
-/// it in a box of its own, and the write is shared, not copied.
-struct DelimitedUnit: Sendable {
+/// (`SharedWrite`): no reader builds a list of its own per unit. A class: a reader takes it
+/// out of the unit's `WireForms` with one reference, not one per array in it.
+final class DelimitedUnit: Sendable {
     let continuation: FramedContinuation
     let write: SharedWrite
 
@@ -58,12 +58,8 @@ final class AnnexBReader: ConnectionReader {
     /// is open; its own framing for its first access unit (and for a unit published without
     /// them).
     override func frame(_ unit: QueuedAccessUnit) -> FramedUnit {
-        guard delimiting.nextIsOpen, let shared = unit.forms[DelimitedUnit.self] else {
-            return .own(delimiting.frame(unit.nalUnits, of: unit.accessUnit.codec))
-        }
-        // The same bytes as the shared ones: the call moves this reader's framing past them.
-        _ = delimiting.frame(unit.nalUnits, of: unit.accessUnit.codec, continuing: shared.continuation)
-        return .shared(shared.write)
+        if let shared = unit.forms[DelimitedUnit.self], delimiting.take(shared.continuation) { return .shared(shared.write) }
+        return .own(delimiting.frame(unit.nalUnits, of: unit.accessUnit.codec))
     }
 
     /// It follows the AUD sent behind the last picture, which opened an access unit that

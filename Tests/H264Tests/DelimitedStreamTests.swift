@@ -55,7 +55,7 @@ import Testing
     }
 
     /// What a server makes once per access unit (`continuing`) and its readers take past
-    /// their first (`frame(_:continuing:)`) is byte for byte what each would frame itself,
+    /// their first (`take(_:)`) is byte for byte what each would frame itself,
     /// from the first access unit through an AUD alone to one that ends the stream.
     /// A writer that takes the shared continuation keeps from it what it would keep from the
     /// NAL units themselves: an SPS and PPS that reach it only through a continuation make
@@ -74,7 +74,7 @@ import Testing
         _ = sharing.frame(first)
         #expect(sharing.closing().count == 2, "no SPS yet: no closing picture")
         _ = own.frame(idr)
-        _ = sharing.frame(idr, continuing: maker.continuing(idr))
+        #expect(sharing.take(maker.continuing(idr)))
         #expect(sharing.closing().count == 3, "the closing picture, from the SPS the continuation noted")
         #expect(sharing.closing().flatMap { $0 } == own.closing().flatMap { $0 })
     }
@@ -92,15 +92,17 @@ import Testing
         for (n, unit) in units.enumerated() {
             let shared = maker.continuing(unit)
             let expected = own.frame(unit).flatMap { $0 }
-            #expect(sharing.frame(unit, continuing: shared).flatMap { $0 } == expected, "unit \(n)")
+            let chunks = sharing.take(shared) ? shared.chunks : sharing.frame(unit)
+            #expect(chunks.flatMap { $0 } == expected, "unit \(n)")
             #expect(sharing.nextIsOpen == own.nextIsOpen && sharing.ended == own.ended, "unit \(n)")
         }
         #expect(own.ended, "the last unit ended the stream")
         var reopened = own
         var reopenedSharing = sharing
         let later = [Self.aud, Self.idrSlice]
-        #expect(reopenedSharing.frame(later, continuing: maker.continuing(later)).flatMap { $0 } == reopened.frame(later).flatMap { $0 },
-                "after an end, the next unit begins with its own AUD again, not the shared chunks")
+        #expect(!reopenedSharing.take(maker.continuing(later)), "after an end, the shared chunks are not this writer's")
+        #expect(reopenedSharing.frame(later).flatMap { $0 } == reopened.frame(later).flatMap { $0 },
+                "after an end, the next unit begins with its own AUD again")
         #expect(reopenedSharing.closing().flatMap { $0 } == reopened.closing().flatMap { $0 }, "the same closing picture (the SPS noted)")
         #expect(!reopened.closing().isEmpty)
     }
