@@ -74,7 +74,8 @@ import Testing
         _ = sharing.frame(first)
         #expect(sharing.closing().count == 2, "no SPS yet: no closing picture")
         _ = own.frame(idr)
-        #expect(sharing.take(maker.continuing(idr)))
+        let tookIDR = sharing.take(maker.continuing(idr))
+        #expect(tookIDR)
         #expect(sharing.closing().count == 3, "the closing picture, from the SPS the continuation noted")
         #expect(sharing.closing().flatMap { $0 } == own.closing().flatMap { $0 })
     }
@@ -100,7 +101,8 @@ import Testing
         var reopened = own
         var reopenedSharing = sharing
         let later = [Self.aud, Self.idrSlice]
-        #expect(!reopenedSharing.take(maker.continuing(later)), "after an end, the shared chunks are not this writer's")
+        let tookLater = reopenedSharing.take(maker.continuing(later))
+        #expect(!tookLater, "after an end, the shared chunks are not this writer's")
         #expect(reopenedSharing.frame(later).flatMap { $0 } == reopened.frame(later).flatMap { $0 },
                 "after an end, the next unit begins with its own AUD again")
         #expect(reopenedSharing.closing().flatMap { $0 } == reopened.closing().flatMap { $0 }, "the same closing picture (the SPS noted)")
