@@ -211,8 +211,8 @@ public struct Broadcaster: Sendable {
     /// What `publish(_:pts90k:forms:writingAtOnce:)` did.
     public struct Publication: Sendable {
         public var events: [BroadcastEvent] = []
-        /// The readers the access unit was not written to whole at once, in the order of
-        /// their ids: they have something queued, which their owner writes as they take it.
+        /// The readers the access unit was not written to at once, in the order of their
+        /// ids: their owner writes what they have queued as they take it.
         public var waiting: [ReaderID] = []
     }
 

@@ -33,13 +33,13 @@ public protocol ByteTransport: AnyObject {
     var hasPendingWrite: Bool { get }
 }
 
-/// The socket as it is: gathered writes (`sendmsg`), plain reads.
 extension ByteTransport {
     public func write(_ shared: SharedWrite) throws(Errno) -> IOResult<Int> {
         try write(shared.slices, from: SliceCursor())
     }
 }
 
+/// The socket as it is: gathered writes (`sendmsg`), plain reads.
 public final class PlainTransport: ByteTransport {
     private let socket: Socket
 
