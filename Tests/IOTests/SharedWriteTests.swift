@@ -56,29 +56,12 @@ final class SharedWriteTests: XCTestCase {
         listener.start()
         loop.start()
 
-        let address = try SocketAddress.resolve(listener.boundEndpoint)[0]
-        var clients: [Socket] = []
-        for _ in 0..<readers {
-            let client = try Socket(family: address.family)
-            try client.setOption(level: SOL_SOCKET, name: SO_RCVBUF, value: 4096)
-            try client.setBlocking(true)
-            var timeout = timeval(tv_sec: 20, tv_usec: 0)
-            setsockopt(client.fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-            _ = try client.connect(to: address)
-            clients.append(client)
-        }
+        let clients = try (0..<readers).map { _ in try blockingClient(to: listener.boundEndpoint, receiveBuffer: 4096) }
         // One after the other: the others' rest waits in their queues meanwhile.
         var received: [[UInt8]] = []
         for client in clients {
-            var out: [UInt8] = []
-            var buffer = [UInt8](repeating: 0, count: 64 << 10)
-            while true {
-                let n = buffer.withUnsafeMutableBytes { Glibc.read(client.fd, $0.baseAddress, $0.count) }
-                if n <= 0 { break }
-                out += buffer[0..<n]
-            }
+            received.append(readToEnd(client))
             try? client.shutdownWrite()
-            received.append(out)
         }
         loop.join()
         for client in clients { client.close() }

@@ -6,10 +6,12 @@ import Glibc
 
 /// A blocking client socket connected to `endpoint`. With a `receiveTimeout` (seconds, 20
 /// unless told) a read that waits longer fails as would-block, so that a broken server fails
-/// the test instead of hanging it; `nil` waits as long as it takes.
-public func blockingClient(to endpoint: Endpoint, receiveTimeout: Int? = 20) throws -> Socket {
+/// the test instead of hanging it; `nil` waits as long as it takes. A `receiveBuffer` (bytes)
+/// is set before the connection, so that the server's side fills while this one reads nothing.
+public func blockingClient(to endpoint: Endpoint, receiveTimeout: Int? = 20, receiveBuffer: Int? = nil) throws -> Socket {
     let address = try SocketAddress.resolve(endpoint)[0]
     let socket = try Socket(family: address.family)
+    if let receiveBuffer { try socket.setOption(level: SOL_SOCKET, name: SO_RCVBUF, value: Int32(receiveBuffer)) }
     try socket.setBlocking(true)
     if let receiveTimeout {
         var timeout = timeval(tv_sec: receiveTimeout, tv_usec: 0)
