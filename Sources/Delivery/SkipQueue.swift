@@ -243,8 +243,7 @@ public struct SkipQueue<Element: SkipQueueElement>: Sendable {
     /// element alone is within the bounds. Its owner may then write it and, once it is out
     /// whole, say so with `wroteAtOnce` instead of queuing it.
     public func takesAtOnce(_ element: Element) -> Bool {
-        entries.isEmpty && !isHeadInFlight && !isWaitingForEntry && !element.isMarker
-            && element.byteCount <= limits.maxBytes + graceBytes
+        entries.isEmpty && !isHeadInFlight && !isWaitingForEntry && !element.isMarker && !isOverHighMarks(adding: element)
     }
 
     /// An element `takesAtOnce` allowed was written whole at `now`: the queue is as `offer`,

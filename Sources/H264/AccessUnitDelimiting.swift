@@ -83,7 +83,7 @@ public struct AccessUnitDelimiting: AccessUnitFraming {
     /// readers (`take(_:)`).
     public func continuing(_ nalUnits: [NALUnit]) -> FramedContinuation {
         FramedContinuation(chunks: Self.chunks(nalUnits, nextIsOpen: true) ?? [],
-                           noted: nalUnits.filter { $0.type == .sps || $0.type == .pps },
+                           noted: nalUnits.filter { Self.isNoted($0.type) },
                            endsStream: Self.endsStream(nalUnits))
     }
 
@@ -136,8 +136,7 @@ public struct AccessUnitDelimiting: AccessUnitFraming {
         // By index, the type read in place: each reader advances over every access unit, and
         // a NAL unit taken out of the array is a copy (its bytes retained and released).
         for index in nalUnits.indices {
-            let type = nalUnits[index].type
-            if type == .sps || type == .pps { note(nalUnits[index]) }
+            if Self.isNoted(nalUnits[index].type) { note(nalUnits[index]) }
         }
         ended = Self.endsStream(nalUnits)
         nextIsOpen = !ended
@@ -154,6 +153,9 @@ public struct AccessUnitDelimiting: AccessUnitFraming {
         guard let sps, let ppsId = freePPSId else { return [Self.fillerSEIBody[...], Self.endOfSequence[...]] }
         return [Self.fillerSEIBody[...], ClosingPicture.nalUnits(sps: sps, ppsId: ppsId)[...], Self.endOfSequence[...]]
     }
+
+    /// The NAL units a writer keeps something of (`note`): the SPS and PPS.
+    private static func isNoted(_ type: NALType) -> Bool { type == .sps || type == .pps }
 
     /// Keeps what the closing picture needs from a parameter set written: the SPS, the PPS's id.
     private mutating func note(_ nal: NALUnit) {

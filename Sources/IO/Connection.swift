@@ -150,8 +150,14 @@ public final class Connection {
     public func write(chunks newChunks: [ArraySlice<UInt8>]) -> Progress {
         loop.preconditionOnLoop()
         guard !isClosed, !lingers else { return Progress() }
+        if isIdle, let progress = writeWhole(newChunks) { return progress }
+        return queue(newChunks)
+    }
+
+    /// Queues one item that was not written whole at once, and writes what the socket takes
+    /// of it now when nothing was queued before it.
+    private func queue(_ newChunks: [ArraySlice<UInt8>]) -> Progress {
         let wasIdle = isIdle
-        if wasIdle, let progress = writeWhole(newChunks) { return progress }
         var added = 0
         for chunk in newChunks where !chunk.isEmpty {
             chunks.append(chunk)
@@ -168,13 +174,13 @@ public final class Connection {
     /// list as it is (a plain socket's `sendmsg`), else the slices are queued as usual.
     @discardableResult
     public func write(shared: SharedWrite) -> Progress {
+        guard shared.isShared else { return write(chunks: shared.slices) }
         loop.preconditionOnLoop()
         guard !isClosed, !lingers else { return Progress() }
-        if isIdle && shared.isShared,
-           let progress = writeWhole(shared.slices, total: shared.byteCount, by: { () throws(Errno) in try transport.write(shared) }) {
+        if isIdle, let progress = writeWhole(shared.slices, total: shared.byteCount, by: { () throws(Errno) in try transport.write(shared) }) {
             return progress
         }
-        return write(chunks: shared.slices)
+        return queue(shared.slices)
     }
 
     /// Closes once everything queued is written (at once if nothing is), then reports

@@ -65,17 +65,24 @@ public enum GatheredWrite {
         return try withExtendedLifetime(slices) { () throws(Errno) -> IOResult<Int> in
             try withUnsafeTemporaryAllocation(of: iovec.self, capacity: count) { iovecs throws(Errno) in
                 for index in 0..<count {
-                    let skip = index == 0 ? cursor.offset : 0
-                    iovecs[index] = slices[cursor.index + index].withUnsafeBufferPointer { buffer in
-                        iovec(iov_base: buffer.baseAddress.map { UnsafeMutableRawPointer(mutating: $0 + skip) }, iov_len: buffer.count - skip)
-                    }
+                    iovecs[index] = entry(slices[cursor.index + index], skipping: index == 0 ? cursor.offset : 0)
                 }
                 return try call(iovecs, target)
             }
         }
     }
 
-    private static func call(_ iovecs: UnsafeMutableBufferPointer<iovec>, _ target: Target) throws(Errno) -> IOResult<Int> {
+    /// The `iovec` of `slice` past its first `skip` bytes; valid while the slice's array is
+    /// kept alive and not mutated.
+    @inline(__always)
+    static func entry(_ slice: ArraySlice<UInt8>, skipping skip: Int = 0) -> iovec {
+        slice.withUnsafeBufferPointer { buffer in
+            iovec(iov_base: buffer.baseAddress.map { UnsafeMutableRawPointer(mutating: $0 + skip) }, iov_len: buffer.count - skip)
+        }
+    }
+
+    /// The one system call of a gathered write: `sendmsg` for a socket, `writev` otherwise.
+    static func call(_ iovecs: UnsafeMutableBufferPointer<iovec>, _ target: Target) throws(Errno) -> IOResult<Int> {
         switch target {
         case .socket(let fd):
             var message = msghdr()
@@ -119,11 +126,7 @@ public final class SharedWrite: @unchecked Sendable {
             return
         }
         iovecs = .allocate(capacity: slices.count)
-        for (index, slice) in slices.enumerated() {
-            iovecs[index] = slice.withUnsafeBufferPointer { buffer in
-                iovec(iov_base: buffer.baseAddress.map { UnsafeMutableRawPointer(mutating: $0) }, iov_len: buffer.count)
-            }
-        }
+        for (index, slice) in slices.enumerated() { iovecs[index] = GatheredWrite.entry(slice) }
     }
 
     deinit { iovecs.deallocate() }
@@ -136,9 +139,6 @@ public final class SharedWrite: @unchecked Sendable {
     /// bytes it took, or `.wouldBlock`. Only when `isShared`.
     public func send(to fd: Int32) throws(Errno) -> IOResult<Int> {
         precondition(isShared, "a shared write without its list")
-        var message = msghdr()
-        message.msg_iov = iovecs.baseAddress
-        message.msg_iovlen = iovecs.count
-        return try nonBlockingCall("sendmsg") { sendmsg(fd, &message, Int32(MSG_NOSIGNAL)) }
+        return try GatheredWrite.call(iovecs, .socket(fd))
     }
 }
