@@ -12,17 +12,17 @@ cpu_ns() { local s=0 t; for t in /proc/$1/task/*; do s=$((s + $(cut -d' ' -f1 "$
 # The sum of a process's threads' context switches: `switches PID voluntary|nonvoluntary`.
 switches() { grep -h "^$2" /proc/$1/task/*/status | awk '{s += $2} END {print s}'; }
 
-# relay_command KIND(c|ev|gop|nalcast) PORT NALCAST: the relay's command line, reading the
-# source on PORT and serving PORT+1 (c: c/relay.c, or the build in $c_relay when set; ev: its
-# libev build, gop: c/relaygop.c, or the build in $gop_relay when set; nalcast: the binary
-# NALCAST), in the array $command.
+# relay_command KIND(c|ev|gop|nalcast) PORT NALCAST [LISTEN]: the relay's command line, reading
+# the source on PORT and serving LISTEN (default PORT+1) (c: c/relay.c, or the build in
+# $c_relay when set; ev: its libev build, gop: c/relaygop.c, or the build in $gop_relay when
+# set; nalcast: the binary NALCAST), in the array $command.
 relay_command() {
-    local kind=$1 port=$2
+    local kind=$1 port=$2 listen=${4:-$(($2 + 1))}
     case $kind in
-        c) command=("${c_relay:-$bin/relay}" "$port" $((port + 1))) ;;
-        ev) command=("$bin/evrelay" "$port" $((port + 1))) ;;
-        gop) command=("${gop_relay:-$bin/relaygop}" "$port" $((port + 1))) ;;
-        *) command=("$3" consume --from "tcp://127.0.0.1:$port" --listen "tcp://127.0.0.1:$((port + 1))" --join gop --quiet) ;;
+        c) command=("${c_relay:-$bin/relay}" "$port" "$listen") ;;
+        ev) command=("$bin/evrelay" "$port" "$listen") ;;
+        gop) command=("${gop_relay:-$bin/relaygop}" "$port" "$listen") ;;
+        *) command=("$3" consume --from "tcp://127.0.0.1:$port" --listen "tcp://127.0.0.1:$listen" --join gop --quiet) ;;
     esac
 }
 
