@@ -197,7 +197,9 @@ let package = Package(
 // its own, lld placing the listed ones first. Run once every 33 ms, that code is out of the
 // caches each time; packed together, the processor fetches it ahead instead of missing line
 // after line across a 28 MB binary (bench/README.md, "relay to 16 readers: the code's
-// footprint"). Names no longer in the program are passed over.
+// footprint"). Names no longer in the program are passed over; the writer leaves out the
+// symbols the toolchain's static libraries keep in one shared section, which lld could only
+// move whole.
 let packageDirectory = String(#filePath.dropLast("Package.swift".count))
 for target in package.targets where target.type == .regular || target.type == .executable {
     target.swiftSettings = (target.swiftSettings ?? []) + [.unsafeFlags(["-enforce-exclusivity=unchecked", "-Xfrontend", "-function-sections"],
