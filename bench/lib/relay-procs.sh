@@ -53,7 +53,7 @@ copy_for_valgrind() {
 # once they have been served for 4 s and dumped after a 10 s window; everything stopped.
 # Prints the dump's path. Needs copy_for_valgrind first.
 callgrind_window() {
-    local kind=$1 out=$2 count=$3 port=$((20000 + RANDOM % 20000))
+    local kind=$1 out=$2 count=$3 port=$((20000 + RANDOM % 12000))
     shift 3
     local cg=(valgrind --tool=callgrind "$@" --callgrind-out-file="$out")
     "$bin/relaysrc" "$source_file" 30 "$port" 2>/dev/null & pids+=($!)
