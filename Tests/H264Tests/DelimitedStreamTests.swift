@@ -54,9 +54,6 @@ import Testing
         #expect(bare == [0, 0, 0, 1, 0x09, 0xF0] + Self.bytes([Self.idrSlice]) + trailer, "a stream without AUDs gets them")
     }
 
-    /// What a server makes once per access unit (`continuing`) and its readers take past
-    /// their first (`take(_:)`) is byte for byte what each would frame itself,
-    /// from the first access unit through an AUD alone to one that ends the stream.
     /// A writer that takes the shared continuation keeps from it what it would keep from the
     /// NAL units themselves: an SPS and PPS that reach it only through a continuation make
     /// the same closing picture.
@@ -80,6 +77,9 @@ import Testing
         #expect(sharing.closing().flatMap { $0 } == own.closing().flatMap { $0 })
     }
 
+    /// What a server makes once per access unit (`continuing`) and its readers take past
+    /// their first (`take(_:)`) is byte for byte what each would frame itself,
+    /// from the first access unit through an AUD alone to one that ends the stream.
     @Test func sharedChunksAreWhatEachWriterWouldFrame() {
         let sei = NALUnit(escapedBody: [0x06, 0x05, 0x01, 0x42, 0x80])
         let sps = NALUnit(escapedBody: [0x67, 0x42, 0xC0, 0x1E, 0xDA, 0x02, 0x80, 0xBF, 0xE5, 0x84, 0x00, 0x00, 0x03, 0x00, 0x04, 0x00, 0x00, 0x03, 0x00, 0xF0, 0x3C, 0x60, 0xC9, 0x20])
