@@ -239,30 +239,34 @@ public struct Broadcaster: Sendable {
             idrRequestDeferred = false
         }
         var publication = Publication()
-        for index in readers.indices {
-            let id = readers[index].id
-            if readers[index].queue.takesAtOnce(entry), let written = write(id, entry) {
-                if written.finished {
-                    readers[index].queue.wroteAtOnce(now: now)
-                } else {
-                    // Part of it: queued alone (as `takesAtOnce` found), in flight.
-                    _ = readers[index].queue.offer(entry, now: now)
-                    _ = readers[index].queue.startWrite()
-                    readers[index].queue.didWrite(bytes: written.bytes, finished: false, now: now)
+        // The readers walked in place: the array's uniqueness is checked once for the walk,
+        // not at each reader's queue (`write` must not call the `Broadcaster`).
+        readers.withUnsafeMutableBufferPointer { readers in
+            for index in readers.indices {
+                let id = readers[index].id
+                if readers[index].queue.takesAtOnce(entry), let written = write(id, entry) {
+                    if written.finished {
+                        readers[index].queue.wroteAtOnce(now: now)
+                    } else {
+                        // Part of it: queued alone (as `takesAtOnce` found), in flight.
+                        _ = readers[index].queue.offer(entry, now: now)
+                        _ = readers[index].queue.startWrite()
+                        readers[index].queue.didWrite(bytes: written.bytes, finished: false, now: now)
+                    }
+                    continue
                 }
-                continue
+                let result = readers[index].queue.offer(entry, now: now)
+                if result.didSkip {
+                    publication.events.append(.readerSkipped(id, accessUnits: result.skippedAccessUnits, bytes: result.skippedBytes))
+                } else if result.skippedAccessUnits > 0 {
+                    publication.events.append(.readerPassedOver(id, accessUnits: result.skippedAccessUnits, bytes: result.skippedBytes))
+                }
+                if result.isStart {
+                    let joined = readers[index].joinedAtNs
+                    publication.events.append(.readerStarted(id, latencyNs: now - joined))
+                }
+                publication.waiting.append(id)
             }
-            let result = readers[index].queue.offer(entry, now: now)
-            if result.didSkip {
-                publication.events.append(.readerSkipped(id, accessUnits: result.skippedAccessUnits, bytes: result.skippedBytes))
-            } else if result.skippedAccessUnits > 0 {
-                publication.events.append(.readerPassedOver(id, accessUnits: result.skippedAccessUnits, bytes: result.skippedBytes))
-            }
-            if result.isStart {
-                let joined = readers[index].joinedAtNs
-                publication.events.append(.readerStarted(id, latencyNs: now - joined))
-            }
-            publication.waiting.append(id)
         }
         return publication
     }

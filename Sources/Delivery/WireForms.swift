@@ -8,8 +8,10 @@
 /// (`unit.forms[TransportStreamUnit.self]`) and ignores the others. Empty, it costs nothing.
 ///
 /// Every reader looks its form up for every access unit, so the lookup is a comparison of
-/// type identities, not a dynamic cast: each form is kept in a `Box` of its own type, tagged
-/// with that type's identity, and taken out with an unchecked downcast the tag vouches for.
+/// type identities, not a dynamic cast: each form is kept tagged with its type's identity and
+/// taken out with an unchecked downcast the tag vouches for. A form that is a class is kept as
+/// it is; any other in a `Box` of its own type (whose field the runtime finds through the
+/// box's generic metadata, looked up at each access: a class form costs no lookup and no box).
 public struct WireForms: Sendable {
     @usableFromInline typealias Entry = (type: ObjectIdentifier, box: AnyObject & Sendable)
     /// The first form added, kept in place: a server of one kind of reader makes one form a
@@ -33,7 +35,17 @@ public struct WireForms: Sendable {
     /// in the runtime's table of generic types for every access unit.
     @inlinable
     public mutating func add<Form: Sendable>(_ form: Form) {
-        let entry: Entry = (ObjectIdentifier(Form.self), Box(form))
+        insert((ObjectIdentifier(Form.self), Box(form)))
+    }
+
+    /// Adds `form`, a class, as it is: no box.
+    @inlinable
+    public mutating func add<Form: AnyObject & Sendable>(_ form: Form) {
+        insert((ObjectIdentifier(Form.self), form))
+    }
+
+    @inlinable
+    mutating func insert(_ entry: Entry) {
         if first == nil || first?.type == entry.type { return first = entry }
         more.removeAll { $0.type == entry.type }
         more.append(entry)
@@ -43,12 +55,22 @@ public struct WireForms: Sendable {
     /// this unit out).
     @inlinable
     public subscript<Form: Sendable>(_ type: Form.Type) -> Form? {
-        let wanted = ObjectIdentifier(Form.self)
         // Only `add` makes entries, each tagged with its own Box's form type.
-        if let first, first.type == wanted { return unsafeDowncast(first.box, to: Box<Form>.self).form }
-        for entry in more where entry.type == wanted {
-            return unsafeDowncast(entry.box, to: Box<Form>.self).form
-        }
+        entry(of: Form.self).map { unsafeDowncast($0, to: Box<Form>.self).form }
+    }
+
+    /// The form of type `Form`, a class, kept as it is.
+    @inlinable
+    public subscript<Form: AnyObject & Sendable>(_ type: Form.Type) -> Form? {
+        entry(of: Form.self).map { unsafeDowncast($0, to: Form.self) }
+    }
+
+    /// What was added for type `type`.
+    @inlinable
+    func entry(of type: Any.Type) -> (AnyObject & Sendable)? {
+        let wanted = ObjectIdentifier(type)
+        if let first, first.type == wanted { return first.box }
+        for entry in more where entry.type == wanted { return entry.box }
         return nil
     }
 }

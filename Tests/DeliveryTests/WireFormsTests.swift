@@ -26,6 +26,27 @@ final class WireFormsTests: XCTestCase {
         XCTAssertFalse(forms.isEmpty)
     }
 
+    /// A form that is a class is kept as it is (the same object comes back, no box), found
+    /// and replaced by its type beside forms that are not.
+    func testAClassFormIsKeptAsItIs() {
+        final class Shared: Sendable { let n: Int; init(_ n: Int) { self.n = n } }
+        var forms = WireForms()
+        let one = Shared(1)
+        forms.add(one)
+        forms.add(Packets(bytes: [1]))
+        XCTAssertTrue(forms[Shared.self] === one)
+        XCTAssertEqual(forms[Packets.self], Packets(bytes: [1]))
+        let two = Shared(2)
+        forms.add(two)
+        XCTAssertTrue(forms[Shared.self] === two, "replaced by one of the same type")
+        XCTAssertEqual(forms[Packets.self], Packets(bytes: [1]))
+        var classFirst = WireForms()
+        classFirst.add(Packets(bytes: [3]))
+        classFirst.add(one)
+        XCTAssertTrue(classFirst[Shared.self] === one, "found after a form that is not a class")
+        XCTAssertNil(WireForms()[Shared.self])
+    }
+
     func testPublishedFormsReachLiveReadersAndTheCachedGOPsJoiners() {
         var b = Broadcaster(config: BroadcasterConfig(joinPolicy: .gop), clock: ManualClock())
         let live = try! XCTUnwrap(b.addReader().id)
