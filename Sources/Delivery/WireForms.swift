@@ -32,20 +32,12 @@ public struct WireForms: Sendable {
 
     /// Adds `form`, in place of one of the same type. Inlinable, so that a server adding its
     /// form builds the `Box` of a type it knows: the box's class is found once, not looked up
-    /// in the runtime's table of generic types for every access unit.
+    /// in the runtime's table of generic types for every access unit. A class is kept as it
+    /// is, without a box (the test on its type is settled when the call is compiled for it).
     @inlinable
     public mutating func add<Form: Sendable>(_ form: Form) {
-        insert((ObjectIdentifier(Form.self), Box(form)))
-    }
-
-    /// Adds `form`, a class, as it is: no box.
-    @inlinable
-    public mutating func add<Form: AnyObject & Sendable>(_ form: Form) {
-        insert((ObjectIdentifier(Form.self), form))
-    }
-
-    @inlinable
-    mutating func insert(_ entry: Entry) {
+        let kept: AnyObject & Sendable = Form.self is AnyClass ? unsafeBitCast(form, to: (AnyObject & Sendable).self) : Box(form)
+        let entry: Entry = (ObjectIdentifier(Form.self), kept)
         if first == nil || first?.type == entry.type { return first = entry }
         more.removeAll { $0.type == entry.type }
         more.append(entry)
@@ -55,14 +47,11 @@ public struct WireForms: Sendable {
     /// this unit out).
     @inlinable
     public subscript<Form: Sendable>(_ type: Form.Type) -> Form? {
-        // Only `add` makes entries, each tagged with its own Box's form type.
-        entry(of: Form.self).map { unsafeDowncast($0, to: Box<Form>.self).form }
-    }
-
-    /// The form of type `Form`, a class, kept as it is.
-    @inlinable
-    public subscript<Form: AnyObject & Sendable>(_ type: Form.Type) -> Form? {
-        entry(of: Form.self).map { unsafeDowncast($0, to: Form.self) }
+        guard let kept = entry(of: Form.self) else { return nil }
+        // Only `add` makes entries, each tagged with the type it kept: a class as it is,
+        // anything else in its own `Box`.
+        if Form.self is AnyClass { return unsafeBitCast(kept, to: Form.self) }
+        return unsafeDowncast(kept, to: Box<Form>.self).form
     }
 
     /// What was added for type `type`.

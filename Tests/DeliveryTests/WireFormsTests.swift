@@ -45,6 +45,15 @@ final class WireFormsTests: XCTestCase {
         classFirst.add(one)
         XCTAssertTrue(classFirst[Shared.self] === one, "found after a form that is not a class")
         XCTAssertNil(WireForms()[Shared.self])
+        // Added where its type is only known to be Sendable, taken out where it is known to
+        // be this class, and the other way round: the same form either way.
+        func addAny<Form: Sendable>(_ form: Form, to forms: inout WireForms) { forms.add(form) }
+        func takeAny<Form: Sendable>(_ type: Form.Type, from forms: WireForms) -> Form? { forms[type] }
+        var generic = WireForms()
+        addAny(one, to: &generic)
+        XCTAssertTrue(generic[Shared.self] === one)
+        XCTAssertTrue(takeAny(Shared.self, from: forms) === two)
+        XCTAssertEqual(takeAny(Packets.self, from: forms), Packets(bytes: [1]))
     }
 
     func testPublishedFormsReachLiveReadersAndTheCachedGOPsJoiners() {
