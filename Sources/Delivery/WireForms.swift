@@ -13,7 +13,7 @@
 /// it is; any other in a `Box` of its own type (whose field the runtime finds through the
 /// box's generic metadata, looked up at each access: a class form costs no lookup and no box).
 public struct WireForms: Sendable {
-    @usableFromInline typealias Entry = (type: ObjectIdentifier, box: AnyObject & Sendable)
+    @usableFromInline typealias Entry = (type: ObjectIdentifier, kept: AnyObject & Sendable)
     /// The first form added, kept in place: a server of one kind of reader makes one form a
     /// unit, and allocates no array for it.
     @usableFromInline var first: Entry?
@@ -58,8 +58,8 @@ public struct WireForms: Sendable {
     @inlinable
     func entry(of type: Any.Type) -> (AnyObject & Sendable)? {
         let wanted = ObjectIdentifier(type)
-        if let first, first.type == wanted { return first.box }
-        for entry in more where entry.type == wanted { return entry.box }
+        if let first, first.type == wanted { return first.kept }
+        for entry in more where entry.type == wanted { return entry.kept }
         return nil
     }
 }

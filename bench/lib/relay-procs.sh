@@ -1,7 +1,7 @@
-# Sourced by bench/relay-switches, relay-warm, relay-instructions and relay-footprint: the
-# relay benchmark's processes on this machine (c/relaysrc serving the 1080p30 source file, a
-# relay reading it, live or under callgrind) and the counters they are measured by. Needs
-# $bin, $source_file and $nalcast set ($work too for copy_for_valgrind).
+# Sourced by bench/relay-switches, relay-warm, relay-instructions, relay-footprint and
+# relay-profile: the relay benchmark's processes on this machine (c/relaysrc serving the
+# 1080p30 source file, a relay reading it, live or under callgrind) and the counters they are
+# measured by. Needs $bin, $source_file and $nalcast set ($work too for copy_for_valgrind).
 
 pids=()
 # Stops every process started here (by PID).
@@ -26,6 +26,12 @@ relay_command() {
     esac
 }
 
+# start_source PORT: c/relaysrc serving the source file on PORT, given half a second to listen.
+start_source() {
+    "$bin/relaysrc" "$source_file" 30 "$1" 2>/dev/null & pids+=($!)
+    sleep 0.5
+}
+
 # start_relay KIND(c|ev|gop|nalcast) PORT SPIN_US [PREFIX...]: the source on PORT, the relay
 # reading it and serving PORT+1 (RELAY_SPIN_US for the C relays c and ev; PREFIX: e.g.
 # taskset -c 0); the relay's PID in $relay, its stderr appended to $relay_stderr (default:
@@ -33,8 +39,7 @@ relay_command() {
 start_relay() {
     local kind=$1 port=$2 spin=$3 command
     shift 3
-    "$bin/relaysrc" "$source_file" 30 "$port" 2>/dev/null & pids+=($!)
-    sleep 0.5
+    start_source "$port"
     relay_command "$kind" "$port" "$nalcast"
     RELAY_SPIN_US=$spin "$@" "${command[@]}" 2>>"${relay_stderr:-/dev/null}" & pids+=($!)
     relay=$!
@@ -56,8 +61,7 @@ callgrind_window() {
     local kind=$1 out=$2 count=$3 port=$((20000 + RANDOM % 12000))
     shift 3
     local cg=(valgrind --tool=callgrind "$@" --callgrind-out-file="$out")
-    "$bin/relaysrc" "$source_file" 30 "$port" 2>/dev/null & pids+=($!)
-    sleep 0.5
+    start_source "$port"
     local command
     relay_command "$kind" "$port" "$nalcast_for_valgrind"
     "${cg[@]}" "${command[@]}" 2>"$out.log" & pids+=($!)
