@@ -60,8 +60,9 @@ public struct AccessUnitDelimiting: AccessUnitFraming {
     public private(set) var nextIsOpen = false
     /// True once an access unit that ends the stream went out (with its end of sequence).
     public private(set) var ended = false
-    /// The last SPS written, for the closing picture's slice header.
-    private var sps: SequenceParameterSet?
+    /// The last SPS written, for the closing picture's slice header: the NAL unit, read only
+    /// when the stream closes (a server's readers each note every IDR's SPS).
+    private var sps: NALUnit?
     /// The PPS ids written (a bit each), so that the closing picture's PPS replaces none.
     private var ppsIds: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
 
@@ -79,11 +80,12 @@ public struct AccessUnitDelimiting: AccessUnitFraming {
     }
 
     /// What `frame` gives once the next delimiter is open, for any writer, and the SPS and
-    /// PPS a writer notes from it: made once per access unit by a server and shared by its
-    /// readers (`take(_:)`).
+    /// PPS a writer notes from it, in storage of their own (each reader keeps the SPS until
+    /// the next one): made once per access unit by a server and shared by its readers
+    /// (`take(_:)`).
     public func continuing(_ nalUnits: [NALUnit]) -> FramedContinuation {
         FramedContinuation(chunks: Self.chunks(nalUnits, nextIsOpen: true) ?? [],
-                           noted: nalUnits.filter { Self.isNoted($0.type) },
+                           noted: nalUnits.filter { Self.isNoted($0.type) }.map { $0.detached() },
                            endsStream: Self.endsStream(nalUnits))
     }
 
@@ -143,14 +145,16 @@ public struct AccessUnitDelimiting: AccessUnitFraming {
     }
 
     /// What ends the stream: the filler SEI the trailer began, the closing picture
-    /// (`ClosingPicture`, when an SPS was written and a PPS id is free) and an end of
+    /// (`ClosingPicture`, when the last SPS written reads and a PPS id is free) and an end of
     /// sequence, in the access unit that never comes; an end of sequence alone when no access
     /// unit was written (the reader still learns that the stream ended rather than broke);
     /// nothing after an access unit that ended the stream itself.
     public func closing() -> [ArraySlice<UInt8>] {
         if ended { return [] }
         guard nextIsOpen else { return [Self.endOfSequence[...]] }
-        guard let sps, let ppsId = freePPSId else { return [Self.fillerSEIBody[...], Self.endOfSequence[...]] }
+        guard let sps = sps.flatMap({ try? SequenceParameterSet($0) }), let ppsId = freePPSId else {
+            return [Self.fillerSEIBody[...], Self.endOfSequence[...]]
+        }
         return [Self.fillerSEIBody[...], ClosingPicture.nalUnits(sps: sps, ppsId: ppsId)[...], Self.endOfSequence[...]]
     }
 
@@ -160,7 +164,7 @@ public struct AccessUnitDelimiting: AccessUnitFraming {
     /// Keeps what the closing picture needs from a parameter set written: the SPS, the PPS's id.
     private mutating func note(_ nal: NALUnit) {
         if nal.type == .sps {
-            if let parsed = try? SequenceParameterSet(nal) { sps = parsed }
+            sps = nal
         } else if let id = try? PictureParameterSet.peekId(nal) {
             let bit = UInt64(1) << UInt64(id % 64)
             switch id / 64 {

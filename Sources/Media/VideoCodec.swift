@@ -104,7 +104,9 @@ public protocol AccessUnitFraming: Sendable {
     /// When the next delimiter is open: moves past the access unit `continuation` (what
     /// `continuing` gave) stands for, as `frame` would, without walking its NAL units, and
     /// returns true: its chunks are what this writer writes. Otherwise false, and nothing
-    /// changes: the writer frames the unit itself.
+    /// changes: the writer frames the unit itself. A continuation that `leavesWritersAsTheyAre`
+    /// changes nothing in a writer whose delimiter is open: `StreamFraming` takes it by
+    /// reading `nextIsOpen`, without calling this.
     mutating func take(_ continuation: FramedContinuation) -> Bool
 }
 
@@ -120,10 +122,15 @@ public struct FramedContinuation: Sendable {
     /// The access unit ends the stream: nothing is left open behind it.
     public let endsStream: Bool
 
+    /// Nothing to note and not the stream's end: a writer whose next delimiter is open is
+    /// the same after it (most access units: every picture between two IDRs).
+    public let leavesWritersAsTheyAre: Bool
+
     public init(chunks: [ArraySlice<UInt8>], noted: [NALUnit], endsStream: Bool) {
         self.chunks = chunks
         self.noted = noted
         self.endsStream = endsStream
+        leavesWritersAsTheyAre = noted.isEmpty && !endsStream
     }
 }
 
@@ -189,7 +196,11 @@ public struct StreamFraming: Sendable {
     /// is when this writer's next delimiter is open: true, and its chunks are this writer's.
     /// False before the first access unit and after one that ended the stream: frame it.
     public mutating func take(_ continuation: FramedContinuation) -> Bool {
-        isMade && framing.take(continuation)
+        guard isMade else { return false }
+        // Read rather than changed where it stays the same: each reader of a server takes
+        // every access unit, and a change would make the reader's boxed framing unique first.
+        if continuation.leavesWritersAsTheyAre { return framing.nextIsOpen }
+        return framing.take(continuation)
     }
 
     /// The codec's framing, made the first time.

@@ -109,6 +109,35 @@ import Testing
         #expect(!reopened.closing().isEmpty)
     }
 
+    /// The same through `StreamFraming`, what a server's readers hold: it takes a
+    /// continuation that leaves a writer as it is (`leavesWritersAsTheyAre`) by reading its
+    /// framing, not changing it, and the bytes, the open delimiter and the closing picture
+    /// stay each unit what a writer framing every unit itself has.
+    @Test func streamFramingTakesWhatLeavesItAsItIsWithoutChangingIt() {
+        let sei = NALUnit(escapedBody: [0x06, 0x05, 0x01, 0x42, 0x80])
+        let sps = NALUnit(escapedBody: [0x67, 0x42, 0xC0, 0x1E, 0xDA, 0x02, 0x80, 0xBF, 0xE5, 0x84, 0x00, 0x00, 0x03, 0x00, 0x04, 0x00, 0x00, 0x03, 0x00, 0xF0, 0x3C, 0x60, 0xC9, 0x20])
+        let pps = NALUnit(escapedBody: [0x68, 0xCE, 0x0F, 0xC8])
+        let eos = NALUnit(escapedBody: [0x0A])
+        let units: [[NALUnit]] = [[Self.aud, Self.idrSlice], [Self.aud, sei, Self.idrSlice], [Self.aud, sps, pps, Self.idrSlice],
+                                  [Self.aud], [Self.idrSlice], [Self.aud, sei, Self.idrSlice, eos], [Self.aud, Self.idrSlice]]
+        var own = AccessUnitDelimiting()
+        var sharing = StreamFraming()
+        var maker = StreamFraming()
+        var took: [Bool] = []
+        for (n, unit) in units.enumerated() {
+            let shared = maker.continuing(unit, of: H264Codec())
+            let expected = own.frame(unit).flatMap { $0 }
+            let taken = sharing.take(shared)
+            took.append(taken)
+            let chunks = taken ? shared.chunks : sharing.frame(unit, of: H264Codec())
+            #expect(chunks.flatMap { $0 } == expected, "unit \(n)")
+            #expect(sharing.nextIsOpen == own.nextIsOpen, "unit \(n)")
+            #expect(sharing.closing().flatMap { $0 } == own.closing().flatMap { $0 }, "unit \(n): the same closing")
+        }
+        #expect(took == [false, true, true, true, true, true, false], "the first unit and the one after the end are framed")
+        #expect(units.map { maker.continuing($0, of: H264Codec()).leavesWritersAsTheyAre } == [true, true, false, true, true, false, true])
+    }
+
     /// A stream cut anywhere in the trailer has lost nothing; cut in the next access unit's
     /// SEI body, it has.
     @Test func theTrailerIsNothingInProgress() {
