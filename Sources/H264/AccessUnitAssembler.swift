@@ -88,23 +88,14 @@ public struct AccessUnitAssembler {
     private var activePPSId: Int?
     /// Set by end of sequence / end of stream: whatever comes next opens a new access unit.
     private var closeBeforeNext = false
-    /// The slice header `beginsAccessUnit` last read and the escaped bytes it was read from:
-    /// `append` takes it for the NAL unit that begins with those bytes rather than reading the
-    /// header again (a live parser settles the NAL unit in progress from its first bytes, then
-    /// appends it whole).
-    private var headRead: HeadRead?
 
     /// RBSP bytes of a slice header read at most: the fields that matter come first.
     static let sliceHeaderBytes = 48
-    /// The escaped bytes those can take at most: an emulation prevention byte follows every
-    /// two zeros at most.
-    static let escapedSliceHeaderBytes = sliceHeaderBytes + sliceHeaderBytes / 2
 
     public init() {}
 
     /// Adds the next NAL unit; returns the access unit it completed, if any.
     public mutating func push(_ nal: NALUnit) -> AccessUnit? {
-        headRead = nil
         let type = nal.type
         let slice = Self.hasSliceHeader(type) ? readSlice(nal.header, nal.escapedPayload, isWhole: true) : nil
         let completed = begins(type, slice: slice) == true ? endAccessUnit() : nil
@@ -120,21 +111,15 @@ public struct AccessUnitAssembler {
     ///
     /// Gives the same answer for any prefix long enough to answer as `push` would for the
     /// whole NAL unit, provided the bytes in `head` are the NAL unit's own: not zeros that
-    /// may yet turn out to begin the next start code. A slice header read from them is kept
-    /// for the `append` of that NAL unit.
-    public mutating func beginsAccessUnit(head: ArraySlice<UInt8>, isWhole: Bool) -> Bool? {
-        headRead = nil
+    /// may yet turn out to begin the next start code.
+    public func beginsAccessUnit(head: ArraySlice<UInt8>, isWhole: Bool) -> Bool? {
         guard let first = head.first else { return isWhole ? false : nil }
         let header = NALHeader(first)
         let type = header.type
         var slice: SliceInfo? = nil
         if Self.hasSliceHeader(type) && sawVCL && !closeBeforeNext && !current.isEmpty {
-            let escaped = head.dropFirst()
-            let read = readSlice(header, escaped, isWhole: isWhole)
-            if case .needMore = read { return nil }
-            // Read whole, or from enough bytes: what reading the whole NAL unit gives.
-            headRead = HeadRead(header: header, escaped: escaped.prefix(Self.escapedSliceHeaderBytes), slice: read)
-            slice = read
+            slice = readSlice(header, head.dropFirst(), isWhole: isWhole)
+            if case .needMore = slice { return nil }
         }
         return begins(type, slice: slice)
     }
@@ -149,16 +134,7 @@ public struct AccessUnitAssembler {
     /// Adds a NAL unit without asking whether it begins a new access unit: that was settled
     /// from its first bytes (`beginsAccessUnit`, then `endAccessUnit` if it did).
     public mutating func append(_ nal: NALUnit) {
-        var slice: SliceInfo? = nil
-        if Self.hasSliceHeader(nal.type) {
-            let escaped = nal.escapedPayload
-            if let kept = headRead, kept.header == nal.header, Self.bytes(escaped, begin: kept.escaped) {
-                slice = kept.slice
-            } else {
-                slice = readSlice(nal.header, escaped, isWhole: true)
-            }
-        }
-        headRead = nil
+        let slice = Self.hasSliceHeader(nal.type) ? readSlice(nal.header, nal.escapedPayload, isWhole: true) : nil
         add(nal, slice: slice)
     }
 
@@ -332,35 +308,6 @@ public struct AccessUnitAssembler {
         case unreadable(Error)
         /// Cut short, and more bytes will come.
         case needMore
-    }
-
-    /// A slice header read from a NAL unit's first bytes (`headRead`).
-    private struct HeadRead {
-        let header: NALHeader
-        /// The escaped bytes after the NAL header it could have been read from.
-        let escaped: ArraySlice<UInt8>
-        let slice: SliceInfo
-    }
-
-    /// Whether `bytes` begin with `prefix` (a few dozen bytes: eight at a time).
-    private static func bytes(_ bytes: ArraySlice<UInt8>, begin prefix: ArraySlice<UInt8>) -> Bool {
-        guard bytes.count >= prefix.count else { return false }
-        return bytes.withUnsafeBytes { whole in
-            prefix.withUnsafeBytes { start in
-                var offset = 0
-                while offset + 8 <= start.count {
-                    if whole.loadUnaligned(fromByteOffset: offset, as: UInt64.self) != start.loadUnaligned(fromByteOffset: offset, as: UInt64.self) {
-                        return false
-                    }
-                    offset += 8
-                }
-                while offset < start.count {
-                    if whole[offset] != start[offset] { return false }
-                    offset += 1
-                }
-                return true
-            }
-        }
     }
 
     /// Reads a slice header from its escaped bytes (all of them or the first ones): whole

@@ -183,29 +183,6 @@ func annexB(_ bodies: [[UInt8]]) -> [UInt8] { bodies.flatMap { [0, 0, 0, 1] + $0
         }
     }
 
-    /// A slice header read from a NAL unit's first bytes (`beginsAccessUnit`) stands for the
-    /// header of that NAL unit when it is appended whole, and only of that one: another NAL
-    /// unit appended instead is read afresh.
-    @Test func aHeadReadStandsOnlyForItsOwnNALUnit() {
-        var assembler = AccessUnitAssembler()
-        for body in [sps1080p(), pps(), slice(idr: true, frameNum: 0, poc: 0)] { _ = assembler.push(NALUnit(escapedBody: body)) }
-        let asked = slice(idr: false, frameNum: 1, poc: 2)
-        let appended = slice(idr: false, frameNum: 2, poc: 4)
-        #expect(assembler.beginsAccessUnit(head: asked.prefix(6), isWhole: false) == true, "frame_num 1 begins a picture")
-        #expect(assembler.endAccessUnit()?.isIDR == true)
-        assembler.append(NALUnit(escapedBody: appended))
-        // The next slice of frame 2 goes on with it; read with frame 1's header, it would not.
-        #expect(assembler.push(NALUnit(escapedBody: slice(idr: false, frameNum: 2, poc: 4, firstMb: 100))) == nil)
-        // Asked and appended the same: one access unit, as `push` makes it.
-        let next = slice(idr: false, frameNum: 3, poc: 6)
-        #expect(assembler.beginsAccessUnit(head: next[...], isWhole: true) == true)
-        #expect(assembler.endAccessUnit()?.nalUnits.count == 2)
-        assembler.append(NALUnit(escapedBody: next))
-        #expect(assembler.push(NALUnit(escapedBody: slice(idr: false, frameNum: 3, poc: 6, firstMb: 100))) == nil)
-        #expect(assembler.push(NALUnit(escapedBody: slice(idr: false, frameNum: 4, poc: 8)))?.nalUnits.count == 2)
-        #expect(assembler.parseErrors == 0)
-    }
-
     @Test func seiAndAUDOpenANewAccessUnit() {
         let ts = StreamTimestamp(sequence: 7, captureTimeNs: 1, pts90k: 3000, isKeyframe: false)
         let stream = annexB([
