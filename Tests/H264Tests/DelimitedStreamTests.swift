@@ -77,6 +77,19 @@ import Testing
         #expect(sharing.closing().flatMap { $0 } == own.closing().flatMap { $0 })
     }
 
+    /// The closing picture is made from the last SPS written, read at the close: after one that
+    /// does not read, the stream closes without it (the filler SEI and the end of sequence).
+    @Test func theClosingPictureTakesTheLastSPSWritten() {
+        let sps = NALUnit(escapedBody: [0x67, 0x42, 0xC0, 0x1E, 0xDA, 0x02, 0x80, 0xBF, 0xE5, 0x84, 0x00, 0x00, 0x03, 0x00, 0x04, 0x00, 0x00, 0x03, 0x00, 0xF0, 0x3C, 0x60, 0xC9, 0x20])
+        let pps = NALUnit(escapedBody: [0x68, 0xCE, 0x0F, 0xC8])
+        let cutSPS = NALUnit(escapedBody: [0x67, 0x42])
+        var framing = AccessUnitDelimiting()
+        _ = framing.frame([Self.aud, sps, pps, Self.idrSlice])
+        #expect(framing.closing().count == 3, "the closing picture, from the SPS")
+        _ = framing.frame([Self.aud, cutSPS, pps, Self.idrSlice])
+        #expect(framing.closing().flatMap { $0 } == [0x03, 0x00, 0x80, 0, 0, 0, 1, 0x0A], "the last SPS does not read: no closing picture")
+    }
+
     /// What a server makes once per access unit (`continuing`) and its readers take past
     /// their first (`take(_:)`) is byte for byte what each would frame itself,
     /// from the first access unit through an AUD alone to one that ends the stream.
