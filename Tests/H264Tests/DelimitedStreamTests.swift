@@ -12,6 +12,9 @@ import Testing
     /// An IDR slice whose slice header says first_mb_in_slice 0, slice_type 7, pps 0.
     static let idrSlice = NALUnit(escapedBody: [0x65, 0x88, 0x84, 0x21, 0xA0])
     static let aud = NALUnit(escapedBody: [0x09, 0x10])
+    /// A baseline SPS (id 0) and a PPS for it.
+    static let sps = NALUnit(escapedBody: [0x67, 0x42, 0xC0, 0x1E, 0xDA, 0x02, 0x80, 0xBF, 0xE5, 0x84, 0x00, 0x00, 0x03, 0x00, 0x04, 0x00, 0x00, 0x03, 0x00, 0xF0, 0x3C, 0x60, 0xC9, 0x20])
+    static let pps = NALUnit(escapedBody: [0x68, 0xCE, 0x0F, 0xC8])
 
     static func bytes(_ nals: [NALUnit]) -> [UInt8] { nals.flatMap { Array($0.wire) } }
 
@@ -58,10 +61,8 @@ import Testing
     /// NAL units themselves: an SPS and PPS that reach it only through a continuation make
     /// the same closing picture.
     @Test func parameterSetsTakenThroughAContinuationAreNoted() {
-        let sps = NALUnit(escapedBody: [0x67, 0x42, 0xC0, 0x1E, 0xDA, 0x02, 0x80, 0xBF, 0xE5, 0x84, 0x00, 0x00, 0x03, 0x00, 0x04, 0x00, 0x00, 0x03, 0x00, 0xF0, 0x3C, 0x60, 0xC9, 0x20])
-        let pps = NALUnit(escapedBody: [0x68, 0xCE, 0x0F, 0xC8])
         let first = [Self.aud, Self.idrSlice]
-        let idr = [Self.aud, sps, pps, Self.idrSlice]
+        let idr = [Self.aud, Self.sps, Self.pps, Self.idrSlice]
         let maker = AccessUnitDelimiting()
         #expect(maker.continuing(first).noted.isEmpty)
         #expect(maker.continuing(idr).noted.map(\.type) == [.sps, .pps])
@@ -80,13 +81,11 @@ import Testing
     /// The closing picture is made from the last SPS written, read at the close: after one that
     /// does not read, the stream closes without it (the filler SEI and the end of sequence).
     @Test func theClosingPictureTakesTheLastSPSWritten() {
-        let sps = NALUnit(escapedBody: [0x67, 0x42, 0xC0, 0x1E, 0xDA, 0x02, 0x80, 0xBF, 0xE5, 0x84, 0x00, 0x00, 0x03, 0x00, 0x04, 0x00, 0x00, 0x03, 0x00, 0xF0, 0x3C, 0x60, 0xC9, 0x20])
-        let pps = NALUnit(escapedBody: [0x68, 0xCE, 0x0F, 0xC8])
         let cutSPS = NALUnit(escapedBody: [0x67, 0x42])
         var framing = AccessUnitDelimiting()
-        _ = framing.frame([Self.aud, sps, pps, Self.idrSlice])
+        _ = framing.frame([Self.aud, Self.sps, Self.pps, Self.idrSlice])
         #expect(framing.closing().count == 3, "the closing picture, from the SPS")
-        _ = framing.frame([Self.aud, cutSPS, pps, Self.idrSlice])
+        _ = framing.frame([Self.aud, cutSPS, Self.pps, Self.idrSlice])
         #expect(framing.closing().flatMap { $0 } == [0x03, 0x00, 0x80, 0, 0, 0, 1, 0x0A], "the last SPS does not read: no closing picture")
     }
 
@@ -95,10 +94,8 @@ import Testing
     /// from the first access unit through an AUD alone to one that ends the stream.
     @Test func sharedChunksAreWhatEachWriterWouldFrame() {
         let sei = NALUnit(escapedBody: [0x06, 0x05, 0x01, 0x42, 0x80])
-        let sps = NALUnit(escapedBody: [0x67, 0x42, 0xC0, 0x1E, 0xDA, 0x02, 0x80, 0xBF, 0xE5, 0x84, 0x00, 0x00, 0x03, 0x00, 0x04, 0x00, 0x00, 0x03, 0x00, 0xF0, 0x3C, 0x60, 0xC9, 0x20])
-        let pps = NALUnit(escapedBody: [0x68, 0xCE, 0x0F, 0xC8])
         let eos = NALUnit(escapedBody: [0x0A])
-        let units: [[NALUnit]] = [[Self.aud, sps, pps, Self.idrSlice], [Self.aud, sei, Self.idrSlice], [Self.idrSlice], [Self.aud],
+        let units: [[NALUnit]] = [[Self.aud, Self.sps, Self.pps, Self.idrSlice], [Self.aud, sei, Self.idrSlice], [Self.idrSlice], [Self.aud],
                                   [Self.aud, Self.idrSlice], [Self.aud, sei, Self.idrSlice, eos]]
         var own = AccessUnitDelimiting()
         var sharing = AccessUnitDelimiting()
@@ -128,10 +125,8 @@ import Testing
     /// stay each unit what a writer framing every unit itself has.
     @Test func streamFramingTakesWhatLeavesItAsItIsWithoutChangingIt() {
         let sei = NALUnit(escapedBody: [0x06, 0x05, 0x01, 0x42, 0x80])
-        let sps = NALUnit(escapedBody: [0x67, 0x42, 0xC0, 0x1E, 0xDA, 0x02, 0x80, 0xBF, 0xE5, 0x84, 0x00, 0x00, 0x03, 0x00, 0x04, 0x00, 0x00, 0x03, 0x00, 0xF0, 0x3C, 0x60, 0xC9, 0x20])
-        let pps = NALUnit(escapedBody: [0x68, 0xCE, 0x0F, 0xC8])
         let eos = NALUnit(escapedBody: [0x0A])
-        let units: [[NALUnit]] = [[Self.aud, Self.idrSlice], [Self.aud, sei, Self.idrSlice], [Self.aud, sps, pps, Self.idrSlice],
+        let units: [[NALUnit]] = [[Self.aud, Self.idrSlice], [Self.aud, sei, Self.idrSlice], [Self.aud, Self.sps, Self.pps, Self.idrSlice],
                                   [Self.aud], [Self.idrSlice], [Self.aud, sei, Self.idrSlice, eos], [Self.aud, Self.idrSlice]]
         var own = AccessUnitDelimiting()
         var sharing = StreamFraming()
