@@ -123,7 +123,9 @@ public struct FramedContinuation: Sendable {
     public let endsStream: Bool
 
     /// Nothing to note and not the stream's end: a writer whose next delimiter is open is
-    /// the same after it (most access units: every picture between two IDRs).
+    /// the same after it (most access units: every picture between two IDRs). Stored, not
+    /// worked out from `noted` by each reader: read from the shared unit, that copied the
+    /// continuation out (its arrays retained and released per reader).
     public let leavesWritersAsTheyAre: Bool
 
     public init(chunks: [ArraySlice<UInt8>], noted: [NALUnit], endsStream: Bool) {

@@ -15,6 +15,9 @@ import Testing
     /// A baseline SPS (id 0) and a PPS for it.
     static let sps = NALUnit(escapedBody: [0x67, 0x42, 0xC0, 0x1E, 0xDA, 0x02, 0x80, 0xBF, 0xE5, 0x84, 0x00, 0x00, 0x03, 0x00, 0x04, 0x00, 0x00, 0x03, 0x00, 0xF0, 0x3C, 0x60, 0xC9, 0x20])
     static let pps = NALUnit(escapedBody: [0x68, 0xCE, 0x0F, 0xC8])
+    /// An SEI (one user-data message) and an end of sequence.
+    static let sei = NALUnit(escapedBody: [0x06, 0x05, 0x01, 0x42, 0x80])
+    static let eos = NALUnit(escapedBody: [0x0A])
 
     static func bytes(_ nals: [NALUnit]) -> [UInt8] { nals.flatMap { Array($0.wire) } }
 
@@ -42,10 +45,9 @@ import Testing
     @Test func framingSendsTheNextDelimiterBehindEachAccessUnit() {
         var framing = AccessUnitDelimiting()
         let trailer: [UInt8] = [0, 0, 0, 1, 0x09, 0xF0, 0, 0, 0, 1, 0x06]
-        let sei = NALUnit(escapedBody: [0x06, 0x05, 0x01, 0x42, 0x80])
         let first = framing.frame([Self.aud, Self.idrSlice]).flatMap { $0 }
         #expect(first == Self.bytes([Self.aud, Self.idrSlice]) + trailer, "the first keeps its own AUD")
-        let second = framing.frame([Self.aud, sei, Self.idrSlice]).flatMap { $0 }
+        let second = framing.frame([Self.aud, Self.sei, Self.idrSlice]).flatMap { $0 }
         #expect(second == [0x05, 0x01, 0x42, 0x80] + Self.bytes([Self.idrSlice]) + trailer, "the SEI the trailer began goes on")
         let third = framing.frame([Self.aud, Self.idrSlice]).flatMap { $0 }
         #expect(third == [0x03, 0x00, 0x80] + Self.bytes([Self.idrSlice]) + trailer, "no SEI first: an empty filler SEI")
@@ -93,10 +95,8 @@ import Testing
     /// their first (`take(_:)`) is byte for byte what each would frame itself,
     /// from the first access unit through an AUD alone to one that ends the stream.
     @Test func sharedChunksAreWhatEachWriterWouldFrame() {
-        let sei = NALUnit(escapedBody: [0x06, 0x05, 0x01, 0x42, 0x80])
-        let eos = NALUnit(escapedBody: [0x0A])
-        let units: [[NALUnit]] = [[Self.aud, Self.sps, Self.pps, Self.idrSlice], [Self.aud, sei, Self.idrSlice], [Self.idrSlice], [Self.aud],
-                                  [Self.aud, Self.idrSlice], [Self.aud, sei, Self.idrSlice, eos]]
+        let units: [[NALUnit]] = [[Self.aud, Self.sps, Self.pps, Self.idrSlice], [Self.aud, Self.sei, Self.idrSlice], [Self.idrSlice], [Self.aud],
+                                  [Self.aud, Self.idrSlice], [Self.aud, Self.sei, Self.idrSlice, Self.eos]]
         var own = AccessUnitDelimiting()
         var sharing = AccessUnitDelimiting()
         let maker = AccessUnitDelimiting()
@@ -124,10 +124,8 @@ import Testing
     /// framing, not changing it, and the bytes, the open delimiter and the closing picture
     /// stay each unit what a writer framing every unit itself has.
     @Test func streamFramingTakesWhatLeavesItAsItIsWithoutChangingIt() {
-        let sei = NALUnit(escapedBody: [0x06, 0x05, 0x01, 0x42, 0x80])
-        let eos = NALUnit(escapedBody: [0x0A])
-        let units: [[NALUnit]] = [[Self.aud, Self.idrSlice], [Self.aud, sei, Self.idrSlice], [Self.aud, Self.sps, Self.pps, Self.idrSlice],
-                                  [Self.aud], [Self.idrSlice], [Self.aud, sei, Self.idrSlice, eos], [Self.aud, Self.idrSlice]]
+        let units: [[NALUnit]] = [[Self.aud, Self.idrSlice], [Self.aud, Self.sei, Self.idrSlice], [Self.aud, Self.sps, Self.pps, Self.idrSlice],
+                                  [Self.aud], [Self.idrSlice], [Self.aud, Self.sei, Self.idrSlice, Self.eos], [Self.aud, Self.idrSlice]]
         var own = AccessUnitDelimiting()
         var sharing = StreamFraming()
         var maker = StreamFraming()

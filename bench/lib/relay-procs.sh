@@ -1,7 +1,8 @@
 # Sourced by bench/relay-switches, relay-warm, relay-instructions, relay-footprint and
 # relay-profile: the relay benchmark's processes on this machine (c/relaysrc serving the
 # 1080p30 source file, a relay reading it, live or under callgrind) and the counters they are
-# measured by. Needs $bin, $source_file and $nalcast set ($work too for copy_for_valgrind).
+# measured by. Needs $bin, $source_file and $nalcast set ($work too for copy_for_valgrind,
+# $root for build_relaygop).
 
 pids=()
 # Stops every process started here (by PID).
@@ -25,6 +26,9 @@ relay_command() {
         *) command=("$3" consume --from "tcp://127.0.0.1:$port" --listen "tcp://127.0.0.1:$listen" --join gop --quiet) ;;
     esac
 }
+
+# build_relaygop: c/relaygop.c (the C relay of any stream) built as this checkout has it, in $bin.
+build_relaygop() { gcc -O2 -Wall -o "$bin/relaygop" "$root/bench/c/relaygop.c" -lev; }
 
 # start_source PORT: c/relaysrc serving the source file on PORT, given half a second to listen.
 start_source() {
