@@ -51,7 +51,8 @@ def kind_of(symbol):
 
 
 def demangled(names):
-    """`names` demangled, in order, by the toolchain's `swift demangle` (as they are without one)."""
+    """`names` demangled, in order, by the toolchain's `swift demangle` (as they are without one):
+    the one demangling of both relay instruments."""
     names = list(names)
     try:
         out = subprocess.run(["swift", "demangle", "--simplified"], input="\n".join(names) + "\n",
