@@ -25,6 +25,13 @@ Cases:
   its RSS and peak RSS with 16 readers: one in this process checks that every picture
   arrives (SEI sequence without a gap) and how far behind the source the pictures of the
   window are, 15 are `c/readers.c` and must all get the same bytes (within 10 % and a GOP).
+- side by side: the C relays and nalcast (and NALCAST_BEFORE) at once, each reading the one
+  source and serving 16 readers of its own (`c/readers.c`, all of which must get the same
+  bytes), the relays pinned to one CPU and the readers to the other where the machine has
+  two; each relay's CPU over the same window, and its ratio to each C relay's in that
+  window. Taken one after the other, a relay's CPU moves by about 15 % with the machine's
+  load from one run to the next; in one window both relays see the same load, and the
+  same build twice lands within 1-2 % (medians of the windows).
 - stalled: the relay's RSS over 20 s with 16 readers, one of which never reads.
 - join: connect -> first decodable picture, the burst after it, how far behind the source
   the first and the last picture of the burst are (`live.join_once`), 20 joins.
@@ -114,8 +121,9 @@ def _rtsp_unavailable() -> str | None:
 # the relays
 
 
-def _start_relay(ctx: Context, procs: Procs, kind: tuple, url: str, log: Path) -> tuple:
-    """Starts one relay reading url; returns (process, port it serves on)."""
+def _start_relay(ctx: Context, procs: Procs, kind: tuple, url: str, log: Path, prefix: tuple = ()) -> tuple:
+    """Starts one relay reading url, its command behind `prefix` (taskset, say); returns
+    (process, port it serves on)."""
     tool, option = kind
     port = free_port()
     if tool == "nalcast" and option.startswith("before:"):
@@ -139,7 +147,7 @@ def _start_relay(ctx: Context, procs: Procs, kind: tuple, url: str, log: Path) -
         argv = ["gst-launch-1.0", "-q", *src, "!", "h264parse", "config-interval=-1", "!",
                 "video/x-h264,stream-format=byte-stream,alignment=au", "!",
                 "tcpserversink", "host=127.0.0.1", f"port={port}", *([option] if option else [])]
-    proc = procs.start(argv, stderr=log)
+    proc = procs.start([*prefix, *argv], stderr=log)
     try:
         wait_listening(proc, port, log)
     except BenchError as e:
@@ -254,6 +262,82 @@ def _ratios(key: str, label: str):
     return after
 
 
+class _Together:
+    """The side-by-side case's windows: each run, all its relays at once. The first of its
+    contenders the harness measures in a run starts the window for all of them; the others
+    take their samples from it (the harness shuffles their order from the second run)."""
+
+    def __init__(self, p: dict, kinds: dict):
+        self.p, self.kinds = p, kinds  # contender name -> relay kind
+        self.windows: list = []  # per run: contender name -> Sample
+        self.taken: dict = {}  # contender name -> samples taken
+
+    def measure(self, name: str):
+        @_guard
+        def measure(ctx: Context) -> Sample:
+            run = self.taken.get(name, 0)
+            self.taken[name] = run + 1
+            if run == len(self.windows):
+                try:
+                    window = self._window(ctx)
+                except BenchError as e:  # every relay of the window failed with it
+                    window = {other: Sample(0, 0, 0, status=e.status, extra={"error": str(e)}) for other in self.kinds}
+                self.windows.append(window)
+            return self.windows[run][name]
+        return measure
+
+    def _window(self, ctx: Context) -> dict:
+        p, n = self.p, self.p["readers"]
+        seconds = p["settle"] + p["window"] + p["tail"]
+        # The relays on the first CPU, every reader on the second (as bench/relay-footprint's
+        # TOGETHER=1): each relay alone with its own work on its CPU, whatever the others do.
+        pin = (lambda cpu: ["taskset", "-c", str(cpu)]) if (os.cpu_count() or 1) >= 2 and has_program("taskset") \
+            else (lambda cpu: [])
+        with Procs() as procs:
+            _, src = _start_source(ctx, procs, p)
+            relays = {}
+            for name, kind in self.kinds.items():
+                log = ctx.dir("logs") / f"relay-together-{kind[0]}-{kind[1].split(':')[0] or 'default'}.stderr"
+                proc, port = _start_relay(ctx, procs, kind, f"tcp://127.0.0.1:{src}", log, prefix=pin(0))
+                relays[name] = (proc, port, log)
+            readers = {name: procs.start([*pin(1), ctx.tool("readers"), port, n, seconds], stdout=subprocess.PIPE,
+                                         stderr=ctx.dir("logs") / "relay-together-readers-c.stderr")
+                       for name, (_, port, _) in relays.items()}
+            time.sleep(p["warm"] + p["settle"])  # every relay has had an IDR; the readers' GOPs are out
+            start = {name: task_cpu_ns(proc.pid) for name, (proc, _, _) in relays.items()}
+            t0 = time.monotonic()
+            time.sleep(p["window"])
+            end = {name: task_cpu_ns(proc.pid) for name, (proc, _, _) in relays.items()}
+            t1 = time.monotonic()
+            hwm = {name: rss_kib(proc.pid)[1] for name, (proc, _, _) in relays.items()}
+            for proc, _, log in relays.values():
+                _alive(proc, log)
+            least = {name: check_readers(readers_result(rproc), seconds, p["keyint_s"])
+                     for name, rproc in readers.items()}
+        cpu = {name: (end[name] - start[name]) / 1e9 for name in relays}
+        window = {}
+        for name in relays:
+            extra = dict(cpu_pct=100 * cpu[name] / (t1 - t0), hwm=hwm[name] / 1024, reader_min_kb=least[name] / 1000)
+            for ref, key in ((C_RELAY, "window_vs_crelay"), (C_ANY, "window_vs_cany")):
+                if cpu.get(ref):
+                    extra[key] = cpu[name] / cpu[ref]
+            window[name] = Sample(t1 - t0, cpu[name], hwm[name], extra=extra)
+        return window
+
+
+def _together_notes(case: Case) -> list:
+    notes = []
+    for c in case.contenders:
+        if not c.name.startswith("nalcast") or not c.samples:
+            continue
+        for key, who in (("window_vs_crelay", "the C relay"), ("window_vs_cany", "the C relay of any stream")):
+            ratios = sorted(s.extra[key] for s in c.samples if key in s.extra)
+            if ratios:
+                notes.append(f"{case.label}: {c.name} CPU against {who}'s in the same window: "
+                             f"{median(ratios):.2f}x (windows {ratios[0]:.2f}-{ratios[-1]:.2f}x, {len(ratios)} of them)")
+    return notes
+
+
 # ---------------------------------------------------------------------------
 # a reader that never reads
 
@@ -363,6 +447,24 @@ def cases(ctx: Context) -> list:
         f"the source each arrives (median, p99 ms), the {n - 1} of c/readers.c must get the same bytes; "
         f"target: nalcast CPU <= 0.3x GStreamer's")
 
+    together_kinds = {C_RELAY: ("crelay", ""), C_ANY: ("relaygop", ""), "nalcast --join gop": ("nalcast", "gop")}
+    if before:
+        together_kinds["nalcast --join gop before (NALCAST_BEFORE)"] = ("nalcast", f"before:{Path(before).resolve()}")
+    together = _Together(p, together_kinds)
+    together_case = Case(
+        NAME, f"relay {size} to {n} readers, side by side", "", 1,
+        [Contender(name, measure=together.measure(name), skip=cany.skip or (skip_join if name.startswith("nalcast") else None),
+                   usage_error_skips=name.startswith("nalcast"))
+         for name in together_kinds],
+        runs=ctx.runs_for(p["runs"]), after=_together_notes,
+        figures=[("cpu_pct", "CPU", "{:.2f} %"), ("window_vs_crelay", "vs C relay, same window", "{:.2f}x"),
+                 ("window_vs_cany", "vs C any stream, same window", "{:.2f}x"), ("hwm", "peak RSS", "{:.1f} MiB")])
+    together_case.notes.append(
+        f"{together_case.label}: every relay at once, each reading the one source and serving {n} readers of its "
+        f"own (c/readers.c, the same bytes to each), relays pinned to one CPU and readers to the other; CPU (% of a "
+        f"core, /proc schedstat) over the same {p['window']:g} s window, and against each C relay's in that window "
+        f"(medians of the windows)")
+
     stall = Case(NAME, f"relay {size} {n} readers, one stalled {p['stall_s']:g}s", "", 1, rows(_stall_measure, p),
                  runs=1, figures=[("growth_mib", "RSS growth", "{:+.1f} MiB"), ("rss_end", "RSS", "{:.1f} MiB"),
                                   ("hwm", "peak", "{:.1f} MiB")])
@@ -386,4 +488,4 @@ def cases(ctx: Context) -> list:
     rtsp.notes.append(f"{rtsp.label}: the same source served by GStreamer's RTSP server (RTP over TCP; its CPU "
                       "not counted); GStreamer: rtspsrc protocols=tcp latency=0 ! rtph264depay ! h264parse ! "
                       "tcpserversink; figures as for TCP in")
-    return [readers, stall, join, rtsp]
+    return [readers, together_case, stall, join, rtsp]
