@@ -67,6 +67,7 @@ GST_REF = "gstreamer"  # the row the ratios are taken against
 C_RELAY = "C relay"  # c/relay.c: the least a relay (not a source) can do
 # c/relaygop.c: the least a relay of any stream with a cached GOP can do (nalcast's work)
 C_ANY = "C relay of any stream"
+TOGETHER_NALCAST = "nalcast --join gop"  # the side-by-side case's nalcast row, NALCAST_BEFORE's reference
 RTSP_SERVER = Path(__file__).resolve().parent / "rtsp_source.py"
 PY_GI = "/usr/bin/python3"  # python3-gi belongs to Debian's Python
 
@@ -293,10 +294,14 @@ class _Together:
         # TOGETHER=1): each relay alone with its own work on its CPU, whatever the others do.
         pin = (lambda cpu: ["taskset", "-c", str(cpu)]) if (os.cpu_count() or 1) >= 2 and has_program("taskset") \
             else (lambda cpu: [])
+        # Each window starts the relays in an order of its own: the one started last costs a
+        # percent or two more (the same build twice: 1.02x), which the windows then share out.
+        order = list(self.kinds.items())
+        random.Random(len(self.windows)).shuffle(order)
         with Procs() as procs:
             _, src = _start_source(ctx, procs, p)
             relays = {}
-            for name, kind in self.kinds.items():
+            for name, kind in order:
                 log = ctx.dir("logs") / f"relay-together-{kind[0]}-{kind[1].split(':')[0] or 'default'}.stderr"
                 proc, port = _start_relay(ctx, procs, kind, f"tcp://127.0.0.1:{src}", log, prefix=pin(0))
                 relays[name] = (proc, port, log)
@@ -318,7 +323,7 @@ class _Together:
         window = {}
         for name in relays:
             extra = dict(cpu_pct=100 * cpu[name] / (t1 - t0), hwm=hwm[name] / 1024, reader_min_kb=least[name] / 1000)
-            for ref, key in ((C_RELAY, "window_vs_crelay"), (C_ANY, "window_vs_cany")):
+            for ref, key in ((C_RELAY, "window_vs_crelay"), (C_ANY, "window_vs_cany"), (TOGETHER_NALCAST, "window_vs_nalcast")):
                 if cpu.get(ref):
                     extra[key] = cpu[name] / cpu[ref]
             window[name] = Sample(t1 - t0, cpu[name], hwm[name], extra=extra)
@@ -330,7 +335,10 @@ def _together_notes(case: Case) -> list:
     for c in case.contenders:
         if not c.name.startswith("nalcast") or not c.samples:
             continue
-        for key, who in (("window_vs_crelay", "the C relay"), ("window_vs_cany", "the C relay of any stream")):
+        for key, ref in (("window_vs_crelay", C_RELAY), ("window_vs_cany", C_ANY), ("window_vs_nalcast", TOGETHER_NALCAST)):
+            if c.name == ref:
+                continue
+            who = "the " + ref if ref.startswith("C ") else ref
             ratios = sorted(s.extra[key] for s in c.samples if key in s.extra)
             if ratios:
                 notes.append(f"{case.label}: {c.name} CPU against {who}'s in the same window: "
@@ -447,7 +455,7 @@ def cases(ctx: Context) -> list:
         f"the source each arrives (median, p99 ms), the {n - 1} of c/readers.c must get the same bytes; "
         f"target: nalcast CPU <= 0.3x GStreamer's")
 
-    together_kinds = {C_RELAY: ("crelay", ""), C_ANY: ("relaygop", ""), "nalcast --join gop": ("nalcast", "gop")}
+    together_kinds = {C_RELAY: ("crelay", ""), C_ANY: ("relaygop", ""), TOGETHER_NALCAST: ("nalcast", "gop")}
     if before:
         together_kinds["nalcast --join gop before (NALCAST_BEFORE)"] = ("nalcast", f"before:{Path(before).resolve()}")
     together = _Together(p, together_kinds)
