@@ -30,8 +30,10 @@ Cases:
   bytes), the relays pinned to one CPU and the readers to the other where the machine has
   two; each relay's CPU over the same window, and its ratio to each C relay's in that
   window. Taken one after the other, a relay's CPU moves by about 15 % with the machine's
-  load from one run to the next; in one window both relays see the same load, and the
-  same build twice lands within 1-2 % (medians of the windows).
+  load from one run to the next; in one window the relays see the same load. The place a
+  relay starts in (and so is served and woken in) moves its ratio by up to a fifth, so the
+  windows start them in turns and the headline is the mean of the medians by place: the
+  same build twice lands within 2-3 % of itself.
 - stalled: the relay's RSS over 20 s with 16 readers, one of which never reads.
 - join: connect -> first decodable picture, the burst after it, how far behind the source
   the first and the last picture of the burst are (`live.join_once`), 20 joins.
@@ -294,10 +296,12 @@ class _Together:
         # TOGETHER=1): each relay alone with its own work on its CPU, whatever the others do.
         pin = (lambda cpu: ["taskset", "-c", str(cpu)]) if (os.cpu_count() or 1) >= 2 and has_program("taskset") \
             else (lambda cpu: [])
-        # Each window starts the relays in an order of its own: the one started last costs a
-        # percent or two more (the same build twice: 1.02x), which the windows then share out.
+        # Where a relay comes in the order they start in (and so are served and woken in) moves
+        # its CPU by more than the gap measured: the windows take turns, each relay in every
+        # place once in as many windows as there are relays.
         order = list(self.kinds.items())
-        random.Random(len(self.windows)).shuffle(order)
+        turn = len(self.windows) % len(order)
+        order = order[turn:] + order[:turn]
         with Procs() as procs:
             _, src = _start_source(ctx, procs, p)
             relays = {}
@@ -322,7 +326,8 @@ class _Together:
         cpu = {name: (end[name] - start[name]) / 1e9 for name in relays}
         window = {}
         for name in relays:
-            extra = dict(cpu_pct=100 * cpu[name] / (t1 - t0), hwm=hwm[name] / 1024, reader_min_kb=least[name] / 1000)
+            extra = dict(cpu_pct=100 * cpu[name] / (t1 - t0), hwm=hwm[name] / 1024, reader_min_kb=least[name] / 1000,
+                         place=[n for n, _ in order].index(name) + 1)
             for ref, key in ((C_RELAY, "window_vs_crelay"), (C_ANY, "window_vs_cany"), (TOGETHER_NALCAST, "window_vs_nalcast")):
                 if cpu.get(ref):
                     extra[key] = cpu[name] / cpu[ref]
@@ -340,9 +345,20 @@ def _together_notes(case: Case) -> list:
                 continue
             who = "the " + ref if ref.startswith("C ") else ref
             ratios = sorted(s.extra[key] for s in c.samples if key in s.extra)
-            if ratios:
-                notes.append(f"{case.label}: {c.name} CPU against {who}'s in the same window: "
-                             f"{median(ratios):.2f}x (windows {ratios[0]:.2f}-{ratios[-1]:.2f}x, {len(ratios)} of them)")
+            if not ratios:
+                continue
+            places = {}
+            for s in c.samples:
+                if key in s.extra:
+                    places.setdefault(s.extra["place"], []).append(s.extra[key])
+            by_place = ", ".join(f"{median(v):.2f}x {place}{'st' if place == 1 else 'nd' if place == 2 else 'rd' if place == 3 else 'th'}"
+                                 for place, v in sorted(places.items()))
+            # The headline: each place's median, averaged over the places, so that the places
+            # weigh the same whatever the count of windows.
+            balanced = sum(median(v) for v in places.values()) / len(places)
+            notes.append(f"{case.label}: {c.name} CPU against {who}'s in the same window: {balanced:.2f}x, the "
+                         f"mean of its medians by the place it started in ({by_place}); windows "
+                         f"{ratios[0]:.2f}-{ratios[-1]:.2f}x, {len(ratios)} of them, their median {median(ratios):.2f}x")
     return notes
 
 
@@ -469,9 +485,11 @@ def cases(ctx: Context) -> list:
                  ("window_vs_cany", "vs C any stream, same window", "{:.2f}x"), ("hwm", "peak RSS", "{:.1f} MiB")])
     together_case.notes.append(
         f"{together_case.label}: every relay at once, each reading the one source and serving {n} readers of its "
-        f"own (c/readers.c, the same bytes to each), relays pinned to one CPU and readers to the other; CPU (% of a "
-        f"core, /proc schedstat) over the same {p['window']:g} s window, and against each C relay's in that window "
-        f"(medians of the windows)")
+        f"own (c/readers.c, the same bytes to each), relays pinned to one CPU and readers to the other, started in "
+        f"turns (each relay in every place once in as many windows as there are relays); CPU (% of a core, /proc "
+        f"schedstat) over the same {p['window']:g} s window, and against each C relay's in that window (the "
+        f"table: medians of the windows; below: the mean of the medians by place, which a count of windows that "
+        f"is not a multiple of the relays' leaves uneven)")
 
     stall = Case(NAME, f"relay {size} {n} readers, one stalled {p['stall_s']:g}s", "", 1, rows(_stall_measure, p),
                  runs=1, figures=[("growth_mib", "RSS growth", "{:+.1f} MiB"), ("rss_end", "RSS", "{:.1f} MiB"),
