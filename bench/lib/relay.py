@@ -324,15 +324,20 @@ class _Together:
             least = {name: check_readers(readers_result(rproc), seconds, p["keyint_s"])
                      for name, rproc in readers.items()}
         cpu = {name: (end[name] - start[name]) / 1e9 for name in relays}
+        place = {name: i + 1 for i, (name, _) in enumerate(order)}
         window = {}
         for name in relays:
             extra = dict(cpu_pct=100 * cpu[name] / (t1 - t0), hwm=hwm[name] / 1024, reader_min_kb=least[name] / 1000,
-                         place=[n for n, _ in order].index(name) + 1)
+                         place=place[name])
             for ref, key in ((C_RELAY, "window_vs_crelay"), (C_ANY, "window_vs_cany"), (TOGETHER_NALCAST, "window_vs_nalcast")):
                 if cpu.get(ref):
                     extra[key] = cpu[name] / cpu[ref]
             window[name] = Sample(t1 - t0, cpu[name], hwm[name], extra=extra)
         return window
+
+
+def _ordinal(k: int) -> str:
+    return f"{k}{ {1: 'st', 2: 'nd', 3: 'rd'}.get(k, 'th') }"
 
 
 def _together_notes(case: Case) -> list:
@@ -351,8 +356,7 @@ def _together_notes(case: Case) -> list:
             for s in c.samples:
                 if key in s.extra:
                     places.setdefault(s.extra["place"], []).append(s.extra[key])
-            by_place = ", ".join(f"{median(v):.2f}x {place}{'st' if place == 1 else 'nd' if place == 2 else 'rd' if place == 3 else 'th'}"
-                                 for place, v in sorted(places.items()))
+            by_place = ", ".join(f"{median(v):.2f}x {_ordinal(place)}" for place, v in sorted(places.items()))
             # The headline: each place's median, averaged over the places, so that the places
             # weigh the same whatever the count of windows.
             balanced = sum(median(v) for v in places.values()) / len(places)
