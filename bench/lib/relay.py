@@ -473,7 +473,8 @@ def cases(ctx: Context) -> list:
         f"{readers.label}: relay CPU (% of a core, /proc schedstat) and RSS over {p['window']:g} s with {n} "
         f"readers; one checks every picture arrives (timestamp SEI sequence without a gap) and how far behind "
         f"the source each arrives (median, p99 ms), the {n - 1} of c/readers.c must get the same bytes; "
-        f"target: nalcast CPU <= 0.3x GStreamer's")
+        f"target: nalcast CPU <= 0.3x GStreamer's; the ratios to the C relays, taken one run after another, move "
+        f"by about 15 % with the machine's load: the side-by-side case gives them within one window")
 
     together_kinds = {C_RELAY: ("crelay", ""), C_ANY: ("relaygop", ""), TOGETHER_NALCAST: ("nalcast", "gop")}
     if before:
