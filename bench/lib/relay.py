@@ -34,6 +34,8 @@ Cases:
   relay starts in (and so is served and woken in) moves its ratio by up to a fifth, so the
   windows start them in turns and the headline is the mean of the medians by place: the
   same build twice lands within 2-3 % of itself.
+  RELAY_READERS=N serves each relay N readers in place of 16 (1, say: what is left is the
+  relay's work once an access unit, which does not grow with its readers).
 - stalled: the relay's RSS over 20 s with 16 readers, one of which never reads.
 - join: connect -> first decodable picture, the burst after it, how far behind the source
   the first and the last picture of the burst are (`live.join_once`), 20 joins.
@@ -479,9 +481,11 @@ def cases(ctx: Context) -> list:
     together_kinds = {C_RELAY: ("crelay", ""), C_ANY: ("relaygop", ""), TOGETHER_NALCAST: ("nalcast", "gop")}
     if before:
         together_kinds["nalcast --join gop before (NALCAST_BEFORE)"] = ("nalcast", f"before:{Path(before).resolve()}")
-    together = _Together(p, together_kinds)
+    together_readers = int(os.environ.get("RELAY_READERS") or n)
+    together = _Together(dict(p, readers=together_readers), together_kinds)
+    together_shown = f"{together_readers} reader{'' if together_readers == 1 else 's'}"
     together_case = Case(
-        NAME, f"relay {size} to {n} readers, side by side", "", 1,
+        NAME, f"relay {size} to {together_shown}, side by side", "", 1,
         [Contender(name, measure=together.measure(name), skip=cany.skip or (skip_join if name.startswith("nalcast") else None),
                    usage_error_skips=name.startswith("nalcast"))
          for name in together_kinds],
@@ -489,7 +493,7 @@ def cases(ctx: Context) -> list:
         figures=[("cpu_pct", "CPU", "{:.2f} %"), ("window_vs_crelay", "vs C relay, same window", "{:.2f}x"),
                  ("window_vs_cany", "vs C any stream, same window", "{:.2f}x"), ("hwm", "peak RSS", "{:.1f} MiB")])
     together_case.notes.append(
-        f"{together_case.label}: every relay at once, each reading the one source and serving {n} readers of its "
+        f"{together_case.label}: every relay at once, each reading the one source and serving {together_shown} of its "
         f"own (c/readers.c, the same bytes to each), relays pinned to one CPU and readers to the other, started in "
         f"turns (each relay in every place once in as many windows as there are relays); CPU (% of a core, /proc "
         f"schedstat) over the same {p['window']:g} s window, and against each C relay's in that window (the "
