@@ -283,17 +283,21 @@ class _Together:
             run = self.taken.get(name, 0)
             self.taken[name] = run + 1
             if run == len(self.windows):
+                # A window that fails fails for every relay in it, once: the next contender
+                # does not start it again.
                 try:
                     window = self._window(ctx)
-                except BenchError as e:  # every relay of the window failed with it
-                    window = {other: Sample(0, 0, 0, status=e.status, extra={"error": str(e)}) for other in self.kinds}
+                except Exception as e:
+                    status = e.status if isinstance(e, BenchError) else 1
+                    window = {other: Sample(0, 0, 0, status=status, extra={"error": str(e)}) for other in self.kinds}
                 self.windows.append(window)
             return self.windows[run][name]
         return measure
 
     def _window(self, ctx: Context) -> dict:
         p, n = self.p, self.p["readers"]
-        seconds = p["settle"] + p["window"] + p["tail"]
+        # The readers start with the relays: they outlive the warm-up and the window.
+        seconds = p["warm"] + p["settle"] + p["window"] + p["tail"]
         # The relays on the first CPU, every reader on the second (as bench/relay-footprint's
         # TOGETHER=1): each relay alone with its own work on its CPU, whatever the others do.
         pin = (lambda cpu: ["taskset", "-c", str(cpu)]) if (os.cpu_count() or 1) >= 2 and has_program("taskset") \
@@ -312,8 +316,8 @@ class _Together:
                 proc, port = _start_relay(ctx, procs, kind, f"tcp://127.0.0.1:{src}", log, prefix=pin(0))
                 relays[name] = (proc, port, log)
             readers = {name: procs.start([*pin(1), ctx.tool("readers"), port, n, seconds], stdout=subprocess.PIPE,
-                                         stderr=ctx.dir("logs") / "relay-together-readers-c.stderr")
-                       for name, (_, port, _) in relays.items()}
+                                         stderr=log.with_name(log.stem + "-readers.stderr"))
+                       for name, (_, port, log) in relays.items()}
             time.sleep(p["warm"] + p["settle"])  # every relay has had an IDR; the readers' GOPs are out
             start = {name: task_cpu_ns(proc.pid) for name, (proc, _, _) in relays.items()}
             t0 = time.monotonic()
@@ -351,13 +355,13 @@ def _together_notes(case: Case) -> list:
             if c.name == ref:
                 continue
             who = "the " + ref if ref.startswith("C ") else ref
-            ratios = sorted(s.extra[key] for s in c.samples if key in s.extra)
-            if not ratios:
-                continue
             places = {}
             for s in c.samples:
                 if key in s.extra:
                     places.setdefault(s.extra["place"], []).append(s.extra[key])
+            if not places:
+                continue
+            ratios = sorted(r for v in places.values() for r in v)
             by_place = ", ".join(f"{median(v):.2f}x {_ordinal(place)}" for place, v in sorted(places.items()))
             # The headline: each place's median, averaged over the places, so that the places
             # weigh the same whatever the count of windows.
