@@ -47,6 +47,7 @@ Cases:
 from __future__ import annotations
 
 import os
+import sys
 import random
 import subprocess
 import time
@@ -485,6 +486,16 @@ def cases(ctx: Context) -> list:
     together_kinds = {C_RELAY: ("crelay", ""), C_ANY: ("relaygop", ""), TOGETHER_NALCAST: ("nalcast", "gop")}
     if before:
         together_kinds["nalcast --join gop before (NALCAST_BEFORE)"] = ("nalcast", f"before:{Path(before).resolve()}")
+    # RELAY_TOGETHER=LIST: only these of them side by side (crelay, relaygop, nalcast, before):
+    # a pair, alone on the core, is measured without the start place mattering.
+    chosen = [k for k in os.environ.get("RELAY_TOGETHER", "").split(",") if k]
+    short = {name: "before" if kind[1].startswith("before:") else kind[0] for name, kind in together_kinds.items()}
+    unknown = [k for k in chosen if k not in short.values()]
+    if unknown:
+        print(f"bench: RELAY_TOGETHER: {', '.join(unknown)} is none of {', '.join(short.values())}", file=sys.stderr)
+        raise SystemExit(64)
+    if chosen:
+        together_kinds = {name: kind for name, kind in together_kinds.items() if short[name] in chosen}
     together_readers = int(os.environ.get("RELAY_READERS") or n)
     together = _Together(dict(p, readers=together_readers), together_kinds)
     together_shown = f"{together_readers} reader{'' if together_readers == 1 else 's'}"
@@ -497,7 +508,7 @@ def cases(ctx: Context) -> list:
         figures=[("cpu_pct", "CPU", "{:.2f} %"), ("window_vs_crelay", "vs C relay, same window", "{:.2f}x"),
                  ("window_vs_cany", "vs C any stream, same window", "{:.2f}x"), ("hwm", "peak RSS", "{:.1f} MiB")])
     together_case.notes.append(
-        f"{together_case.label}: every relay at once, each reading the one source and serving {together_shown} of its "
+        f"{together_case.label}: {'every relay' if not chosen else 'the relays of RELAY_TOGETHER'} at once, each reading the one source and serving {together_shown} of its "
         f"own (c/readers.c, the same bytes to each), relays pinned to one CPU and readers to the other, started in "
         f"turns (each relay in every place once in as many windows as there are relays); CPU (% of a core, /proc "
         f"schedstat) over the same {p['window']:g} s window, and against each C relay's in that window (the "
