@@ -36,6 +36,9 @@ Cases:
   same build twice lands within 2-3 % of itself.
   RELAY_READERS=N serves each relay N readers in place of 16 (1, say: what is left is the
   relay's work once an access unit, which does not grow with its readers).
+  RELAY_TOGETHER=LIST runs only the listed relays (crelay, relaygop, nalcast, before): a pair
+  alone on the CPU, where the place makes no difference and the windows lie within about 5 %
+  of their median (nalcast against the floor: relaygop,nalcast; two builds: nalcast,before).
 - stalled: the relay's RSS over 20 s with 16 readers, one of which never reads.
 - join: connect -> first decodable picture, the burst after it, how far behind the source
   the first and the last picture of the burst are (`live.join_once`), 20 joins.
@@ -492,7 +495,8 @@ def cases(ctx: Context) -> list:
     short = {name: "before" if kind[1].startswith("before:") else kind[0] for name, kind in together_kinds.items()}
     unknown = [k for k in chosen if k not in short.values()]
     if unknown:
-        print(f"bench: RELAY_TOGETHER: {', '.join(unknown)} is none of {', '.join(short.values())}", file=sys.stderr)
+        hint = " (before needs NALCAST_BEFORE)" if "before" in unknown else ""
+        print(f"bench: RELAY_TOGETHER: {', '.join(unknown)} is none of {', '.join(short.values())}{hint}", file=sys.stderr)
         raise SystemExit(64)
     if chosen:
         together_kinds = {name: kind for name, kind in together_kinds.items() if short[name] in chosen}
