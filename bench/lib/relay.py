@@ -76,6 +76,8 @@ C_RELAY = "C relay"  # c/relay.c: the least a relay (not a source) can do
 # c/relaygop.c: the least a relay of any stream with a cached GOP can do (nalcast's work)
 C_ANY = "C relay of any stream"
 TOGETHER_NALCAST = "nalcast --join gop"  # the side-by-side case's nalcast row, NALCAST_BEFORE's reference
+# The rows each side-by-side window's ratios are taken against, with the figure each gives.
+WINDOW_REFS = ((C_RELAY, "window_vs_crelay"), (C_ANY, "window_vs_cany"), (TOGETHER_NALCAST, "window_vs_nalcast"))
 RTSP_SERVER = Path(__file__).resolve().parent / "rtsp_source.py"
 PY_GI = "/usr/bin/python3"  # python3-gi belongs to Debian's Python
 
@@ -339,7 +341,7 @@ class _Together:
         for name in relays:
             extra = dict(cpu_pct=100 * cpu[name] / (t1 - t0), hwm=hwm[name] / 1024, reader_min_kb=least[name] / 1000,
                          place=place[name])
-            for ref, key in ((C_RELAY, "window_vs_crelay"), (C_ANY, "window_vs_cany"), (TOGETHER_NALCAST, "window_vs_nalcast")):
+            for ref, key in WINDOW_REFS:
                 if cpu.get(ref):
                     extra[key] = cpu[name] / cpu[ref]
             window[name] = Sample(t1 - t0, cpu[name], hwm[name], extra=extra)
@@ -355,7 +357,7 @@ def _together_notes(case: Case) -> list:
     for c in case.contenders:
         if not c.name.startswith("nalcast") or not c.samples:
             continue
-        for key, ref in (("window_vs_crelay", C_RELAY), ("window_vs_cany", C_ANY), ("window_vs_nalcast", TOGETHER_NALCAST)):
+        for ref, key in WINDOW_REFS:
             if c.name == ref:
                 continue
             who = "the " + ref if ref.startswith("C ") else ref
@@ -496,7 +498,8 @@ def cases(ctx: Context) -> list:
     unknown = [k for k in chosen if k not in short.values()]
     if unknown:
         hint = " (before needs NALCAST_BEFORE)" if "before" in unknown else ""
-        print(f"bench: RELAY_TOGETHER: {', '.join(unknown)} is none of {', '.join(short.values())}{hint}", file=sys.stderr)
+        print(f"bench: RELAY_TOGETHER: {', '.join(unknown)} is none of {', '.join(short.values())}{hint}",
+              file=sys.stderr)
         raise SystemExit(64)
     if chosen:
         together_kinds = {name: kind for name, kind in together_kinds.items() if short[name] in chosen}
@@ -505,19 +508,20 @@ def cases(ctx: Context) -> list:
     together_shown = f"{together_readers} reader{'' if together_readers == 1 else 's'}"
     together_case = Case(
         NAME, f"relay {size} to {together_shown}, side by side", "", 1,
-        [Contender(name, measure=together.measure(name), skip=cany.skip or (skip_join if name.startswith("nalcast") else None),
+        [Contender(name, measure=together.measure(name),
+                   skip=cany.skip or (skip_join if name.startswith("nalcast") else None),
                    usage_error_skips=name.startswith("nalcast"))
          for name in together_kinds],
         runs=ctx.runs_for(p["runs"]), after=_together_notes,
         figures=[("cpu_pct", "CPU", "{:.2f} %"), ("window_vs_crelay", "vs C relay, same window", "{:.2f}x"),
                  ("window_vs_cany", "vs C any stream, same window", "{:.2f}x"), ("hwm", "peak RSS", "{:.1f} MiB")])
     together_case.notes.append(
-        f"{together_case.label}: {'every relay' if not chosen else 'the relays of RELAY_TOGETHER'} at once, each reading the one source and serving {together_shown} of its "
-        f"own (c/readers.c, the same bytes to each), relays pinned to one CPU and readers to the other, started in "
-        f"turns (each relay in every place once in as many windows as there are relays); CPU (% of a core, /proc "
-        f"schedstat) over the same {p['window']:g} s window, and against each C relay's in that window (the "
-        f"table: medians of the windows; below: the mean of the medians by place, which a count of windows that "
-        f"is not a multiple of the relays' leaves uneven)")
+        f"{together_case.label}: {'the relays of RELAY_TOGETHER' if chosen else 'every relay'} at once, each reading "
+        f"the one source and serving {together_shown} of its own (c/readers.c, the same bytes to each), relays "
+        f"pinned to one CPU and readers to the other, started in turns (each relay in every place once in as many "
+        f"windows as there are relays); CPU (% of a core, /proc schedstat) over the same {p['window']:g} s window, "
+        f"and against each C relay's in that window (the table: medians of the windows; below: the mean of the "
+        f"medians by place, which a count of windows that is not a multiple of the relays' leaves uneven)")
 
     stall = Case(NAME, f"relay {size} {n} readers, one stalled {p['stall_s']:g}s", "", 1, rows(_stall_measure, p),
                  runs=1, figures=[("growth_mib", "RSS growth", "{:+.1f} MiB"), ("rss_end", "RSS", "{:.1f} MiB"),
