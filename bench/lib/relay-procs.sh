@@ -1,8 +1,9 @@
-# Sourced by bench/relay-switches, relay-warm, relay-instructions, relay-footprint and
-# relay-profile: the relay benchmark's processes on this machine (c/relaysrc serving the
-# 1080p30 source file, a relay reading it, live or under callgrind) and the counters they are
-# measured by. Needs $bin, $source_file and $nalcast set ($work too for copy_for_valgrind,
-# $root for build_relaygop).
+# Sourced by bench/relay-switches, relay-warm, relay-instructions, relay-footprint,
+# relay-profile, relay-layers and relay-cut: the relay benchmark's processes on this machine
+# (c/relaysrc serving the 1080p30 source file, a relay reading it, live or under callgrind),
+# the counters they are measured by, and nalcast built with a measurement patch. Needs $bin,
+# $source_file and $nalcast set for the processes ($work too for copy_for_valgrind, $root for
+# build_relaygop, both for build_patched).
 
 pids=()
 # Stops every process started here (by PID).
@@ -80,4 +81,20 @@ callgrind_window() {
     sleep 1
     cleanup
     ls "$out".[0-9]* | tail -1
+}
+
+# build_patched TOOL PATCH: nalcast of ${REV:-HEAD} with bench/PATCH applied, in a worktree at
+# $work/src, built in ${SCRATCH:-$work/build} (SCRATCH=DIR keeps the build between runs); the
+# binary's path in $patched. TOOL names the caller in its messages. Exits 65 when the patch no
+# longer applies, 70 when the build fails. The caller's EXIT trap removes the worktree
+# (git -C "$root" worktree remove --force "$work/src").
+build_patched() {
+    local tool=$1 patch=$2 scratch=${SCRATCH:-$work/build}
+    git -C "$root" worktree add --detach "$work/src" "${REV:-HEAD}" >/dev/null 2>&1
+    git -C "$work/src" apply "$root/bench/$patch" ||
+        { echo "$tool: bench/$patch does not apply to ${REV:-HEAD}: bring it up to date" >&2; exit 65; }
+    echo "$tool: building nalcast with the patch (${REV:-HEAD}, $scratch)" >&2
+    (cd "$work/src" && swift build -c release --static-swift-stdlib --scratch-path "$scratch") >"$work/build.log" 2>&1 ||
+        { tail -20 "$work/build.log" >&2; exit 70; }
+    patched=$scratch/release/nalcast
 }
