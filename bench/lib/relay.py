@@ -524,7 +524,8 @@ def cases(ctx: Context) -> list:
         f"medians by place, which a count of windows that is not a multiple of the relays' leaves uneven); "
         f"target (issue 29, restated 2026-12-05): each half of nalcast's relay within 1.1x of its own floor, "
         f"measured by bench/relay-cut (the read and parse against the C relay of any stream, the serving path "
-        f"against the same binary cut at its parser), so the whole at most 1.21x the C relay of any stream")
+        f"against the same binary cut at its parser); the two together come to about 1.2x the C relay of any stream, "
+        f"which this case measures directly (RELAY_TOGETHER=relaygop,nalcast for a pair)")
 
     stall = Case(NAME, f"relay {size} {n} readers, one stalled {p['stall_s']:g}s", "", 1, rows(_stall_measure, p),
                  runs=1, figures=[("growth_mib", "RSS growth", "{:+.1f} MiB"), ("rss_end", "RSS", "{:.1f} MiB"),
